@@ -1,0 +1,136 @@
+"""Shared records that flow between radsift's stages.
+
+Every stage speaks in these small frozen dataclasses: readers yield :class:`Report`,
+the text stage turns reports into :class:`Sentence` units, the labeler attaches
+:class:`Mention` records, and search returns :class:`Hit` records. Keeping them in one
+module keeps the data flow easy to see and stops stages from inventing their own shapes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+
+def _frozen_map(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value or {}))
+
+
+@dataclass(frozen=True)
+class Report:
+    """One report as read from a corpus.
+
+    Attributes:
+        id: The identifier given at ingestion (a CSV id column, a file stem, ...).
+        sections: Canonical section name (``findings``, ``impression``, ...) to its text,
+            in reading order.
+        metadata: Every other field of the source record, as strings.
+    """
+
+    id: str
+    sections: Mapping[str, str] = field(default_factory=dict)
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "id", str(self.id))
+        object.__setattr__(self, "sections", _frozen_map(self.sections))
+        object.__setattr__(self, "metadata", _frozen_map(self.metadata))
+
+    @property
+    def is_empty(self) -> bool:
+        """True when no section holds any non-blank text."""
+        return not any(text.strip() for text in self.sections.values())
+
+    def text(self, sections: tuple[str, ...] | None = None) -> str:
+        """The report's sections joined by blank lines (optionally only some of them)."""
+        names = sections or tuple(self.sections)
+        return "\n\n".join(self.sections[n] for n in names if self.sections.get(n, "").strip())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "sections": dict(self.sections), "metadata": dict(self.metadata)}
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A sentence of a report section, with its character offsets in that section's text.
+
+    ``report.sections[section][start:end] == text`` always holds.
+    """
+
+    report_id: str
+    section: str
+    index: int  # position of the sentence within its section, from 0
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A lexicon finding spotted in a sentence, with its negation status.
+
+    Attributes:
+        finding: Canonical finding name from the lexicon (``pneumothorax``).
+        category: Lexicon category (``disease``, ``device``, ...).
+        start: Character offset of the mention in the sentence text.
+        end: End offset (exclusive) in the sentence text.
+        text: The matched surface text.
+        status: ``present``, ``absent`` or ``uncertain``.
+        cue: The negation/uncertainty cue text that decided the status, if any.
+        rule: The name of the rule (ConText category or radsift rule) that decided it.
+    """
+
+    finding: str
+    category: str
+    start: int
+    end: int
+    text: str
+    status: str = "present"
+    cue: str | None = None
+    rule: str | None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result.
+
+    Attributes:
+        report_id: The report's id as given at ingestion.
+        score: The retrieval score (higher is better; comparable within one query only).
+        rank: 1-based rank within the result list.
+        sentence: The best-matching sentence, or ``None`` for section-level units.
+        highlights: ``(start, end)`` offsets of matched parts within ``sentence.text``.
+        section: The section the best unit came from.
+        sections: The report's sections (may be empty when fields were not requested).
+        metadata: The report's metadata.
+    """
+
+    report_id: str
+    score: float
+    rank: int
+    sentence: Sentence | None = None
+    highlights: tuple[tuple[int, int], ...] = ()
+    section: str | None = None
+    sections: Mapping[str, str] = field(default_factory=dict)
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sections", _frozen_map(self.sections))
+        object.__setattr__(self, "metadata", _frozen_map(self.metadata))
+
+    def to_dict(self) -> dict[str, Any]:
+        sent = None
+        if self.sentence is not None:
+            s = self.sentence
+            sent = {"section": s.section, "index": s.index, "start": s.start, "end": s.end, "text": s.text}
+        return {
+            "report_id": self.report_id,
+            "score": float(self.score),
+            "rank": self.rank,
+            "section": self.section,
+            "sentence": sent,
+            "highlights": [list(h) for h in self.highlights],
+            "sections": dict(self.sections),
+            "metadata": dict(self.metadata),
+        }
