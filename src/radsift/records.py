@@ -65,6 +65,16 @@ class Sentence:
     end: int
     text: str
 
+    @property
+    def uid(self) -> str:
+        """Stable id of the sentence unit, used as a docid in sentence-level runs and qrels."""
+        return sentence_uid(self.report_id, self.section, self.index)
+
+
+def sentence_uid(report_id: str, section: str, index: int) -> str:
+    """The docid of a sentence unit: ``REPORT::SECTION::INDEX``."""
+    return f"{report_id}::{section}::{index}"
+
 
 @dataclass(frozen=True)
 class Mention:
