@@ -12,7 +12,7 @@ __all__ = ["Hit", "Index", "Mention", "Report", "Sentence", "__version__"]
 def __getattr__(name: str):
     # Lazy: importing radsift must not import torch (the CLI and readers stay fast).
     if name == "Index":
-        from radsift.index import Index
+        from radsift.search.engine import Index
 
         return Index
     raise AttributeError(name)

@@ -1,0 +1,241 @@
+"""Build an index from reports, or add reports to one, without re-encoding what is stored."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from radsift.errors import IndexStoreError
+from radsift.index.manifest import FORMAT_VERSION, Manifest, now_iso
+from radsift.index.store import CURRENT, GenerationData, IndexStore, write_generation, write_lock
+from radsift.index.tokens import TOKENIZER_VERSION, tokenize
+from radsift.records import Report
+
+
+@dataclass
+class BuildSummary:
+    """What a build or add did."""
+
+    index_dir: Path
+    reports: int = 0  # reports in the index afterwards
+    added: int = 0
+    replaced: int = 0
+    empty_ids: list[str] = field(default_factory=list)  # stored, but with no text to search
+    sentences: int = 0
+    sections: int = 0
+    encoded: int = 0  # distinct texts sent to the encoder by this run
+    seconds: float = 0.0
+
+    def describe(self) -> str:
+        parts = [f"{self.reports} reports ({self.added} added", f"{self.replaced} replaced)" if self.replaced else ")"]
+        text = parts[0] + (", " + parts[1] if self.replaced else parts[1])
+        text += f", {self.sentences} sentences, {self.sections} sections in {self.index_dir}"
+        text += f"; encoded {self.encoded} distinct texts in {self.seconds:.1f}s"
+        if self.empty_ids:
+            shown = ", ".join(self.empty_ids[:5]) + (" ..." if len(self.empty_ids) > 5 else "")
+            text += f"; {len(self.empty_ids)} empty reports stored with no searchable text: {shown}"
+        return text
+
+
+def _encode_unique(encoder, texts: list[str], batch_size: int, progress: bool, desc: str) -> tuple[np.ndarray, int]:
+    """Encode each distinct text once (radiology repeats boilerplate sentences a lot)."""
+    if not texts:
+        return np.zeros((0, encoder.dim), dtype=np.float32), 0
+    uniq: dict[str, int] = {}
+    inverse = np.fromiter((uniq.setdefault(t, len(uniq)) for t in texts), dtype=np.int64, count=len(texts))
+    vecs = encoder.encode(list(uniq), batch_size=batch_size, progress=progress, desc=desc)
+    return vecs[inverse], len(uniq)
+
+
+def _units_of(reports: list[Report], first_row: int) -> tuple[list, list]:
+    from radsift.text import report_sentences
+
+    sentences, sections = [], []
+    for offset, report in enumerate(reports):
+        row = first_row + offset
+        for name, text in report.sections.items():
+            if text.strip():
+                sections.append((row, name, text))
+        for s in report_sentences(report):
+            sentences.append((row, s.section, s.index, s.start, s.end, s.text))
+    return sentences, sections
+
+
+def _collect(reports: Iterable[Report]) -> list[Report]:
+    seen: set[str] = set()
+    out = []
+    for r in reports:
+        if r.id in seen:
+            raise IndexStoreError(f"duplicate report id {r.id!r} in the input")
+        seen.add(r.id)
+        out.append(r)
+    return out
+
+
+def _record(report: Report) -> tuple[str, str, str]:
+    return (report.id, json.dumps(dict(report.sections), ensure_ascii=False),
+            json.dumps(dict(report.metadata), ensure_ascii=False))
+
+
+def build_index(
+    index_dir: str | Path,
+    reports: Iterable[Report],
+    *,
+    model: str | Path | None = None,
+    encoder=None,
+    threads: int | None = None,
+    batch_size: int = 64,
+    progress: bool = True,
+    overwrite: bool = False,
+) -> BuildSummary:
+    """Build a new index at ``index_dir`` from ``reports``.
+
+    Args:
+        index_dir: The index directory (created if missing).
+        reports: Reports to index (ids must be unique).
+        model: Model folder (None = packaged all-MiniLM-L6-v2); ignored when ``encoder`` is given.
+        encoder: An already loaded :class:`radsift.models.Encoder`.
+        threads: torch threads for encoding.
+        batch_size: Encoding batch size.
+        progress: Show progress bars.
+        overwrite: Replace an existing index (atomically: the old one stays live until the new one is complete).
+
+    Raises:
+        IndexStoreError: The directory already holds an index and ``overwrite`` is false, or ids repeat.
+    """
+    index_dir = Path(index_dir)
+    if (index_dir / CURRENT).exists() and not overwrite:
+        raise IndexStoreError(
+            f"{index_dir} already holds an index: use `radsift index add` to add reports, or --overwrite to rebuild it"
+        )
+    if index_dir.exists() and not (index_dir / CURRENT).exists() and any(
+        p for p in index_dir.iterdir() if not p.name.startswith(".")
+    ):
+        raise IndexStoreError(f"{index_dir} exists and is not a radsift index: choose an empty or new directory")
+    return _write(index_dir, reports, None, model, encoder, threads, batch_size, progress, replace=False)
+
+
+def add_to_index(
+    index_dir: str | Path,
+    reports: Iterable[Report],
+    *,
+    replace: bool = False,
+    model: str | Path | None = None,
+    encoder=None,
+    threads: int | None = None,
+    batch_size: int = 64,
+    progress: bool = True,
+) -> BuildSummary:
+    """Add ``reports`` to an existing index, encoding only the new ones.
+
+    Raises:
+        IndexStoreError: An id is already in the index and ``replace`` is false; the model differs.
+    """
+    index_dir = Path(index_dir)
+    old = IndexStore.open(index_dir)
+    return _write(index_dir, reports, old, model, encoder, threads, batch_size, progress, replace=replace)
+
+
+def _load_encoder(model, encoder, threads, old: IndexStore | None):
+    from radsift.models.encoder import Encoder, model_fingerprint, resolve_model_path
+
+    if old is not None:
+        m = old.manifest
+        if model is None and encoder is None:
+            model = m.model_path if Path(m.model_path).is_dir() else m.model_name
+    if encoder is None:
+        encoder = Encoder.load(model, threads=threads)
+    if old is not None:
+        fp = model_fingerprint(Path(encoder.path))
+        if fp != old.manifest.model_fingerprint:
+            raise IndexStoreError(
+                f"{old.index_dir} was built with model {old.manifest.model_name} ({old.manifest.model_path}); "
+                f"{encoder.path} is a different model: use the same model or rebuild the index"
+            )
+    return encoder
+
+
+def _write(index_dir, reports, old, model, encoder, threads, batch_size, progress, replace) -> BuildSummary:
+    from radsift import __version__
+    from radsift.models.encoder import model_fingerprint
+
+    start = time.perf_counter()
+    with write_lock(index_dir):
+        new = _collect(reports)
+        encoder = _load_encoder(model, encoder, threads, old)
+        summary = BuildSummary(index_dir=index_dir, added=len(new))
+        keep_reports: list[tuple[str, str, str]] = []
+        old_sent, old_sec = [], []
+        old_sent_vecs = old_sec_vecs = np.zeros((0, encoder.dim), dtype=np.float32)
+        if old is not None:
+            clash = [r.id for r in new if old.report_row(r.id) is not None]
+            if clash and not replace:
+                shown = ", ".join(clash[:5]) + (" ..." if len(clash) > 5 else "")
+                raise IndexStoreError(
+                    f"{len(clash)} report id(s) already in {index_dir}: {shown} (pass --replace to replace them)"
+                )
+            summary.replaced = len(clash)
+            drop = {old.report_row(i) for i in clash}
+            # Old rows are renumbered densely once the replaced reports are dropped.
+            remap = np.full(len(old.report_ids), -1, dtype=np.int64)
+            for row, rec in enumerate(old.db.execute("SELECT id, sections, metadata FROM reports ORDER BY row")):
+                if row not in drop:
+                    remap[row] = len(keep_reports)
+                    keep_reports.append(tuple(rec))
+            sent_rows = old.all_sentences()
+            sec_rows = old.all_sections()
+            keep_s = np.array([remap[r[0]] >= 0 for r in sent_rows], dtype=bool)
+            keep_c = np.array([remap[r[0]] >= 0 for r in sec_rows], dtype=bool)
+            old_sent = [(int(remap[r[0]]), *r[1:]) for r, k in zip(sent_rows, keep_s) if k]
+            old_sec = [(int(remap[r[0]]), *r[1:]) for r, k in zip(sec_rows, keep_c) if k]
+            units_s, units_c = old.units("sentence"), old.units("section")
+            old_sent_vecs = np.asarray(units_s.vectors)[keep_s] if len(sent_rows) else old_sent_vecs
+            old_sec_vecs = np.asarray(units_c.vectors)[keep_c] if len(sec_rows) else old_sec_vecs
+
+        new_sent, new_sec = _units_of(new, first_row=len(keep_reports))
+        sent_vecs, n1 = _encode_unique(encoder, [s[5] for s in new_sent], batch_size, progress, "encoding sentences")
+        sec_vecs, n2 = _encode_unique(encoder, [s[2] for s in new_sec], batch_size, progress, "encoding sections")
+        sentences = old_sent + new_sent
+        sections = old_sec + new_sec
+        data = GenerationData(
+            reports=keep_reports + [_record(r) for r in new],
+            sentences=sentences,
+            sections=sections,
+            sentence_vectors=np.concatenate([old_sent_vecs, sent_vecs]),
+            section_vectors=np.concatenate([old_sec_vecs, sec_vecs]),
+            sentence_tokens=[tokenize(s[5]) for s in sentences],
+            section_tokens=[tokenize(s[2]) for s in sections],
+        )
+        empty = [r.id for r in new if r.is_empty]
+        if old is not None:
+            empty = sorted(set(old.manifest.empty_ids) - {r.id for r in new} | set(empty))
+        metadata_keys = sorted({k for r in new for k in r.metadata} | set(old.manifest.metadata_keys if old else []))
+        manifest = Manifest(
+            format_version=FORMAT_VERSION,
+            model_name=encoder.name,
+            model_path=str(encoder.path),
+            model_fingerprint=model_fingerprint(Path(encoder.path)),
+            dim=encoder.dim,
+            counts={"reports": len(data.reports), "sentences": len(sentences), "sections": len(sections),
+                    "empty_reports": len(empty)},
+            empty_ids=empty,
+            created=old.manifest.created if old is not None else now_iso(),
+            tokenizer_version=TOKENIZER_VERSION,
+            radsift_version=__version__,
+            metadata_keys=metadata_keys,
+        )
+        write_generation(index_dir, data, manifest)
+        if old is not None:
+            old.close()
+    summary.reports = len(data.reports)
+    summary.empty_ids = empty
+    summary.sentences = len(sentences)
+    summary.sections = len(sections)
+    summary.encoded = n1 + n2
+    summary.seconds = time.perf_counter() - start
+    return summary

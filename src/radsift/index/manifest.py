@@ -1,0 +1,59 @@
+"""The index manifest: what an index directory holds and how it was built."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from radsift.errors import IndexStoreError
+
+FORMAT_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class Manifest:
+    """Contents of ``manifest.json`` in one index generation."""
+
+    format_version: int
+    model_name: str
+    model_path: str
+    model_fingerprint: str
+    dim: int
+    counts: dict[str, int] = field(default_factory=dict)
+    created: str = field(default_factory=now_iso)
+    updated: str = field(default_factory=now_iso)
+    generation: int = 1
+    bm25: dict[str, Any] = field(default_factory=lambda: {"k1": 1.5, "b": 0.75, "method": "lucene"})
+    tokenizer_version: int = 1
+    radsift_version: str = ""
+    sections: list[str] = field(default_factory=list)
+    metadata_keys: list[str] = field(default_factory=list)
+    empty_ids: list[str] = field(default_factory=list)  # stored reports with no searchable text
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def read(cls, path: Path) -> "Manifest":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise IndexStoreError(f"{path.parent}: no {MANIFEST_NAME}: not a radsift index") from None
+        except json.JSONDecodeError as exc:
+            raise IndexStoreError(f"{path}: corrupt manifest ({exc})") from None
+        version = data.get("format_version")
+        if version != FORMAT_VERSION:
+            raise IndexStoreError(
+                f"{path.parent}: index format version {version} is not supported by this radsift "
+                f"(it reads version {FORMAT_VERSION}); rebuild the index with `radsift index build`"
+            )
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})

