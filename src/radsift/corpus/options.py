@@ -1,0 +1,151 @@
+"""Reader options shared by every command that reads a corpus, and format inference."""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Iterable, Mapping
+
+from radsift.errors import ConfigError, CorpusError
+
+#: Corpus formats radsift reads.
+FORMATS: tuple[str, ...] = ("csv", "jsonl", "txt", "openi-xml", "text")
+#: What to do with a bad row: raise, or skip it and record it in :class:`ReadStats`.
+ON_ERROR: tuple[str, ...] = ("fail", "skip")
+
+_FORMAT_ALIASES = {"xml": "openi-xml", "ndjson": "jsonl"}
+_SUFFIX_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".xml": "openi-xml", ".txt": "text"}
+_SECTION_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+
+
+@dataclass(frozen=True)
+class ReaderOptions:
+    """How to read a corpus.
+
+    Attributes:
+        format: ``csv``, ``jsonl``, ``txt`` (a folder of ``.txt`` files), ``openi-xml`` or
+            ``text`` (one text file, one report); ``None`` infers it from each path (see
+            :func:`infer_format`).
+        id_column: Column/field holding the report id (csv, jsonl); ``None`` uses ``id``.
+        sections: Section name -> source column/field (csv, jsonl) or ``AbstractText``
+            label (openi-xml, where it selects which labels become sections).
+        text_column: A free-text column/field split into sections at its headings.
+        on_error: ``fail`` raises on a bad row; ``skip`` skips it and records it.
+        encoding: Text encoding of the files.
+    """
+
+    format: str | None = None
+    id_column: str | None = None
+    sections: Mapping[str, str] = field(default_factory=dict)
+    text_column: str | None = None
+    on_error: str = "fail"
+    encoding: str = "utf-8"
+
+    def __post_init__(self) -> None:
+        if self.format is not None and self.format not in FORMATS:
+            raise ConfigError(f"format {self.format!r}: expected one of {', '.join(FORMATS)}")
+        if self.on_error not in ON_ERROR:
+            raise ConfigError(f"on_error {self.on_error!r}: expected one of {', '.join(ON_ERROR)}")
+        try:
+            codecs.lookup(self.encoding)
+        except LookupError as exc:
+            raise ConfigError(f"encoding {self.encoding!r}: unknown encoding") from exc
+        for name, column in dict(self.sections).items():
+            if not isinstance(name, str) or not _SECTION_NAME_RE.fullmatch(name):
+                raise ConfigError(f"section name {name!r}: expected a word (letters, digits, '_', '-')")
+            if not isinstance(column, str) or not column.strip():
+                raise ConfigError(f"section {name!r}: the source column must be a non-empty string")
+        for label, value in (("id_column", self.id_column), ("text_column", self.text_column)):
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ConfigError(f"{label}: expected a non-empty column name")
+        object.__setattr__(self, "sections", MappingProxyType(dict(self.sections)))
+
+    def __hash__(self) -> int:
+        return hash((self.format, self.id_column, tuple(self.sections.items()), self.text_column, self.on_error))
+
+    @classmethod
+    def from_cli(
+        cls,
+        format: str | None = None,
+        id_column: str | None = None,
+        sections: Iterable[str] = (),
+        text_column: str | None = None,
+        on_error: str = "fail",
+        encoding: str = "utf-8",
+    ) -> "ReaderOptions":
+        """Build options from the CLI flags, naming the flag in every error.
+
+        Args:
+            format: ``--format`` (case-insensitive; ``xml`` and ``ndjson`` are accepted aliases).
+            id_column: ``--id-column``.
+            sections: ``--section`` values, each ``NAME=COLUMN``.
+            text_column: ``--text-column``.
+            on_error: ``--on-error``: ``fail`` or ``skip``.
+            encoding: ``--encoding``.
+
+        Raises:
+            ConfigError: A flag value is invalid; the message names the flag.
+        """
+        fmt = None
+        if format is not None:
+            fmt = _FORMAT_ALIASES.get(format.strip().lower(), format.strip().lower())
+            if fmt not in FORMATS:
+                raise ConfigError(f"--format {format!r}: expected one of {', '.join(FORMATS)}")
+        mode = (on_error or "").strip().lower()
+        if mode not in ON_ERROR:
+            raise ConfigError(f"--on-error {on_error!r}: expected one of {', '.join(ON_ERROR)}")
+        mapping: dict[str, str] = {}
+        for spec in sections or ():
+            name, sep, column = spec.partition("=")
+            name, column = name.strip(), column.strip()
+            if not sep or not name or not column:
+                raise ConfigError(f"--section {spec!r}: expected NAME=COLUMN, e.g. --section findings=findings")
+            if not _SECTION_NAME_RE.fullmatch(name):
+                raise ConfigError(f"--section {spec!r}: the name {name!r} must be a word (letters, digits, '_', '-')")
+            name = name.lower()
+            if name in mapping:
+                raise ConfigError(f"--section {name!r} given twice ({mapping[name]!r} and {column!r})")
+            mapping[name] = column
+        for flag, value in (("--id-column", id_column), ("--text-column", text_column)):
+            if value is not None and not value.strip():
+                raise ConfigError(f"{flag}: expected a column name, got an empty string")
+        try:
+            codecs.lookup(encoding)
+        except LookupError as exc:
+            raise ConfigError(f"--encoding {encoding!r}: unknown encoding") from exc
+        return cls(
+            format=fmt,
+            id_column=id_column.strip() if id_column else None,
+            sections=mapping,
+            text_column=text_column.strip() if text_column else None,
+            on_error=mode,
+            encoding=encoding,
+        )
+
+
+def infer_format(path: str | Path) -> str:
+    """Guess a corpus format from a path.
+
+    ``.csv`` -> csv, ``.jsonl``/``.ndjson`` -> jsonl, ``.xml`` -> openi-xml, ``.txt`` ->
+    text (one file, one report); a folder -> txt, or openi-xml when it holds ``.xml`` files
+    and no ``.txt`` files.
+
+    Raises:
+        CorpusError: The extension is not one of these; the message says to pass --format.
+    """
+    path = Path(path)
+    if path.is_dir():
+        has_txt = any(True for _ in path.rglob("*.txt"))
+        if not has_txt and any(True for _ in path.rglob("*.xml")):
+            return "openi-xml"
+        return "txt"
+    fmt = _SUFFIX_FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise CorpusError(
+            f"{path}: cannot infer the corpus format from the extension {path.suffix or '(none)'!r}: "
+            f"pass --format ({' | '.join(FORMATS)})"
+        )
+    return fmt
