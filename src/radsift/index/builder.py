@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -92,6 +93,8 @@ def build_index(
     batch_size: int = 64,
     progress: bool = True,
     overwrite: bool = False,
+    lexicon: str | Path | None = None,
+    label: bool = True,
 ) -> BuildSummary:
     """Build a new index at ``index_dir`` from ``reports``.
 
@@ -104,6 +107,8 @@ def build_index(
         batch_size: Encoding batch size.
         progress: Show progress bars.
         overwrite: Replace an existing index (atomically: the old one stays live until the new one is complete).
+        lexicon: Finding lexicon for the sentence labels (None = the packaged chest X-ray lexicon).
+        label: Label sentences with findings and their negation status (enables negation-aware search).
 
     Raises:
         IndexStoreError: The directory already holds an index and ``overwrite`` is false, or ids repeat.
@@ -117,7 +122,8 @@ def build_index(
         p for p in index_dir.iterdir() if not p.name.startswith(".")
     ):
         raise IndexStoreError(f"{index_dir} exists and is not a radsift index: choose an empty or new directory")
-    return _write(index_dir, reports, None, model, encoder, threads, batch_size, progress, replace=False)
+    return _write(index_dir, reports, None, model, encoder, threads, batch_size, progress, replace=False,
+                  lexicon=lexicon, label=label)
 
 
 def add_to_index(
@@ -138,7 +144,9 @@ def add_to_index(
     """
     index_dir = Path(index_dir)
     old = IndexStore.open(index_dir)
-    return _write(index_dir, reports, old, model, encoder, threads, batch_size, progress, replace=replace)
+    lexicon = old.manifest.lexicon
+    return _write(index_dir, reports, old, model, encoder, threads, batch_size, progress, replace=replace,
+                  lexicon=None if lexicon == PACKAGED_LEXICON else lexicon, label=lexicon is not None)
 
 
 def _load_encoder(model, encoder, threads, old: IndexStore | None):
@@ -160,7 +168,25 @@ def _load_encoder(model, encoder, threads, old: IndexStore | None):
     return encoder
 
 
-def _write(index_dir, reports, old, model, encoder, threads, batch_size, progress, replace) -> BuildSummary:
+PACKAGED_LEXICON = "packaged:chest_xray"
+
+
+@lru_cache(maxsize=4)
+def _labeler(lexicon: str | None):
+    from radsift.labels.labeler import Labeler
+
+    return Labeler(lexicon)
+
+
+def _label_sentences(texts: list[str], lexicon, progress: bool) -> list[list[tuple[str, str]]]:
+    """(finding, status) of each sentence, by the lexicon labeler (identical sentences labeled once)."""
+    labeler = _labeler(str(lexicon) if lexicon else None)
+    mentions = labeler.label_many(texts, progress=progress)
+    return [sorted({(m.finding, m.status) for m in ms}) for ms in mentions]
+
+
+def _write(index_dir, reports, old, model, encoder, threads, batch_size, progress, replace, lexicon=None,
+           label=True) -> BuildSummary:
     from radsift import __version__
     from radsift.models.encoder import model_fingerprint
 
@@ -170,7 +196,7 @@ def _write(index_dir, reports, old, model, encoder, threads, batch_size, progres
         encoder = _load_encoder(model, encoder, threads, old)
         summary = BuildSummary(index_dir=index_dir, added=len(new))
         keep_reports: list[tuple[str, str, str]] = []
-        old_sent, old_sec = [], []
+        old_sent, old_sec, old_labels = [], [], []
         old_sent_vecs = old_sec_vecs = np.zeros((0, encoder.dim), dtype=np.float32)
         if old is not None:
             clash = [r.id for r in new if old.report_row(r.id) is not None]
@@ -193,6 +219,8 @@ def _write(index_dir, reports, old, model, encoder, threads, batch_size, progres
             keep_c = np.array([remap[r[0]] >= 0 for r in sec_rows], dtype=bool)
             old_sent = [(int(remap[r[0]]), *r[1:]) for r, k in zip(sent_rows, keep_s) if k]
             old_sec = [(int(remap[r[0]]), *r[1:]) for r, k in zip(sec_rows, keep_c) if k]
+            new_row = np.cumsum(keep_s) - 1  # old sentence row -> row after dropping replaced reports
+            old_labels = [(int(new_row[r]), f, st) for r, f, st in old.all_sentence_labels() if keep_s[r]]
             units_s, units_c = old.units("sentence"), old.units("section")
             old_sent_vecs = np.asarray(units_s.vectors)[keep_s] if len(sent_rows) else old_sent_vecs
             old_sec_vecs = np.asarray(units_c.vectors)[keep_c] if len(sec_rows) else old_sec_vecs
@@ -202,6 +230,10 @@ def _write(index_dir, reports, old, model, encoder, threads, batch_size, progres
         sec_vecs, n2 = _encode_unique(encoder, [s[2] for s in new_sec], batch_size, progress, "encoding sections")
         sentences = old_sent + new_sent
         sections = old_sec + new_sec
+        labels = list(old_labels)
+        if label:
+            for offset, pairs in enumerate(_label_sentences([s[5] for s in new_sent], lexicon, progress)):
+                labels.extend((len(old_sent) + offset, f, st) for f, st in pairs)
         data = GenerationData(
             reports=keep_reports + [_record(r) for r in new],
             sentences=sentences,
@@ -210,6 +242,7 @@ def _write(index_dir, reports, old, model, encoder, threads, batch_size, progres
             section_vectors=np.concatenate([old_sec_vecs, sec_vecs]),
             sentence_tokens=[tokenize(s[5]) for s in sentences],
             section_tokens=[tokenize(s[2]) for s in sections],
+            sentence_labels=labels,
         )
         empty = [r.id for r in new if r.is_empty]
         if old is not None:
@@ -228,6 +261,7 @@ def _write(index_dir, reports, old, model, encoder, threads, batch_size, progres
             tokenizer_version=TOKENIZER_VERSION,
             radsift_version=__version__,
             metadata_keys=metadata_keys,
+            lexicon=(str(Path(lexicon).resolve()) if lexicon else PACKAGED_LEXICON) if label else None,
         )
         write_generation(index_dir, data, manifest)
         if old is not None:

@@ -37,6 +37,8 @@ class Manifest:
     sections: list[str] = field(default_factory=list)
     metadata_keys: list[str] = field(default_factory=list)
     empty_ids: list[str] = field(default_factory=list)  # stored reports with no searchable text
+    findings: list[str] = field(default_factory=list)  # lexicon findings seen in the sentences
+    lexicon: str | None = None  # lexicon used to label sentences (None = none)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)

@@ -30,7 +30,7 @@ import os
 import shutil
 import sqlite3
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
@@ -53,7 +53,11 @@ CREATE TABLE sentences (row INTEGER PRIMARY KEY, report_row INTEGER NOT NULL, se
                         idx INTEGER NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL, text TEXT NOT NULL);
 CREATE TABLE sections (row INTEGER PRIMARY KEY, report_row INTEGER NOT NULL, section TEXT NOT NULL,
                        text TEXT NOT NULL);
+CREATE TABLE sentence_labels (sentence_row INTEGER NOT NULL, finding TEXT NOT NULL, status TEXT NOT NULL);
 """
+
+# Finding statuses as stored in label_status.npy.
+STATUS_CODES = {"present": 1, "absent": -1, "uncertain": 0}
 
 
 @dataclass
@@ -76,7 +80,17 @@ class GenerationData:
     section_vectors: np.ndarray
     sentence_tokens: list[list[str]]
     section_tokens: list[list[str]]
+    # Weak labels of sentences from the lexicon labeler: (sentence_row, finding, status).
+    sentence_labels: list[tuple[int, str, str]] = field(default_factory=list)
 
+
+@dataclass
+class LabelArrays:
+    """Finding mentions of sentence units, for negation-aware ranking."""
+
+    row: np.ndarray  # int32 sentence row
+    finding: np.ndarray  # int16 index into manifest.findings
+    status: np.ndarray  # int8, see STATUS_CODES
 
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
@@ -143,9 +157,15 @@ def write_generation(index_dir: Path, data: GenerationData, manifest: Manifest) 
                    ((i, *s) for i, s in enumerate(data.sentences)))
     db.executemany("INSERT INTO sections (row, report_row, section, text) VALUES (?, ?, ?, ?)",
                    ((i, *s) for i, s in enumerate(data.sections)))
+    db.executemany("INSERT INTO sentence_labels (sentence_row, finding, status) VALUES (?, ?, ?)",
+                   data.sentence_labels)
     db.commit()
     db.close()
 
+    findings = sorted({f for _, f, _ in data.sentence_labels})
+    manifest.findings = findings
+    fcode = {f: i for i, f in enumerate(findings)}
+    labels = data.sentence_labels
     names = sorted({s[1] for s in data.sentences} | {s[1] for s in data.sections})
     manifest.sections = names
     arrays = {
@@ -155,6 +175,9 @@ def write_generation(index_dir: Path, data: GenerationData, manifest: Manifest) 
         "sentence_section": _section_codes([s[1] for s in data.sentences], names),
         "section_report": np.fromiter((s[0] for s in data.sections), dtype=np.int32, count=len(data.sections)),
         "section_section": _section_codes([s[1] for s in data.sections], names),
+        "label_row": np.fromiter((r for r, _, _ in labels), dtype=np.int32, count=len(labels)),
+        "label_finding": np.fromiter((fcode[f] for _, f, _ in labels), dtype=np.int16, count=len(labels)),
+        "label_status": np.fromiter((STATUS_CODES[st] for _, _, st in labels), dtype=np.int8, count=len(labels)),
     }
     for name, arr in arrays.items():
         np.save(tmp / f"{name}.npy", arr)
@@ -216,6 +239,7 @@ class IndexStore:
         self._bm25: dict[str, object] = {}
         self._report_ids: list[str] | None = None
         self._report_rows: dict[str, int] | None = None
+        self._labels: LabelArrays | None = None
 
     @classmethod
     def open(cls, index_dir: str | Path) -> "IndexStore":
@@ -247,6 +271,17 @@ class IndexStore:
                 section_code=np.load(g / f"{kind}_section.npy"),
             )
         return self._units[kind]
+
+    def labels(self) -> LabelArrays:
+        """Finding mentions of sentence units (empty arrays for an index built without labels)."""
+        if self._labels is None:
+            g = self.gen_dir
+            self._labels = LabelArrays(np.load(g / "label_row.npy"), np.load(g / "label_finding.npy"),
+                                       np.load(g / "label_status.npy"))
+        return self._labels
+
+    def all_sentence_labels(self) -> list[tuple[int, str, str]]:
+        return list(self.db.execute("SELECT sentence_row, finding, status FROM sentence_labels"))
 
     def bm25(self, kind: str):
         """The bm25s retriever over ``sentence`` or ``section`` units."""

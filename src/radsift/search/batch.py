@@ -10,7 +10,7 @@ from radsift.progress import progress_bar
 
 def run_queries(index, queries_path: Path, out: Path, *, k: int = 1000, mode: str = "hybrid",
                 level: str = "report", where: Iterable[str] | None = None, target: str | None = None,
-                unit: str = "sentence", tag: str = "radsift") -> int:
+                unit: str = "sentence", negation: str = "aware", tag: str = "radsift") -> int:
     """Search every ``qid<TAB>query`` line of ``queries_path`` and write a TREC run to ``out``.
 
     docid is the report id given at ingestion (``level="report"``) or the sentence uid
@@ -27,7 +27,7 @@ def run_queries(index, queries_path: Path, out: Path, *, k: int = 1000, mode: st
         task = bar.add_task("running queries", total=len(queries))
         for i, (qid, text) in enumerate(queries.items()):
             hits = index.search(text, k=k, mode=mode, level=level, where=where, target=target, unit=unit,
-                                include_report=False, query_vector=None if vectors is None else vectors[i])
+                                include_report=False, negation=negation, query_vector=None if vectors is None else vectors[i])
             if level == "sentence":
                 run[qid] = [(h.sentence.uid, h.score) for h in hits]
             else:

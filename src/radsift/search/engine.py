@@ -20,6 +20,17 @@ from radsift.search.query import LEVELS, MODES, UNITS, check_choice, normalize_q
 
 # Hybrid fuses this many candidates from each side (at least; more when k is large).
 HYBRID_DEPTH = 200
+NEGATION = ("aware", "ignore")
+_POLARITY = {"present": 1, "absent": -1}
+
+
+def demote(scores: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    """Move ``rows`` below every other unit, keeping their order among themselves."""
+    if rows is None or not len(rows) or not len(scores):
+        return scores
+    scores = np.array(scores, dtype=np.float32, copy=True)
+    scores[rows] -= float(scores.max() - scores.min()) + 1.0
+    return scores
 
 
 class Index:
@@ -45,6 +56,7 @@ class Index:
         self._backend_name = backend
         self._encoder = encoder
         self._backends: dict[str, object] = {}
+        self._labeler = None
         self._lock = threading.RLock()
         if model is not None and encoder is None:
             self._check_model(Path(model))
@@ -123,6 +135,48 @@ class Index:
                     self._encoder = enc
         return self._encoder
 
+    @property
+    def labeler(self):
+        """The lexicon labeler that labeled this index's sentences (loaded on first use)."""
+        if self._labeler is None:
+            with self._lock:
+                if self._labeler is None:
+                    from radsift.labels.labeler import Labeler
+
+                    lexicon = self.store.manifest.lexicon
+                    self._labeler = Labeler(None if lexicon in (None, "packaged:chest_xray") else lexicon)
+        return self._labeler
+
+    def query_findings(self, query: str) -> dict[str, str]:
+        """Findings the query asks about, with the status it asks for (``present``/``absent``)."""
+        if self.store.manifest.lexicon is None:
+            return {}
+        return {m.finding: m.status for m in self.labeler.label(query) if m.status in _POLARITY}
+
+    def conflicting_units(self, query: str) -> np.ndarray | None:
+        """Sentence rows that state the opposite of what the query asks about a finding.
+
+        For "pneumothorax" these are sentences labeled "pneumothorax: absent" (and not also
+        "present"); for "no pleural effusion", sentences that affirm an effusion. Negation-aware
+        ranking places them below every other sentence.
+        """
+        wanted = self.query_findings(query)
+        if not wanted:
+            return None
+        labels = self.store.labels()
+        codes = {f: i for i, f in enumerate(self.store.manifest.findings)}
+        out = []
+        for finding, status in wanted.items():
+            code = codes.get(finding)
+            if code is None:
+                continue
+            sel = labels.finding == code
+            polarity = _POLARITY[status]
+            opposite = labels.row[sel & (labels.status == -polarity)]
+            same = labels.row[sel & (labels.status == polarity)]
+            out.append(np.setdiff1d(opposite, same))
+        return np.unique(np.concatenate(out)).astype(np.int64) if out else None
+
     def _backend(self, kind: str):
         if kind not in self._backends:
             self._backends[kind] = create_backend(self._backend_name, self.store.units(kind).vectors)
@@ -156,7 +210,7 @@ class Index:
 
     def rank_units(self, query: str, *, mode: str = "hybrid", unit: str = "sentence", n: int = 100,
                    target: str | None = None, where: Mapping | Iterable[str] | None = None,
-                   query_vector: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                   query_vector: np.ndarray | None = None, negation: str = "aware") -> tuple[np.ndarray, np.ndarray]:
         """Best-first unit rows and scores for a query (the building block of :meth:`search`).
 
         ``query_vector`` skips encoding (for batch runs that encode all queries at once).
@@ -164,19 +218,23 @@ class Index:
         query = normalize_query(query)
         check_choice("mode", mode, MODES)
         check_choice("unit", unit, UNITS)
+        check_choice("negation", negation, NEGATION)
         mask = self._mask(unit, target, parse_where(where))
-        return self._rank(query, mode, unit, n, mask, query_vector)
+        conflicts = self.conflicting_units(query) if negation == "aware" and unit == "sentence" else None
+        return self._rank(query, mode, unit, n, mask, query_vector, conflicts)
 
-    def _rank(self, query, mode, unit, n, mask, query_vector=None):
+    def _rank(self, query, mode, unit, n, mask, query_vector=None, conflicts=None):
         dense = bm25 = None
         if mode in ("dense", "hybrid"):
             dense = (self._backend(unit).scores(query_vector) if query_vector is not None
                      else self._dense_scores(query, unit))
+            dense = demote(dense, conflicts)
         if mode in ("bm25", "hybrid"):
             bm25 = self._bm25_scores(query, unit)
             # A unit sharing no query term is not a BM25 match at all.
             hit = bm25 > 0
             bm25_mask = hit if mask is None else (mask & hit)
+            bm25 = demote(bm25, conflicts)
         if mode == "dense":
             return top_k(dense, n, mask)
         if mode == "bm25":
@@ -191,7 +249,7 @@ class Index:
     def search(self, query: str, k: int = 10, mode: str = "hybrid", level: str = "report",
                target: str | None = None, where: Mapping | Iterable[str] | None = None, unit: str = "sentence",
                fields: Sequence[str] | None = None, include_report: bool = True,
-               query_vector: np.ndarray | None = None) -> list[Hit]:
+               query_vector: np.ndarray | None = None, negation: str = "aware") -> list[Hit]:
         """Search the index.
 
         Args:
@@ -205,6 +263,9 @@ class Index:
             fields: Report sections to include in hits (None = all).
             include_report: Attach the report's sections and metadata to each hit.
             query_vector: A precomputed query embedding (skips encoding).
+            negation: ``aware`` (default): sentences that state the opposite of what the query asks
+                about a lexicon finding ("No pneumothorax." for "pneumothorax") rank below all others;
+                ``ignore``: plain similarity.
 
         Returns:
             Hits, best first.
@@ -213,20 +274,22 @@ class Index:
         check_choice("mode", mode, MODES)
         check_choice("level", level, LEVELS)
         check_choice("unit", unit, UNITS)
+        check_choice("negation", negation, NEGATION)
         if k < 1:
             return []
         with self._lock:
             store = self.store
             mask = self._mask(unit, target, parse_where(where))
+            conflicts = self.conflicting_units(query) if negation == "aware" and unit == "sentence" else None
             report_of = store.units(unit).report_row
             total = report_of.shape[0]
             if level == "sentence":
-                rows, scores = self._rank(query, mode, unit, k, mask, query_vector)
+                rows, scores = self._rank(query, mode, unit, k, mask, query_vector, conflicts)
                 picked = [(int(report_of[r]), int(r), float(s)) for r, s in zip(rows, scores)]
             else:
                 n = max(10 * k, 100)
                 while True:  # widen until k distinct reports are found or every unit is ranked
-                    rows, scores = self._rank(query, mode, unit, n, mask, query_vector)
+                    rows, scores = self._rank(query, mode, unit, n, mask, query_vector, conflicts)
                     picked = best_unit_per_report(rows, scores, report_of, k)
                     if len(picked) >= k or len(rows) < n or n >= total:
                         break

@@ -1,0 +1,99 @@
+"""The labeler: findings and their status in sentences (spotter + negation, with a cache)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from radsift.labels.lexicon import Lexicon, load_lexicon
+from radsift.labels.negation import NegationDetector
+from radsift.labels.rules import Rules, load_rules
+from radsift.labels.spotter import Spotter
+from radsift.records import Mention
+
+_CACHE_LIMIT = 1_000_000  # unique sentences kept; radiology repeats sentences a lot
+
+
+class Labeler:
+    """Labels sentences with lexicon findings, each present, absent or uncertain.
+
+    Args:
+        lexicon: A :class:`Lexicon`, a path to a lexicon file, or None for the packaged
+            chest X-ray lexicon.
+        rules: A :class:`Rules`, a path to a rules file, or None for the packaged radiology rules.
+
+    Example:
+        >>> labeler = Labeler()
+        >>> [(m.finding, m.status) for m in labeler.label("No pneumothorax or pleural effusion.")]
+        [('pneumothorax', 'absent'), ('pleural effusion', 'absent')]
+    """
+
+    def __init__(self, lexicon: Lexicon | str | Path | None = None, rules: Rules | str | Path | None = None) -> None:
+        self.lexicon = lexicon if isinstance(lexicon, Lexicon) else load_lexicon(lexicon)
+        self.rules = rules if isinstance(rules, Rules) else load_rules(rules)
+        self.spotter = Spotter(self.lexicon)
+        self.detector = NegationDetector(self.rules, self.lexicon.normalizer)
+        self._cache: dict[str, tuple[Mention, ...]] = {}
+        self._lock = threading.Lock()  # one labeler may serve several threads (the search server)
+
+    def label(self, sentence: str) -> list[Mention]:
+        """The findings of one sentence, in reading order, with spans into ``sentence``."""
+        return self.label_many([sentence])[0]
+
+    def label_many(
+        self, texts: Iterable[str], batch_size: int = 512, progress: bool = False
+    ) -> list[list[Mention]]:
+        """Label many sentences; identical sentences are labeled once.
+
+        Args:
+            texts: Sentences.
+            batch_size: spaCy tokenizer batch size.
+            progress: Show a progress bar (rich) over the distinct new sentences.
+
+        Returns:
+            One list of mentions per input text, in input order.
+        """
+        texts = list(texts)
+        with self._lock:
+            todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+            if todo:
+                self._label_new(todo, batch_size, progress)
+            return [list(self._cache[t]) for t in texts]
+
+    def _label_new(self, texts: Sequence[str], batch_size: int, progress: bool) -> None:
+        if len(self._cache) + len(texts) > _CACHE_LIMIT:
+            self._cache.clear()
+        spotted = []
+        need_doc = []
+        for text in texts:
+            tokens = self.spotter.tokens(text)
+            matches = self.spotter.spot(text, tokens)
+            spotted.append((text, tokens, matches))
+            if any(m.kind == "synonym" for m in matches):
+                need_doc.append(text)
+        docs = iter(self.detector.make_docs(need_doc, batch_size=batch_size))
+        bar = _progress(len(texts)) if progress else None
+        try:
+            task = bar.add_task("labeling sentences", total=len(texts)) if bar else None
+            for i, (text, tokens, matches) in enumerate(spotted):
+                doc = next(docs) if any(m.kind == "synonym" for m in matches) else None
+                self._cache[text] = tuple(self.detector.mentions(text, tokens, matches, doc))
+                if bar is not None and (i % 256 == 255 or i == len(spotted) - 1):
+                    bar.update(task, completed=i + 1)
+        finally:
+            if bar is not None:
+                bar.stop()
+
+    def clear_cache(self) -> None:
+        """Forget labeled sentences (after changing rules in place, say)."""
+        with self._lock:
+            self._cache.clear()
+
+
+def _progress(total: int):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    bar.start()
+    return bar

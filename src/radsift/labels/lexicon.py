@@ -1,0 +1,255 @@
+"""The finding lexicon: concepts, their categories and the phrases that name them.
+
+File format (YAML; the packaged chest X-ray lexicon is ``data/chest_xray.yaml``)::
+
+    version: 1                      # optional, must be 1
+    name: my lexicon                # optional
+    description: free text          # optional
+    categories: [finding, device]   # optional; when given, every concept must use one
+    concepts:
+      - name: pneumothorax          # canonical name: unique, used in labels and query ids
+        category: finding           # required
+        synonyms:                   # phrases that mention the finding (the name is one already)
+          - PTX
+          - collapsed lung
+        absent_phrases:             # optional: phrases that state the finding is absent
+          - lungs are fully expanded
+        normal_subjects:            # optional: what "is normal" / "normal ..." describes
+          - lung expansion          #   ("heart size" for cardiomegaly: "heart size is normal")
+        description: free text      # optional
+
+Phrases match case-insensitively, singular and plural alike (``effusion`` also matches
+``effusions``). A hyphenated word matches with or without its hyphen, and a hyphenated
+phrase also with spaces (``air-space disease`` matches "air-space", "airspace" and "air
+space disease"); punctuation other than hyphens ends a phrase. A ``*`` inside a phrase stands for up to four
+words of the same clause that are not negations (``heart * enlarged`` matches "heart is
+mildly enlarged" but not "heart is not enlarged"). A ``normal_subjects`` phrase yields the
+finding as *absent* when a normal-state predicate of the rules file follows or precedes it
+("heart size is within normal limits", "normal heart size", "heart is not enlarged"); on
+its own it is not a mention.
+
+Unknown keys, a repeated concept name, or one phrase listed twice (in any concept, after
+normalization) are :class:`~radsift.errors.LexiconError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterator
+
+from radsift.errors import LexiconError
+from radsift.labels.tokens import GAP, Normalizer, derive_irregulars, phrase_words
+from radsift.labels.yamlfile import LineDict, LineList, check_keys, load_yaml, read_text, string_list
+
+PACKAGED_LEXICON = "chest_xray.yaml"
+MAX_GAP = 4  # words a "*" in a phrase may stand for
+
+_TOP_KEYS = {"version", "name", "description", "categories", "concepts"}
+_CONCEPT_KEYS = {"name", "category", "synonyms", "absent_phrases", "normal_subjects", "description"}
+_SLUG_RE = re.compile(r"[^a-z0-9]+")
+
+
+def slugify(name: str) -> str:
+    """A TREC-safe id for a finding name: ``pleural effusion`` -> ``pleural_effusion``."""
+    return _SLUG_RE.sub("_", name.casefold()).strip("_")
+
+
+@dataclass(frozen=True)
+class Concept:
+    """One finding of the lexicon.
+
+    Attributes:
+        name: Canonical name (``pleural effusion``).
+        category: Its category (``finding``, ``disease``, ``device`` ...).
+        synonyms: Phrases that mention it, the name first.
+        absent_phrases: Phrases that state it is absent.
+        normal_subjects: Phrases that, described as normal, state it is absent.
+        description: Optional free text.
+        line: Line of the concept in its file.
+    """
+
+    name: str
+    category: str
+    synonyms: tuple[str, ...]
+    absent_phrases: tuple[str, ...] = ()
+    normal_subjects: tuple[str, ...] = ()
+    description: str | None = None
+    line: int = 0
+
+    @property
+    def slug(self) -> str:
+        """TREC-safe id (``pleural_effusion``)."""
+        return slugify(self.name)
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """A loaded lexicon: concepts by name, plus the normalizer its phrases were checked with."""
+
+    concepts: tuple[Concept, ...]
+    source: str
+    name: str | None = None
+    categories: tuple[str, ...] = ()
+    normalizer: Normalizer = field(default_factory=Normalizer, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_name", {c.name: c for c in self.concepts})
+        object.__setattr__(self, "_by_slug", {c.slug: c for c in self.concepts})
+
+    def __len__(self) -> int:
+        return len(self.concepts)
+
+    def __iter__(self) -> Iterator[Concept]:
+        return iter(self.concepts)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name  # type: ignore[attr-defined]
+
+    def __getitem__(self, name: str) -> Concept:
+        try:
+            return self._by_name[name]  # type: ignore[attr-defined]
+        except KeyError:
+            raise KeyError(f"no concept {name!r} in lexicon {self.source}") from None
+
+    def by_slug(self, slug: str) -> Concept:
+        """The concept whose :attr:`Concept.slug` is ``slug``."""
+        try:
+            return self._by_slug[slug]  # type: ignore[attr-defined]
+        except KeyError:
+            raise KeyError(f"no concept with id {slug!r} in lexicon {self.source}") from None
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.concepts]
+
+
+def _check_phrase(key: tuple[str, ...], phrase: str, source: str, line: int) -> None:
+    if not key or key[0] == GAP or key[-1] == GAP:
+        raise LexiconError(f"{source}:{line}: phrase {phrase!r} must start and end with a word")
+    if any(a == GAP and b == GAP for a, b in zip(key, key[1:])):
+        raise LexiconError(f"{source}:{line}: phrase {phrase!r} has two '*' in a row")
+
+
+def parse_lexicon(text: str, source: str) -> Lexicon:
+    """Parse lexicon YAML text (see the module docstring for the format).
+
+    Raises:
+        LexiconError: Naming ``source`` and the line of the first problem.
+    """
+    data = load_yaml(text, source)
+    if data is None:
+        raise LexiconError(f"{source}: empty lexicon file")
+    check_keys(data, _TOP_KEYS, {"concepts"}, source, "lexicon")
+    if "version" in data and data["version"] != 1:
+        raise LexiconError(f"{source}:{data.line_of('version')}: unsupported lexicon version {data['version']!r}")
+    for key in ("name", "description"):
+        if key in data and not isinstance(data[key], str):
+            raise LexiconError(f"{source}:{data.line_of(key)}: {key!r} must be a string")
+    categories = tuple(c for c, _ in string_list(data, "categories", source, "lexicon"))
+    concepts_node = data["concepts"]
+    if not isinstance(concepts_node, LineList) or not concepts_node:
+        raise LexiconError(f"{source}:{data.line_of('concepts')}: 'concepts' must be a non-empty list")
+
+    raw: list[tuple[LineDict, str, str, dict[str, list[tuple[str, int]]]]] = []
+    for i, node in enumerate(concepts_node):
+        if not isinstance(node, LineDict):
+            raise LexiconError(f"{source}:{concepts_node.line_of(i)}: each concept must be a mapping")
+        check_keys(node, _CONCEPT_KEYS, {"name", "category"}, source, "concept")
+        name, category = node["name"], node["category"]
+        for key, value in (("name", name), ("category", category)):
+            if not isinstance(value, str) or not value.strip():
+                raise LexiconError(f"{source}:{node.line_of(key)}: concept {key!r} must be a non-empty string")
+        if "description" in node and not isinstance(node["description"], (str, type(None))):
+            raise LexiconError(f"{source}:{node.line_of('description')}: 'description' must be a string")
+        name, category = " ".join(name.split()), category.strip()
+        if categories and category not in categories:
+            raise LexiconError(
+                f"{source}:{node.line_of('category')}: category {category!r} of {name!r} is not one of "
+                f"the declared categories ({', '.join(categories)})"
+            )
+        lists = {
+            key: string_list(node, key, source, f"concept {name!r}")
+            for key in ("synonyms", "absent_phrases", "normal_subjects")
+        }
+        raw.append((node, name, category, lists))
+
+    # Irregular plurals come from the lexicon's own vocabulary, so derive them before keying phrases.
+    vocabulary = phrase_words(
+        [name for _, name, _, _ in raw] + [p for *_, lists in raw for items in lists.values() for p, _ in items]
+    )
+    normalizer = Normalizer(derive_irregulars(vocabulary))
+
+    names: dict[str, int] = {}
+    slugs: dict[str, str] = {}
+    phrases: dict[tuple[str, ...], tuple[str, int]] = {}
+    concepts = []
+    for node, name, category, lists in raw:
+        line = node.line
+        if name.casefold() in names:
+            raise LexiconError(
+                f"{source}:{node.line_of('name')}: duplicate concept name {name!r} (first at line {names[name.casefold()]})"
+            )
+        names[name.casefold()] = node.line_of("name")
+        slug = slugify(name)
+        if not slug:
+            raise LexiconError(f"{source}:{node.line_of('name')}: concept name {name!r} has no letters or digits")
+        if slug in slugs:
+            raise LexiconError(
+                f"{source}:{node.line_of('name')}: concept name {name!r} gives the same id {slug!r} as {slugs[slug]!r}"
+            )
+        slugs[slug] = name
+        entries = [(name, node.line_of("name"), "synonyms")] + [
+            (p, ln, key) for key, items in lists.items() for p, ln in items
+        ]
+        for phrase, ln, key in entries:
+            pkey = normalizer.phrase(phrase)
+            _check_phrase(pkey, phrase, source, ln)
+            if key == "normal_subjects" and GAP in pkey:
+                raise LexiconError(f"{source}:{ln}: normal subject {phrase!r} cannot contain '*'")
+            if pkey in phrases:
+                first, first_line = phrases[pkey]
+                raise LexiconError(
+                    f"{source}:{ln}: duplicate phrase {phrase!r} in {name!r} "
+                    f"(same as {first!r} at line {first_line}; plurals, case and hyphens are folded)"
+                )
+            phrases[pkey] = (phrase, ln)
+        description = node.get("description")
+        concepts.append(
+            Concept(
+                name=name,
+                category=category,
+                synonyms=(name, *(p for p, _ in lists["synonyms"])),
+                absent_phrases=tuple(p for p, _ in lists["absent_phrases"]),
+                normal_subjects=tuple(p for p, _ in lists["normal_subjects"]),
+                description=description.strip() if isinstance(description, str) else None,
+                line=line,
+            )
+        )
+    return Lexicon(
+        concepts=tuple(concepts),
+        source=source,
+        name=data.get("name"),
+        categories=categories,
+        normalizer=normalizer,
+    )
+
+
+def load_lexicon(path: str | Path | None = None) -> Lexicon:
+    """Load a lexicon file, or the packaged chest X-ray lexicon when ``path`` is None.
+
+    Raises:
+        LexiconError: The file cannot be read or is malformed; the message names the file and line.
+    """
+    if path is None:
+        return _packaged()
+    source, text = read_text(path, PACKAGED_LEXICON, "lexicon")
+    return parse_lexicon(text, source)
+
+
+@lru_cache(maxsize=1)
+def _packaged() -> Lexicon:
+    source, text = read_text(None, PACKAGED_LEXICON, "lexicon")
+    return parse_lexicon(text, source)

@@ -1,0 +1,267 @@
+"""Negation and uncertainty: a status for each spotted finding.
+
+Three mechanisms decide a mention's status, each recorded on the mention (``cue``, ``rule``):
+
+* **ConText** (medspaCy's implementation of Harkema et al. 2009) for lexicon synonyms:
+  cues such as "no", "without", "negative for" (absent) or "possible", "cannot be
+  excluded" (uncertain) modify the findings in their scope; pseudo-cues ("no change in")
+  modify nothing; terminators ("but", "however", ";") end a scope. The cues are radsift's
+  own radiology rules (:mod:`radsift.labels.rules`), not medspaCy's general clinical ones.
+  A mention in several scopes takes the nearest cue's status. Rule name:
+  ``NEGATED_EXISTENCE:no evidence of``; a mention with no cue is ``present`` (rule ``default``).
+* **Normal forms** for the lexicon's ``normal_subjects``: "heart size is within normal
+  limits", "normal heart size and pulmonary vascularity", "the heart is not enlarged" give
+  the findings *absent*. Rule ``normal-form``, cue the predicate.
+* **Absent phrases** of the lexicon: always *absent*. Rule ``absent-phrase``.
+
+The spaCy pipeline is ``spacy.blank("en")``'s tokenizer plus the ConText component; the
+lexicon mentions are put in ``doc.ents`` directly, so no target matcher or model is loaded.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import spacy
+from spacy.tokens import Doc
+
+from radsift.labels.rules import NEGATED, POSSIBLE, STATUS_OF, NormalForms, Rules
+from radsift.labels.spotter import Match
+from radsift.labels.tokens import BARRIERS, Normalizer, Token
+from radsift.records import Mention
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from medspacy.context import ConText, ConTextRule
+
+DEFAULT_RULE = "default"
+NORMAL_FORM_RULE = "normal-form"
+ABSENT_PHRASE_RULE = "absent-phrase"
+
+
+@dataclass(frozen=True)
+class _Predicate:
+    start_char: int
+    end_char: int
+    text: str
+
+
+class NormalFormResolver:
+    """Finds the normal-state predicate describing a normal subject, if any.
+
+    Args:
+        forms: The predicate, coordination and link phrases.
+        normalizer: The lexicon's normalizer (so "limits" matches "limit").
+    """
+
+    def __init__(self, forms: NormalForms, normalizer: Normalizer) -> None:
+        self._norm = normalizer
+        self._after: dict[str, list[tuple[str, ...]]] = {}
+        self._before: dict[str, list[tuple[str, ...]]] = {}
+        for phrase in forms.after:
+            key = self._key(phrase)
+            self._after.setdefault(key[0], []).append(key)
+        for phrase in forms.before:
+            key = self._key(phrase)
+            self._before.setdefault(key[-1], []).append(key)
+        for table in (self._after, self._before):
+            for keys in table.values():
+                keys.sort(key=len, reverse=True)
+        self._coordination = {self._word(w) for w in forms.coordination}
+        self._links = {self._word(w) for w in forms.links}
+
+    def _word(self, word: str) -> str:
+        word = word.strip()
+        return word if word in BARRIERS else self._norm.word(word)
+
+    def _key(self, phrase: str) -> tuple[str, ...]:
+        return tuple(t.norm for t in self._norm.tokens(phrase))
+
+    def resolve(self, text: str, tokens: list[Token], subject: Match, subjects: list[Match]) -> _Predicate | None:
+        """The predicate that states ``subject`` is normal, or None.
+
+        Args:
+            text: The sentence.
+            tokens: Its tokens.
+            subject: A ``subject`` match.
+            subjects: All subject matches of the sentence (coordinated subjects are skipped).
+        """
+        norms = [t.norm for t in tokens]
+        starts = {m.first: m for m in subjects}
+        ends = {m.last - 1: m for m in subjects}
+        n = len(norms)
+        # Right: [coordination | other subjects]* then [links]* then an "after" predicate.
+        j, coordinating = subject.last, True
+        while j < n:
+            found = self._longest(self._after.get(norms[j], ()), norms, j, forward=True)
+            if found:
+                return self._predicate(text, tokens, j, j + found)
+            if coordinating and norms[j] in self._coordination:
+                j += 1
+                continue
+            if coordinating and j in starts:
+                j = starts[j].last
+                continue
+            if norms[j] in self._links:
+                coordinating = False
+                j += 1
+                continue
+            break
+        # Left: a "before" predicate, possibly ahead of other subjects joined by coordination words.
+        j = subject.first - 1
+        while j >= 0:
+            found = self._longest(self._before.get(norms[j], ()), norms, j, forward=False)
+            if found:
+                return self._predicate(text, tokens, j - found + 1, j + 1)
+            k = j
+            while k >= 0 and norms[k] in self._coordination:
+                k -= 1
+            if k < j and k in ends:
+                j = ends[k].first - 1
+                continue
+            break
+        return None
+
+    @staticmethod
+    def _longest(keys, norms: list[str], j: int, forward: bool) -> int:
+        for key in keys:  # longest first
+            size = len(key)
+            window = norms[j : j + size] if forward else norms[max(0, j - size + 1) : j + 1]
+            if tuple(window) == key:
+                return size
+        return 0
+
+    @staticmethod
+    def _predicate(text: str, tokens: list[Token], first: int, last: int) -> _Predicate:
+        start, end = tokens[first].start, tokens[last - 1].end
+        return _Predicate(start, end, text[start:end])
+
+
+class NegationDetector:
+    """Decides present / absent / uncertain for spotted matches.
+
+    Args:
+        rules: The ConText cues and normal forms.
+        normalizer: The lexicon's normalizer.
+    """
+
+    def __init__(self, rules: Rules, normalizer: Normalizer) -> None:
+        self.rules = rules
+        self.nlp = spacy.blank("en")
+        self.context = ConText(
+            self.nlp,
+            rules=None,
+            span_attrs=None,
+            prune_on_modifier_overlap=True,
+            prune_on_target_overlap=True,  # "free air" is a finding, not the cue "free"
+        )
+        context_rules = []
+        for cue in rules.cues:
+            context_rules.append(
+                ConTextRule(
+                    literal=cue.literal,
+                    category=cue.category,
+                    pattern=cue.pattern,
+                    direction=cue.direction,
+                    max_scope=cue.max_scope,
+                    metadata={"name": cue.name, "negatable": cue.negatable},
+                )
+            )
+        self.context.add(context_rules)
+        self.normal_forms = NormalFormResolver(rules.normal_forms, normalizer)
+
+    def make_docs(self, texts, batch_size: int = 512):
+        """Tokenize many sentences with spaCy (batched)."""
+        return self.nlp.tokenizer.pipe(texts, batch_size=batch_size)
+
+    def mentions(self, text: str, tokens: list[Token], matches: list[Match], doc: Doc | None = None) -> list[Mention]:
+        """Mentions with statuses for the matches of one sentence.
+
+        Args:
+            text: The sentence.
+            tokens: Its spotter tokens.
+            matches: Its spotter matches.
+            doc: Its spaCy doc when already tokenized (needed only if there are synonym matches).
+        """
+        out: list[Mention] = []
+        subjects = [m for m in matches if m.kind == "subject"]
+        predicates = []
+        for m in subjects:
+            pred = self.normal_forms.resolve(text, tokens, m, subjects)
+            if pred is not None:
+                predicates.append(pred)
+                out.append(_mention(m, "absent", pred.text, NORMAL_FORM_RULE))
+        if predicates:
+            # A finding phrase inside a normal predicate describes the subject, not a finding:
+            # "osseous structures are without acute abnormality".
+            matches = [
+                m for m in matches if not any(m.start < p.end_char and p.start_char < m.end for p in predicates)
+            ]
+        for m in matches:
+            if m.kind == "absent":
+                out.append(_mention(m, "absent", m.text, ABSENT_PHRASE_RULE))
+        synonyms = [m for m in matches if m.kind == "synonym"]
+        if synonyms:
+            out.extend(self._context(text, synonyms, doc))
+        out.sort(key=lambda x: (x.start, x.end))
+        return out
+
+    def _context(self, text: str, matches: list[Match], doc: Doc | None) -> list[Mention]:
+        if doc is None:
+            doc = self.nlp.make_doc(text)
+        for i, token in enumerate(doc):
+            token.is_sent_start = i == 0
+        spans, kept = [], []
+        last_end = -1
+        for m in matches:  # already non-overlapping and in order
+            span = doc.char_span(m.start, m.end, label=m.concept.category.upper(), alignment_mode="expand")
+            if span is None or span.start < last_end:
+                continue  # tokenization disagreement: keep the earlier mention
+            spans.append(span)
+            kept.append(m)
+            last_end = span.end
+        doc.ents = spans
+        self.context(doc)
+        out = []
+        for span, m in zip(doc.ents, kept):
+            status, cue, rule = _decide(doc, span)
+            out.append(_mention(m, status, cue, rule))
+        return out
+
+
+def _distance(span, mod) -> int:
+    start, end = mod.modifier_span
+    if end <= span.start:
+        return span.start - end
+    if start >= span.end:
+        return start - span.end
+    return 0
+
+
+def _decide(doc: Doc, span) -> tuple[str, str | None, str]:
+    mods = [m for m in span._.modifiers if m.category in STATUS_OF]
+    if not mods:
+        return "present", None, DEFAULT_RULE
+    # Nearest cue wins; on a tie negation beats uncertainty.
+    best = min(mods, key=lambda m: (_distance(span, m), m.category != NEGATED))
+    if best.category == POSSIBLE and best.rule.metadata.get("negatable"):
+        # "no opacity suggestive of pneumonia": a negation ahead of an evidential cue rules it out.
+        negs = [m for m in mods if m.category == NEGATED and m.modifier_span[1] <= best.modifier_span[0]]
+        if negs:
+            best = max(negs, key=lambda m: m.modifier_span[0])
+    start, end = best.modifier_span
+    return STATUS_OF[best.category], doc[start:end].text, best.rule.metadata["name"]
+
+
+def _mention(m: Match, status: str, cue: str | None, rule: str) -> Mention:
+    return Mention(
+        finding=m.concept.name,
+        category=m.concept.category,
+        start=m.start,
+        end=m.end,
+        text=m.text,
+        status=status,
+        cue=cue,
+        rule=rule,
+    )

@@ -1,0 +1,207 @@
+"""Negation and uncertainty rules: ConText cues and normal-state predicates, loaded from YAML.
+
+File format (the packaged radiology rules are ``data/radiology_rules.yaml``)::
+
+    version: 1
+    rules:                                # groups of ConText cues sharing settings
+      - category: NEGATED_EXISTENCE       # NEGATED_EXISTENCE -> absent, POSSIBLE_EXISTENCE -> uncertain,
+                                          # PSEUDO_NEGATION (direction PSEUDO), TERMINATE (direction TERMINATE)
+        direction: FORWARD                # FORWARD | BACKWARD | BIDIRECTIONAL | PSEUDO | TERMINATE
+        max_scope: 8                      # optional: scope in tokens (default: the sentence)
+        negatable: true                   # optional, POSSIBLE_EXISTENCE only: a negation before
+                                          # the cue makes the finding absent ("no opacity suggestive of ...")
+        cues: [no, without, negative for] # phrases (whole tokens, any case)
+      - name: comma before a severity word  # or one spaCy token pattern with a name
+        category: TERMINATE
+        direction: TERMINATE
+        pattern: [{"TEXT": ","}, {"LOWER": {"IN": [mild, moderate]}}]
+    normal_forms:                         # predicates for the lexicon's normal_subjects
+      after: [normal, within normal limits, not enlarged]   # "heart size is normal"
+      before: [normal]                                      # "normal heart size"
+      coordination: [and, ","]            # between subjects: "heart size and vascularity are normal"
+      links: [is, are, remains]           # between the last subject and an "after" predicate
+
+Unknown keys, categories or directions, and a cue listed twice are
+:class:`~radsift.errors.LexiconError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from radsift.errors import LexiconError
+from radsift.labels.yamlfile import LineDict, LineList, check_keys, load_yaml, read_text, string_list
+
+PACKAGED_RULES = "radiology_rules.yaml"
+NEGATED = "NEGATED_EXISTENCE"
+POSSIBLE = "POSSIBLE_EXISTENCE"
+PSEUDO = "PSEUDO_NEGATION"
+TERMINATE = "TERMINATE"
+# ConText category -> mention status.
+STATUS_OF = {NEGATED: "absent", POSSIBLE: "uncertain"}
+CATEGORIES = (NEGATED, POSSIBLE, PSEUDO, TERMINATE)
+DIRECTIONS = ("FORWARD", "BACKWARD", "BIDIRECTIONAL", "PSEUDO", "TERMINATE")
+_TOP_KEYS = {"version", "rules", "normal_forms"}
+_GROUP_KEYS = {"category", "direction", "cues", "pattern", "name", "max_scope", "negatable"}
+_NORMAL_KEYS = {"after", "before", "coordination", "links"}
+
+
+@dataclass(frozen=True)
+class CueRule:
+    """One ConText cue.
+
+    Attributes:
+        literal: The cue phrase (or the rule's name for a token pattern).
+        category: One of :data:`CATEGORIES`.
+        direction: One of :data:`DIRECTIONS`.
+        pattern: A spaCy token pattern, or None to match ``literal``.
+        max_scope: Scope limit in tokens, or None for the whole sentence.
+        negatable: A negation before this uncertainty cue rules the finding out.
+        line: Line in the rules file.
+    """
+
+    literal: str
+    category: str
+    direction: str
+    pattern: list[dict[str, Any]] | None = None
+    max_scope: int | None = None
+    negatable: bool = False
+    line: int = 0
+
+    @property
+    def name(self) -> str:
+        """Rule name recorded on mentions: ``NEGATED_EXISTENCE:no evidence of``."""
+        return f"{self.category}:{self.literal}"
+
+
+@dataclass(frozen=True)
+class NormalForms:
+    """Normal-state predicate phrases (see the module docstring)."""
+
+    after: tuple[str, ...] = ()
+    before: tuple[str, ...] = ()
+    coordination: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Loaded rules: ConText cues and normal forms."""
+
+    cues: tuple[CueRule, ...]
+    normal_forms: NormalForms
+    source: str
+
+
+def _plain(value: Any) -> Any:
+    """LineDict/LineList back to plain dict/list (for spaCy patterns)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def parse_rules(text: str, source: str) -> Rules:
+    """Parse rules YAML text (see the module docstring for the format).
+
+    Raises:
+        LexiconError: Naming ``source`` and the line of the first problem.
+    """
+    data = load_yaml(text, source)
+    if data is None:
+        raise LexiconError(f"{source}: empty rules file")
+    check_keys(data, _TOP_KEYS, {"rules"}, source, "rules file")
+    if "version" in data and data["version"] != 1:
+        raise LexiconError(f"{source}:{data.line_of('version')}: unsupported rules version {data['version']!r}")
+    groups = data["rules"]
+    if not isinstance(groups, LineList) or not groups:
+        raise LexiconError(f"{source}:{data.line_of('rules')}: 'rules' must be a non-empty list")
+    cues: list[CueRule] = []
+    seen: dict[str, int] = {}
+    for i, group in enumerate(groups):
+        if not isinstance(group, LineDict):
+            raise LexiconError(f"{source}:{groups.line_of(i)}: each rule group must be a mapping")
+        check_keys(group, _GROUP_KEYS, {"category", "direction"}, source, "rule group")
+        category, direction = group["category"], group["direction"]
+        if category not in CATEGORIES:
+            raise LexiconError(
+                f"{source}:{group.line_of('category')}: unknown category {category!r} (one of {', '.join(CATEGORIES)})"
+            )
+        if not isinstance(direction, str) or direction.upper() not in DIRECTIONS:
+            raise LexiconError(
+                f"{source}:{group.line_of('direction')}: unknown direction {direction!r} (one of {', '.join(DIRECTIONS)})"
+            )
+        direction = direction.upper()
+        if category in (PSEUDO, TERMINATE) and direction != category.split("_")[0]:
+            raise LexiconError(f"{source}:{group.line_of('direction')}: category {category} needs direction "
+                               f"{category.split('_')[0]}")
+        max_scope = group.get("max_scope")
+        if max_scope is not None and (not isinstance(max_scope, int) or isinstance(max_scope, bool) or max_scope < 1):
+            raise LexiconError(f"{source}:{group.line_of('max_scope')}: max_scope must be a positive integer")
+        negatable = group.get("negatable", False)
+        if not isinstance(negatable, bool) or (negatable and category != POSSIBLE):
+            raise LexiconError(
+                f"{source}:{group.line_of('negatable')}: negatable must be true/false and only on {POSSIBLE}"
+            )
+        has_cues, has_pattern = "cues" in group, "pattern" in group
+        if has_cues == has_pattern:
+            raise LexiconError(f"{source}:{group.line}: a rule group needs either 'cues' or 'pattern' (not both)")
+        if has_pattern:
+            pattern = group["pattern"]
+            name = group.get("name")
+            if not isinstance(name, str) or not name.strip():
+                raise LexiconError(f"{source}:{group.line}: a 'pattern' rule needs a 'name'")
+            if not isinstance(pattern, LineList) or not pattern or not all(isinstance(p, dict) for p in pattern):
+                raise LexiconError(f"{source}:{group.line_of('pattern')}: 'pattern' must be a list of token mappings")
+            entries = [(name.strip(), group.line_of("pattern"), _plain(pattern))]
+        else:
+            if "name" in group:
+                raise LexiconError(f"{source}:{group.line_of('name')}: 'name' is only for 'pattern' rules")
+            entries = [(c, ln, None) for c, ln in string_list(group, "cues", source, "rule group")]
+            if not entries:
+                raise LexiconError(f"{source}:{group.line_of('cues')}: 'cues' is empty")
+        for literal, line, pattern in entries:
+            key = " ".join(literal.casefold().split())
+            if key in seen:
+                raise LexiconError(f"{source}:{line}: cue {literal!r} is listed twice (first at line {seen[key]})")
+            seen[key] = line
+            cues.append(CueRule(key if pattern is None else literal, category, direction, pattern, max_scope,
+                                negatable, line))
+    normal = NormalForms()
+    if "normal_forms" in data:
+        node = data["normal_forms"]
+        check_keys(node, _NORMAL_KEYS, set(), source, "normal_forms")
+        lists = {}
+        for key in _NORMAL_KEYS:
+            items = string_list(node, key, source, f"normal_forms.{key}")
+            firsts: dict[str, int] = {}
+            for phrase, line in items:
+                k = " ".join(phrase.casefold().split())
+                if k in firsts:
+                    raise LexiconError(f"{source}:{line}: {key} phrase {phrase!r} is listed twice")
+                firsts[k] = line
+            lists[key] = tuple(p for p, _ in items)
+        normal = NormalForms(**lists)
+    return Rules(cues=tuple(cues), normal_forms=normal, source=source)
+
+
+def load_rules(path: str | Path | None = None) -> Rules:
+    """Load a rules file, or the packaged radiology rules when ``path`` is None.
+
+    Raises:
+        LexiconError: The file cannot be read or is malformed; the message names the file and line.
+    """
+    if path is None:
+        return _packaged()
+    source, text = read_text(path, PACKAGED_RULES, "rules")
+    return parse_rules(text, source)
+
+
+@lru_cache(maxsize=1)
+def _packaged() -> Rules:
+    source, text = read_text(None, PACKAGED_RULES, "rules")
+    return parse_rules(text, source)

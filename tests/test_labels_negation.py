@@ -1,0 +1,101 @@
+"""Negation and uncertainty: each form radiology depends on, and the labeler API."""
+
+from __future__ import annotations
+
+import pytest
+
+from radsift.labels import Labeler
+
+A, P, U = "absent", "present", "uncertain"
+
+
+@pytest.fixture(scope="module")
+def labeler() -> Labeler:
+    return Labeler()
+
+
+def labels(labeler: Labeler, text: str) -> list[tuple[str, str]]:
+    return [(m.finding, m.status) for m in labeler.label(text)]
+
+
+CASES = [
+    # negation before the finding, lists
+    ("No pneumothorax or pleural effusion.", [("pneumothorax", A), ("pleural effusion", A)]),
+    ("There is no focal consolidation, pleural effusion, or pneumothorax.",
+     [("consolidation", A), ("pleural effusion", A), ("pneumothorax", A)]),
+    ("Mild vascular congestion without overt edema.", [("vascular congestion", P), ("pulmonary edema", A)]),
+    ("Negative for pneumothorax.", [("pneumothorax", A)]),
+    ("The lungs are free of focal airspace disease.", [("airspace disease", A)]),
+    ("Lungs are clear of infiltrate.", [("infiltrate", A)]),
+    ("No evidence of pneumonia.", [("pneumonia", A)]),
+    ("No acute cardiopulmonary abnormality.", [("acute cardiopulmonary abnormality", A)]),
+    # negation after the finding
+    ("The left pleural effusion has resolved.", [("pleural effusion", A)]),
+    ("Resolved right pneumothorax.", [("pneumothorax", A)]),
+    ("The endotracheal tube has been removed.", [("endotracheal tube", A)]),
+    ("Pneumothorax is not seen.", [("pneumothorax", A)]),
+    # normal forms
+    ("Heart size is normal.", [("cardiomegaly", A)]),
+    ("Normal heart size.", [("cardiomegaly", A)]),
+    ("The heart is not enlarged.", [("cardiomegaly", A)]),
+    ("Heart size and pulmonary vascularity are within normal limits.", [("cardiomegaly", A), ("vascular congestion", A)]),
+    ("Heart size is stable.", []),
+    ("The heart is enlarged.", [("cardiomegaly", P)]),
+    # uncertainty
+    ("A small pneumothorax cannot be excluded.", [("pneumothorax", U)]),
+    ("Possible right lower lobe pneumonia.", [("pneumonia", U)]),
+    ("Basilar opacity may represent atelectasis.", [("lung opacity", P), ("atelectasis", U)]),
+    ("Opacity suggestive of pneumonia.", [("lung opacity", P), ("pneumonia", U)]),
+    ("No focal opacity suggestive of pneumonia.", [("lung opacity", A), ("pneumonia", A)]),
+    # pseudo-negations
+    ("No change in the small left pleural effusion.", [("pleural effusion", P)]),
+    ("There is no interval change in the right upper lobe nodule.", [("nodule", P)]),
+    ("Not only cardiomegaly but also effusions.", [("cardiomegaly", P), ("pleural effusion", P)]),
+    # scope ends
+    ("No effusion, but there is a small pneumothorax.", [("pleural effusion", A), ("pneumothorax", P)]),
+    ("No consolidation; however, there is mild atelectasis.", [("consolidation", A), ("atelectasis", P)]),
+    ("No pneumothorax; small right pleural effusion.", [("pneumothorax", A), ("pleural effusion", P)]),
+    ("No pleural effusion, there is mild pulmonary edema.", [("pleural effusion", A), ("pulmonary edema", P)]),
+    ("No effusion, possible atelectasis.", [("pleural effusion", A), ("atelectasis", U)]),
+    ("Possible atelectasis, no effusion.", [("atelectasis", U), ("pleural effusion", A)]),
+    # a finding phrase that contains a cue word is not a cue
+    ("Free air under the diaphragm.", [("pneumoperitoneum", P)]),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), CASES, ids=[c[0][:40] for c in CASES])
+def test_negation_forms(labeler: Labeler, text: str, expected) -> None:
+    assert labels(labeler, text) == expected
+
+
+def test_cue_and_rule_are_recorded(labeler: Labeler) -> None:
+    effusion, ptx = labeler.label("No effusion, but a small right pneumothorax.")
+    assert (effusion.start, effusion.end, effusion.text) == (3, 11, "effusion")
+    assert (effusion.cue, effusion.rule) == ("No", "NEGATED_EXISTENCE:no")
+    assert (ptx.status, ptx.cue, ptx.rule) == ("present", None, "default")
+    (heart,) = labeler.label("The heart size is within normal limits.")
+    assert (heart.text, heart.cue, heart.rule) == ("heart size", "within normal limits", "normal-form")
+    (ptx,) = labeler.label("Small pneumothorax cannot be excluded.")
+    assert (ptx.cue, ptx.rule) == ("cannot be excluded", "POSSIBLE_EXISTENCE:cannot be excluded")
+
+
+def test_label_many_matches_label_and_reuses_duplicates(labeler: Labeler) -> None:
+    texts = ["No pneumothorax.", "Heart size is normal.", "No pneumothorax.", "The lungs are clear.", ""]
+    many = labeler.label_many(texts, batch_size=2)
+    assert many == [labeler.label(t) for t in texts]
+    assert many[0] == many[2] and many[0] is not many[2]  # callers may mutate their lists
+    assert many[3] == [] and many[4] == []
+
+
+def test_user_rules_file(tmp_path) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        "rules:\n"
+        "  - category: NEGATED_EXISTENCE\n"
+        "    direction: BACKWARD\n"
+        "    cues: [is excluded]\n",
+        encoding="utf-8",
+    )
+    custom = Labeler(rules=rules)
+    assert labels(custom, "Pneumothorax is excluded.") == [("pneumothorax", A)]
+    assert labels(custom, "No pneumothorax.") == [("pneumothorax", P)]  # "no" is not a cue in this file

@@ -1,0 +1,182 @@
+"""Search modes, levels, targets, filters, highlights, fusion, and the search/run CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from radsift.cli import app
+from radsift.errors import ConfigError
+from radsift.index import build_index
+from radsift.models.hashing import HashingEncoder
+from radsift.records import Report
+from radsift.search import Index, highlight_spans, parse_where, reciprocal_rank_fusion
+from radsift.search.aggregate import best_unit_per_report
+
+REPORTS = [
+    Report("a", {"findings": "There is a small right pneumothorax. Heart size is normal.",
+                 "impression": "Small right pneumothorax."}, {"exam": "XR CHEST 1 VIEW", "site": "north"}),
+    Report("b", {"findings": "No pneumothorax or pleural effusion. The lungs are clear.",
+                 "impression": "No acute cardiopulmonary abnormality."}, {"exam": "XR CHEST PA", "site": "south"}),
+    Report("c", {"findings": "Moderate left pleural effusion with basilar atelectasis. Mild cardiomegaly.",
+                 "impression": "Left pleural effusion."}, {"exam": "XR CHEST PA", "site": "north"}),
+    Report("d", {"findings": "Endotracheal tube 4 cm above the carina. Lungs are clear.",
+                 "impression": "Tube in good position."}, {"exam": "XR CHEST 1 VIEW", "site": "south"}),
+]
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    root = tmp_path_factory.mktemp("search")
+    enc = HashingEncoder(root / "model")
+    build_index(root / "idx", REPORTS, encoder=enc, progress=False)
+    return Index.open(root / "idx", encoder=enc)
+
+
+@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
+def test_each_mode_finds_the_effusion_report_first(index, mode):
+    hits = index.search("left pleural effusion", k=3, mode=mode)
+    assert hits[0].report_id == "c"
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    assert all(hits[i].score >= hits[i + 1].score for i in range(len(hits) - 1))
+
+
+def test_report_level_gives_one_hit_per_report_scored_by_best_sentence(index):
+    hits = index.search("pneumothorax", k=10, mode="dense", level="report")
+    ids = [h.report_id for h in hits]
+    assert len(ids) == len(set(ids)) == 4
+    sent_hits = index.search("pneumothorax", k=50, mode="dense", level="sentence")
+    best = {}
+    for h in sent_hits:
+        best.setdefault(h.report_id, h.score)
+    for h in hits:
+        assert h.score == pytest.approx(best[h.report_id])
+
+
+def test_sentence_level_returns_sentences_with_offsets(index):
+    hits = index.search("pneumothorax", k=4, mode="bm25", level="sentence")
+    assert len(hits) == 3  # only sentences that contain the word are BM25 matches
+    for h in hits:
+        assert h.sentence.text == h.sections[h.sentence.section][h.sentence.start:h.sentence.end]
+
+
+def test_bm25_keeps_negation_words(index):
+    hits = index.search("no pneumothorax", k=1, mode="bm25", level="sentence")
+    assert hits[0].sentence.text == "No pneumothorax or pleural effusion."
+
+
+def test_target_restricts_sections(index):
+    hits = index.search("pleural effusion", k=10, mode="bm25", target="impression")
+    assert {h.section for h in hits} == {"impression"}
+    assert [h.report_id for h in hits] == ["c"]
+
+
+def test_where_filters_on_metadata(index):
+    hits = index.search("lungs clear", k=10, mode="hybrid", where=["site=south"])
+    assert {h.metadata["site"] for h in hits} == {"south"}
+    assert {h.report_id for h in hits} <= {"b", "d"}
+    both = index.search("lungs", k=10, mode="dense", where={"site": ["south", "north"]})
+    assert len(both) == 4
+    assert index.search("lungs", k=10, mode="dense", where=["site=east"]) == []
+
+
+def test_section_units_and_fields(index):
+    hits = index.search("small right pneumothorax", k=2, mode="dense", unit="section", fields=["impression"])
+    assert hits[0].report_id == "a" and hits[0].sentence.index == -1
+    assert set(hits[0].sections) == {"impression"}
+
+
+def test_highlights_mark_query_words_including_negation():
+    text = "No pneumothorax or pleural effusion."
+    spans = highlight_spans("no pleural effusions", text)
+    assert [text[a:b] for a, b in spans] == ["No", "pleural effusion"]
+    assert highlight_spans("the heart", "The heart is normal.") == ((4, 9),)
+
+
+def test_rrf_matches_the_formula():
+    rows, scores = reciprocal_rank_fusion([np.array([1, 2, 3]), np.array([3, 1])])
+    assert rows.tolist() == [1, 3, 2]
+    assert scores[0] == pytest.approx(1 / 61 + 1 / 62)
+    assert scores[1] == pytest.approx(1 / 63 + 1 / 61)
+
+
+def test_best_unit_per_report_keeps_first():
+    picked = best_unit_per_report(np.array([5, 6, 7]), np.array([0.9, 0.8, 0.7]), np.array([0, 0, 0, 0, 0, 1, 1, 2]),
+                                  k=5)
+    assert picked == [(1, 5, pytest.approx(0.9)), (2, 7, pytest.approx(0.7))]
+
+
+def test_bad_options_are_errors(index):
+    with pytest.raises(ConfigError, match="mode must be one of"):
+        index.search("x", mode="sparse")
+    with pytest.raises(ConfigError, match="empty"):
+        index.search("   ")
+    with pytest.raises(ConfigError, match="not KEY=VALUE"):
+        parse_where(["site"])
+
+
+def test_search_cli_json_and_text(index, tmp_path, monkeypatch):
+    runner = CliRunner()
+    # The CLI opens the index with the model recorded in it: the hashing "model" folder.
+    monkeypatch.setattr("radsift.models.encoder.Encoder.load",
+                        classmethod(lambda cls, model=None, **kw: HashingEncoder(model)))
+    res = runner.invoke(app, ["search", str(index.path), "pleural effusion", "-k", "2", "--mode", "bm25", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["hits"][0]["report_id"] == "c" and data["hits"][0]["highlights"]
+    res = runner.invoke(app, ["search", str(index.path), "pleural effusion", "--mode", "dense"])
+    assert res.exit_code == 0 and "pleural effusion" in res.output
+    res = runner.invoke(app, ["search", str(tmp_path / "nope"), "x"])
+    assert res.exit_code != 0
+
+
+def test_run_writes_trec_and_eval_reads_it(index, tmp_path, monkeypatch):
+    monkeypatch.setattr("radsift.models.encoder.Encoder.load",
+                        classmethod(lambda cls, model=None, **kw: HashingEncoder(model)))
+    queries = tmp_path / "q.tsv"
+    queries.write_text("q1\tleft pleural effusion\textra column\nq2\tendotracheal tube\n")
+    out = tmp_path / "run.trec"
+    res = CliRunner().invoke(app, ["run", str(index.path), "--queries", str(queries), "--out", str(out),
+                                   "--mode", "hybrid", "-k", "3"])
+    assert res.exit_code == 0, res.output
+    lines = [line.split() for line in out.read_text().splitlines()]
+    assert lines[0][:4] == ["q1", "Q0", "c", "1"] and lines[0][5] == "radsift-hybrid"
+    assert {line[0] for line in lines} == {"q1", "q2"}
+    assert max(int(line[3]) for line in lines) <= 3
+    out_s = tmp_path / "run.sent.trec"
+    res = CliRunner().invoke(app, ["run", str(index.path), "--queries", str(queries), "--out", str(out_s),
+                                   "--mode", "bm25", "--level", "sentence", "-k", "2"])
+    assert res.exit_code == 0, res.output
+    assert out_s.read_text().splitlines()[0].split()[2] == "c::impression::0"  # the short sentence wins BM25
+    qrels = tmp_path / "qrels.trec"
+    qrels.write_text("q1 0 c 1\nq2 0 d 1\n")
+    res = CliRunner().invoke(app, ["eval", "--qrels", str(qrels), "--run", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    assert '"map"' in res.output.lower()
+
+
+@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
+def test_negation_aware_ranking_puts_opposite_statements_last(index, mode):
+    hits = index.search("pneumothorax", k=50, mode=mode, level="sentence")
+    texts = [h.sentence.text for h in hits]
+    negated = texts.index("No pneumothorax or pleural effusion.")
+    affirmed = [i for i, t in enumerate(texts) if "pneumothorax" in t.lower() and not t.startswith("No")]
+    assert affirmed and max(affirmed) < negated
+    # The opposite query puts the affirmed sentences last.
+    hits = index.search("no pneumothorax", k=50, mode=mode, level="sentence")
+    texts = [h.sentence.text for h in hits]
+    assert texts[0] == "No pneumothorax or pleural effusion."
+    assert texts.index("There is a small right pneumothorax.") > texts.index("No pneumothorax or pleural effusion.")
+
+
+def test_negation_can_be_ignored(index):
+    aware = index.search("no pneumothorax", k=10, mode="bm25", level="sentence")
+    plain = index.search("no pneumothorax", k=10, mode="bm25", level="sentence", negation="ignore")
+    assert {h.sentence.text for h in aware} == {h.sentence.text for h in plain}
+    assert index.query_findings("no pleural effusion") == {"pleural effusion": "absent"}
+    assert index.query_findings("enlarged heart") == {"cardiomegaly": "present"}
+    with pytest.raises(ConfigError, match="negation must be one of"):
+        index.search("x", negation="maybe")
