@@ -85,17 +85,21 @@ def bench_openi(path: Path, workdir: Path, rows: list[tuple[str, ...]], n_querie
                      f"p50 {percentile(lat, 50):.1f} ms, p95 {percentile(lat, 95):.1f} ms", ""))
 
 
-def synthetic_sentences(n: int, seed: int = 0) -> list[str]:
-    """Sentence texts for the large synthetic index, recombined from the demo generator's reports."""
+def synthetic_sentences(n: int, seed: int = 0) -> tuple[list[str], list[tuple[int, str, str]]]:
+    """Sentence texts for the large synthetic index, recombined from the demo generator's reports,
+    with their lexicon labels (so negation-aware ranking is measured at that size too)."""
     from radsift.demo import generate_reports
+    from radsift.labels.labeler import Labeler
     from radsift.text import report_sentences
 
     base = []
     for demo in generate_reports(n=3000, seed=seed):
         base.extend(s.text for s in report_sentences(demo.report))
+    base_labels = [sorted({(m.finding, m.status) for m in ms}) for ms in Labeler().label_many(base)]
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, len(base), size=n)
-    return [base[i] for i in picks]
+    labels = [(row, f, st) for row, i in enumerate(picks.tolist()) for f, st in base_labels[i]]
+    return [base[i] for i in picks], labels
 
 
 def bench_million(n: int, workdir: Path, rows: list[tuple[str, ...]], n_queries: int, dim: int = 384) -> None:
@@ -107,7 +111,7 @@ def bench_million(n: int, workdir: Path, rows: list[tuple[str, ...]], n_queries:
 
     encoder = Encoder.load(None)
     t = time.perf_counter()
-    texts = synthetic_sentences(n)
+    texts, labels = synthetic_sentences(n)
     rng = np.random.default_rng(1)
     vecs = rng.standard_normal((n, dim), dtype=np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
@@ -122,10 +126,12 @@ def bench_million(n: int, workdir: Path, rows: list[tuple[str, ...]], n_queries:
         section_vectors=np.zeros((0, dim), dtype=np.float32),
         sentence_tokens=[tokenize(t_) for t_ in texts],
         section_tokens=[],
+        sentence_labels=labels,
     )
     manifest = Manifest(format_version=FORMAT_VERSION, model_name=encoder.name, model_path=str(encoder.path),
                         model_fingerprint=model_fingerprint(encoder.path), dim=dim,
-                        counts={"reports": n_reports, "sentences": n, "sections": 0})
+                        counts={"reports": n_reports, "sentences": n, "sections": 0},
+                        lexicon="packaged:chest_xray")
     write_generation(workdir / "million", data, manifest)
     del data
     rows.append((f"synthetic index: {n:,} sentence vectors written", f"{time.perf_counter() - t:.0f} s", ""))
