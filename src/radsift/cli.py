@@ -74,6 +74,262 @@ def fail(message: str) -> None:
     err_console.print(f"[bold red]error:[/] {message}", highlight=False)
     raise typer.Exit(2)
 
+# ---------------------------------------------------------------------------------------------
+# index build / add, search, run
+# ---------------------------------------------------------------------------------------------
+ModelOpt = Annotated[Optional[str], typer.Option("--model", help="sentence-transformers model folder (default: packaged all-MiniLM-L6-v2).")]
+ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="torch threads for encoding.")]
+BatchOpt = Annotated[int, typer.Option("--batch-size", help="Encoding batch size.")]
+
+
+def _read(paths: list[Path], options):
+    from radsift.corpus import ReadStats, read_corpus
+
+    stats = ReadStats()
+    return read_corpus(paths, options, stats), stats
+
+
+def _report_read_stats(stats) -> None:
+    summary = stats.summary()
+    if summary:
+        err_console.print(summary, highlight=False)
+
+
+@index_app.command("build")
+def index_build(
+    index_dir: Annotated[Path, typer.Argument(help="Index directory to create.")],
+    corpus: Annotated[list[Path], typer.Argument(help="Corpus files or folders.")],
+    format: FormatOpt = None, id_column: IdColumnOpt = None, section: SectionOpt = None,
+    text_column: TextColumnOpt = None, on_error: OnErrorOpt = "fail",
+    model: ModelOpt = None, threads: ThreadsOpt = None, batch_size: BatchOpt = 64,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Rebuild an existing index (atomically).")] = False,
+    lexicon: Annotated[Optional[Path], typer.Option("--lexicon", help="Finding lexicon for sentence labels.")] = None,
+    labels: Annotated[bool, typer.Option("--labels/--no-labels", help="Label findings and negation in sentences "
+                                         "(enables negation-aware search).")] = True,
+) -> None:
+    """Build an index from a corpus (encodes sentences and sections, labels findings, builds BM25)."""
+    from radsift.index import build_index
+
+    reports, stats = _read(corpus, reader_options(format, id_column, section, text_column, on_error))
+    summary = build_index(index_dir, reports, model=model, threads=threads, batch_size=batch_size,
+                          overwrite=overwrite, lexicon=lexicon, label=labels)
+    _report_read_stats(stats)
+    console.print(f"built: {summary.describe()}", highlight=False)
+
+
+@index_app.command("add")
+def index_add(
+    index_dir: Annotated[Path, typer.Argument(help="Existing index directory.")],
+    corpus: Annotated[list[Path], typer.Argument(help="Corpus files or folders with new reports.")],
+    format: FormatOpt = None, id_column: IdColumnOpt = None, section: SectionOpt = None,
+    text_column: TextColumnOpt = None, on_error: OnErrorOpt = "fail",
+    model: ModelOpt = None, threads: ThreadsOpt = None, batch_size: BatchOpt = 64,
+    replace: Annotated[bool, typer.Option("--replace", help="Replace reports whose id is already indexed.")] = False,
+) -> None:
+    """Add reports to an index without re-encoding the reports already in it."""
+    from radsift.index import add_to_index
+
+    reports, stats = _read(corpus, reader_options(format, id_column, section, text_column, on_error))
+    summary = add_to_index(index_dir, reports, replace=replace, model=model, threads=threads,
+                           batch_size=batch_size)
+    _report_read_stats(stats)
+    console.print(f"updated: {summary.describe()}", highlight=False)
+
+
+@index_app.command("info")
+def index_info(index_dir: Annotated[Path, typer.Argument(help="Index directory.")]) -> None:
+    """Print an index's manifest (model, counts, times)."""
+    from radsift.search import Index
+
+    console.print_json(json.dumps(Index.open(index_dir).stats()))
+
+
+ModeOpt = Annotated[str, typer.Option("--mode", help="dense | bm25 | hybrid")]
+LevelOpt = Annotated[str, typer.Option("--level", help="report | sentence")]
+WhereOpt = Annotated[Optional[list[str]], typer.Option("--where", help="Metadata filter KEY=VALUE (repeatable).")]
+TargetOpt = Annotated[Optional[str], typer.Option("--target", help="Search one section only: findings, impression, ...")]
+UnitOpt = Annotated[str, typer.Option("--unit", help="Rank sentence units or whole section units.")]
+NegationOpt = Annotated[str, typer.Option(
+    "--negation", help="aware: sentences stating the opposite of the query about a finding rank last; ignore: off.")]
+
+
+@app.command("search")
+def search_cmd(
+    index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
+    query: Annotated[str, typer.Argument(help="Free-text query, e.g. \"no pleural effusion\".")],
+    k: Annotated[int, typer.Option("-k", "--k", help="Number of hits.")] = 10,
+    mode: ModeOpt = "hybrid", level: LevelOpt = "report", where: WhereOpt = None, target: TargetOpt = None,
+    unit: UnitOpt = "sentence", negation: NegationOpt = "aware", model: ModelOpt = None,
+    threads: ThreadsOpt = None, as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable hits.")] = False,
+) -> None:
+    """Search an index; the matched part of each hit's sentence is highlighted."""
+    from radsift.search import Index
+    from radsift.search.display import print_hits
+
+    index = Index.open(index_dir, model=model, threads=threads)
+    hits = index.search(query, k=k, mode=mode, level=level, where=where, target=target, unit=unit,
+                        negation=negation)
+    if as_json:
+        typer.echo(json.dumps({"query": query, "mode": mode, "level": level, "hits": [h.to_dict() for h in hits]},
+                              ensure_ascii=False))
+    else:
+        print_hits(console, query, hits)
+
+
+@app.command("run")
+def run_cmd(
+    index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
+    queries: Annotated[Path, typer.Option("--queries", help="qid<TAB>query file.")],
+    out: Annotated[Path, typer.Option("--out", help="TREC run file to write.")],
+    k: Annotated[int, typer.Option("-k", "--k", help="Depth of the run per query.")] = 1000,
+    mode: ModeOpt = "hybrid", level: LevelOpt = "report", where: WhereOpt = None, target: TargetOpt = None,
+    unit: UnitOpt = "sentence", negation: NegationOpt = "aware", model: ModelOpt = None,
+    threads: ThreadsOpt = None, tag: Annotated[Optional[str], typer.Option("--tag", help="Run tag (default radsift-MODE).")] = None,
+) -> None:
+    """Run a file of queries and write a TREC run (docid = report id, or sentence uid at sentence level)."""
+    from radsift.search import Index
+    from radsift.search.batch import run_queries
+
+    index = Index.open(index_dir, model=model, threads=threads)
+    n = run_queries(index, queries, out, k=k, mode=mode, level=level, where=where, target=target, unit=unit,
+                    negation=negation, tag=tag or f"radsift-{mode}")
+    console.print(f"wrote {n} queries to {out}", highlight=False)
+
+
+@app.command("demo")
+def demo_cmd(
+    out: Annotated[Path, typer.Option("--out", help="Folder for the demo corpus and index.")] = Path("demo-out"),
+    n: Annotated[int, typer.Option("--n", help="Number of synthetic reports.")] = 2000,
+    serve: Annotated[bool, typer.Option("--serve/--no-serve", help="Start the web page at the end.")] = False,
+    port: Annotated[int, typer.Option("--port")] = 8000,
+) -> None:
+    """The main job on the bundled demo corpus: generate, index, search (and serve)."""
+    from radsift.demo.run import run_demo
+
+    run_demo(out, n=n, serve=serve, port=port, console=console)
+
+
+
+# ---------------------------------------------------------------------------------------------
+# eval: score a TREC run against qrels (radsift.evaluation)
+# ---------------------------------------------------------------------------------------------
+@app.command("eval")
+def eval_cmd(
+    qrels: Annotated[Path, typer.Option("--qrels", help="TREC qrels file: qid 0 docid relevance.")],
+    run: Annotated[Path, typer.Option("--run", help="TREC run file: qid Q0 docid rank score tag.")],
+    per_query: Annotated[bool, typer.Option("--per-query/--no-per-query", help="Show every query, not only the means.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+) -> None:
+    """Print mAP, P@10, R@100, nDCG@10 and MRR of a run, per query and averaged."""
+    from radsift.evaluation.run_eval import evaluate_run_file
+
+    try:
+        result = evaluate_run_file(qrels, run)
+    except RadsiftError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(per_query=per_query), ensure_ascii=False))
+        return
+    console.print(result.table(per_query=per_query))
+    if result.unanswered:
+        err_console.print(f"note: {len(result.unanswered)} qrels queries have no run line and score 0", highlight=False)
+    if result.unjudged:
+        err_console.print(f"note: {len(result.unjudged)} run queries are not in the qrels and were ignored", highlight=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# demo-corpus: write the synthetic demo corpus with ground truth, queries and qrels (radsift.demo)
+# ---------------------------------------------------------------------------------------------
+@app.command("demo-corpus")
+def demo_corpus_cmd(
+    out: Annotated[Path, typer.Option("--out", help="Folder to write the corpus files into.")],
+    n: Annotated[int, typer.Option("--n", help="Number of synthetic reports.")] = 2000,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed (same seed, same files).")] = 7,
+) -> None:
+    """Write synthetic chest X-ray reports (CSV and JSONL), their ground truth, queries and qrels."""
+    from radsift.demo import write_demo_corpus
+
+    files = write_demo_corpus(out, n=n, seed=seed)
+    for path in files.paths:
+        console.print(str(path), highlight=False)
+    share = files.n_normal / files.n_reports if files.n_reports else 0.0
+    console.print(
+        f"{files.n_reports} reports ({files.n_normal} normal, {share:.0%}), "
+        f"{files.n_queries} queries, {files.n_judgments} relevance judgments",
+        highlight=False,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# serve: the JSON API and the search page (radsift.serve)
+# ---------------------------------------------------------------------------------------------
+@app.command("serve")
+def serve_cmd(
+    index_dir: Annotated[Path, typer.Argument(help="Index directory (opened read-only).")],
+    host: Annotated[str, typer.Option("--host", help="Address to listen on; anything but loopback needs a token.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port (0 picks a free one).")] = 8000,
+    token_file: Annotated[Optional[Path], typer.Option("--token-file", help="File holding the API token (else $RADSIFT_TOKEN).")] = None,
+    audit_log: Annotated[Optional[Path], typer.Option("--audit-log", help="Append every query and report view to this JSON-lines file.")] = None,
+    model: ModelOpt = None,
+) -> None:
+    """Serve the search page and JSON API (127.0.0.1 unless a token is set; Ctrl-C stops)."""
+    from radsift.serve import run_server
+
+    try:
+        run_server(index_dir, host=host, port=port, token_file=token_file, audit_log=audit_log, model=model,
+                   console=console)
+    except RadsiftError as exc:
+        fail(str(exc))
+
+
+# ---------------------------------------------------------------------------------------------
+# label: weak labels and the query dictionary (radsift.labels)
+# ---------------------------------------------------------------------------------------------
+@app.command("label")
+def label_cmd(
+    corpus: Annotated[Optional[list[Path]], typer.Argument(help="Corpus files or folders to label.")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Output folder for the label exports.")] = None,
+    explain: Annotated[
+        Optional[str], typer.Option("--explain", help="Label the sentences of TEXT and show each mention, its span, status, cue and rule.")
+    ] = None,
+    lexicon: Annotated[Optional[Path], typer.Option("--lexicon", help="Lexicon YAML (default: packaged chest X-ray).")] = None,
+    rules: Annotated[Optional[Path], typer.Option("--rules", help="Negation rules YAML (default: packaged).")] = None,
+    label_section: Annotated[
+        Optional[list[str]],
+        typer.Option("--label-section", help="Sections whose sentences are labeled (repeatable; default findings, impression)."),
+    ] = None,
+    format: FormatOpt = None,
+    id_column: IdColumnOpt = None,
+    section: SectionOpt = None,
+    text_column: TextColumnOpt = None,
+    on_error: OnErrorOpt = "fail",
+) -> None:
+    """Label report sentences with findings (present / absent / uncertain) and export weak-label queries and qrels."""
+    if explain is None and not corpus:
+        fail("give a CORPUS to label (with --out DIR) or --explain \"SENTENCE\"")
+    if corpus and out is None:
+        fail("--out DIR is required when labeling a corpus")
+    try:
+        from radsift.labels import Labeler, build_weak_labels
+        from radsift.labels.display import explain as explain_text, stats_tables
+
+        labeler = Labeler(lexicon=lexicon, rules=rules)
+        if explain is not None:
+            for line in explain_text(labeler, explain):
+                console.print(line, highlight=False, soft_wrap=True)
+        if corpus:
+            reports, stats = _read(corpus, reader_options(format, id_column, section, text_column, on_error))
+            weak = build_weak_labels(
+                reports, labeler, sections=tuple(label_section or ("findings", "impression")), progress=True
+            )
+            _report_read_stats(stats)
+            paths = weak.write(out)
+            for table in stats_tables(weak.stats()):
+                console.print(table)
+            console.print(f"wrote {', '.join(p.name for p in paths.values())} to {out}", highlight=False)
+    except RadsiftError as exc:
+        fail(str(exc))
+
 
 def main() -> None:
     """Console-script entry point."""

@@ -1,0 +1,304 @@
+"""The radsift web service: a JSON API over one index, and the search page.
+
+Endpoints (all under ``/api`` need ``Authorization: Bearer <token>`` when the app has a token):
+
+* ``GET /api/search`` ranked hits with the matched sentence, its highlight offsets and the report;
+* ``GET /api/reports/{id}`` one report (404 when the id is not indexed);
+* ``GET /api/health`` index counts, model and version;
+* ``POST /api/reload`` switch to the newest index generation (after ``radsift index add``);
+* ``GET /openapi.json`` the OpenAPI document; ``GET /`` the search page.
+
+Logs name the method, the route template, the status and the time only: never a query, a report
+id or report text. Queries go to the audit log alone, when one is configured.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from importlib.resources import files
+from pathlib import Path
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, Field
+
+from radsift import __version__
+from radsift.errors import ConfigError, IndexStoreError, RadsiftError
+from radsift.search import Index
+from radsift.search.query import MAX_QUERY_CHARS
+from radsift.serve.audit import AuditLog
+from radsift.serve.auth import bearer_matches, token_id
+from radsift.serve.params import check_target, parse_fields, parse_filters
+
+log = logging.getLogger("radsift.serve")
+STATIC_DIR = Path(str(files("radsift.serve") / "static"))
+
+SEARCH_PARAMS = frozenset({"q", "k", "mode", "level", "target", "where", "fields", "unit"})
+
+# The page and the API never need anything from elsewhere; say so to the browser.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
+                               "form-action 'self'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+}
+
+
+# -- response models (they document the API in /openapi.json) ---------------------------------
+class SentenceOut(BaseModel):
+    section: str
+    index: int = Field(description="Position of the sentence in its section (-1 for a whole-section unit).")
+    start: int = Field(description="Character offset of the sentence in its section's text.")
+    end: int
+    text: str
+
+
+class HitOut(BaseModel):
+    report_id: str
+    score: float = Field(description="Retrieval score; comparable within one query only.")
+    rank: int
+    section: str | None = Field(description="Section the matched sentence comes from.")
+    sentence: SentenceOut | None
+    highlights: list[list[int]] = Field(description="[start, end] ranges of matched words within sentence.text.")
+    sections: dict[str, str] = Field(description="The report's sections (those selected by `fields`).")
+    metadata: dict[str, str] = Field(description="The report's metadata (empty unless selected by `fields`).")
+
+
+class SearchOut(BaseModel):
+    query: str
+    k: int
+    mode: str
+    level: str
+    target: str
+    unit: str
+    where: dict[str, list[str]]
+    count: int
+    took_ms: float
+    hits: list[HitOut]
+
+
+class ReportOut(BaseModel):
+    id: str
+    sections: dict[str, str]
+    metadata: dict[str, str]
+
+
+class IndexInfo(BaseModel):
+    generation: int | None = None
+    format_version: int | None = None
+    model: str | None = None
+    dim: int | None = None
+    counts: dict[str, int]
+    sections: list[str]
+    metadata_keys: list[str]
+    created: str | None = None
+    updated: str | None = None
+
+
+class HealthOut(BaseModel):
+    status: str
+    version: str
+    auth: bool = Field(description="True when API calls need a bearer token.")
+    audit: bool = Field(description="True when queries are written to an audit log.")
+    index: IndexInfo
+
+
+class ReloadOut(BaseModel):
+    reloaded: bool = Field(description="True when a newer index generation was switched to.")
+    index: IndexInfo
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def _client(request: Request) -> str | None:
+    return request.client.host if request.client else None
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p not in ("query", "path", "body"))
+        parts.append(f"{loc}: {err.get('msg', 'invalid')}" if loc else str(err.get("msg", "invalid")))
+    return "; ".join(parts) or "invalid request"
+
+
+def only_params(allowed: frozenset[str]):
+    """A dependency that answers 422 for query parameters the endpoint does not know."""
+
+    def check(request: Request) -> None:
+        unknown = sorted({k for k in request.query_params.keys() if k not in allowed})
+        if unknown:
+            known = ", ".join(sorted(allowed)) or "none"
+            raise HTTPException(422, f"unknown parameter(s): {', '.join(u[:40] for u in unknown)}; "
+                                     f"this endpoint takes: {known}")
+
+    return Depends(check)
+
+
+class _Service:
+    """The index plus what the endpoints share; swaps generations safely under concurrent requests."""
+
+    def __init__(self, index: Index, token: str | None, audit: AuditLog | None) -> None:
+        self.index = index
+        self.token = token
+        self.token_id = token_id(token)
+        self.audit = audit
+        # Index.search already holds the index's own lock; report look-ups and stats don't, so they
+        # take this one, which reload holds too, and never see a store that reload has closed.
+        self.swap_lock = threading.Lock()
+
+    def info(self) -> IndexInfo:
+        s = self.index.stats()
+        return IndexInfo(**{k: s.get(k) for k in IndexInfo.model_fields})
+
+
+def create_app(index: Index | str | Path, *, token: str | None = None, audit_log: str | Path | None = None) -> "FastAPI":
+    """Build the FastAPI app serving ``index``.
+
+    Args:
+        index: An opened :class:`radsift.search.Index`, or an index directory to open (read-only).
+        token: When set, every ``/api`` call needs ``Authorization: Bearer <token>``.
+        audit_log: A JSON-lines file to append each search and report view to (with the query).
+
+    Returns:
+        The app (run it with uvicorn, or test it with ``fastapi.testclient.TestClient``).
+    """
+    if not isinstance(index, Index):
+        index = Index.open(index)
+    service = _Service(index, token, AuditLog(audit_log) if audit_log is not None else None)
+
+    app = FastAPI(
+        title="radsift",
+        version=__version__,
+        description="Search radiology reports by meaning: dense, BM25 or hybrid; findings, impressions or "
+                    "whole reports. Every /api call needs `Authorization: Bearer <token>` when the server "
+                    "was started with a token.",
+        docs_url=None,  # the interactive docs load scripts from a CDN; this service stays offline
+        redoc_url=None,
+        openapi_url="/openapi.json",
+    )
+    app.state.service = service
+
+    def require_token(request: Request) -> None:
+        if service.token is not None and not bearer_matches(request.headers.get("authorization"), service.token):
+            raise HTTPException(401, "missing or wrong API token: send Authorization: Bearer <token>",
+                                headers={"WWW-Authenticate": "Bearer"})
+
+    api = APIRouter(prefix="/api", dependencies=[Depends(require_token)])
+
+    @api.get("/search", response_model=SearchOut, dependencies=[only_params(SEARCH_PARAMS)])
+    def search(
+        request: Request,
+        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS,
+                                description="Free text, e.g. a findings description.")],
+        k: Annotated[int, Query(ge=1, le=1000, description="Number of hits.")] = 10,
+        mode: Annotated[Literal["dense", "bm25", "hybrid"], Query(description="Retrieval mode.")] = "hybrid",
+        level: Annotated[Literal["report", "sentence"],
+                         Query(description="One hit per report, or every matching sentence.")] = "report",
+        target: Annotated[str, Query(description="findings, impression (the diagnoses that go with a findings "
+                                                 "description) or report (every section).")] = "report",
+        where: Annotated[list[str] | None, Query(description="Metadata filter key:value (repeatable).")] = None,
+        fields: Annotated[list[str] | None, Query(description="Parts of the report to return: section names, "
+                                                              "`sections`, `metadata` or `none` (default all).")] = None,
+        unit: Annotated[Literal["sentence", "section"],
+                        Query(description="Rank sentences, or whole sections.")] = "sentence",
+    ) -> dict:
+        idx = service.index
+        manifest = idx.manifest
+        filters = parse_filters(where, manifest.metadata_keys)
+        section = check_target(target, manifest.sections)
+        picked = parse_fields(fields, manifest.sections)
+        start = time.perf_counter()
+        hits = idx.search(q, k=k, mode=mode, level=level, target=section, where=filters, unit=unit,
+                          fields=picked.sections, include_report=picked.include_report)
+        took = (time.perf_counter() - start) * 1000
+        out = []
+        for hit in hits:
+            d = hit.to_dict()
+            if not picked.metadata:
+                d["metadata"] = {}
+            out.append(d)
+        query = " ".join(q.split())
+        if service.audit is not None:
+            service.audit.write(
+                "search", client=_client(request), token_id=service.token_id, query=query,
+                params={"k": k, "mode": mode, "level": level, "target": target, "unit": unit, "where": filters},
+                result_ids=[h.report_id for h in hits],
+            )
+        return {"query": query, "k": k, "mode": mode, "level": level, "target": target, "unit": unit,
+                "where": filters, "count": len(out), "took_ms": round(took, 2), "hits": out}
+
+    @api.get("/reports/{report_id:path}", response_model=ReportOut, dependencies=[only_params(frozenset())],
+             responses={404: {"description": "No report with that id in the index."}})
+    def report(request: Request, report_id: str) -> dict:
+        with service.swap_lock:
+            found = service.index.get_report(report_id)
+        if service.audit is not None:
+            service.audit.write("report", client=_client(request), token_id=service.token_id,
+                                report_id=report_id, found=found is not None)
+        if found is None:
+            raise HTTPException(404, f"no report with id {report_id[:200]!r} in this index")
+        return found.to_dict()
+
+    @api.get("/health", response_model=HealthOut, dependencies=[only_params(frozenset())])
+    def health() -> dict:
+        with service.swap_lock:
+            info = service.info()
+        return {"status": "ok", "version": __version__, "auth": service.token is not None,
+                "audit": service.audit is not None, "index": info}
+
+    @api.post("/reload", response_model=ReloadOut, dependencies=[only_params(frozenset())])
+    def reload() -> dict:
+        with service.swap_lock:
+            changed = service.index.reload()
+            info = service.info()
+        log.info("reload: %s (generation %s)", "switched" if changed else "already current", info.generation)
+        return {"reloaded": changed, "index": info}
+
+    app.include_router(api)
+
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
+
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    # -- errors: one readable message under "detail" -------------------------------------------
+    @app.exception_handler(RequestValidationError)
+    async def on_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": _validation_message(exc)}, status_code=422)
+
+    @app.exception_handler(ConfigError)
+    async def on_config(request: Request, exc: ConfigError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=422)
+
+    @app.exception_handler(IndexStoreError)
+    async def on_store(request: Request, exc: IndexStoreError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=503)
+
+    @app.exception_handler(RadsiftError)
+    async def on_radsift(request: Request, exc: RadsiftError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=400)
+
+    # -- access log without query strings, security headers, no caching of API answers ----------
+    @app.middleware("http")
+    async def access_log(request: Request, call_next):
+        start = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        # The route template, not the path: a report id or a typo'd URL never reaches the log.
+        where = getattr(route, "path", None) or "<unmatched>"
+        log.info("%s %s %d %.1fms", request.method, where, response.status_code,
+                 (time.perf_counter() - start) * 1000)
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        if request.url.path.startswith("/api/"):
+            response.headers["Cache-Control"] = "no-store"
+        return response
+
+    return app

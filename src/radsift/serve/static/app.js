@@ -1,0 +1,453 @@
+// radsift search page: plain JavaScript, no build step.
+// Report text is only ever put into the page as text nodes (never parsed as HTML), so a report
+// containing markup is shown as written and cannot run anything.
+"use strict";
+
+(function () {
+  const TOKEN_KEY = "radsift-token";
+  const $ = (id) => document.getElementById(id);
+
+  const form = $("search-form");
+  const qInput = $("q");
+  const hitList = $("hit-list");
+  const statusBox = $("status");
+  const welcome = $("welcome");
+  const panel = $("report-panel");
+  const panelBody = $("report-body");
+  const panelTitle = $("report-title");
+
+  const state = { filters: [], hits: [], health: null, openId: null, lastFocus: null, searching: 0 };
+
+  // -- DOM helpers --------------------------------------------------------------------------
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "class") node.className = value;
+      else if (key === "text") node.textContent = value;
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? "" : String(value));
+    }
+    for (const child of children) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  function clear(node) {
+    while (node.firstChild) node.removeChild(node.firstChild);
+  }
+
+  // Text with [start, end) ranges wrapped in <mark>; ranges are clamped and sorted defensively.
+  function marked(text, spans) {
+    const frag = document.createDocumentFragment();
+    const ranges = (spans || [])
+      .map(([a, b]) => [Math.max(0, Math.min(a, text.length)), Math.max(0, Math.min(b, text.length))])
+      .filter(([a, b]) => b > a)
+      .sort((x, y) => x[0] - y[0]);
+    let pos = 0;
+    for (const [a, b] of ranges) {
+      if (a < pos) continue;
+      if (a > pos) frag.append(document.createTextNode(text.slice(pos, a)));
+      frag.append(el("mark", { text: text.slice(a, b) }));
+      pos = b;
+    }
+    if (pos < text.length) frag.append(document.createTextNode(text.slice(pos)));
+    return frag;
+  }
+
+  function titleCase(name) {
+    return name ? name.charAt(0).toUpperCase() + name.slice(1).replace(/_/g, " ") : "";
+  }
+
+  function shorten(text, limit) {
+    const flat = text.replace(/\s+/g, " ").trim();
+    return flat.length > limit ? flat.slice(0, limit).replace(/\s+\S*$/, "") + " …" : flat;
+  }
+
+  // -- API ----------------------------------------------------------------------------------
+  class ApiError extends Error {
+    constructor(status, message) {
+      super(message);
+      this.status = status;
+    }
+  }
+
+  async function api(path, options) {
+    const headers = { Accept: "application/json" };
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) headers.Authorization = "Bearer " + token;
+    let response;
+    try {
+      response = await fetch(path, Object.assign({ headers, cache: "no-store" }, options || {}));
+    } catch (err) {
+      throw new ApiError(0, "The radsift server cannot be reached. Is it still running?");
+    }
+    let body = null;
+    try {
+      body = await response.json();
+    } catch (err) {
+      body = null;
+    }
+    if (response.status === 401) {
+      await askForToken(token ? "That token was not accepted. Check it and try again." : null);
+      return api(path, options);
+    }
+    if (!response.ok) {
+      const detail = body && body.detail ? (typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail)) : "";
+      throw new ApiError(response.status, detail || "The server answered " + response.status + ".");
+    }
+    return body;
+  }
+
+  let tokenWaiters = null;
+  function askForToken(error) {
+    const dialog = $("token-dialog");
+    const errorBox = $("token-error");
+    sessionStorage.removeItem(TOKEN_KEY);
+    errorBox.hidden = !error;
+    errorBox.textContent = error || "";
+    if (!tokenWaiters) {
+      tokenWaiters = [];
+      $("token-input").value = "";
+      dialog.showModal();
+    }
+    return new Promise((resolve) => tokenWaiters.push(resolve));
+  }
+
+  $("token-form").addEventListener("submit", (event) => {
+    const value = $("token-input").value.trim();
+    if (!value) {
+      event.preventDefault();
+      return;
+    }
+    sessionStorage.setItem(TOKEN_KEY, value);
+    const waiters = tokenWaiters || [];
+    tokenWaiters = null;
+    waiters.forEach((resolve) => resolve());
+  });
+  // The token cannot be skipped: Esc on the dialog would leave every call failing.
+  $("token-dialog").addEventListener("cancel", (event) => event.preventDefault());
+
+  // -- health and filters -------------------------------------------------------------------
+  async function loadHealth() {
+    try {
+      const health = await api("/api/health");
+      state.health = health;
+      const idx = health.index;
+      const reports = (idx.counts.reports || 0).toLocaleString();
+      $("index-info").textContent = reports + " reports · " + (idx.model || "unknown model") + (health.auth ? " · token" : "");
+      $("version").textContent = health.version;
+      setupFilters(idx.metadata_keys || []);
+      setupTargets(idx.sections || []);
+    } catch (err) {
+      $("index-info").textContent = "not connected";
+      showError(err);
+    }
+  }
+
+  function setupTargets(sections) {
+    for (const target of ["findings", "impression"]) {
+      const radio = $("target-" + target);
+      const missing = sections.length > 0 && !sections.includes(target);
+      radio.disabled = missing;
+      if (missing && radio.checked) $("target-report").checked = true;
+    }
+  }
+
+  function setupFilters(keys) {
+    const select = $("filter-key");
+    clear(select);
+    keys.forEach((key) => select.append(el("option", { value: key, text: key })));
+    $("filters-row").hidden = keys.length === 0;
+  }
+
+  function addFilter() {
+    const key = $("filter-key").value;
+    const value = $("filter-value").value.trim();
+    if (!key || !value) {
+      $("filter-value").focus();
+      return;
+    }
+    if (!state.filters.some((f) => f.key === key && f.value === value)) state.filters.push({ key, value });
+    $("filter-value").value = "";
+    renderFilters();
+    if (qInput.value.trim()) search();
+  }
+
+  function renderFilters() {
+    const chips = $("filter-chips");
+    clear(chips);
+    state.filters.forEach((f, i) => {
+      chips.append(el("li", { class: "chip" },
+        el("span", { class: "chip-key", text: f.key }), " ", el("span", { text: f.value }),
+        el("button", {
+          type: "button", class: "chip-remove", "aria-label": "Remove filter " + f.key + " " + f.value,
+          onclick: () => {
+            state.filters.splice(i, 1);
+            renderFilters();
+            if (qInput.value.trim()) search();
+          },
+        }, "✕")));
+    });
+  }
+
+  $("filter-add").addEventListener("click", addFilter);
+  $("filter-value").addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      addFilter();
+    }
+  });
+
+  // -- search -------------------------------------------------------------------------------
+  function currentParams() {
+    const target = form.querySelector("input[name=target]:checked");
+    return {
+      q: qInput.value.trim(),
+      target: target ? target.value : "report",
+      mode: $("mode").value,
+      level: $("level").value,
+      k: $("k").value,
+    };
+  }
+
+  function saveToHash(p) {
+    // The fragment never reaches the server, so queries stay out of its logs.
+    const h = new URLSearchParams({ q: p.q, target: p.target, mode: p.mode, level: p.level, k: p.k });
+    history.replaceState(null, "", "#" + h.toString());
+  }
+
+  function loadFromHash() {
+    const h = new URLSearchParams(location.hash.slice(1));
+    if (!h.get("q")) return false;
+    qInput.value = h.get("q");
+    const radio = $("target-" + h.get("target"));
+    if (radio) radio.checked = true;
+    for (const name of ["mode", "level", "k"]) {
+      const select = $(name);
+      if (h.get(name) && [...select.options].some((o) => o.value === h.get(name))) select.value = h.get(name);
+    }
+    return true;
+  }
+
+  async function search() {
+    const p = currentParams();
+    if (!p.q) {
+      qInput.focus();
+      return;
+    }
+    saveToHash(p);
+    const params = new URLSearchParams({ q: p.q, k: p.k, mode: p.mode, level: p.level, target: p.target });
+    state.filters.forEach((f) => params.append("where", f.key + ":" + f.value));
+    const ticket = ++state.searching;
+    document.body.classList.add("busy");
+    setStatus("Searching…");
+    try {
+      const result = await api("/api/search?" + params.toString());
+      if (ticket !== state.searching) return; // a newer search has started
+      renderResults(result, p);
+    } catch (err) {
+      if (ticket === state.searching) showError(err);
+    } finally {
+      if (ticket === state.searching) document.body.classList.remove("busy");
+    }
+  }
+
+  function setStatus(text, kind) {
+    clear(statusBox);
+    statusBox.className = "status" + (kind ? " " + kind : "");
+    if (text) statusBox.append(text);
+  }
+
+  function showError(err) {
+    welcome.hidden = true;
+    clear(hitList);
+    clear(statusBox);
+    statusBox.className = "status error";
+    statusBox.append(
+      el("strong", { text: err.status ? "The search service reported an error (" + err.status + ")" : "Connection problem" }),
+      el("div", { text: err.message }));
+  }
+
+  const TARGET_WORDS = { findings: "findings", impression: "impressions", report: "whole reports" };
+  const MODE_WORDS = { hybrid: "hybrid", dense: "semantic", bm25: "keyword" };
+
+  function renderResults(result, p) {
+    welcome.hidden = true;
+    clear(hitList);
+    state.hits = result.hits;
+    const filtersNote = state.filters.length ? " with " + state.filters.length + " filter" + (state.filters.length > 1 ? "s" : "") : "";
+    if (!result.hits.length) {
+      clear(statusBox);
+      statusBox.className = "status empty";
+      statusBox.append(
+        el("strong", { text: "No reports match “" + result.query + "”" }),
+        el("div", {
+          text: "in " + TARGET_WORDS[p.target] + filtersNote + ". " +
+            (state.filters.length ? "Remove a filter, or " : "") +
+            (p.mode === "bm25" ? "try Hybrid or Semantic mode (keyword mode needs a shared word), or " : "") +
+            "search the whole report with other words.",
+        }));
+      return;
+    }
+    const unit = result.level === "sentence" ? "sentence" : "report";
+    const plural = result.count === 1 ? unit : unit + "s";
+    setStatus(result.count + " " + plural + " · " + TARGET_WORDS[p.target] + " · " + MODE_WORDS[p.mode] +
+      filtersNote + " · " + Math.round(result.took_ms) + " ms");
+    result.hits.forEach((hit, i) => hitList.append(renderHit(hit, i)));
+  }
+
+  function renderHit(hit, i) {
+    const sentence = hit.sentence;
+    const sectionName = hit.section || (sentence && sentence.section) || "";
+    // Show the other half of the findings/impression pair beside the match: the diagnosis
+    // that goes with matched findings, or the findings behind a matched impression.
+    const other = sectionName === "findings" ? "impression" : sectionName === "impression" ? "findings" : null;
+    const context = other && hit.sections && hit.sections[other] ? hit.sections[other] : null;
+    const meta = Object.entries(hit.metadata || {}).filter(([, v]) => v !== "" && v !== null).slice(0, 4);
+
+    const item = el("li", {
+      class: "hit", tabindex: "0", "data-report-id": hit.report_id, "aria-label": "Result " + hit.rank + ", report " + hit.report_id,
+      onclick: (event) => {
+        if (event.target.closest("button")) return;
+        openReport(hit, item);
+      },
+      onkeydown: (event) => {
+        if (event.key === "Enter" || event.key === " ") {
+          event.preventDefault();
+          openReport(hit, item);
+        }
+      },
+    },
+    el("div", { class: "hit-head" },
+      el("span", { class: "rank", text: hit.rank }),
+      el("span", { class: "report-id", text: hit.report_id }),
+      sectionName ? el("span", { class: "badge badge-" + sectionName, text: titleCase(sectionName) }) : null,
+      el("span", { class: "score", title: "retrieval score (comparable within this search only)", text: hit.score.toFixed(3) })),
+    el("p", { class: "sentence" }, sentence ? marked(sentence.text, hit.highlights) : ""),
+    context ? el("p", { class: "context" }, el("span", { class: "context-label", text: titleCase(other) + ": " }), shorten(context, 220)) : null,
+    el("div", { class: "hit-foot" },
+      el("ul", { class: "meta" }, ...meta.map(([k, v]) => el("li", {}, el("span", { class: "meta-key", text: k }), " ", shorten(String(v), 40)))),
+      el("button", { type: "button", class: "link open", onclick: () => openReport(hit, item) }, "Open report →")));
+    return item;
+  }
+
+  // -- full report panel ----------------------------------------------------------------------
+  async function openReport(hit, item) {
+    state.lastFocus = item || document.activeElement;
+    document.querySelectorAll(".hit.active").forEach((n) => n.classList.remove("active"));
+    if (item) item.classList.add("active");
+    state.openId = hit.report_id;
+    panel.hidden = false;
+    document.body.classList.add("panel-open");
+    panelTitle.textContent = hit.report_id;
+    clear(panelBody);
+    panelBody.append(el("p", { class: "muted", text: "Loading report…" }));
+    try {
+      const report = await api("/api/reports/" + encodeURIComponent(hit.report_id));
+      if (state.openId !== hit.report_id) return;
+      renderReport(report, hit);
+    } catch (err) {
+      clear(panelBody);
+      panelBody.append(el("div", { class: "status error" },
+        el("strong", { text: err.status === 404 ? "Report not found" : "Could not load the report" }),
+        el("div", { text: err.message })));
+    }
+    panel.focus({ preventScroll: true });
+  }
+
+  function renderReport(report, hit) {
+    clear(panelBody);
+    const s = hit.sentence;
+    for (const [name, text] of Object.entries(report.sections)) {
+      if (!text || !text.trim()) continue;
+      const body = el("p", { class: "section-text" });
+      if (s && hit.section === name && s.end <= text.length && text.slice(s.start, s.end) === s.text) {
+        body.append(text.slice(0, s.start),
+          el("span", { class: "matched" }, marked(s.text, hit.highlights)),
+          text.slice(s.end));
+      } else {
+        body.append(text);
+      }
+      panelBody.append(el("section", { class: "report-section" + (hit.section === name ? " is-match" : "") },
+        el("h3", { text: titleCase(name) }), body));
+    }
+    const meta = Object.entries(report.metadata || {});
+    if (meta.length) {
+      const dl = el("dl", { class: "meta-table" });
+      meta.forEach(([k, v]) => dl.append(el("dt", { text: k }), el("dd", { text: v === "" ? "—" : String(v) })));
+      panelBody.append(el("section", { class: "report-section" }, el("h3", { text: "Details" }), dl));
+    }
+    // Bring the matched sentence into view inside the panel only (scrollIntoView would move the page).
+    const matched = panelBody.querySelector(".matched");
+    if (matched) panelBody.scrollTop = Math.max(0, matched.offsetTop - panelBody.clientHeight / 3);
+  }
+
+  function closeReport() {
+    if (panel.hidden) return;
+    panel.hidden = true;
+    state.openId = null;
+    document.body.classList.remove("panel-open");
+    document.querySelectorAll(".hit.active").forEach((n) => n.classList.remove("active"));
+    if (state.lastFocus && document.body.contains(state.lastFocus)) state.lastFocus.focus();
+  }
+
+  $("report-close").addEventListener("click", closeReport);
+
+  // -- keyboard -------------------------------------------------------------------------------
+  document.addEventListener("keydown", (event) => {
+    if ($("token-dialog").open) return;
+    const typing = ["INPUT", "SELECT", "TEXTAREA"].includes(document.activeElement.tagName);
+    if (event.key === "Escape") {
+      closeReport();
+      return;
+    }
+    if (event.key === "/" && !typing) {
+      event.preventDefault();
+      qInput.focus();
+      qInput.select();
+      return;
+    }
+    if ((event.key === "ArrowDown" || event.key === "ArrowUp") && !typing) {
+      const items = [...hitList.querySelectorAll(".hit")];
+      if (!items.length) return;
+      event.preventDefault();
+      const at = items.indexOf(document.activeElement.closest(".hit"));
+      const next = event.key === "ArrowDown" ? Math.min(at + 1, items.length - 1) : Math.max(at - 1, 0);
+      items[at < 0 ? 0 : next].focus();
+    }
+  });
+  qInput.addEventListener("keydown", (event) => {
+    if (event.key === "ArrowDown") {
+      const first = hitList.querySelector(".hit");
+      if (first) {
+        event.preventDefault();
+        event.stopPropagation(); // the document's arrow handler would move one further
+        first.focus();
+      }
+    }
+  });
+
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    search();
+  });
+  // Changing an option re-runs the current search straight away.
+  form.querySelectorAll("input[name=target], select#mode, select#level, select#k").forEach((control) =>
+    control.addEventListener("change", () => {
+      if (qInput.value.trim()) search();
+    }));
+  document.querySelectorAll(".example").forEach((button) =>
+    button.addEventListener("click", () => {
+      qInput.value = button.textContent;
+      search();
+    }));
+
+  // -- start ----------------------------------------------------------------------------------
+  loadHealth().then(() => {
+    if (loadFromHash()) search();
+    else qInput.focus();
+  });
+})();
