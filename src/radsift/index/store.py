@@ -29,6 +29,7 @@ import json
 import os
 import shutil
 import sqlite3
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -240,6 +241,8 @@ class IndexStore:
         self._report_ids: list[str] | None = None
         self._report_rows: dict[str, int] | None = None
         self._labels: LabelArrays | None = None
+        self._cache: dict = {}
+        self._cache_lock = threading.Lock()
 
     @classmethod
     def open(cls, index_dir: str | Path) -> "IndexStore":
@@ -271,6 +274,13 @@ class IndexStore:
                 section_code=np.load(g / f"{kind}_section.npy"),
             )
         return self._units[kind]
+
+    def cached(self, key, make):
+        """A per-generation cache (vector backends ...), safe to fill from several threads."""
+        with self._cache_lock:
+            if key not in self._cache:
+                self._cache[key] = make()
+            return self._cache[key]
 
     def labels(self) -> LabelArrays:
         """Finding mentions of sentence units (empty arrays for an index built without labels)."""

@@ -55,7 +55,6 @@ class Index:
         self._threads = threads
         self._backend_name = backend
         self._encoder = encoder
-        self._backends: dict[str, object] = {}
         self._labeler = None
         self._lock = threading.RLock()
         if model is not None and encoder is None:
@@ -97,9 +96,8 @@ class Index:
             if fresh.manifest.model_fingerprint != self.store.manifest.model_fingerprint:
                 fresh.close()
                 raise IndexStoreError(f"{self.path} was rebuilt with another model: restart to use it")
-            self.store, old = fresh, self.store
-            self._backends = {}
-            old.close()
+            # In-flight searches hold their own reference to the old store; it closes when they drop it.
+            self.store = fresh
             return True
 
     # -- encoding ----------------------------------------------------------------------------
@@ -153,18 +151,19 @@ class Index:
             return {}
         return {m.finding: m.status for m in self.labeler.label(query) if m.status in _POLARITY}
 
-    def conflicting_units(self, query: str) -> np.ndarray | None:
+    def conflicting_units(self, query: str, store: IndexStore | None = None) -> np.ndarray | None:
         """Sentence rows that state the opposite of what the query asks about a finding.
 
         For "pneumothorax" these are sentences labeled "pneumothorax: absent" (and not also
         "present"); for "no pleural effusion", sentences that affirm an effusion. Negation-aware
         ranking places them below every other sentence.
         """
+        store = store or self.store
         wanted = self.query_findings(query)
         if not wanted:
             return None
-        labels = self.store.labels()
-        codes = {f: i for i, f in enumerate(self.store.manifest.findings)}
+        labels = store.labels()
+        codes = {f: i for i, f in enumerate(store.manifest.findings)}
         out = []
         for finding, status in wanted.items():
             code = codes.get(finding)
@@ -177,33 +176,34 @@ class Index:
             out.append(np.setdiff1d(opposite, same))
         return np.unique(np.concatenate(out)).astype(np.int64) if out else None
 
-    def _backend(self, kind: str):
-        if kind not in self._backends:
-            self._backends[kind] = create_backend(self._backend_name, self.store.units(kind).vectors)
-        return self._backends[kind]
+    def _backend(self, store: IndexStore, kind: str):
+        return store.cached(("backend", self._backend_name, kind),
+                            lambda: create_backend(self._backend_name, store.units(kind).vectors))
 
     # -- scoring ---------------------------------------------------------------------------
-    def _mask(self, kind: str, target: str | None, where: dict[str, list[str]]) -> np.ndarray | None:
-        units = self.store.units(kind)
+    @staticmethod
+    def _mask(store: IndexStore, kind: str, target: str | None, where: dict[str, list[str]]) -> np.ndarray | None:
+        units = store.units(kind)
         mask = None
         if target and target not in ("report", "all"):
-            code = self.store.section_code(target)
+            code = store.section_code(target)
             mask = units.section_code == (code if code is not None else -1)
         if where:
-            rows = self.store.report_rows_where(where)
+            rows = store.report_rows_where(where)
             m2 = np.isin(units.report_row, rows)
             mask = m2 if mask is None else mask & m2
         return mask
 
-    def _dense_scores(self, query: str, kind: str) -> np.ndarray:
+    def _dense_scores(self, store: IndexStore, query: str, kind: str) -> np.ndarray:
         qv = self.encoder.encode_query(query)
-        return self._backend(kind).scores(qv)
+        return self._backend(store, kind).scores(qv)
 
-    def _bm25_scores(self, query: str, kind: str) -> np.ndarray:
-        retriever = self.store.bm25(kind)
+    @staticmethod
+    def _bm25_scores(store: IndexStore, query: str, kind: str) -> np.ndarray:
+        retriever = store.bm25(kind)
         vocab = retriever.vocab_dict
         tokens = [t for t in tokenize(query) if t in vocab]
-        n = self.store.units(kind).report_row.shape[0]
+        n = store.units(kind).report_row.shape[0]
         if not tokens or n == 0:
             return np.zeros(n, dtype=np.float32)
         return np.asarray(retriever.get_scores(tokens), dtype=np.float32)[:n]
@@ -219,18 +219,19 @@ class Index:
         check_choice("mode", mode, MODES)
         check_choice("unit", unit, UNITS)
         check_choice("negation", negation, NEGATION)
-        mask = self._mask(unit, target, parse_where(where))
-        conflicts = self.conflicting_units(query) if negation == "aware" and unit == "sentence" else None
-        return self._rank(query, mode, unit, n, mask, query_vector, conflicts)
+        store = self.store
+        mask = self._mask(store, unit, target, parse_where(where))
+        conflicts = self.conflicting_units(query, store) if negation == "aware" and unit == "sentence" else None
+        return self._rank(store, query, mode, unit, n, mask, query_vector, conflicts)
 
-    def _rank(self, query, mode, unit, n, mask, query_vector=None, conflicts=None):
+    def _rank(self, store, query, mode, unit, n, mask, query_vector=None, conflicts=None):
         dense = bm25 = None
         if mode in ("dense", "hybrid"):
-            dense = (self._backend(unit).scores(query_vector) if query_vector is not None
-                     else self._dense_scores(query, unit))
+            dense = (self._backend(store, unit).scores(query_vector) if query_vector is not None
+                     else self._dense_scores(store, query, unit))
             dense = demote(dense, conflicts)
         if mode in ("bm25", "hybrid"):
-            bm25 = self._bm25_scores(query, unit)
+            bm25 = self._bm25_scores(store, query, unit)
             # A unit sharing no query term is not a BM25 match at all.
             hit = bm25 > 0
             bm25_mask = hit if mask is None else (mask & hit)
@@ -277,27 +278,27 @@ class Index:
         check_choice("negation", negation, NEGATION)
         if k < 1:
             return []
-        with self._lock:
-            store = self.store
-            mask = self._mask(unit, target, parse_where(where))
-            conflicts = self.conflicting_units(query) if negation == "aware" and unit == "sentence" else None
-            report_of = store.units(unit).report_row
-            total = report_of.shape[0]
-            if level == "sentence":
-                rows, scores = self._rank(query, mode, unit, k, mask, query_vector, conflicts)
-                picked = [(int(report_of[r]), int(r), float(s)) for r, s in zip(rows, scores)]
-            else:
-                n = max(10 * k, 100)
-                while True:  # widen until k distinct reports are found or every unit is ranked
-                    rows, scores = self._rank(query, mode, unit, n, mask, query_vector, conflicts)
-                    picked = best_unit_per_report(rows, scores, report_of, k)
-                    if len(picked) >= k or len(rows) < n or n >= total:
-                        break
-                    n *= 4
-            return self._hits(query, picked, unit, fields, include_report)
-
-    def _hits(self, query, picked, unit, fields, include_report) -> list[Hit]:
+        # No lock: a search works on the store it started with; reload() swaps in a new one.
         store = self.store
+        mask = self._mask(store, unit, target, parse_where(where))
+        conflicts = self.conflicting_units(query, store) if negation == "aware" and unit == "sentence" else None
+        report_of = store.units(unit).report_row
+        total = report_of.shape[0]
+        if level == "sentence":
+            rows, scores = self._rank(store, query, mode, unit, k, mask, query_vector, conflicts)
+            picked = [(int(report_of[r]), int(r), float(s)) for r, s in zip(rows, scores)]
+        else:
+            n = max(10 * k, 100)
+            while True:  # widen until k distinct reports are found or every unit is ranked
+                rows, scores = self._rank(store, query, mode, unit, n, mask, query_vector, conflicts)
+                picked = best_unit_per_report(rows, scores, report_of, k)
+                if len(picked) >= k or len(rows) < n or n >= total:
+                    break
+                n *= 4
+        return self._hits(store, query, picked, unit, fields, include_report)
+
+    @staticmethod
+    def _hits(store, query, picked, unit, fields, include_report) -> list[Hit]:
         unit_rows = [u for _, u, _ in picked]
         if unit == "sentence":
             units = store.sentences_by_rows(unit_rows)
