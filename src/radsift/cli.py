@@ -331,6 +331,66 @@ def label_cmd(
         fail(str(exc))
 
 
+# ---------------------------------------------------------------------------------------------
+# bench: the evaluation protocols of Shi et al. and RadSearch for several systems (radsift.evaluation)
+# ---------------------------------------------------------------------------------------------
+@app.command("bench")
+def bench_cmd(
+    corpus: Annotated[list[Path], typer.Option("--corpus", help="Corpus file or folder (repeatable).")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for report.md, report.json and the PNG plots.")],
+    format: FormatOpt = None, id_column: IdColumnOpt = None, section: SectionOpt = None,
+    text_column: TextColumnOpt = None, on_error: OnErrorOpt = "fail",
+    systems: Annotated[Optional[list[str]], typer.Option(
+        "--systems", help="bm25 | dense[:MODEL] | hybrid[:MODEL] | rerank:[MODEL:]RERANKER, optionally NAME=SPEC "
+        "(repeatable; default bm25 and dense).")] = None,
+    systems_file: Annotated[Optional[Path], typer.Option("--systems-file", help="YAML list of systems.")] = None,
+    queries: Annotated[Optional[Path], typer.Option("--queries", help="Free-text queries, qid<TAB>query.")] = None,
+    qrels: Annotated[Optional[Path], typer.Option("--qrels", help="TREC qrels of --queries (docid = report id).")] = None,
+    category_field: Annotated[Optional[str], typer.Option(
+        "--category-field", help="Metadata field for category matching (default: detected, e.g. medical_specialty; 'none' = off).")] = None,
+    cross_corpus: Annotated[Optional[list[Path]], typer.Option(
+        "--cross-corpus", help="Another collection for cross-collection retrieval (repeatable).")] = None,
+    cross_format: Annotated[Optional[str], typer.Option("--cross-format", help="Its --format.")] = None,
+    cross_id_column: Annotated[Optional[str], typer.Option("--cross-id-column", help="Its --id-column.")] = None,
+    cross_section: Annotated[Optional[list[str]], typer.Option("--cross-section", help="Its --section (repeatable).")] = None,
+    cross_text_column: Annotated[Optional[str], typer.Option("--cross-text-column", help="Its --text-column.")] = None,
+    cross_on_error: Annotated[str, typer.Option("--cross-on-error", help="Its --on-error.")] = "fail",
+    cross_where: Annotated[Optional[list[str]], typer.Option(
+        "--cross-where", help="Keep its reports with metadata KEY=VALUE, e.g. medical_specialty=Radiology (repeatable).")] = None,
+    fold: Annotated[Optional[int], typer.Option("--fold", help="Only the test queries of this fold of the split by finding (0 or 1).")] = None,
+    holdout_fraction: Annotated[float, typer.Option("--holdout-fraction", help="Share of held-out reports (findings-to-impression, category).")] = 0.2,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the splits, samples and tests.")] = 0,
+    max_queries: Annotated[Optional[int], typer.Option("--max-queries", help="At most this many queries per protocol (seeded sample).")] = None,
+    protocol: Annotated[Optional[list[str]], typer.Option(
+        "--protocol", help="Run only these: sentences, cross, separation, impression, free-text, category (repeatable).")] = None,
+    threads: ThreadsOpt = None, batch_size: BatchOpt = 64,
+    plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Draw the PNG plots.")] = True,
+) -> None:
+    """Evaluate systems with the protocols of Shi et al. and RadSearch; write report.md, report.json and plots."""
+    try:
+        from radsift.evaluation.bench import BenchConfig, bench
+        from radsift.evaluation.report import console_tables
+
+        config = BenchConfig(
+            corpus=corpus,
+            reader=reader_options(format, id_column, section, text_column, on_error),
+            systems=systems or ([] if systems_file else ["bm25", "dense"]),
+            systems_file=systems_file, queries=queries, qrels=qrels, category_field=category_field,
+            cross_corpus=cross_corpus or [],
+            cross_reader=reader_options(cross_format, cross_id_column, cross_section, cross_text_column, cross_on_error)
+            if cross_corpus else None,
+            cross_where=cross_where or [], fold=fold, holdout_fraction=holdout_fraction, seed=seed,
+            max_queries=max_queries, protocols=protocol, threads=threads, batch_size=batch_size,
+        )
+        result, paths = bench(config, out, log=lambda m: err_console.print(m, highlight=False), plots=plots)
+    except RadsiftError as exc:
+        fail(str(exc))
+    for table in console_tables(result):
+        console.print(table)
+    console.print(f"wrote {', '.join(p.name for p in paths.values())} to {out} "
+                  f"({result.timings.get('total', 0):.1f} s)", highlight=False)
+
+
 def main() -> None:
     """Console-script entry point."""
     try:

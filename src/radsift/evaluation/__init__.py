@@ -6,11 +6,17 @@
 - :mod:`radsift.evaluation.stats`: Wilson intervals, McNemar, Bonferroni, t intervals, paired
   randomization test (imports scipy; import it explicitly).
 - :mod:`radsift.evaluation.run_eval`: score a run file against a qrels file (``radsift eval``).
+- :mod:`radsift.evaluation.splits`: the report hold-out and the split by finding, shared with
+  training (:func:`report_split`, :func:`fold_findings`).
+- :mod:`radsift.evaluation.bench` (``radsift bench``): the protocols of Shi et al. and RadSearch
+  (:mod:`radsift.evaluation.protocols`) for the systems of :mod:`radsift.evaluation.systems`,
+  written up by :mod:`radsift.evaluation.report` and :mod:`radsift.evaluation.plots`.
 """
 
 from radsift.evaluation.errors import EvaluationError, TrecFormatError
 from radsift.evaluation.metrics import DEFAULT_METRICS, evaluate, parse_metric
 from radsift.evaluation.ranking import rank_entries
+from radsift.evaluation.splits import fold_findings, report_split
 from radsift.evaluation.trec import read_qrels, read_queries, read_run, write_qrels, write_run
 
 __all__ = [
@@ -18,11 +24,13 @@ __all__ = [
     "EvaluationError",
     "TrecFormatError",
     "evaluate",
+    "fold_findings",
     "parse_metric",
     "rank_entries",
     "read_qrels",
     "read_queries",
     "read_run",
+    "report_split",
     "write_qrels",
     "write_run",
 ]

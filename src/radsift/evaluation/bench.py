@@ -1,0 +1,367 @@
+"""``radsift bench``: every evaluation protocol, for every system, in one run.
+
+:func:`run_bench` reads the corpus (with the same reader options as ``radsift index build``),
+labels its sentences once (the weak labels of Shi et al.), builds the systems and runs the
+protocols of :mod:`radsift.evaluation.protocols` on exactly the same queries, candidates and
+splits for every system. :func:`write_report` (in :mod:`radsift.evaluation.report`) turns the
+result into ``report.md``, ``report.json`` and PNG plots.
+
+Everything a user can get wrong is checked before the slow work starts: the systems and their
+model folders, the queries and qrels files (and that every judged report is in the corpus),
+the category field, the fold and the holdout fraction.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from radsift.errors import ConfigError, CorpusError
+from radsift.evaluation.protocols import PROTOCOLS
+from radsift.evaluation.protocols.base import ProtocolResult, skipped
+from radsift.evaluation.splits import DEFAULT_FOLDS, DEFAULT_HOLDOUT_FRACTION, DEFAULT_SEED, check_fraction
+from radsift.evaluation.systems import SystemSpec, check_specs, load_systems_file, parse_system
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class BenchConfig:
+    """What ``radsift bench`` evaluates.
+
+    Attributes:
+        corpus: Corpus files or folders.
+        reader: How to read them (:class:`radsift.corpus.ReaderOptions`; None = inferred).
+        systems: System specs (``bm25``, ``dense``, ``dense:PATH``, ``hybrid[:PATH]``, ``NAME=SPEC``).
+        systems_file: A YAML file of more systems (see :func:`~radsift.evaluation.systems.load_systems_file`).
+        queries: Free-text queries (``qid<TAB>query``), with ``qrels``.
+        qrels: TREC qrels judging ``queries`` (docid = report id).
+        category_field: Metadata field of the category protocol (None = detect, ``"none"`` = off).
+        cross_corpus: Another collection for the cross-collection protocol.
+        cross_reader: How to read it (None = inferred).
+        cross_where: ``KEY=VALUE`` filters on the other collection's metadata (e.g.
+            ``medical_specialty=Radiology``).
+        fold: Evaluate only the test queries of this fold of the split by finding.
+        folds: Number of folds of the split by finding.
+        holdout_fraction: Share of held-out reports (findings-to-impression, category).
+        seed: Seed of the splits, samples and randomization tests.
+        max_queries: Cap on the queries of each protocol (a seeded sample).
+        protocols: Protocols to run (None = all that apply), names of :data:`PROTOCOLS`.
+        label_sections: Sections whose sentences are labeled.
+        threads: torch threads for encoding.
+        batch_size: Encoding batch size.
+        progress: Progress bars for labeling and encoding.
+    """
+
+    corpus: Sequence[Path]
+    reader: Any = None
+    systems: Sequence[str | SystemSpec] = ()
+    systems_file: Path | None = None
+    queries: Path | None = None
+    qrels: Path | None = None
+    category_field: str | None = None
+    cross_corpus: Sequence[Path] = ()
+    cross_reader: Any = None
+    cross_where: Sequence[str] = ()
+    fold: int | None = None
+    folds: int = DEFAULT_FOLDS
+    holdout_fraction: float = DEFAULT_HOLDOUT_FRACTION
+    seed: int = DEFAULT_SEED
+    max_queries: int | None = None
+    protocols: Sequence[str] | None = None
+    label_sections: Sequence[str] = ("findings", "impression")
+    threads: int | None = None
+    batch_size: int = 64
+    progress: bool = True
+
+
+@dataclass
+class BenchResult:
+    """Everything :func:`~radsift.evaluation.report.write_report` needs.
+
+    Attributes:
+        config: The run's settings, JSON-ready.
+        corpus: Counts of the corpus (reports, sentences, weak-label statistics).
+        systems: ``[{"name", "kind", "description"}]``.
+        protocols: The protocol results, in report order.
+        timings: Seconds per step (reading, labeling, loading, each protocol, total).
+        environment: Python, platform, CPU count, date.
+    """
+
+    config: dict[str, Any]
+    corpus: dict[str, Any]
+    systems: list[dict[str, str]]
+    protocols: list[ProtocolResult]
+    timings: dict[str, float] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+
+    def protocol(self, key: str) -> ProtocolResult | None:
+        """A protocol's result by key (``shi_sentence_retrieval``, ``findings_to_impression`` ...)."""
+        return next((p for p in self.protocols if p.key == key), None)
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def collect_specs(config: BenchConfig) -> list[SystemSpec]:
+    """The systems of ``--systems`` then ``--systems-file``, parsed (not yet checked)."""
+    specs = [parse_system(s) if isinstance(s, str) else s for s in config.systems]
+    if config.systems_file is not None:
+        specs += load_systems_file(config.systems_file)
+    return specs
+
+
+def _check_config(config: BenchConfig) -> list[str]:
+    """Validate options that need no data; returns the protocols to run."""
+    check_fraction(config.holdout_fraction)
+    if config.folds < 2:
+        raise ConfigError(f"folds must be at least 2, got {config.folds}")
+    if config.fold is not None and not 0 <= config.fold < config.folds:
+        raise ConfigError(f"--fold must be between 0 and {config.folds - 1}, got {config.fold}")
+    if config.max_queries is not None and config.max_queries < 1:
+        raise ConfigError(f"--max-queries must be at least 1, got {config.max_queries}")
+    if (config.queries is None) != (config.qrels is None):
+        raise ConfigError("--queries and --qrels go together: give both (free-text queries and their judgments)")
+    wanted = list(PROTOCOLS) if not config.protocols else list(dict.fromkeys(config.protocols))
+    unknown = [p for p in wanted if p not in PROTOCOLS]
+    if unknown:
+        raise ConfigError(f"unknown protocol {unknown[0]!r}; known: {', '.join(PROTOCOLS)}")
+    if not config.corpus:
+        raise ConfigError("give at least one --corpus file or folder")
+    for path in list(config.corpus) + list(config.cross_corpus):
+        if not Path(path).exists():
+            raise CorpusError(f"{path}: no such file or folder")
+    return wanted
+
+
+def _read(paths: Sequence[Path], reader) -> tuple[list, Any]:
+    from radsift.corpus import ReaderOptions, ReadStats, read_corpus
+
+    stats = ReadStats()
+    options = reader if reader is not None else ReaderOptions()
+    reports = [r for r in read_corpus(list(paths), options, stats) if not r.is_empty]
+    return reports, stats
+
+
+def _filter(reports: list, where: Sequence[str], source: str) -> list:
+    from radsift.search.query import parse_where
+
+    filters = parse_where(list(where))
+    if not filters:
+        return reports
+    wanted = {k: {v.casefold() for v in vs} for k, vs in filters.items()}
+    kept = [r for r in reports
+            if all(str(r.metadata.get(k, "")).strip().casefold() in vs for k, vs in wanted.items())]
+    if not kept:
+        raise ConfigError(f"--cross-where {' '.join(where)}: no report of {source} matches")
+    return kept
+
+
+def run_bench(config: BenchConfig, *, encoders: Mapping[str | None, Any] | None = None,
+              rerankers: Mapping[str, Any] | None = None, log: Log | None = None) -> BenchResult:
+    """Run the evaluation protocols for every system.
+
+    Args:
+        config: What to evaluate.
+        encoders: Ready encoders by model key (``None`` = the default model, else the model
+            path as written in the spec), e.g. a HashingEncoder in tests.
+        rerankers: Ready rerankers by folder as written in the spec (tests).
+        log: Receives one line per step (default: stderr).
+
+    Raises:
+        ConfigError, CorpusError, EvaluationError: Bad options or input, before the slow work.
+    """
+    from radsift.evaluation.protocols import (
+        check_judgments,
+        detect_category_field,
+        run_category,
+        run_cross_collection,
+        run_findings_to_impression,
+        run_free_text,
+        run_sentence_retrieval,
+        run_separation,
+    )
+    from radsift.evaluation.protocols.category import TITLE as CATEGORY_TITLE, KEY as CATEGORY_KEY
+    from radsift.evaluation.protocols.cross_collection import TITLE as CROSS_TITLE, KEY as CROSS_KEY
+    from radsift.evaluation.protocols.free_text import TITLE as FREE_TITLE, KEY as FREE_KEY
+    from radsift.evaluation.systems import build_systems
+    from radsift.evaluation.trec import read_qrels, read_queries
+
+    log = log or _stderr
+    t_start = time.perf_counter()
+    timings: dict[str, float] = {}
+    wanted = _check_config(config)
+    specs = collect_specs(config)
+    injected = tuple("default" if k is None else str(k) for k in (encoders or {})) + tuple(rerankers or {})
+    check_specs(specs, injected=injected)  # a missing model folder fails before any reading
+    queries = qrels = None
+    if config.queries is not None and "free-text" in wanted:
+        queries = read_queries(config.queries)
+        qrels = read_qrels(config.qrels)
+
+    t0 = time.perf_counter()
+    reports, stats = _read(config.corpus, config.reader)
+    if not reports:
+        raise CorpusError(f"{', '.join(map(str, config.corpus))}: no non-empty report to evaluate on")
+    timings["read"] = time.perf_counter() - t0
+    log(f"read {len(reports)} reports ({stats.summary()})")
+    if queries is not None:
+        check_judgments(queries, qrels, {r.id for r in reports}, config.queries, config.qrels)
+    category_field = None
+    if "category" in wanted and (config.category_field or "").lower() != "none":
+        if config.category_field:
+            if not any(r.metadata.get(config.category_field, "").strip() for r in reports):
+                fields = sorted({k for r in reports[:200] for k in r.metadata})
+                raise ConfigError(f"--category-field {config.category_field!r}: no report has this metadata field "
+                                  f"(fields: {', '.join(fields) or 'none'})")
+            category_field = config.category_field
+        else:
+            category_field = detect_category_field(reports)
+
+    t0 = time.perf_counter()
+    from radsift.labels import Labeler, build_weak_labels, split_findings  # loads spaCy/medspaCy: seconds
+
+    needs_labels = any(p in wanted for p in ("sentences", "cross", "separation"))
+    weak = other_weak = None
+    other_name = ""
+    labeler = None
+    if needs_labels:
+        log("labeling sentences (weak labels) ...")
+        labeler = Labeler()
+        weak = build_weak_labels(reports, labeler, sections=tuple(config.label_sections), progress=config.progress)
+    other_reports: list = []
+    if config.cross_corpus and "cross" in wanted:
+        other_reports, other_stats = _read(config.cross_corpus, config.cross_reader)
+        other_name = ", ".join(Path(p).name for p in config.cross_corpus)
+        other_reports = _filter(other_reports, config.cross_where, other_name)
+        if config.cross_where:
+            other_name += f" ({' and '.join(config.cross_where)})"
+        log(f"read {len(other_reports)} reports of {other_name}")
+        other_weak = build_weak_labels(other_reports, labeler or Labeler(), sections=tuple(config.label_sections),
+                                       progress=config.progress)
+    timings["label"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    systems = build_systems(specs, encoders=encoders, rerankers=rerankers, threads=config.threads, batch_size=config.batch_size,
+                            progress=config.progress)
+    timings["load_systems"] = time.perf_counter() - t0
+    log(f"systems: {', '.join(s.name for s in systems)}")
+
+    groups = split_findings(weak, folds=config.folds, seed=config.seed) if weak is not None else None
+    test_findings = groups[config.fold] if groups is not None and config.fold is not None else None
+    results: list[ProtocolResult] = []
+    steps = [p for p in PROTOCOLS if p in wanted]
+    for i, name in enumerate(steps, 1):
+        log(f"[{i}/{len(steps)}] {name}")
+        t0 = time.perf_counter()
+        common = {"log": log}
+        if name == "sentences":
+            res = run_sentence_retrieval(weak, systems, fold_groups=groups, fold=config.fold,
+                                         max_queries=config.max_queries, seed=config.seed, **common)
+        elif name == "cross":
+            if other_weak is None:
+                res = skipped(CROSS_KEY, CROSS_TITLE, "no --cross-corpus given")
+            else:
+                res = run_cross_collection(weak, other_weak, systems, other_name=other_name, findings=test_findings,
+                                           max_queries=config.max_queries, seed=config.seed, **common)
+        elif name == "separation":
+            res = run_separation(weak, systems, findings=test_findings, **common)
+        elif name == "impression":
+            res = run_findings_to_impression(reports, systems, holdout_fraction=config.holdout_fraction,
+                                             seed=config.seed, max_queries=config.max_queries, **common)
+        elif name == "free-text":
+            if queries is None:
+                res = skipped(FREE_KEY, FREE_TITLE, "no --queries/--qrels given")
+            else:
+                res = run_free_text(reports, systems, queries, qrels,
+                                    source=f"{Path(config.queries).name}, {Path(config.qrels).name}",
+                                    max_queries=config.max_queries, seed=config.seed, **common)
+        else:  # category
+            if category_field is None:
+                res = skipped(CATEGORY_KEY, CATEGORY_TITLE,
+                              "no category field in the metadata (give --category-field KEY, e.g. medical_specialty)")
+            else:
+                res = run_category(reports, systems, field=category_field, holdout_fraction=config.holdout_fraction,
+                                   seed=config.seed, max_queries=config.max_queries, **common)
+        res.seconds = time.perf_counter() - t0
+        timings[name] = res.seconds
+        if res.skipped:
+            log(f"  skipped: {res.skipped}")
+        results.append(res)
+    timings["total"] = time.perf_counter() - t_start
+
+    corpus_info: dict[str, Any] = {
+        "paths": [str(p) for p in config.corpus],
+        "reports": len(reports),
+        "read": stats.summary(),
+        "category_field": category_field,
+    }
+    if weak is not None:
+        ws = weak.stats()
+        corpus_info["weak_labels"] = {k: v for k, v in ws.items() if k != "per_finding"}
+        corpus_info["fold_findings"] = [sorted(g) for g in groups] if groups else None
+    if other_weak is not None:
+        corpus_info["cross_collection"] = {"name": other_name, "reports": len(other_reports),
+                                           "unique_sentences": len(other_weak.sentences)}
+    return BenchResult(
+        config=_config_dict(config, specs, wanted),
+        corpus=corpus_info,
+        systems=[{"name": s.name, "kind": s.kind, "description": s.describe()} for s in systems],
+        protocols=results,
+        timings={k: round(v, 2) for k, v in timings.items()},
+        environment=_environment(),
+    )
+
+
+def _config_dict(config: BenchConfig, specs: Sequence[SystemSpec], wanted: Sequence[str]) -> dict[str, Any]:
+    return {
+        "corpus": [str(p) for p in config.corpus],
+        "systems": [{"name": s.label, "spec": s.describe()} for s in specs],
+        "queries": str(config.queries) if config.queries else None,
+        "qrels": str(config.qrels) if config.qrels else None,
+        "category_field": config.category_field,
+        "cross_corpus": [str(p) for p in config.cross_corpus],
+        "cross_where": list(config.cross_where),
+        "fold": config.fold,
+        "folds": config.folds,
+        "holdout_fraction": config.holdout_fraction,
+        "seed": config.seed,
+        "max_queries": config.max_queries,
+        "protocols": list(wanted),
+        "label_sections": list(config.label_sections),
+    }
+
+
+def _environment() -> dict[str, Any]:
+    import os
+
+    import radsift
+
+    return {
+        "radsift": getattr(radsift, "__version__", "?"),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+
+
+def bench(config: BenchConfig, out_dir: str | Path, *, encoders: Mapping[str | None, Any] | None = None,
+          rerankers: Mapping[str, Any] | None = None, log: Log | None = None,
+          plots: bool = True) -> tuple[BenchResult, dict[str, Path]]:
+    """Run :func:`run_bench` and write the report into ``out_dir`` (checked first).
+
+    Returns:
+        The result and the written paths (``markdown``, ``json``, one per plot).
+    """
+    from radsift.evaluation.report import prepare_out_dir, write_report
+
+    prepare_out_dir(out_dir)
+    result = run_bench(config, encoders=encoders, rerankers=rerankers, log=log)
+    return result, write_report(result, out_dir, plots=plots)
