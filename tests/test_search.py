@@ -180,3 +180,52 @@ def test_negation_can_be_ignored(index):
     assert index.query_findings("enlarged heart") == {"cardiomegaly": "present"}
     with pytest.raises(ConfigError, match="negation must be one of"):
         index.search("x", negation="maybe")
+
+
+class LengthReranker:
+    """A stand-in cross-encoder with known scores: shorter texts score higher."""
+
+    def score(self, query, texts):
+        return np.array([-len(t) for t in texts], dtype=np.float32)
+
+
+@pytest.fixture(scope="module")
+def reranked(index):
+    return Index(index.store, encoder=index._encoder, reranker=LengthReranker())
+
+
+def test_rerank_reorders_the_first_stage_top(reranked):
+    plain = reranked.search("lungs", k=6, mode="bm25", level="sentence", negation="ignore")
+    out = reranked.search("lungs", k=6, mode="bm25", level="sentence", negation="ignore", rerank=6)
+    assert sorted(h.sentence.uid for h in out) == sorted(h.sentence.uid for h in plain)
+    assert [len(h.sentence.text) for h in out] == sorted(len(h.sentence.text) for h in plain)
+    assert [h.rank for h in out] == list(range(1, len(out) + 1))
+    # only the top 2 are reranked: the rest keep their first-stage order and score
+    two = reranked.search("lungs", k=6, mode="bm25", level="sentence", negation="ignore", rerank=2)
+    assert [h.sentence.uid for h in two[2:]] == [h.sentence.uid for h in plain[2:]]
+    # a deeper rerank than k still returns k hits
+    assert len(reranked.search("lungs", k=2, mode="bm25", level="sentence", negation="ignore", rerank=6)) == 2
+
+
+def test_rerank_keeps_negation_aware_order(reranked):
+    # "No pneumothorax or pleural effusion." is short (the stand-in reranker would put it first) but
+    # states the opposite of the query: it stays below the sentences that affirm a pneumothorax.
+    hits = reranked.search("pneumothorax", k=50, mode="dense", level="sentence", rerank=50)
+    texts = [h.sentence.text for h in hits]
+    assert "No pneumothorax or pleural effusion." in texts
+    assert texts[-1] == "No pneumothorax or pleural effusion."
+    # by length alone it would sit among the others: the reranker did reorder the rest
+    assert [len(t) for t in texts[:-1]] == sorted(len(t) for t in texts[:-1])
+    assert max(len(t) for t in texts[:-1]) > len(texts[-1])
+
+
+def test_rerank_without_reranker_is_a_clear_error(index):
+    with pytest.raises(ConfigError, match="--reranker"):
+        index.search("pneumothorax", k=3, rerank=10)
+
+
+def test_search_cli_rerank_needs_a_reranker(index, monkeypatch):
+    monkeypatch.delenv("RADSIFT_RERANKER", raising=False)
+    result = CliRunner().invoke(app, ["search", str(index.path), "pneumothorax", "--rerank", "5"])
+    assert result.exit_code != 0
+    assert "reranker" in str(result.exception) + result.output

@@ -8,6 +8,7 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
@@ -458,3 +459,25 @@ def test_bind_socket_is_tcp_and_reports_a_busy_port():
             bind_socket("127.0.0.1", sock.getsockname()[1])
     finally:
         sock.close()
+
+
+class _ShortFirst:
+    """A stand-in cross-encoder: shorter matched sentences score higher."""
+
+    def score(self, query, texts):
+        return np.array([-len(t) for t in texts], dtype=np.float32)
+
+
+def test_rerank_parameter_uses_the_servers_reranker(built, client):
+    path, enc = built
+    reranking = TestClient(create_app(Index.open(path, encoder=enc, reranker=_ShortFirst())))
+    params = {"q": "pleural effusion", "k": 5, "mode": "bm25", "level": "sentence"}
+    plain = reranking.get("/api/search", params=params).json()["hits"]
+    out = reranking.get("/api/search", params={**params, "rerank": 5}).json()["hits"]
+    lengths = [len(h["sentence"]["text"]) for h in out]
+    assert sorted(h["sentence"]["text"] for h in out) == sorted(h["sentence"]["text"] for h in plain)
+    agree = [n for h, n in zip(out, lengths) if not h["sentence"]["text"].lower().startswith("no ")]
+    assert agree == sorted(agree)
+    # without a reranker the parameter is a clear 422, never a silent no-op
+    r = client.get("/api/search", params={**params, "rerank": 5})
+    assert r.status_code == 422 and "reranker" in r.json()["detail"]

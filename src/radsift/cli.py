@@ -80,6 +80,9 @@ def fail(message: str) -> None:
 ModelOpt = Annotated[Optional[str], typer.Option("--model", help="sentence-transformers model folder (default: packaged all-MiniLM-L6-v2).")]
 ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="torch threads for encoding.")]
 BatchOpt = Annotated[int, typer.Option("--batch-size", help="Encoding batch size.")]
+RerankerOpt = Annotated[Optional[Path], typer.Option(
+    "--reranker", envvar="RADSIFT_RERANKER",
+    help="Cross-encoder folder from 'radsift train --recipe rerank' (or $RADSIFT_RERANKER).")]
 
 
 def _read(paths: list[Path], options):
@@ -161,14 +164,16 @@ def search_cmd(
     mode: ModeOpt = "hybrid", level: LevelOpt = "report", where: WhereOpt = None, target: TargetOpt = None,
     unit: UnitOpt = "sentence", negation: NegationOpt = "aware", model: ModelOpt = None,
     threads: ThreadsOpt = None, as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable hits.")] = False,
+    rerank: Annotated[int, typer.Option("--rerank", help="Rerank the top N hits with the cross-encoder (0 = off).")] = 0,
+    reranker: RerankerOpt = None,
 ) -> None:
     """Search an index; the matched part of each hit's sentence is highlighted."""
     from radsift.search import Index
     from radsift.search.display import print_hits
 
-    index = Index.open(index_dir, model=model, threads=threads)
+    index = Index.open(index_dir, model=model, threads=threads, reranker=reranker if rerank else None)
     hits = index.search(query, k=k, mode=mode, level=level, where=where, target=target, unit=unit,
-                        negation=negation)
+                        negation=negation, rerank=rerank)
     if as_json:
         typer.echo(json.dumps({"query": query, "mode": mode, "level": level, "hits": [h.to_dict() for h in hits]},
                               ensure_ascii=False))
@@ -270,14 +275,14 @@ def serve_cmd(
     port: Annotated[int, typer.Option("--port", help="TCP port (0 picks a free one).")] = 8000,
     token_file: Annotated[Optional[Path], typer.Option("--token-file", help="File holding the API token (else $RADSIFT_TOKEN).")] = None,
     audit_log: Annotated[Optional[Path], typer.Option("--audit-log", help="Append every query and report view to this JSON-lines file.")] = None,
-    model: ModelOpt = None,
+    model: ModelOpt = None, reranker: RerankerOpt = None,
 ) -> None:
     """Serve the search page and JSON API (127.0.0.1 unless a token is set; Ctrl-C stops)."""
     from radsift.serve import run_server
 
     try:
         run_server(index_dir, host=host, port=port, token_file=token_file, audit_log=audit_log, model=model,
-                   console=console)
+                   reranker=reranker, console=console)
     except RadsiftError as exc:
         fail(str(exc))
 
@@ -389,6 +394,51 @@ def bench_cmd(
         console.print(table)
     console.print(f"wrote {', '.join(p.name for p in paths.values())} to {out} "
                   f"({result.timings.get('total', 0):.1f} s)", highlight=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# train: fine-tune a retriever (or a reranker) on a corpus without labels (radsift.models.training)
+# ---------------------------------------------------------------------------------------------
+@app.command("train")
+def train_cmd(
+    corpus: Annotated[list[Path], typer.Option("--corpus", help="Corpus file or folder (repeatable).")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for the trained model and its model card.")],
+    format: FormatOpt = None, id_column: IdColumnOpt = None, section: SectionOpt = None,
+    text_column: TextColumnOpt = None, on_error: OnErrorOpt = "fail",
+    recipe: Annotated[Optional[str], typer.Option(
+        "--recipe", help="combined (default) | lexicon-triplet | lexicon-mnrl | findings-impression | rerank.")] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", help="YAML training configuration (flags override it).")] = None,
+    split_by_finding: Annotated[Optional[int], typer.Option(
+        "--split-by-finding", help="Train only on findings outside this fold of the split by finding (0 or 1).")] = None,
+    bi_encoder: Annotated[Optional[str], typer.Option(
+        "--bi-encoder", help="rerank: bi-encoder folder that mines the negatives (default: the base model).")] = None,
+    base_model: Annotated[Optional[str], typer.Option(
+        "--base-model", help="Model folder to start from (default: packaged all-MiniLM-L6-v2).")] = None,
+    max_steps: Annotated[Optional[int], typer.Option("--max-steps", help="Gradient steps.")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Training seed.")] = None,
+    time_limit: Annotated[Optional[float], typer.Option(
+        "--time-limit", help="Stop training after this many minutes.")] = None,
+    threads: ThreadsOpt = None,
+    evaluate: Annotated[Optional[bool], typer.Option(
+        "--eval/--no-eval", help="Evaluate on the held-out reports at the end (figures in the model card).")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a non-empty --out folder.")] = False,
+) -> None:
+    """Train a negation-aware retriever from a corpus's own reports (weak labels, no annotators)."""
+    try:
+        from radsift.models.training import load_config, train
+
+        cfg = load_config(config, recipe=recipe, split_by_finding=split_by_finding, bi_encoder=bi_encoder,
+                          base_model=base_model, max_steps=max_steps, seed=seed, time_limit_minutes=time_limit,
+                          threads=threads, evaluate=evaluate)
+        reports, stats = _read(corpus, reader_options(format, id_column, section, text_column, on_error))
+        err_console.print(f"recipe {cfg.recipe}: {cfg.max_steps} steps, seed {cfg.seed}", highlight=False)
+        result = train(reports, cfg, out, overwrite=overwrite,
+                       log=lambda m: err_console.print(m, highlight=False))
+        _report_read_stats(stats)
+    except RadsiftError as exc:
+        fail(str(exc))
+    console.print(f"wrote {result.out} ({result.seconds:.0f} s); model card: {result.out / 'README.md'}",
+                  highlight=False)
 
 
 def main() -> None:

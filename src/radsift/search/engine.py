@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from radsift.errors import IndexStoreError
+from radsift.errors import ConfigError, IndexStoreError
 from radsift.index.backends import create_backend, top_k
 from radsift.index.store import IndexStore
 from radsift.index.tokens import tokenize
@@ -46,11 +47,14 @@ class Index:
         model: Model folder to encode queries with (None = the model that built the index).
         threads: torch threads for query encoding.
         backend: Vector backend name (``numpy``: exact, embedded).
+        reranker: Cross-encoder folder (``radsift train --recipe rerank``) or a loaded
+            :class:`~radsift.models.reranker.Reranker`, used by ``search(..., rerank=N)``.
     """
 
     def __init__(self, store: IndexStore, *, model: str | Path | None = None, threads: int | None = None,
-                 backend: str = "numpy", encoder=None) -> None:
+                 backend: str = "numpy", encoder=None, reranker=None) -> None:
         self.store = store
+        self._reranker = reranker
         self._model = model
         self._threads = threads
         self._backend_name = backend
@@ -62,9 +66,20 @@ class Index:
 
     @classmethod
     def open(cls, path: str | Path, *, model: str | Path | None = None, threads: int | None = None,
-             backend: str = "numpy", encoder=None) -> "Index":
+             backend: str = "numpy", encoder=None, reranker=None) -> "Index":
         """Open the live generation of the index at ``path`` (read-only)."""
-        return cls(IndexStore.open(path), model=model, threads=threads, backend=backend, encoder=encoder)
+        return cls(IndexStore.open(path), model=model, threads=threads, backend=backend, encoder=encoder,
+                   reranker=reranker)
+
+    @property
+    def reranker(self):
+        """The loaded cross-encoder (loaded on first use), or None when the index has none."""
+        with self._lock:
+            if isinstance(self._reranker, (str, Path)):  # a folder: load it once
+                from radsift.models.reranker import Reranker
+
+                self._reranker = Reranker.load(self._reranker, threads=self._threads)
+        return self._reranker
 
     # -- properties --------------------------------------------------------------------------
     @property
@@ -250,7 +265,7 @@ class Index:
     def search(self, query: str, k: int = 10, mode: str = "hybrid", level: str = "report",
                target: str | None = None, where: Mapping | Iterable[str] | None = None, unit: str = "sentence",
                fields: Sequence[str] | None = None, include_report: bool = True,
-               query_vector: np.ndarray | None = None, negation: str = "aware") -> list[Hit]:
+               query_vector: np.ndarray | None = None, negation: str = "aware", rerank: int = 0) -> list[Hit]:
         """Search the index.
 
         Args:
@@ -267,9 +282,14 @@ class Index:
             negation: ``aware`` (default): sentences that state the opposite of what the query asks
                 about a lexicon finding ("No pneumothorax." for "pneumothorax") rank below all others;
                 ``ignore``: plain similarity.
+            rerank: Re-score the first stage's top ``rerank`` hits with the cross-encoder
+                (``reranker=`` of :meth:`open`) and return the best ``k`` of them; 0 = off.
 
         Returns:
             Hits, best first.
+
+        Raises:
+            ConfigError: ``rerank`` without a reranker, or a bad argument.
         """
         query = normalize_query(query)
         check_choice("mode", mode, MODES)
@@ -278,6 +298,10 @@ class Index:
         check_choice("negation", negation, NEGATION)
         if k < 1:
             return []
+        if rerank:
+            return self._search_reranked(query, k, rerank, mode=mode, level=level, target=target, where=where,
+                                         unit=unit, fields=fields, include_report=include_report,
+                                         query_vector=query_vector, negation=negation)
         # No lock: a search works on the store it started with; reload() swaps in a new one.
         store = self.store
         mask = self._mask(store, unit, target, parse_where(where))
@@ -296,6 +320,43 @@ class Index:
                     break
                 n *= 4
         return self._hits(store, query, picked, unit, fields, include_report)
+
+    def _search_reranked(self, query: str, k: int, depth: int, **kwargs) -> list[Hit]:
+        """First stage to ``max(k, depth)`` hits, cross-encoder over the top ``depth``, best ``k`` kept.
+
+        The reranker reads each hit's matched unit; with negation-aware search, hits that state the
+        opposite of the query stay below the others (the cross-encoder reorders within each group).
+        """
+        from radsift.models.reranker import rerank as rerank_items
+
+        if depth < 1:
+            raise ConfigError(f"rerank: must be a positive number of candidates, not {depth}")
+        reranker = self.reranker
+        if reranker is None:
+            raise ConfigError("rerank needs a reranker: pass --reranker DIR (a folder written by "
+                              "'radsift train --recipe rerank') or set RADSIFT_RERANKER")
+        hits = self.search(query, k=max(k, depth), **kwargs)
+        head, tail = hits[:depth], hits[depth:]
+        if kwargs.get("negation") == "aware" and kwargs.get("unit", "sentence") == "sentence":
+            # Keep the negation-aware guarantee: a hit stating the opposite of the query stays below
+            # the others; the cross-encoder reorders within each group.
+            wanted = self.query_findings(query)
+            opposed = [self._states_opposite(h.sentence.text, wanted) for h in head] if wanted else [False] * len(head)
+            agree = [h for h, bad in zip(head, opposed) if not bad]
+            disagree = [h for h, bad in zip(head, opposed) if bad]
+            head = rerank_items(query, agree, reranker) + rerank_items(query, disagree, reranker)
+        else:
+            head = rerank_items(query, head, reranker)
+        return [dataclasses.replace(h, rank=i) for i, h in enumerate((head + tail)[:k], start=1)]
+
+    def _states_opposite(self, text: str, wanted: Mapping[str, str]) -> bool:
+        """Whether ``text`` states the opposite of a wanted (finding, status), as the index labels do."""
+        found: dict[str, set[int]] = {}
+        for m in self.labeler.label(text):
+            if m.status in _POLARITY:
+                found.setdefault(m.finding, set()).add(_POLARITY[m.status])
+        return any(-_POLARITY[st] in found.get(f, ()) and _POLARITY[st] not in found.get(f, ())
+                   for f, st in wanted.items())
 
     @staticmethod
     def _hits(store, query, picked, unit, fields, include_report) -> list[Hit]:

@@ -38,7 +38,7 @@ from radsift.serve.params import check_target, parse_fields, parse_filters
 log = logging.getLogger("radsift.serve")
 STATIC_DIR = Path(str(files("radsift.serve") / "static"))
 
-SEARCH_PARAMS = frozenset({"q", "k", "mode", "level", "target", "where", "fields", "unit"})
+SEARCH_PARAMS = frozenset({"q", "k", "mode", "level", "target", "where", "fields", "unit", "rerank"})
 
 # The page and the API never need anything from elsewhere; say so to the browser.
 SECURITY_HEADERS = {
@@ -207,6 +207,8 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
                                                               "`sections`, `metadata` or `none` (default all).")] = None,
         unit: Annotated[Literal["sentence", "section"],
                         Query(description="Rank sentences, or whole sections.")] = "sentence",
+        rerank: Annotated[int, Query(ge=0, le=1000, description="Rerank the top N hits with the cross-encoder "
+                                                                "the server was started with (0 = off).")] = 0,
     ) -> dict:
         idx = service.index
         manifest = idx.manifest
@@ -215,7 +217,7 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
         picked = parse_fields(fields, manifest.sections)
         start = time.perf_counter()
         hits = idx.search(q, k=k, mode=mode, level=level, target=section, where=filters, unit=unit,
-                          fields=picked.sections, include_report=picked.include_report)
+                          fields=picked.sections, include_report=picked.include_report, rerank=rerank)
         took = (time.perf_counter() - start) * 1000
         out = []
         for hit in hits:
@@ -227,7 +229,8 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
         if service.audit is not None:
             service.audit.write(
                 "search", client=_client(request), token_id=service.token_id, query=query,
-                params={"k": k, "mode": mode, "level": level, "target": target, "unit": unit, "where": filters},
+                params={"k": k, "mode": mode, "level": level, "target": target, "unit": unit, "where": filters,
+                        "rerank": rerank},
                 result_ids=[h.report_id for h in hits],
             )
         return {"query": query, "k": k, "mode": mode, "level": level, "target": target, "unit": unit,

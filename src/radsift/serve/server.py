@@ -85,6 +85,7 @@ def run_server(
     token_file: str | Path | None = None,
     audit_log: str | Path | None = None,
     model: str | Path | None = None,
+    reranker: str | Path | None = None,
     console: Console | None = None,
 ) -> None:
     """Serve the index at ``index_dir`` until interrupted (Ctrl-C).
@@ -97,6 +98,7 @@ def run_server(
         token_file: A file whose first line is the API token.
         audit_log: Append each search (with its query) and report view to this JSON-lines file.
         model: Model folder to encode queries with (default: the index's own model).
+        reranker: Cross-encoder folder for ``/api/search?rerank=N`` (loaded at start).
         console: Where to print the address.
 
     Raises:
@@ -111,10 +113,11 @@ def run_server(
     console = console or Console(stderr=True)
     token = resolve_token(token, token_file)
     check_bind(host, token)
-    index = Index.open(index_dir, model=model)
+    index = Index.open(index_dir, model=model, reranker=reranker)
     app = create_app(index, token=token, audit_log=audit_log)
     with console.status("loading the query encoder"):
         index.encoder  # load the model now so the first search is not the slow one  # noqa: B018
+        index.reranker  # noqa: B018  (a bad reranker folder fails here, not on the first request)
     sock = bind_socket(host, port)
     port = sock.getsockname()[1]
     config = uvicorn.Config(app, log_config=LOG_CONFIG, access_log=False, server_header=False,

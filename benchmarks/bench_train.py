@@ -1,0 +1,223 @@
+"""Quick evaluation and ablations of ``radsift train`` recipes on Open-i (../shared/data).
+
+This is the in-process evaluator used while developing the recipes; the tested table of the
+README comes from ``radsift bench``. Figures (see :mod:`radsift.models.training.evaluate`):
+Shi et al.'s sentence retrieval mAP (positive / negative / all weak-label queries), embedding
+separation, and RadSearch's findings-to-impression top-5 match rate on the held-out reports,
+with McNemar against the untrained model.
+
+Usage::
+
+    # evaluate model folders against BM25 and the untrained MiniLM
+    python benchmarks/bench_train.py evaluate /tmp/radsift-work/models/combined [--fold 0] [--sentences all]
+
+    # Table-1-style ablation of the lexicon recipe on the 2-fold split by finding
+    python benchmarks/bench_train.py ablation --steps 80 --folds 0 1 --variants rs hs mb64 mb128 mb256
+
+    # time the default recipe end to end (the < 30 minutes check)
+    python benchmarks/bench_train.py default --out /tmp/radsift-work/models/default
+
+Trained models go under /tmp/radsift-work/models/ (never into the repository).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OPENI = ROOT.parent / "shared" / "data" / "openi" / "reports.csv"
+WORK = Path("/tmp/radsift-work")
+
+#: Ablation variants: name -> TrainConfig overrides (lexicon-triplet, batch 32 unless said).
+VARIANTS = {
+    "rs": dict(recipe="lexicon-triplet", negatives="random", mega_batch_size=32),
+    "hs": dict(recipe="lexicon-triplet", negatives="hardest", mega_batch_size=32),
+    "mb64": dict(recipe="lexicon-triplet", negatives="hardest", mega_batch_size=64),
+    "mb128": dict(recipe="lexicon-triplet", negatives="hardest", mega_batch_size=128),
+    "mb256": dict(recipe="lexicon-triplet", negatives="hardest", mega_batch_size=256),
+    "rs-mb128": dict(recipe="lexicon-triplet", negatives="random", mega_batch_size=128),
+    "mnrl-mb128": dict(recipe="lexicon-mnrl", negatives="hardest", mega_batch_size=128),
+    "mnrl-s10-mb128": dict(recipe="lexicon-mnrl", negatives="hardest", mega_batch_size=128, scale=10.0),
+    "sum-mb128": dict(recipe="lexicon-mnrl", loss="mnrl+triplet", negatives="hardest", mega_batch_size=128),
+    "sumq-mb128": dict(recipe="lexicon-mnrl", loss="mnrl+triplet", negatives="hardest", mega_batch_size=128,
+                       query_margin=0.5),
+    "combined": dict(recipe="combined"),
+    "findings-impression": dict(recipe="findings-impression"),
+}
+
+
+def read_openi():
+    from radsift.corpus import ReaderOptions, ReadStats, read_corpus
+
+    if not OPENI.exists():
+        sys.exit(f"../shared/data absent: this benchmark needs {OPENI}")
+    options = ReaderOptions.from_cli(format="csv", id_column="uid",
+                                     sections=["findings=findings", "impression=impression"],
+                                     text_column=None, on_error="fail")
+    return list(read_corpus([OPENI], options, ReadStats()))
+
+
+def load_st(path):
+    from sentence_transformers import SentenceTransformer
+
+    from radsift.models.encoder import resolve_model_path
+
+    return SentenceTransformer(str(resolve_model_path(path)), device="cpu", local_files_only=True)
+
+
+def evaluate_systems(data, models: dict[str, str | None], config, sentences: str) -> dict[str, dict]:
+    """BM25 and each model (name -> folder, None = untrained) on the evaluation set of ``data``."""
+    from radsift.models.training.evaluate import eval_set, evaluate_bm25, evaluate_encoder, model_encode_fn
+
+    es = eval_set(data, sentences=sentences)
+    out = {"bm25": evaluate_bm25(es)}
+    for name, path in models.items():
+        t = time.monotonic()
+        out[name] = evaluate_encoder(model_encode_fn(load_st(path), config), es)
+        out[name]["eval_seconds"] = round(time.monotonic() - t, 1)
+    return out
+
+
+def mcnemar_vs(results: dict[str, dict], base: str = "untrained") -> dict[str, dict]:
+    from radsift.evaluation.stats import mcnemar
+
+    out = {}
+    for name, r in results.items():
+        if name != base and "fi_hits" in r and "fi_hits" in results.get(base, {}):
+            m = mcnemar(r["fi_hits"], results[base]["fi_hits"])
+            out[name] = {k: getattr(m, k) for k in ("b", "c", "statistic", "p_value") if hasattr(m, k)}
+    return out
+
+
+def table(results: dict[str, dict], tests: dict[str, dict] | None = None) -> str:
+    cols = [("map_yes", "mAP pos"), ("map_no", "mAP neg"), ("map_all", "mAP all"), ("separation", "separation"),
+            ("fi_top5", "f→i top-5")]
+    lines = ["| system | " + " | ".join(c for _, c in cols) + " | McNemar p vs untrained |",
+             "|---" * (len(cols) + 2) + "|"]
+    for name, r in results.items():
+        cells = [f"{r[k]:.3f}" if isinstance(r.get(k), float) else "–" for k, _ in cols]
+        p = (tests or {}).get(name, {}).get("p_value")
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {p:.2g} |" if p is not None else
+                     f"| {name} | " + " | ".join(cells) + " | – |")
+    return "\n".join(lines)
+
+
+def strip(results: dict[str, dict]) -> dict[str, dict]:
+    from radsift.models.training.evaluate import summary
+
+    return {name: summary(r) for name, r in results.items()}
+
+
+# ------------------------------------------------------------------------------------------ commands
+def cmd_evaluate(args) -> None:
+    from radsift.models.training import TrainConfig
+    from radsift.models.training.data import prepare_data
+
+    reports = read_openi()
+    config = TrainConfig(split_by_finding=args.fold)
+    data = prepare_data(reports, config, progress=False)
+    models = {"untrained": None, **{Path(m).name: m for m in args.models}}
+    results = evaluate_systems(data, models, config, args.sentences)
+    tests = mcnemar_vs(results)
+    scope = f"fold {args.fold} findings" if args.fold is not None else "all findings"
+    print(f"Open-i, {args.sentences} sentences, {scope}; f→i on {len(data.heldout_pairs)} held-out reports")
+    print(table(results, tests))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"results": strip(results), "mcnemar": tests}, indent=2))
+
+
+def cmd_ablation(args) -> None:
+    from radsift.models.training import TrainConfig, train
+    from radsift.models.training.data import prepare_data
+
+    reports = read_openi()
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    record_path = out_dir / "ablation.json"
+    record = json.loads(record_path.read_text()) if record_path.exists() else {}
+    for fold in args.folds:
+        base_cfg = TrainConfig(split_by_finding=fold)
+        data = prepare_data(reports, base_cfg, progress=False)
+        key = f"fold{fold}"
+        record.setdefault(key, {})
+        if "untrained" not in record[key]:
+            base = evaluate_systems(data, {"untrained": None}, base_cfg, args.sentences)
+            record[key].update(strip(base))
+        for name in args.variants:
+            if name in record[key] and not args.redo:
+                continue
+            overrides = dict(VARIANTS[name])
+            recipe = overrides.pop("recipe")
+            cfg = TrainConfig.for_recipe(recipe, split_by_finding=fold, max_steps=args.steps, seed=args.seed,
+                                         evaluate=False, time_limit_minutes=None, **overrides)
+            folder = out_dir / f"{name}-fold{fold}"
+            t = time.monotonic()
+            result = train(reports, cfg, folder, overwrite=True, progress=False)
+            seconds = time.monotonic() - t
+            r = evaluate_systems(data, {name: str(folder)}, cfg, args.sentences)[name]
+            r = {**strip({name: r})[name], "train_seconds": round(result.training["seconds"], 1),
+                 "total_seconds": round(seconds, 1), "steps": result.training["steps"]}
+            record[key][name] = r
+            record_path.write_text(json.dumps(record, indent=2))
+            print(f"fold {fold} {name}: " + ", ".join(f"{k} {v:.3f}" for k, v in r.items() if isinstance(v, float)),
+                  flush=True)
+    print(ablation_table(record))
+
+
+def ablation_table(record: dict) -> str:
+    """Mean over folds of each system (only systems present in every fold)."""
+    folds = sorted(record)
+    names = [n for n in record[folds[0]] if all(n in record[f] for f in folds)]
+    cols = [("map_yes", "mAP pos"), ("map_no", "mAP neg"), ("map_all", "mAP all"), ("separation", "separation")]
+    lines = [f"folds: {', '.join(folds)} (mean)", "| system | " + " | ".join(c for _, c in cols) + " | train s/fold |",
+             "|---" * (len(cols) + 2) + "|"]
+    for n in names:
+        cells = []
+        for k, _ in cols:
+            vals = [record[f][n].get(k) for f in folds]
+            cells.append(f"{sum(vals) / len(vals):.3f}" if all(isinstance(v, float) for v in vals) else "–")
+        secs = [record[f][n].get("train_seconds") for f in folds]
+        cells.append(f"{sum(secs) / len(secs):.0f}" if all(isinstance(s, float) for s in secs) else "–")
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def cmd_default(args) -> None:
+    from radsift.models.training import TrainConfig, train
+
+    reports = read_openi()
+    t = time.monotonic()
+    result = train(reports, TrainConfig(), args.out, overwrite=True, progress=False, log=print)
+    print(f"default recipe: {time.monotonic() - t:.0f} s in all ({result.training})")
+    for name, r in result.evaluation.items():
+        print(name, r)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("evaluate", help="Evaluate model folders against BM25 and the untrained model.")
+    e.add_argument("models", nargs="*")
+    e.add_argument("--fold", type=int, default=None, help="Only the queries of this fold's findings.")
+    e.add_argument("--sentences", choices=("heldout", "all"), default="heldout")
+    e.add_argument("--json", default=None)
+    a = sub.add_parser("ablation", help="Train and evaluate variants on the split by finding.")
+    a.add_argument("--steps", type=int, default=80)
+    a.add_argument("--folds", type=int, nargs="+", default=[0, 1])
+    a.add_argument("--variants", nargs="+", default=["rs", "hs", "mb64", "mb128", "mb256"], choices=sorted(VARIANTS))
+    a.add_argument("--sentences", choices=("heldout", "all"), default="all")
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--out", default=str(WORK / "models" / "ablation"))
+    a.add_argument("--redo", action="store_true", help="Retrain variants already in ablation.json.")
+    d = sub.add_parser("default", help="Train the default recipe on Open-i (timing check).")
+    d.add_argument("--out", default=str(WORK / "models" / "default"))
+    args = parser.parse_args(argv)
+    {"evaluate": cmd_evaluate, "ablation": cmd_ablation, "default": cmd_default}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,19 @@
+"""radsift.models.training: fine-tune a retriever on a site's own reports, without human labels.
+
+Recipes (``radsift train --recipe NAME``; :data:`DEFAULT_RECIPE` when none is named):
+
+* ``lexicon-triplet`` (Shi et al. 2022): weak-label (query, matched, unmatched sentence)
+  triplets, cosine triplet loss, random/hardest/mega-batch negatives (:mod:`.lexicon`).
+* ``lexicon-mnrl``: the same examples with the multiple-negatives ranking loss (:mod:`.lexicon`).
+* ``findings-impression`` (RadSearch): findings paired with their own impression (:mod:`.findings_impression`).
+* ``combined``: both, alternating batches (:mod:`.combined`).
+* ``rerank``: a cross-encoder with bi-encoder-mined negatives (:mod:`.rerank`).
+
+Entry points: :class:`TrainConfig` / :func:`load_config` (typed configuration, YAML) and
+:func:`train` (data, loop, model folder with a model card).
+"""
+
+from radsift.models.training.config import DEFAULT_RECIPE, RECIPES, TrainConfig, load_config
+from radsift.models.training.runner import TrainResult, train
+
+__all__ = ["DEFAULT_RECIPE", "RECIPES", "TrainConfig", "TrainResult", "load_config", "train"]

@@ -1,0 +1,208 @@
+"""A quick held-out evaluation of a bi-encoder, run at the end of training for the model card.
+
+Three figures on the held-out reports of the training split (the full, statistically tested
+table comes from ``radsift bench``):
+
+* **Sentence retrieval** (Shi et al.): each weak-label query ("pneumothorax", "no
+  pneumothorax") ranks the unique held-out sentences; relevant = the sentences carrying its
+  label. mAP over positive, negative and all queries, restricted to the held-out findings
+  fold when training was split by finding (unseen queries).
+* **Embedding separation** (Shi et al., Table 3): mean over labeled held-out entries
+  (sentence s, query q) of ``cos(q, s) - cos(opposite(q), s)``.
+* **Findings-to-impression top-5 match rate** (RadSearch): each held-out report's findings
+  rank the *distinct* held-out impressions (case, spacing and a final period folded, as
+  ``radsift bench`` does: identical boilerplate impressions are one candidate); a hit when the
+  report's own impression is in the top 5.
+
+Queries use their plain phrasing (:attr:`radsift.labels.Query.text`). BM25 over the same
+units is available as a baseline (:func:`evaluate_bm25`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from radsift.evaluation.metrics import average_precision
+from radsift.labels.weak import Query, opposite
+from radsift.models.training.data import LabeledSentence, SectionPair, TrainingData
+
+TOP_K = 5
+
+
+@dataclass
+class EvalSet:
+    """The held-out units and judgments of one evaluation.
+
+    Attributes:
+        sentences: Unique held-out sentences (the ranked documents).
+        queries: Query -> ids of its relevant sentences (only queries with one or more).
+        entries: ``(sentence position, query)`` labeled entries for the separation.
+        pairs: Held-out findings-impression pairs.
+        findings: The findings evaluated (None = all).
+    """
+
+    sentences: list[LabeledSentence]
+    queries: dict[Query, set[str]]
+    entries: list[tuple[int, Query]]
+    pairs: list[SectionPair]
+    findings: set[str] | None = None
+
+
+def eval_set(data: TrainingData, findings: set[str] | None = None, sentences: str = "heldout") -> EvalSet:
+    """The evaluation set of ``data``.
+
+    Args:
+        data: The prepared training data.
+        findings: Only queries and entries of these findings (default: the held-out findings
+            fold when training was split by finding, else all findings).
+        sentences: ``heldout``: rank the unique sentences of the held-out reports;
+            ``all``: every unique sentence of the corpus (the ``radsift bench`` protocol, where
+            unseen *findings*, not unseen reports, make the test).
+    """
+    findings = set(data.test_findings) or findings
+    if sentences == "all":
+        from radsift.models.training.data import _labeled
+
+        sentences = [_labeled(s, set()) for s in data.weak.sentences]
+    elif sentences == "heldout":
+        sentences = data.heldout_sentences
+    else:
+        raise ValueError(f"sentences must be 'heldout' or 'all', not {sentences!r}")
+    queries: dict[Query, set[str]] = {}
+    entries = []
+    for pos, s in enumerate(sentences):
+        for q in sorted(s.all_labels):
+            if findings is None or q.finding in findings:
+                queries.setdefault(q, set()).add(s.id)
+                entries.append((pos, q))
+    return EvalSet(sentences, dict(sorted(queries.items())), entries, list(data.heldout_pairs), findings)
+
+
+def _retrieval_scores(scores: np.ndarray, es: EvalSet) -> dict[str, float]:
+    ids = [s.id for s in es.sentences]
+    per_query = {}
+    for row, (q, relevant) in enumerate(es.queries.items()):
+        order = np.argsort(-scores[row], kind="stable")
+        per_query[q.qid] = average_precision([ids[j] for j in order], {d: 1 for d in relevant})
+    return per_query
+
+
+def _means(per_query: dict[str, float]) -> dict[str, Any]:
+    yes = [v for k, v in per_query.items() if k.startswith("yes:")]
+    no = [v for k, v in per_query.items() if k.startswith("no:")]
+    mean = lambda xs: float(np.mean(xs)) if xs else float("nan")  # noqa: E731
+    return {"map_yes": mean(yes), "map_no": mean(no), "map_all": mean(yes + no),
+            "n_queries_yes": len(yes), "n_queries_no": len(no)}
+
+
+def distinct_impressions(pairs: Sequence[SectionPair]) -> tuple[list[str], list[int]]:
+    """The distinct impressions (first text of each key) and each pair's candidate index."""
+    from radsift.labels.weak import normalize_sentence
+
+    index: dict[str, int] = {}
+    texts: list[str] = []
+    own = []
+    for p in pairs:
+        key = normalize_sentence(p.impression)
+        if key not in index:
+            index[key] = len(texts)
+            texts.append(p.impression)
+        own.append(index[key])
+    return texts, own
+
+
+def _fi_hits(scores: np.ndarray, own: Sequence[int], k: int = TOP_K) -> list[bool]:
+    """Whether each query's own candidate is among its top ``k`` (``scores``: queries x candidates)."""
+    hits = []
+    for row, target in enumerate(own):
+        top = np.argsort(-scores[row], kind="stable")[:k]
+        hits.append(bool(target in top))
+    return hits
+
+
+def evaluate_encoder(
+    encode: Callable[[list[str], str], np.ndarray],
+    es: EvalSet,
+) -> dict[str, Any]:
+    """Score a bi-encoder on ``es``.
+
+    Args:
+        encode: ``encode(texts, kind)`` -> unit vectors; ``kind`` is ``sentence`` or ``section``
+            (so the caller can pick the truncation length).
+        es: The evaluation set.
+
+    Returns:
+        ``map_yes``, ``map_no``, ``map_all``, ``n_queries_*``, ``separation``, ``n_entries``,
+        ``fi_top5``, ``n_pairs``, and the per-unit details ``per_query`` (qid -> AP) and
+        ``fi_hits`` (one bool per held-out pair, for McNemar).
+    """
+    out: dict[str, Any] = {}
+    queries = list(es.queries)
+    sep_queries = sorted({q for _, q in es.entries} | {opposite(q) for _, q in es.entries})
+    q_index = {q: i for i, q in enumerate(sep_queries)}
+    if es.sentences and sep_queries:
+        s_vecs = encode([s.text for s in es.sentences], "sentence")
+        q_vecs = encode([q.text for q in sep_queries], "sentence")
+        scores = q_vecs[[q_index[q] for q in queries]] @ s_vecs.T
+        per_query = _retrieval_scores(scores, es)
+        out.update(_means(per_query))
+        seps = [float(q_vecs[q_index[q]] @ s_vecs[pos] - q_vecs[q_index[opposite(q)]] @ s_vecs[pos])
+                for pos, q in es.entries]
+        out["separation"] = float(np.mean(seps))
+        out["n_entries"] = len(seps)
+        out["per_query"] = per_query
+    if len(es.pairs) >= 2:
+        candidates, own = distinct_impressions(es.pairs)
+        f_vecs = encode([p.findings for p in es.pairs], "section")
+        i_vecs = encode(candidates, "section")
+        hits = _fi_hits(f_vecs @ i_vecs.T, own)
+        out["fi_top5"] = float(np.mean(hits))
+        out["n_pairs"] = len(hits)
+        out["fi_hits"] = hits
+    return out
+
+
+def evaluate_bm25(es: EvalSet) -> dict[str, Any]:
+    """The same figures for BM25 (radsift's BM25 tokenizer; no separation: BM25 has no embedding)."""
+    import bm25s
+
+    from radsift.index.tokens import tokenize
+
+    out: dict[str, Any] = {}
+    if es.sentences and es.queries:
+        retriever = bm25s.BM25(k1=1.5, b=0.75, method="lucene")  # radsift bench's parameters
+        retriever.index([tokenize(s.text) or ["_"] for s in es.sentences], show_progress=False)
+        scores = np.stack([retriever.get_scores(tokenize(q.text)) for q in es.queries])
+        per_query = _retrieval_scores(scores, es)
+        out.update(_means(per_query))
+        out["per_query"] = per_query
+    if len(es.pairs) >= 2:
+        candidates, own = distinct_impressions(es.pairs)
+        retriever = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+        retriever.index([tokenize(t) or ["_"] for t in candidates], show_progress=False)
+        scores = np.stack([retriever.get_scores(tokenize(p.findings)) for p in es.pairs])
+        hits = _fi_hits(scores, own)
+        out["fi_top5"] = float(np.mean(hits))
+        out["n_pairs"] = len(hits)
+        out["fi_hits"] = hits
+    return out
+
+
+def model_encode_fn(model, config) -> Callable[[list[str], str], np.ndarray]:
+    """An ``encode(texts, kind)`` for a SentenceTransformer, with the configured truncation lengths."""
+
+    def encode(texts: list[str], kind: str) -> np.ndarray:
+        model.max_seq_length = config.section_max_seq_length if kind == "section" else config.max_seq_length
+        return model.encode(list(texts), batch_size=64, convert_to_numpy=True, normalize_embeddings=True,
+                            show_progress_bar=False).astype(np.float32)
+
+    return encode
+
+
+def summary(result: dict[str, Any]) -> dict[str, Any]:
+    """The figures without the per-unit details (for JSON and the model card)."""
+    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in result.items()
+            if k not in ("per_query", "fi_hits")}

@@ -1,0 +1,210 @@
+"""``train(reports, config, out)``: prepare the data, run a recipe, save the model and its card."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from radsift.errors import ConfigError
+from radsift.records import Report
+
+
+@dataclass
+class TrainResult:
+    """What a training run produced.
+
+    Attributes:
+        out: The model folder.
+        config: The configuration used.
+        data: Data statistics.
+        training: Loop statistics (steps, seconds, loss curve, early stop).
+        evaluation: System -> held-out figures (empty when not evaluated).
+        seconds: Wall time of the whole run.
+    """
+
+    out: Path
+    config: Any
+    data: dict[str, Any]
+    training: dict[str, Any]
+    evaluation: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python, numpy and torch."""
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _prepare_out(out: Path, overwrite: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()):
+        if not overwrite:
+            raise ConfigError(f"--out {out} is not empty (pass --overwrite to replace it)")
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def train(
+    reports: Iterable[Report],
+    config,
+    out: str | Path,
+    *,
+    overwrite: bool = False,
+    labeler=None,
+    progress: bool = True,
+    log: Callable[[str], None] | None = None,
+) -> TrainResult:
+    """Train a model on ``reports`` with ``config`` and save it (with its model card) into ``out``.
+
+    Args:
+        reports: The corpus (all of it: the held-out reports are set aside here).
+        config: A :class:`~radsift.models.training.config.TrainConfig`.
+        out: Output folder: a sentence-transformers model (a CrossEncoder for ``rerank``).
+        overwrite: Replace a non-empty ``out``.
+        labeler: The weak labeler (default: packaged lexicon and rules).
+        progress: Show progress bars.
+        log: Receives one-line progress messages (default: silent).
+
+    Raises:
+        ConfigError: Bad configuration or output folder.
+        CorpusError: Nothing to train on.
+    """
+    from radsift.models.encoder import resolve_model_path, set_threads
+    from radsift.models.training.data import prepare_data
+
+    say = log or (lambda message: None)
+    start = time.monotonic()
+    if not progress:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # the weight-loading bars of each model load
+    out = Path(out)
+    base_path = resolve_model_path(config.base_model)
+    if config.recipe == "rerank" and config.bi_encoder:
+        resolve_model_path(config.bi_encoder)  # fail before the long steps
+    _prepare_out(out, overwrite)
+    set_threads(config.threads)
+    seed_everything(config.seed)
+
+    data = prepare_data(reports, config, labeler=labeler, progress=progress)
+    stats = data.stats()
+    say(f"data: {stats['train_reports']} training reports, {stats['heldout_reports']} held out; "
+        f"{stats['train_entries']} weak-label entries over {stats['train_queries']} queries; "
+        f"{stats['train_pairs']} findings-impression pairs")
+    rng = random.Random(config.seed)
+    if config.recipe == "rerank":
+        return _train_reranker(data, stats, config, out, base_path, rng, progress, say, start)
+
+    from sentence_transformers import SentenceTransformer
+
+    from radsift.models.training.loop import Optimizer, run_loop
+
+    model = SentenceTransformer(str(base_path), device="cpu", local_files_only=True)
+    recipe = build_recipe(model, data, config, rng)
+    optimizer = Optimizer(model.parameters(), config)
+    loop = run_loop(lambda i: recipe.step(optimizer), config, desc=f"training {config.recipe}", progress=progress,
+                    log=log)
+    say(f"trained {loop.steps} steps in {loop.seconds:.0f} s" + (" (time limit)" if loop.stopped_early else ""))
+    model.eval()
+    model.max_seq_length = config.section_max_seq_length  # indexes encode sections too
+    model.save(str(out))
+
+    evaluation: dict[str, Any] = {}
+    if config.evaluate:
+        evaluation = evaluate_bi_encoder(model, data, config, base_path)
+        say("held-out: " + ", ".join(f"{k} {v:.3f}" for k, v in evaluation["trained"].items()
+                                     if isinstance(v, float)))
+    info = _info(config, stats, loop.to_dict(), evaluation, base_path, "bi-encoder", start)
+    from radsift.models.training.modelcard import write_model_card
+
+    write_model_card(out, info)
+    return TrainResult(out, config, stats, loop.to_dict(), evaluation, time.monotonic() - start)
+
+
+def build_recipe(model, data, config, rng: random.Random):
+    """The recipe object (with a ``step(optimizer)`` method) for ``config.recipe``."""
+    from radsift.models.training.combined import CombinedRecipe
+    from radsift.models.training.findings_impression import FindingsImpressionRecipe
+    from radsift.models.training.lexicon import LexiconRecipe
+
+    if config.recipe in ("lexicon-triplet", "lexicon-mnrl"):
+        return LexiconRecipe(model, data.lexicon, config, rng)
+    if config.recipe == "findings-impression":
+        return FindingsImpressionRecipe(model, data.pairs, config, rng)
+    if config.recipe == "combined":
+        return CombinedRecipe(model, data, config, rng)
+    raise ConfigError(f"recipe {config.recipe!r} does not train a bi-encoder")
+
+
+def evaluate_bi_encoder(model, data, config, base_path: Path | None = None) -> dict[str, Any]:
+    """Held-out figures of the trained model, the base model and BM25 (see :mod:`.evaluate`)."""
+    from sentence_transformers import SentenceTransformer
+
+    from radsift.models.training.evaluate import eval_set, evaluate_bm25, evaluate_encoder, model_encode_fn, summary
+
+    es = eval_set(data)
+    result = {"trained": summary(evaluate_encoder(model_encode_fn(model, config), es))}
+    if base_path is not None:
+        base = SentenceTransformer(str(base_path), device="cpu", local_files_only=True)
+        result["untrained"] = summary(evaluate_encoder(model_encode_fn(base, config), es))
+    result["bm25"] = summary(evaluate_bm25(es))
+    return result
+
+
+def _info(config, stats, training, evaluation, base_path, kind, start) -> dict[str, Any]:
+    from radsift.models.encoder import model_display_name
+
+    return {
+        "kind": kind,
+        "recipe": config.recipe,
+        "base_model": model_display_name(base_path),
+        "config": config.to_dict(),
+        "data": stats,
+        "training": training,
+        "evaluation": evaluation,
+        "seconds": round(time.monotonic() - start, 1),
+    }
+
+
+def _train_reranker(data, stats, config, out, base_path, rng, progress, say, start) -> TrainResult:
+    from radsift.models.encoder import Encoder
+    from radsift.models.training.evaluate import eval_set
+    from radsift.models.training.loop import Optimizer, run_loop
+    from radsift.models.training.modelcard import write_model_card
+    from radsift.models.training.rerank import (
+        RerankRecipe,
+        build_cross_encoder,
+        evaluate_reranker,
+        mine_rerank_negatives,
+    )
+
+    bi = Encoder.load(config.bi_encoder, max_seq_length=config.max_seq_length)
+    say(f"mining negatives with {bi.name}")
+    negatives = mine_rerank_negatives(lambda texts: bi.encode(texts, batch_size=64, progress=progress,
+                                                              desc="mining"), data.lexicon, config.rerank_depth)
+    model = build_cross_encoder(config.base_model, config.max_seq_length)
+    recipe = RerankRecipe(model, data.lexicon, negatives, config, rng)
+    optimizer = Optimizer(model.parameters(), config)
+    loop = run_loop(lambda i: recipe.step(optimizer), config, desc="training rerank", progress=progress, log=say)
+    say(f"trained {loop.steps} steps in {loop.seconds:.0f} s" + (" (time limit)" if loop.stopped_early else ""))
+    model.eval()
+    model.save(str(out))
+    evaluation: dict[str, Any] = {}
+    if config.evaluate:
+        evaluation = evaluate_reranker(model, lambda texts: bi.encode(texts, batch_size=64), eval_set(data))
+        evaluation["first_stage_model"] = bi.name
+    info = _info(config, stats, loop.to_dict(), evaluation, base_path, "cross-encoder", start)
+    info["bi_encoder"] = str(bi.path)
+    write_model_card(out, info)
+    return TrainResult(out, config, stats, loop.to_dict(), evaluation, time.monotonic() - start)

@@ -1,0 +1,116 @@
+"""Each recipe builds its batches and trains: the loss goes down over a few steps.
+
+These load the packaged MiniLM and take a few CPU steps on the synthetic demo corpus, with short
+sequences and small batches.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from radsift.demo import generate_reports
+from radsift.models.hashing import HashingEncoder
+from radsift.models.training import TrainConfig
+from radsift.models.training.data import prepare_data
+from radsift.models.training.loop import Optimizer
+from radsift.models.training.runner import build_recipe, seed_everything
+
+pytestmark = pytest.mark.slow
+
+SMALL = dict(batch_size=8, mega_batch_size=16, pair_batch_size=8, max_seq_length=32, section_max_seq_length=64,
+             learning_rate=1e-4, warmup_ratio=0.0, max_steps=50)
+
+
+@pytest.fixture(scope="module")
+def reports():
+    return [d.report for d in generate_reports(n=150, seed=7)]
+
+
+@pytest.fixture(scope="module")
+def data(reports):
+    return prepare_data(reports, TrainConfig.for_recipe("combined"), progress=False)
+
+
+def _model():
+    from sentence_transformers import SentenceTransformer
+
+    from radsift.models import default_model_path
+
+    return SentenceTransformer(str(default_model_path()), device="cpu", local_files_only=True)
+
+
+@pytest.mark.parametrize("recipe, loss, query_margin", [
+    ("lexicon-triplet", "triplet", 0.0), ("lexicon-mnrl", "mnrl", 0.0), ("lexicon-mnrl", "cached-mnrl", 0.0),
+    ("lexicon-mnrl", "mnrl+triplet", 0.0), ("lexicon-mnrl", "mnrl+triplet", 0.5), ("findings-impression", "mnrl", 0.0)])
+def test_loss_decreases_over_a_few_steps(data, recipe: str, loss: str, query_margin: float):
+    seed_everything(0)
+    cfg = TrainConfig.for_recipe(recipe, loss=loss, mini_batch_size=4, query_margin=query_margin, **SMALL)
+    model = _model()
+    rec = build_recipe(model, data, cfg, random.Random(0))
+    batch = rec.next_batch()
+    optimizer = Optimizer(model.parameters(), cfg)
+    with torch.no_grad():
+        before = float(rec.batch_loss(batch, train=False))
+    for _ in range(2):
+        optimizer.step(rec.batch_loss(batch))
+    with torch.no_grad():
+        after = float(rec.batch_loss(batch, train=False))
+    assert after < before, (before, after)
+
+
+def test_query_margin_contrasts_each_sentence_with_the_opposite_phrasing(data):
+    from radsift.labels import opposite, phrasings
+    from radsift.models.training.lexicon import QueryMarginLoss
+
+    cfg = TrainConfig.for_recipe("combined", query_margin=0.5, **SMALL)
+    rec = build_recipe(_model(), data, cfg, random.Random(0)).lexicon
+    assert isinstance(rec.loss, QueryMarginLoss)
+    batch = rec.next_batch()
+    for example, opp in zip(batch.examples, batch.opposite_anchors()):
+        # same template, other polarity: "evidence of X" <-> "no evidence of X"
+        assert phrasings(opposite(example.query)).index(opp) == phrasings(example.query).index(example.anchor)
+    with pytest.raises(Exception, match="query_margin"):
+        TrainConfig.for_recipe("lexicon-mnrl", loss="cached-mnrl", query_margin=0.5)
+
+
+def test_rerank_loss_decreases(data, tmp_path):
+    from radsift.models.training.rerank import RerankRecipe, build_cross_encoder, mine_rerank_negatives
+
+    seed_everything(0)
+    cfg = TrainConfig.for_recipe("rerank", batch_size=8, max_seq_length=48, learning_rate=1e-4, warmup_ratio=0.0,
+                                 max_steps=50, rerank_negatives=1, rerank_depth=5)
+    # mining only needs vectors; the hashing encoder is instant (mining quality is not under test)
+    negatives = mine_rerank_negatives(HashingEncoder(tmp_path / "hash").encode, data.lexicon, 5)
+    # every phrasing has negatives, none of them carries the query
+    for q, ids in data.lexicon.by_query.items():
+        from radsift.labels import phrasings
+
+        for p in phrasings(q):
+            assert negatives.table[p]
+            assert all(not data.lexicon.sentences[j].matches(q) for j in negatives.table[p])
+    model = build_cross_encoder(None, cfg.max_seq_length)
+    rec = RerankRecipe(model, data.lexicon, negatives, cfg, random.Random(0))
+    batch = rec.next_batch()
+    assert batch[2].count(1.0) * 2 == len(batch[2])  # one negative per positive
+    optimizer = Optimizer(model.parameters(), cfg)
+    with torch.no_grad():
+        before = float(rec.batch_loss(batch, train=False))
+    for _ in range(2):
+        optimizer.step(rec.batch_loss(batch))
+    with torch.no_grad():
+        after = float(rec.batch_loss(batch, train=False))
+    assert after < before, (before, after)
+
+
+def test_train_reports_bad_corpus_mapping(tmp_path: Path):
+    from radsift.errors import CorpusError
+    from radsift.models.training import train
+    from radsift.records import Report
+
+    reports = [Report(f"r{i}", {"text": "No pneumothorax."}) for i in range(20)]
+    with pytest.raises(CorpusError, match="findings"):
+        train(reports, TrainConfig.for_recipe("findings-impression", **SMALL), tmp_path / "m", progress=False)
