@@ -26,7 +26,8 @@ _RECIPE_TEXT = {
     "combined": (
         "Alternating batches of the weak-label recipe (in-batch ranking with opposite-negation partners, "
         "plus the triplet margin against the hardest unmatched sentence of a mega-batch, or the loss set in "
-        "the configuration) and of findings-impression pairs (RadSearch)."
+        "the configuration; with query_margin > 0 each sentence is also held closer to its own query phrasing "
+        "than to the opposite-negation phrasing) and of findings-impression pairs (RadSearch)."
     ),
     "rerank": (
         "A cross-encoder (one logit) built from the base MiniLM weights with a fresh head, trained with "
