@@ -14,23 +14,28 @@ Usage::
     # Table-1-style ablation of the lexicon recipe on the 2-fold split by finding
     python benchmarks/bench_train.py ablation --steps 80 --folds 0 1 --variants rs hs mb64 mb128 mb256
 
+    # a reranker over its bi-encoder on the held-out sentences, at several fusion weights
+    python benchmarks/bench_train.py rerank MODELS/default MODELS/rerank --weights 0.3 0.5 0.7 1.0
+
     # time the default recipe end to end (the < 30 minutes check)
     python benchmarks/bench_train.py default --out /tmp/radsift-work/models/default
 
-Trained models go under /tmp/radsift-work/models/ (never into the repository).
+Trained models go under $RADSIFT_WORK/models/ (default /tmp/radsift-work; never into the repository).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OPENI = ROOT.parent / "shared" / "data" / "openi" / "reports.csv"
-WORK = Path("/tmp/radsift-work")
+# Outside the repository; RADSIFT_WORK moves it (e.g. somewhere that survives a reboot, unlike /tmp).
+WORK = Path(os.environ.get("RADSIFT_WORK", "/tmp/radsift-work"))
 
 #: Ablation variants: name -> TrainConfig overrides (lexicon-triplet, batch 32 unless said).
 VARIANTS = {
@@ -197,6 +202,30 @@ def cmd_default(args) -> None:
         print(name, r)
 
 
+def cmd_rerank(args) -> None:
+    from radsift.models.encoder import Encoder
+    from radsift.models.reranker import Reranker
+    from radsift.models.training import TrainConfig
+    from radsift.models.training.data import prepare_data
+    from radsift.models.training.evaluate import eval_set
+    from radsift.models.training.rerank import evaluate_reranker
+
+    data = prepare_data(read_openi(), TrainConfig(), progress=False)
+    bi = Encoder.load(args.bi_encoder, max_seq_length=128)
+    model = Reranker.load(args.reranker).model
+    print(f"Open-i held-out sentences; first stage {args.bi_encoder}, top {args.depth} reranked by {args.reranker}")
+    print("| ranking | weight | mAP pos | mAP neg | mAP all |\n|---|---|---|---|---|")
+    seen = set()
+    for w in args.weights:
+        r = evaluate_reranker(model, lambda texts: bi.encode(texts, batch_size=64), eval_set(data), args.depth, w)
+        rows = [("first stage", "–", r["first_stage"]), ("fused", w, r["reranked"]),
+                ("cross-encoder alone", 1.0, r["cross_encoder_only"])]
+        for name, weight, f in rows:
+            if (name, weight) not in seen:
+                seen.add((name, weight))
+                print(f"| {name} | {weight} | {f['map_yes']:.3f} | {f['map_no']:.3f} | {f['map_all']:.3f} |", flush=True)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -215,8 +244,13 @@ def main(argv=None) -> None:
     a.add_argument("--redo", action="store_true", help="Retrain variants already in ablation.json.")
     d = sub.add_parser("default", help="Train the default recipe on Open-i (timing check).")
     d.add_argument("--out", default=str(WORK / "models" / "default"))
+    r = sub.add_parser("rerank", help="Held-out mAP of a bi-encoder with its top reranked, at several fusion weights.")
+    r.add_argument("bi_encoder")
+    r.add_argument("reranker")
+    r.add_argument("--depth", type=int, default=50)
+    r.add_argument("--weights", type=float, nargs="+", default=[0.3])
     args = parser.parse_args(argv)
-    {"evaluate": cmd_evaluate, "ablation": cmd_ablation, "default": cmd_default}[args.cmd](args)
+    {"evaluate": cmd_evaluate, "ablation": cmd_ablation, "default": cmd_default, "rerank": cmd_rerank}[args.cmd](args)
 
 
 if __name__ == "__main__":

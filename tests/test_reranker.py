@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from radsift.errors import ConfigError
-from radsift.models.reranker import Reranker, item_text, rerank
+from radsift.models.reranker import DEFAULT_WEIGHT, Reranker, fuse, item_text, rerank
 from radsift.records import Hit, Sentence
 
 
@@ -51,6 +51,33 @@ def test_ties_keep_first_stage_order():
     assert [h.report_id for h in rerank("effusion", hits, KeywordReranker())] == [f"r{i}" for i in range(5)]
 
 
+def test_fuse_standardises_and_weights():
+    first, cross = [3.0, 2.0, 1.0], [0.1, 0.9, 0.5]
+    # weight 0 keeps the first stage's order, weight 1 is the cross-encoder's own scores
+    assert list(np.argsort(-fuse(first, cross, 0.0))) == [0, 1, 2]
+    assert np.allclose(fuse(first, cross, 1.0), cross)
+    z = lambda x: (np.array(x) - np.mean(x)) / np.std(x)  # noqa: E731
+    assert np.allclose(fuse(first, cross, 0.3), 0.3 * z(cross) + 0.7 * z(first))
+    assert np.allclose(fuse([1.0, 1.0], [0.2, 0.4], 0.5), 0.5 * z([0.2, 0.4]))  # a constant side adds nothing
+    with pytest.raises(ConfigError, match="between 0 and 1"):
+        fuse(first, cross, 1.5)
+    with pytest.raises(ValueError, match="3 first-stage scores but 2"):
+        fuse(first, cross[:2])
+
+
+def test_fused_rerank_of_hits_weighs_the_first_stage():
+    # first-stage scores 1, 1/2, 1/3, 1/4; the keyword scores put hit c first
+    hits = [_hit(1, "No pleural effusion.", "a"), _hit(2, "Heart normal.", "b"),
+            _hit(3, "Large right pleural effusion.", "c"), _hit(4, "Right pleural effusion again.", "d")]
+    query = "large right pleural effusion"
+    out = rerank(query, hits, KeywordReranker(), weight=DEFAULT_WEIGHT)
+    expected = fuse([h.score for h in hits], KeywordReranker().score(query, [h.sentence.text for h in hits]),
+                    DEFAULT_WEIGHT)
+    assert [h.report_id for h in out] == [hits[i].report_id for i in np.argsort(-expected, kind="stable")]
+    assert [h.score for h in out] == sorted(expected.tolist(), reverse=True)
+    assert [h.report_id for h in rerank(query, hits, KeywordReranker(), weight=0.0)] == ["a", "b", "c", "d"]
+
+
 def test_item_text_of_section_hit():
     hit = Hit(report_id="a", score=1.0, rank=1, sentence=None, section="impression",
               sections={"findings": "F.", "impression": "No acute disease."})
@@ -81,6 +108,8 @@ def test_trained_reranker_loads_offline_and_reorders(tmp_path: Path, monkeypatch
     texts = ["No pneumothorax.", "Small right pneumothorax.", "Heart size is normal.", "Left pleural effusion."]
     scores = reranker.score("pneumothorax", texts)
     assert scores.shape == (4,) and np.all((scores > 0) & (scores < 1))
-    out = rerank("pneumothorax", texts, reranker)
-    assert sorted(out) == sorted(texts)
-    assert out == [texts[i] for i in sorted(range(4), key=lambda i: (-scores[i], i))]
+    alone = rerank("pneumothorax", texts, reranker, weight=1.0)
+    assert alone == [texts[i] for i in sorted(range(4), key=lambda i: (-scores[i], i))]
+    out = rerank("pneumothorax", texts, reranker)  # the fused default: strings count by position
+    fused = fuse([0.0, -1.0, -2.0, -3.0], scores, reranker.weight)
+    assert out == [texts[i] for i in sorted(range(4), key=lambda i: (-fused[i], i))]

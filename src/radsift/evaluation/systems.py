@@ -571,7 +571,8 @@ class HybridSystem(System):
 class RerankSystem(System):
     """A first-stage ranking whose top ``depth`` candidates a cross-encoder re-scores.
 
-    The reranked head is ordered by the cross-encoder's score (ties keep the first-stage
+    The reranked head is ordered by the fused score of :func:`radsift.models.reranker.fuse`
+    (the cross-encoder's share is the reranker's ``weight``; ties keep the first-stage
     order); the candidates after it keep their first-stage order, with scores shifted below
     the head. With ``groups`` (reports of sentences), a group is re-scored on its best
     first-stage candidate, the sentence ``radsift search`` would show.
@@ -607,6 +608,7 @@ class RerankSystem(System):
         exclude: Sequence[Sequence[int]] | None = None,
     ) -> list[Ranking]:
         """See :meth:`System.rank`."""
+        from radsift.models.reranker import fuse
         from radsift.progress import progress_bar
 
         _check_inputs(queries, candidates, groups, exclude)
@@ -627,7 +629,8 @@ class RerankSystem(System):
                 else:
                     row = self.first.scores([queries[qi]], candidates)[0] if head else None
                     texts = [candidates[int(members[i][np.argmax(row[members[i]])])] for i, _ in head]
-                scores = np.asarray(self.reranker.score(queries[qi], texts), dtype=np.float64).reshape(-1)
+                scores = fuse([s for _, s in head], self.reranker.score(queries[qi], texts),
+                              getattr(self.reranker, "weight", 1.0))
                 by_score = sorted(range(len(head)), key=lambda i: (-scores[i], i))
                 reranked = [(head[i][0], float(scores[i])) for i in by_score]
                 if tail:

@@ -126,9 +126,13 @@ def write_model_card(out: Path, info: dict[str, Any]) -> list[Path]:
                   ""]
         if kind == "cross-encoder":
             lines += ["| ranking | mAP positive | mAP negative | mAP all |", "|---|---|---|---|"]
-            for name in ("first_stage", "reranked"):
+            for name in ("first_stage", "reranked", "cross_encoder_only"):
                 f = evaluation.get(name, {})
                 lines.append(f"| {name} | {_fmt(f.get('map_yes'))} | {_fmt(f.get('map_no'))} | {_fmt(f.get('map_all'))} |")
+            if evaluation.get("weight") is not None:
+                lines += ["", f"`reranked` orders the first stage's top {evaluation.get('depth')} by the fused score "
+                          f"(cross-encoder weight {evaluation['weight']}), as `radsift search --rerank` does; "
+                          "`cross_encoder_only` by the cross-encoder alone."]
         else:
             lines += evaluation_table(evaluation)
     curve = training.get("loss_curve") or {}

@@ -134,31 +134,48 @@ class RerankRecipe:
         return StepResult(self.kind, optimizer.step(self.batch_loss(self.next_batch())))
 
 
-def evaluate_reranker(model, first_stage_encode, es, depth: int = 50) -> dict:
+def evaluate_reranker(model, first_stage_encode, es, depth: int = 50, weight: float | None = None) -> dict:
     """Held-out sentence retrieval: bi-encoder ranking vs the same with its top ``depth`` reranked.
 
+    Args:
+        model: The CrossEncoder.
+        first_stage_encode: ``encode(texts) -> unit vectors`` of the first-stage bi-encoder.
+        es: The evaluation set.
+        depth: Candidates reranked per query.
+        weight: Cross-encoder share of the fused score (default
+            :data:`radsift.models.reranker.DEFAULT_WEIGHT`).
+
     Returns:
-        ``{"first_stage": {map_*}, "reranked": {map_*}, "depth": depth}``.
+        ``{"first_stage": {map_*}, "reranked": {map_*}, "cross_encoder_only": {map_*}, "depth",
+        "weight"}``: ``reranked`` is what ``radsift search --rerank`` does (the fused score),
+        ``cross_encoder_only`` orders the head by the cross-encoder alone.
     """
     from radsift.evaluation.metrics import average_precision
+    from radsift.models.reranker import DEFAULT_WEIGHT, fuse
     from radsift.models.training.evaluate import _means
 
     if not es.sentences or not es.queries:
         return {}
+    weight = DEFAULT_WEIGHT if weight is None else weight
     ids = [s.id for s in es.sentences]
     texts = [s.text for s in es.sentences]
     s_vecs = first_stage_encode(texts)
     queries = list(es.queries)
     q_vecs = first_stage_encode([q.text for q in queries])
-    first, second = {}, {}
+    first, fused, alone = {}, {}, {}
     model.eval()
     for row, q in enumerate(queries):
-        order = np.argsort(-(q_vecs[row] @ s_vecs.T), kind="stable")
+        sims = q_vecs[row] @ s_vecs.T
+        order = np.argsort(-sims, kind="stable")
         relevant = {d: 1 for d in es.queries[q]}
         first[q.qid] = average_precision([ids[j] for j in order], relevant)
         head = [int(j) for j in order[:depth]]
+        tail = [ids[j] for j in order[depth:]]
         scores = model.predict([(q.text, texts[j]) for j in head], batch_size=64, convert_to_numpy=True,
                                show_progress_bar=False)
-        head = [head[i] for i in sorted(range(len(head)), key=lambda i: (-float(scores[i]), i))]
-        second[q.qid] = average_precision([ids[j] for j in head] + [ids[j] for j in order[depth:]], relevant)
-    return {"first_stage": _means(first), "reranked": _means(second), "depth": depth}
+        for out, w in ((fused, weight), (alone, 1.0)):
+            f = fuse([float(sims[j]) for j in head], scores, w)
+            ranked = [head[i] for i in sorted(range(len(head)), key=lambda i: (-float(f[i]), i))]
+            out[q.qid] = average_precision([ids[j] for j in ranked] + tail, relevant)
+    return {"first_stage": _means(first), "reranked": _means(fused), "cross_encoder_only": _means(alone),
+            "depth": depth, "weight": weight}
