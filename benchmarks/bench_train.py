@@ -203,6 +203,8 @@ def cmd_default(args) -> None:
 
 
 def cmd_rerank(args) -> None:
+    import numpy as np
+
     from radsift.models.encoder import Encoder
     from radsift.models.reranker import Reranker
     from radsift.models.training import TrainConfig
@@ -210,14 +212,38 @@ def cmd_rerank(args) -> None:
     from radsift.models.training.evaluate import eval_set
     from radsift.models.training.rerank import evaluate_reranker
 
+    class ScoreOnce:
+        """The cross-encoder, scoring each list of pairs once across the fusion weights."""
+
+        def __init__(self, model) -> None:
+            self.model, self.seen = model, {}
+
+        def eval(self) -> None:
+            self.model.eval()
+
+        def predict(self, pairs, **kwargs):
+            key = tuple(pairs)
+            if key not in self.seen:
+                self.seen[key] = self.model.predict(pairs, **kwargs)
+            return self.seen[key]
+
     data = prepare_data(read_openi(), TrainConfig(), progress=False)
+    es = eval_set(data)
     bi = Encoder.load(args.bi_encoder, max_seq_length=128)
-    model = Reranker.load(args.reranker).model
+    vectors = {}  # text -> first-stage vector, encoded once
+
+    def encode(texts):
+        missing = [t for t in dict.fromkeys(texts) if t not in vectors]
+        if missing:
+            vectors.update(zip(missing, bi.encode(missing, batch_size=64)))
+        return np.stack([vectors[t] for t in texts])
+
+    model = ScoreOnce(Reranker.load(args.reranker).model)
     print(f"Open-i held-out sentences; first stage {args.bi_encoder}, top {args.depth} reranked by {args.reranker}")
     print("| ranking | weight | mAP pos | mAP neg | mAP all |\n|---|---|---|---|---|")
     seen = set()
     for w in args.weights:
-        r = evaluate_reranker(model, lambda texts: bi.encode(texts, batch_size=64), eval_set(data), args.depth, w)
+        r = evaluate_reranker(model, encode, es, args.depth, w)
         rows = [("first stage", "–", r["first_stage"]), ("fused", w, r["reranked"]),
                 ("cross-encoder alone", 1.0, r["cross_encoder_only"])]
         for name, weight, f in rows:

@@ -42,6 +42,13 @@ def _standardise(x: np.ndarray) -> np.ndarray:
     return (x - x.mean()) / std if std > 0 else np.zeros_like(x)
 
 
+def check_weight(weight: float) -> float:
+    """The cross-encoder share of the fused score, checked to lie in [0, 1]."""
+    if not 0.0 <= weight <= 1.0:
+        raise ConfigError(f"rerank weight must be between 0 and 1, not {weight}")
+    return weight
+
+
 def fuse(first: Sequence[float], cross: Sequence[float], weight: float = DEFAULT_WEIGHT) -> np.ndarray:
     """``weight * z(cross) + (1 - weight) * z(first)``, z standardised over the given candidates.
 
@@ -54,9 +61,7 @@ def fuse(first: Sequence[float], cross: Sequence[float], weight: float = DEFAULT
     cross_arr = np.asarray(cross, dtype=np.float64).reshape(-1)
     if first_arr.shape != cross_arr.shape:
         raise ValueError(f"fuse: {first_arr.size} first-stage scores but {cross_arr.size} cross-encoder scores")
-    if not 0.0 <= weight <= 1.0:
-        raise ConfigError(f"rerank weight must be between 0 and 1, not {weight}")
-    if weight == 1.0:
+    if check_weight(weight) == 1.0:
         return cross_arr
     return weight * _standardise(cross_arr) + (1.0 - weight) * _standardise(first_arr)
 
@@ -102,9 +107,8 @@ class Reranker:
             raise ConfigError(f"{path}: cannot load the cross-encoder ({exc})") from exc
         if getattr(model, "num_labels", 1) != 1:
             raise ConfigError(f"{path}: a reranker has one output logit, this model has {model.num_labels}")
-        fuse([], [], weight)  # validate the weight before anyone searches
         model.eval()
-        return cls(path=path.resolve(), model=model, weight=weight)
+        return cls(path=path.resolve(), model=model, weight=check_weight(weight))
 
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
         """Relevance of each text to ``query`` (sigmoid of the logit, in (0, 1); higher is better)."""
