@@ -50,6 +50,10 @@ VARIANTS = {
     "sum-mb128": dict(recipe="lexicon-mnrl", loss="mnrl+triplet", negatives="hardest", mega_batch_size=128),
     "sumq-mb128": dict(recipe="lexicon-mnrl", loss="mnrl+triplet", negatives="hardest", mega_batch_size=128,
                        query_margin=0.5),
+    "sumq-frz-mb128": dict(recipe="lexicon-mnrl", loss="mnrl+triplet", negatives="hardest", mega_batch_size=128,
+                           query_margin=0.5, freeze_embeddings=True),
+    "sumq-a0-mb128": dict(recipe="lexicon-mnrl", loss="mnrl+triplet", negatives="hardest", mega_batch_size=128,
+                          query_margin=0.5, query_sampling_alpha=0.0),
     "combined": dict(recipe="combined"),
     "findings-impression": dict(recipe="findings-impression"),
 }

@@ -90,6 +90,12 @@ class TrainConfig:
         warmup_ratio: Share of steps with linear warm-up.
         max_grad_norm: Gradient clipping norm.
         max_steps: Gradient steps.
+        freeze_embeddings: Keep the token, position and type embeddings of the base model fixed.
+            Only the words of the training findings get gradients: frozen, a finding never seen in
+            training keeps its place next to the trained ones (helps unseen findings).
+        base_weight: Weight-space ensemble with the base model after training (WiSE-FT, Wortsman
+            et al., CVPR 2022): each weight becomes ``(1 - w) * trained + w * base``. 0 = off;
+            trades some in-domain accuracy for robustness on findings unseen in training.
         time_limit_minutes: Stop early (and say so in the model card) past this wall time.
         rerank_negatives: ``rerank``: negatives per positive pair.
         rerank_depth: ``rerank``: negatives come from this many bi-encoder top hits.
@@ -134,6 +140,8 @@ class TrainConfig:
     warmup_ratio: float = 0.1
     max_grad_norm: float = 1.0
     max_steps: int = 400
+    freeze_embeddings: bool = False
+    base_weight: float = 0.0
     time_limit_minutes: float | None = 20.0
     # rerank
     rerank_negatives: int = 3
@@ -171,6 +179,8 @@ class TrainConfig:
             )
         if self.learning_rate <= 0 or self.margin < 0 or self.query_margin < 0 or self.scale <= 0 or self.query_sampling_alpha < 0:
             raise ConfigError("learning_rate and scale must be > 0; margin and query_sampling_alpha >= 0")
+        if not 0.0 <= self.base_weight < 1.0:
+            raise ConfigError(f"base_weight: {self.base_weight} must lie in [0, 1) (1 would discard the training)")
         if self.query_margin > 0 and self.loss == "cached-mnrl":
             raise ConfigError("query_margin: not available with loss cached-mnrl (GradCache runs its own passes)")
         if self.time_limit_minutes is not None and self.time_limit_minutes <= 0:

@@ -109,14 +109,20 @@ def train(
     from sentence_transformers import SentenceTransformer
 
     from radsift.models.training.loop import Optimizer, run_loop
+    from radsift.models.training.weights import freeze_embeddings, interpolate_with_base
 
     model = SentenceTransformer(str(base_path), device="cpu", local_files_only=True)
+    if config.freeze_embeddings:
+        say(f"embeddings frozen ({freeze_embeddings(model):,} parameters)")
     recipe = build_recipe(model, data, config, rng)
     optimizer = Optimizer(model.parameters(), config)
     loop = run_loop(lambda i: recipe.step(optimizer), config, desc=f"training {config.recipe}", progress=progress,
                     log=log)
     say(f"trained {loop.steps} steps in {loop.seconds:.0f} s" + (" (time limit)" if loop.stopped_early else ""))
     model.eval()
+    if config.base_weight > 0:
+        interpolate_with_base(model, base_path, config.base_weight)
+        say(f"weights interpolated with the base model (base share {config.base_weight})")
     model.max_seq_length = config.section_max_seq_length  # indexes encode sections too
     model.save(str(out))
 
