@@ -63,7 +63,7 @@ def test_interpolation_with_the_base_is_the_weighted_mean():
         if v.is_floating_point():
             torch.testing.assert_close(v, base[k] + 0.75, msg=k)  # 0.75 * (base + 1) + 0.25 * base
     assert interpolate_with_base(model, default_model_path(), 0.0) == 0
-    with pytest.raises(ValueError, match="base_weight"):
+    with pytest.raises(ConfigError, match="base_weight"):
         interpolate_with_base(model, default_model_path(), 1.0)
 
 
@@ -73,7 +73,7 @@ def test_interpolation_refuses_a_different_base(tmp_path):
     model = _model()
     with torch.no_grad():
         model[0].auto_model.embeddings.word_embeddings.weight.data = torch.zeros(10, 384)
-    with pytest.raises(ValueError, match="not the model training started from"):
+    with pytest.raises(ConfigError, match="not the model training started from"):
         interpolate_with_base(model, default_model_path(), 0.5)
 
 

@@ -91,11 +91,12 @@ class TrainConfig:
         max_grad_norm: Gradient clipping norm.
         max_steps: Gradient steps.
         freeze_embeddings: Keep the token, position and type embeddings of the base model fixed.
-            Only the words of the training findings get gradients: frozen, a finding never seen in
-            training keeps its place next to the trained ones (helps unseen findings).
+            Otherwise only the word pieces of the training findings move; frozen, a finding never
+            seen in training keeps its place next to them (no gain measured on Open-i, README).
         base_weight: Weight-space ensemble with the base model after training (WiSE-FT, Wortsman
             et al., CVPR 2022): each weight becomes ``(1 - w) * trained + w * base``. 0 = off;
-            trades some in-domain accuracy for robustness on findings unseen in training.
+            meant for robustness on findings unseen in training (on Open-i: +0.015 mAP on unseen
+            findings, separation 0.53 -> 0.38; README).
         time_limit_minutes: Stop early (and say so in the model card) past this wall time.
         rerank_negatives: ``rerank``: negatives per positive pair.
         rerank_depth: ``rerank``: negatives come from this many bi-encoder top hits.

@@ -2,7 +2,8 @@
 
 Trained on the queries of some findings only, a bi-encoder drifts: the word pieces of the
 training findings move, the others do not, and "no pneumonitis" ends up next to the trained
-"no pneumonia" sentences. Two cheap counter-measures, both off by default:
+"No pneumothorax." sentences. Two cheap counter-measures, both off by default (on Open-i's split
+by finding neither lifted negative-query mAP, and WiSE-FT lowered the separation: see the README):
 
 * :func:`freeze_embeddings` keeps the token, position and type embedding tables of the base
   model fixed, so every word keeps its pretrained neighbourhood and only the transformer
@@ -18,17 +19,19 @@ from pathlib import Path
 
 import torch
 
+from radsift.errors import ConfigError
+
 
 def transformer_embeddings(model) -> torch.nn.Module:
     """The embedding block (word, position, token-type) of a SentenceTransformer's first module.
 
     Raises:
-        ValueError: The first module has no Hugging Face model with ``embeddings``.
+        ConfigError: The first module has no Hugging Face model with ``embeddings``.
     """
     auto = getattr(model[0], "auto_model", None)
     embeddings = getattr(auto, "embeddings", None)
     if embeddings is None:
-        raise ValueError("freeze_embeddings: the model's first module has no transformer embeddings to freeze")
+        raise ConfigError("freeze_embeddings: the model's first module has no transformer embeddings to freeze")
     return embeddings
 
 
@@ -54,12 +57,12 @@ def interpolate_with_base(model, base_path: str | Path, weight: float) -> int:
         The number of tensors interpolated.
 
     Raises:
-        ValueError: ``weight`` out of range, or the base model's weights do not match.
+        ConfigError: ``weight`` out of range, or the base model's weights do not match.
     """
     from sentence_transformers import SentenceTransformer
 
     if not 0.0 <= weight < 1.0:
-        raise ValueError(f"base_weight must lie in [0, 1), not {weight}")
+        raise ConfigError(f"base_weight must lie in [0, 1), not {weight}")
     if weight == 0.0:
         return 0
     base = SentenceTransformer(str(base_path), device="cpu", local_files_only=True).state_dict()
@@ -69,7 +72,7 @@ def interpolate_with_base(model, base_path: str | Path, weight: float) -> int:
             continue  # e.g. position ids
         other = base.get(name)
         if other is None or other.shape != tensor.shape:
-            raise ValueError(f"base_weight: the base model at {base_path} has no weight {name!r} of shape "
+            raise ConfigError(f"base_weight: the base model at {base_path} has no weight {name!r} of shape "
                              f"{tuple(tensor.shape)}: it is not the model training started from")
         tensor.mul_(1.0 - weight).add_(other.to(tensor.dtype), alpha=weight)
         n += 1
