@@ -608,7 +608,7 @@ class RerankSystem(System):
         exclude: Sequence[Sequence[int]] | None = None,
     ) -> list[Ranking]:
         """See :meth:`System.rank`."""
-        from radsift.models.reranker import fuse
+        from radsift.models.reranker import fused_order
         from radsift.progress import progress_bar
 
         _check_inputs(queries, candidates, groups, exclude)
@@ -629,9 +629,8 @@ class RerankSystem(System):
                 else:
                     row = self.first.scores([queries[qi]], candidates)[0] if head else None
                     texts = [candidates[int(members[i][np.argmax(row[members[i]])])] for i, _ in head]
-                scores = fuse([s for _, s in head], self.reranker.score(queries[qi], texts),
-                              getattr(self.reranker, "weight", 1.0))
-                by_score = sorted(range(len(head)), key=lambda i: (-scores[i], i))
+                scores, by_score = fused_order([s for _, s in head], self.reranker.score(queries[qi], texts),
+                                               getattr(self.reranker, "weight", 1.0))
                 reranked = [(head[i][0], float(scores[i])) for i in by_score]
                 if tail:
                     floor = (min(scores) if len(scores) else 0.0) - 1.0

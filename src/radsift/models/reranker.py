@@ -66,6 +66,17 @@ def fuse(first: Sequence[float], cross: Sequence[float], weight: float = DEFAULT
     return weight * _standardise(cross_arr) + (1.0 - weight) * _standardise(first_arr)
 
 
+def fused_order(first: Sequence[float], cross: Sequence[float],
+                weight: float = DEFAULT_WEIGHT) -> tuple[np.ndarray, list[int]]:
+    """The fused scores (:func:`fuse`) and the candidate positions in their order, best first.
+
+    Ties keep the first-stage order (the candidates come best first), so every rerank path,
+    search, ``radsift bench`` and the training evaluation, orders the head the same way.
+    """
+    scores = fuse(first, cross, weight)
+    return scores, sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))
+
+
 @dataclass
 class Reranker:
     """A loaded cross-encoder.
@@ -153,8 +164,7 @@ def rerank(query: str, items: Sequence[Item], reranker: Reranker, top: int | Non
     head, tail = items[:n], items[n:]
     weight = getattr(reranker, "weight", 1.0) if weight is None else weight
     first = [x.score if isinstance(x, Hit) else -float(i) for i, x in enumerate(head)]
-    scores = fuse(first, reranker.score(query, [item_text(x) for x in head]), weight)
-    order = sorted(range(n), key=lambda i: (-float(scores[i]), i))
+    scores, order = fused_order(first, reranker.score(query, [item_text(x) for x in head]), weight)
     out: list = []
     for rank, i in enumerate(order, start=1):
         x = head[i]

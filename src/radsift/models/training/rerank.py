@@ -151,7 +151,7 @@ def evaluate_reranker(model, first_stage_encode, es, depth: int = 50, weight: fl
         ``cross_encoder_only`` orders the head by the cross-encoder alone.
     """
     from radsift.evaluation.metrics import average_precision
-    from radsift.models.reranker import DEFAULT_WEIGHT, fuse
+    from radsift.models.reranker import DEFAULT_WEIGHT, fused_order
     from radsift.models.training.evaluate import _means
 
     if not es.sentences or not es.queries:
@@ -173,9 +173,9 @@ def evaluate_reranker(model, first_stage_encode, es, depth: int = 50, weight: fl
         tail = [ids[j] for j in order[depth:]]
         scores = model.predict([(q.text, texts[j]) for j in head], batch_size=64, convert_to_numpy=True,
                                show_progress_bar=False)
+        head_sims = [float(sims[j]) for j in head]
         for out, w in ((fused, weight), (alone, 1.0)):
-            f = fuse([float(sims[j]) for j in head], scores, w)
-            ranked = [head[i] for i in sorted(range(len(head)), key=lambda i: (-float(f[i]), i))]
-            out[q.qid] = average_precision([ids[j] for j in ranked] + tail, relevant)
+            _, order = fused_order(head_sims, scores, w)
+            out[q.qid] = average_precision([ids[head[i]] for i in order] + tail, relevant)
     return {"first_stage": _means(first), "reranked": _means(fused), "cross_encoder_only": _means(alone),
             "depth": depth, "weight": weight}
