@@ -8,7 +8,7 @@ import pytest
 
 from radsift.errors import LexiconError
 from radsift.labels.lexicon import load_lexicon, slugify
-from radsift.labels.rules import NEGATED, POSSIBLE, load_rules
+from radsift.labels.rules import NEGATED, NEGATION_END, POSSIBLE, load_rules
 
 
 def write(tmp_path, name: str, text: str):
@@ -191,4 +191,28 @@ def test_rules_errors_name_file_and_line(tmp_path) -> None:
             cues: [without]
     """)
     with pytest.raises(LexiconError, match=r"rules3\.yaml:3: unknown direction 'SIDEWAYS'"):
+        load_rules(path)
+
+
+def test_negation_end_rules(tmp_path) -> None:
+    """NEGATION_END is written with direction TERMINATE; other categories may not use it."""
+    rules = load_rules()
+    ends = [c for c in rules.cues if c.category == NEGATION_END]
+    assert {"represents", "with"} <= {c.literal for c in ends}
+    assert all(c.direction == "TERMINATE" for c in ends)
+    path = write(tmp_path, "rules.yaml", """
+        rules:
+          - category: NEGATION_END
+            direction: FORWARD
+            cues: [represents]
+        """)
+    with pytest.raises(LexiconError, match=r"rules\.yaml:3: category NEGATION_END needs direction TERMINATE"):
+        load_rules(path)
+    path = write(tmp_path, "rules2.yaml", """
+        rules:
+          - category: NEGATED_EXISTENCE
+            direction: TERMINATE
+            cues: [no]
+        """)
+    with pytest.raises(LexiconError, match=r"rules2\.yaml:3: category NEGATED_EXISTENCE needs direction FORWARD"):
         load_rules(path)

@@ -58,6 +58,21 @@ CASES = [
     ("No pleural effusion, there is mild pulmonary edema.", [("pleural effusion", A), ("pulmonary edema", P)]),
     ("No effusion, possible atelectasis.", [("pleural effusion", A), ("atelectasis", U)]),
     ("Possible atelectasis, no effusion.", [("atelectasis", U), ("pleural effusion", A)]),
+    # negation ends: a new assertion ends a negation's scope but not an uncertainty's
+    ("No acute cardiopulmonary abnormality, findings compatible with emphysema.",
+     [("acute cardiopulmonary abnormality", A), ("emphysema", P)]),
+    ("The heart is not enlarged, this is worrisome for pulmonary hypertension.",
+     [("cardiomegaly", A), ("pulmonary hypertension", U)]),
+    ("Not an infiltrate and represents scarring.", [("infiltrate", A), ("scarring", P)]),
+    ("Removal of the chest tube with increased atelectasis.", [("chest tube", A), ("atelectasis", P)]),
+    ("Emphysema with resolved pneumothorax.", [("emphysema", P), ("pneumothorax", A)]),
+    ("Basilar opacity may be compatible with atelectasis.", [("lung opacity", P), ("atelectasis", U)]),
+    ("Nodule that likely represents a granuloma.", [("nodule", P), ("granuloma", U)]),
+    ("No pneumothorax or pleural effusion with a chest tube in place.",
+     [("pneumothorax", A), ("pleural effusion", A), ("chest tube", P)]),
+    # resolution with an adverb, before or after the finding
+    ("Nearly resolved left basilar atelectasis.", [("atelectasis", A)]),
+    ("The pneumothorax has almost completely resolved.", [("pneumothorax", A)]),
     # a finding phrase that contains a cue word is not a cue
     ("Free air under the diaphragm.", [("pneumoperitoneum", P)]),
 ]

@@ -5,7 +5,8 @@ Three mechanisms decide a mention's status, each recorded on the mention (``cue`
 * **ConText** (medspaCy's implementation of Harkema et al. 2009) for lexicon synonyms:
   cues such as "no", "without", "negative for" (absent) or "possible", "cannot be
   excluded" (uncertain) modify the findings in their scope; pseudo-cues ("no change in")
-  modify nothing; terminators ("but", "however", ";") end a scope. The cues are radsift's
+  modify nothing; terminators ("but", "however", ";") end a scope, and negation ends
+  (", findings compatible with", "represents") end only a negation's scope. The cues are radsift's
   own radiology rules (:mod:`radsift.labels.rules`), not medspaCy's general clinical ones.
   A mention in several scopes takes the nearest cue's status. Rule name:
   ``NEGATED_EXISTENCE:no evidence of``; a mention with no cue is ``present`` (rule ``default``).
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 import spacy
 from spacy.tokens import Doc
 
-from radsift.labels.rules import NEGATED, POSSIBLE, STATUS_OF, NormalForms, Rules
+from radsift.labels.rules import NEGATED, NEGATION_END, POSSIBLE, STATUS_OF, NormalForms, Rules
 from radsift.labels.spotter import Match
 from radsift.labels.tokens import BARRIERS, Normalizer, Token
 from radsift.records import Mention
@@ -158,13 +159,18 @@ class NegationDetector:
         )
         context_rules = []
         for cue in rules.cues:
+            # medspaCy's TERMINATE direction ends every scope; a negation end is a cue whose
+            # scope spans the sentence (so it meets any negation scope around it) and that
+            # only negation rules list in terminated_by. It modifies no status (not in STATUS_OF).
+            direction = "BIDIRECTIONAL" if cue.category == NEGATION_END else cue.direction
             context_rules.append(
                 ConTextRule(
                     literal=cue.literal,
                     category=cue.category,
                     pattern=cue.pattern,
-                    direction=cue.direction,
+                    direction=direction,
                     max_scope=cue.max_scope,
+                    terminated_by={NEGATION_END} if cue.category == NEGATED else None,
                     metadata={"name": cue.name, "negatable": cue.negatable},
                 )
             )

@@ -5,7 +5,9 @@ File format (the packaged radiology rules are ``data/radiology_rules.yaml``)::
     version: 1
     rules:                                # groups of ConText cues sharing settings
       - category: NEGATED_EXISTENCE       # NEGATED_EXISTENCE -> absent, POSSIBLE_EXISTENCE -> uncertain,
-                                          # PSEUDO_NEGATION (direction PSEUDO), TERMINATE (direction TERMINATE)
+                                          # PSEUDO_NEGATION (direction PSEUDO), TERMINATE (direction
+                                          # TERMINATE: ends every scope), NEGATION_END (direction
+                                          # TERMINATE: ends only NEGATED_EXISTENCE scopes)
         direction: FORWARD                # FORWARD | BACKWARD | BIDIRECTIONAL | PSEUDO | TERMINATE
         max_scope: 8                      # optional: scope in tokens (default: the sentence)
         negatable: true                   # optional, POSSIBLE_EXISTENCE only: a negation before
@@ -40,9 +42,14 @@ NEGATED = "NEGATED_EXISTENCE"
 POSSIBLE = "POSSIBLE_EXISTENCE"
 PSEUDO = "PSEUDO_NEGATION"
 TERMINATE = "TERMINATE"
+# Ends only a negation's scope: "may be compatible with scarring" stays uncertain, while
+# "no acute abnormality, findings compatible with emphysema" no longer denies emphysema.
+NEGATION_END = "NEGATION_END"
 # ConText category -> mention status.
 STATUS_OF = {NEGATED: "absent", POSSIBLE: "uncertain"}
-CATEGORIES = (NEGATED, POSSIBLE, PSEUDO, TERMINATE)
+CATEGORIES = (NEGATED, POSSIBLE, PSEUDO, TERMINATE, NEGATION_END)
+# Categories that are written with direction TERMINATE.
+_TERMINATORS = (TERMINATE, NEGATION_END)
 DIRECTIONS = ("FORWARD", "BACKWARD", "BIDIRECTIONAL", "PSEUDO", "TERMINATE")
 _TOP_KEYS = {"version", "rules", "normal_forms"}
 _GROUP_KEYS = {"category", "direction", "cues", "pattern", "name", "max_scope", "negatable"}
@@ -136,9 +143,15 @@ def parse_rules(text: str, source: str) -> Rules:
                 f"{source}:{group.line_of('direction')}: unknown direction {direction!r} (one of {', '.join(DIRECTIONS)})"
             )
         direction = direction.upper()
-        if category in (PSEUDO, TERMINATE) and direction != category.split("_")[0]:
+        if category in _TERMINATORS:
+            allowed = ("TERMINATE",)
+        elif category == PSEUDO:
+            allowed = ("PSEUDO",)
+        else:
+            allowed = ("FORWARD", "BACKWARD", "BIDIRECTIONAL")
+        if direction not in allowed:
             raise LexiconError(f"{source}:{group.line_of('direction')}: category {category} needs direction "
-                               f"{category.split('_')[0]}")
+                               f"{' or '.join(allowed)}")
         max_scope = group.get("max_scope")
         if max_scope is not None and (not isinstance(max_scope, int) or isinstance(max_scope, bool) or max_scope < 1):
             raise LexiconError(f"{source}:{group.line_of('max_scope')}: max_scope must be a positive integer")
