@@ -217,3 +217,60 @@ def test_openi_exact_reader_options_findings_to_impression(shared_data, tmp_path
     assert data["reports_with_both_sections"] == 3331
     assert 0.17 < data["held_out_reports"] / 3331 < 0.23
     assert np.isclose(data["summary"]["bm25"]["top5"]["rate"] * data["queries"], data["summary"]["bm25"]["top5"]["matched"])
+
+
+def _fold_model(path, fold: int, test_findings) -> str:
+    """A model folder whose training record says it held out ``test_findings`` as ``fold``."""
+    path.mkdir()
+    record = {"config": {"split_by_finding": fold, "finding_folds": 2}, "data": {"test_findings": sorted(test_findings)}}
+    (path / "radsift_training.json").write_text(json.dumps(record), encoding="utf-8")
+    return str(path)
+
+
+def test_fold_models_are_judged_on_the_findings_they_held_out(demo, encoder, tmp_path) -> None:
+    from radsift.corpus import read_corpus
+    from radsift.labels import build_weak_labels
+
+    weak = build_weak_labels([r for r in read_corpus([demo.reports_csv], _options()) if not r.is_empty],
+                             progress=False)
+    _, test = fold_findings(weak, 1)
+    common = dict(corpus=[demo.reports_csv], reader=_options(), protocols=["sentences"], progress=False)
+    # Same findings as today's fold 1: accepted.
+    same = _fold_model(tmp_path / "same", 1, test)
+    result = run_bench(BenchConfig(systems=[f"dense:{same}"], fold=1, **common), encoders={same: encoder},
+                       log=lambda m: None)
+    assert result.config["fold"] == 1
+    # Trained when the labels put other findings in fold 1 (one moved): refused, naming the way out.
+    moved = sorted(test)[1:]
+    stale = _fold_model(tmp_path / "stale", 1, moved)
+    with pytest.raises(ConfigError, match=rf"only in this run's fold: {sorted(test)[0]}.*--split-from"):
+        run_bench(BenchConfig(systems=[f"dense:{stale}"], fold=1, **common), encoders={stale: encoder},
+                  log=lambda m: None)
+    # --split-from judges it on exactly the findings it held out.
+    result = run_bench(BenchConfig(systems=["bm25", f"dense:{stale}"], split_from=stale, **common),
+                       encoders={stale: encoder}, log=lambda m: None)
+    qids = set(result.protocol("shi_sentence_retrieval").data["per_query"]["bm25"])
+    assert qids == {q.qid for q in weak.queries if q.finding in moved}
+    assert result.config["fold"] == 1 and result.config["split_from"] == stale
+    # A model of the other fold is judged on findings it saw: allowed, with a warning.
+    other = _fold_model(tmp_path / "other", 0, fold_findings(weak, 0)[1])
+    lines: list[str] = []
+    run_bench(BenchConfig(systems=[f"dense:{other}"], fold=1, **common), encoders={other: encoder}, log=lines.append)
+    assert any("warning" in m and "not fold 1" in m for m in lines)
+
+
+def test_split_from_needs_a_fold_model(demo, tmp_path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    fold0 = _fold_model(tmp_path / "fold0", 0, ["pneumothorax"])
+    cases = [
+        (BenchConfig(corpus=[demo.reports_csv], systems=["bm25"], split_from=plain), "no held-out findings recorded"),
+        (BenchConfig(corpus=[demo.reports_csv], systems=["bm25"], split_from=tmp_path / "gone"), "not a model folder"),
+        (BenchConfig(corpus=[demo.reports_csv], systems=["bm25"], split_from=fold0, fold=1),
+         "--fold 1 disagrees with --split-from"),
+    ]
+    lines: list[str] = []
+    for config, message in cases:
+        with pytest.raises(ConfigError, match=message):
+            run_bench(config, log=lines.append)
+    assert lines == []  # refused before reading

@@ -363,6 +363,9 @@ def bench_cmd(
     cross_where: Annotated[Optional[list[str]], typer.Option(
         "--cross-where", help="Keep its reports with metadata KEY=VALUE, e.g. medical_specialty=Radiology (repeatable).")] = None,
     fold: Annotated[Optional[int], typer.Option("--fold", help="Only the test queries of this fold of the split by finding (0 or 1).")] = None,
+    split_from: Annotated[Optional[Path], typer.Option(
+        "--split-from", help="Judge the fold a model held out: its recorded test findings, not a split recomputed "
+        "from today's labels (a model from radsift train --split-by-finding).")] = None,
     holdout_fraction: Annotated[float, typer.Option("--holdout-fraction", help="Share of held-out reports (findings-to-impression, category).")] = 0.2,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the splits, samples and tests.")] = 0,
     max_queries: Annotated[Optional[int], typer.Option("--max-queries", help="At most this many queries per protocol (seeded sample).")] = None,
@@ -384,7 +387,7 @@ def bench_cmd(
             cross_corpus=cross_corpus or [],
             cross_reader=reader_options(cross_format, cross_id_column, cross_section, cross_text_column, cross_on_error)
             if cross_corpus else None,
-            cross_where=cross_where or [], fold=fold, holdout_fraction=holdout_fraction, seed=seed,
+            cross_where=cross_where or [], fold=fold, split_from=split_from, holdout_fraction=holdout_fraction, seed=seed,
             max_queries=max_queries, protocols=protocol, threads=threads, batch_size=batch_size,
         )
         result, paths = bench(config, out, log=lambda m: err_console.print(m, highlight=False), plots=plots)

@@ -24,7 +24,16 @@ from typing import Any, Callable, Mapping, Sequence
 from radsift.errors import ConfigError, CorpusError
 from radsift.evaluation.protocols import PROTOCOLS
 from radsift.evaluation.protocols.base import ProtocolResult, skipped
-from radsift.evaluation.splits import DEFAULT_FOLDS, DEFAULT_HOLDOUT_FRACTION, DEFAULT_SEED, check_fraction
+from radsift.evaluation.splits import (
+    DEFAULT_FOLDS,
+    DEFAULT_HOLDOUT_FRACTION,
+    DEFAULT_SEED,
+    CardSplit,
+    card_split,
+    check_card_splits,
+    check_fraction,
+    split_from_card,
+)
 from radsift.evaluation.systems import SystemSpec, check_specs, load_systems_file, parse_system
 
 Log = Callable[[str], None]
@@ -70,6 +79,7 @@ class BenchConfig:
     cross_where: Sequence[str] = ()
     fold: int | None = None
     folds: int = DEFAULT_FOLDS
+    split_from: Path | None = None
     holdout_fraction: float = DEFAULT_HOLDOUT_FRACTION
     seed: int = DEFAULT_SEED
     max_queries: int | None = None
@@ -200,6 +210,8 @@ def run_bench(config: BenchConfig, *, encoders: Mapping[str | None, Any] | None 
     specs = collect_specs(config)
     injected = tuple("default" if k is None else str(k) for k in (encoders or {})) + tuple(rerankers or {})
     check_specs(specs, injected=injected)  # a missing model folder fails before any reading
+    split_from = _split_from(config)
+    model_splits = [c for c in map(card_split, _model_folders(specs)) if c is not None]
     queries = qrels = None
     if config.queries is not None and "free-text" in wanted:
         queries = read_queries(config.queries)
@@ -225,7 +237,7 @@ def run_bench(config: BenchConfig, *, encoders: Mapping[str | None, Any] | None 
             category_field = detect_category_field(reports)
 
     t0 = time.perf_counter()
-    from radsift.labels import Labeler, build_weak_labels, split_findings  # loads spaCy/medspaCy: seconds
+    from radsift.labels import Labeler, build_weak_labels  # loads spaCy/medspaCy: seconds
 
     needs_labels = any(p in wanted for p in ("sentences", "cross", "separation"))
     weak = other_weak = None
@@ -253,8 +265,8 @@ def run_bench(config: BenchConfig, *, encoders: Mapping[str | None, Any] | None 
     timings["load_systems"] = time.perf_counter() - t0
     log(f"systems: {', '.join(s.name for s in systems)}")
 
-    groups = split_findings(weak, folds=config.folds, seed=config.seed) if weak is not None else None
-    test_findings = groups[config.fold] if groups is not None and config.fold is not None else None
+    groups, fold = _fold_groups(config, weak, split_from, model_splits, log)
+    test_findings = groups[fold] if groups is not None and fold is not None else None
     results: list[ProtocolResult] = []
     steps = [p for p in PROTOCOLS if p in wanted]
     for i, name in enumerate(steps, 1):
@@ -262,7 +274,7 @@ def run_bench(config: BenchConfig, *, encoders: Mapping[str | None, Any] | None 
         t0 = time.perf_counter()
         common = {"log": log}
         if name == "sentences":
-            res = run_sentence_retrieval(weak, systems, fold_groups=groups, fold=config.fold,
+            res = run_sentence_retrieval(weak, systems, fold_groups=groups, fold=fold,
                                          max_queries=config.max_queries, seed=config.seed, **common)
         elif name == "cross":
             if other_weak is None:
@@ -310,7 +322,7 @@ def run_bench(config: BenchConfig, *, encoders: Mapping[str | None, Any] | None 
         corpus_info["cross_collection"] = {"name": other_name, "reports": len(other_reports),
                                            "unique_sentences": len(other_weak.sentences)}
     return BenchResult(
-        config=_config_dict(config, specs, wanted),
+        config=_config_dict(config, specs, wanted, fold),
         corpus=corpus_info,
         systems=[{"name": s.name, "kind": s.kind, "description": s.describe()} for s in systems],
         protocols=results,
@@ -319,7 +331,47 @@ def run_bench(config: BenchConfig, *, encoders: Mapping[str | None, Any] | None 
     )
 
 
-def _config_dict(config: BenchConfig, specs: Sequence[SystemSpec], wanted: Sequence[str]) -> dict[str, Any]:
+def _split_from(config: BenchConfig) -> CardSplit | None:
+    """The split recorded by ``--split-from MODEL`` (checked before any reading)."""
+    if config.split_from is None:
+        return None
+    if not Path(config.split_from).is_dir():
+        raise ConfigError(f"--split-from {config.split_from}: not a model folder")
+    split = card_split(config.split_from)
+    if split is None:
+        raise ConfigError(f"--split-from {config.split_from}: no held-out findings recorded "
+                          "(it was not trained with radsift train --split-by-finding)")
+    if config.fold is not None and config.fold != split.fold:
+        raise ConfigError(f"--fold {config.fold} disagrees with --split-from {config.split_from}, "
+                          f"which held out fold {split.fold}")
+    return split
+
+
+def _model_folders(specs: Sequence[SystemSpec]) -> list[str]:
+    """Model folders of the systems under test (bi-encoders and rerankers), each once."""
+    folders = [p for s in specs for p in (s.model, s.reranker) if p]
+    return [p for p in dict.fromkeys(folders) if Path(p).is_dir()]
+
+
+def _fold_groups(config: BenchConfig, weak, split_from: CardSplit | None, model_splits: Sequence[CardSplit],
+                 log: Log) -> tuple[list[set[str]] | None, int | None]:
+    """The split by finding and the judged fold: recomputed from the labels or read from a model."""
+    from radsift.labels import split_findings
+
+    if weak is None:
+        return None, config.fold
+    if split_from is not None:
+        groups, fold = split_from_card(split_from, weak.entry_counts()), split_from.fold
+        log(f"split by finding from {split_from.model}: fold {fold}, {len(groups[fold])} test findings")
+    else:
+        groups, fold = split_findings(weak, folds=config.folds, seed=config.seed), config.fold
+    if fold is not None:
+        check_card_splits(model_splits, fold, groups[fold], warn=lambda m: log(f"warning: {m}"))
+    return groups, fold
+
+
+def _config_dict(config: BenchConfig, specs: Sequence[SystemSpec], wanted: Sequence[str],
+                 fold: int | None) -> dict[str, Any]:
     return {
         "corpus": [str(p) for p in config.corpus],
         "systems": [{"name": s.label, "spec": s.describe()} for s in specs],
@@ -328,8 +380,9 @@ def _config_dict(config: BenchConfig, specs: Sequence[SystemSpec], wanted: Seque
         "category_field": config.category_field,
         "cross_corpus": [str(p) for p in config.cross_corpus],
         "cross_where": list(config.cross_where),
-        "fold": config.fold,
+        "fold": fold,
         "folds": config.folds,
+        "split_from": str(config.split_from) if config.split_from else None,
         "holdout_fraction": config.holdout_fraction,
         "seed": config.seed,
         "max_queries": config.max_queries,
