@@ -4,7 +4,9 @@ This is the in-process evaluator used while developing the recipes; the tested t
 README comes from ``radsift bench``. Figures (see :mod:`radsift.models.training.evaluate`):
 Shi et al.'s sentence retrieval mAP (positive / negative / all weak-label queries), embedding
 separation, and RadSearch's findings-to-impression top-5 match rate on the held-out reports,
-with McNemar against the untrained model.
+with McNemar against the untrained model. Each model also gets a ``MODEL+bm25`` row: its
+sentence ranking fused with BM25's by reciprocal rank fusion, as ``radsift bench``'s ``hybrid``
+and ``radsift search``'s default mode rank.
 
 Usage::
 
@@ -54,7 +56,12 @@ VARIANTS = {
                            query_margin=0.5, freeze_embeddings=True),
     "sumq-a0-mb128": dict(recipe="lexicon-mnrl", loss="mnrl+triplet", negatives="hardest", mega_batch_size=128,
                           query_margin=0.5, query_sampling_alpha=0.0),
+    "sumq-swap25-mb128": dict(recipe="lexicon-mnrl", loss="mnrl+triplet", negatives="hardest", mega_batch_size=128,
+                              query_margin=0.5, name_swap=0.25),
+    "sumq-swap50-mb128": dict(recipe="lexicon-mnrl", loss="mnrl+triplet", negatives="hardest", mega_batch_size=128,
+                              query_margin=0.5, name_swap=0.5),
     "combined": dict(recipe="combined"),
+    "combined-swap25": dict(recipe="combined", name_swap=0.25),
     "findings-impression": dict(recipe="findings-impression"),
 }
 
@@ -80,7 +87,8 @@ def load_st(path):
 
 def evaluate_systems(data, models: dict[str, str | None], config, sentences: str) -> dict[str, dict]:
     """BM25 and each model (name -> folder, None = untrained) on the evaluation set of ``data``."""
-    from radsift.models.training.evaluate import eval_set, evaluate_bm25, evaluate_encoder, model_encode_fn
+    from radsift.models.training.evaluate import (eval_set, evaluate_bm25, evaluate_encoder, evaluate_hybrid,
+                                                  model_encode_fn)
 
     es = eval_set(data, sentences=sentences)
     out = {"bm25": evaluate_bm25(es)}
@@ -88,6 +96,8 @@ def evaluate_systems(data, models: dict[str, str | None], config, sentences: str
         t = time.monotonic()
         out[name] = evaluate_encoder(model_encode_fn(load_st(path), config), es)
         out[name]["eval_seconds"] = round(time.monotonic() - t, 1)
+        if "scores" in out[name]:  # radsift search's default mode: the model fused with BM25
+            out[f"{name}+bm25"] = evaluate_hybrid(out[name], out["bm25"], es)
     return out
 
 
@@ -168,13 +178,15 @@ def cmd_ablation(args) -> None:
             t = time.monotonic()
             result = train(reports, cfg, folder, overwrite=True, progress=False)
             seconds = time.monotonic() - t
-            r = evaluate_systems(data, {name: str(folder)}, cfg, args.sentences)[name]
-            r = {**strip({name: r})[name], "train_seconds": round(result.training["seconds"], 1),
+            results = strip(evaluate_systems(data, {name: str(folder)}, cfg, args.sentences))
+            r = {**results[name], "train_seconds": round(result.training["seconds"], 1),
                  "total_seconds": round(seconds, 1), "steps": result.training["steps"]}
             record[key][name] = r
+            record[key][f"{name}+bm25"] = results[f"{name}+bm25"]
             record_path.write_text(json.dumps(record, indent=2))
-            print(f"fold {fold} {name}: " + ", ".join(f"{k} {v:.3f}" for k, v in r.items() if isinstance(v, float)),
-                  flush=True)
+            for shown in (name, f"{name}+bm25"):
+                print(f"fold {fold} {shown}: " + ", ".join(f"{k} {v:.3f}" for k, v in record[key][shown].items()
+                                                           if isinstance(v, float)), flush=True)
     print(ablation_table(record))
 
 

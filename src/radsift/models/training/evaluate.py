@@ -136,8 +136,9 @@ def evaluate_encoder(
 
     Returns:
         ``map_yes``, ``map_no``, ``map_all``, ``n_queries_*``, ``separation``, ``n_entries``,
-        ``fi_top5``, ``n_pairs``, and the per-unit details ``per_query`` (qid -> AP) and
-        ``fi_hits`` (one bool per held-out pair, for McNemar).
+        ``fi_top5``, ``n_pairs``, and the per-unit details ``per_query`` (qid -> AP),
+        ``scores`` (queries x sentences, for fusing with another system) and ``fi_hits`` (one
+        bool per held-out pair, for McNemar).
     """
     out: dict[str, Any] = {}
     queries = list(es.queries)
@@ -154,6 +155,7 @@ def evaluate_encoder(
         out["separation"] = float(np.mean(seps))
         out["n_entries"] = len(seps)
         out["per_query"] = per_query
+        out["scores"] = scores
     if len(es.pairs) >= 2:
         candidates, own = distinct_impressions(es.pairs)
         f_vecs = encode([p.findings for p in es.pairs], "section")
@@ -179,6 +181,7 @@ def evaluate_bm25(es: EvalSet) -> dict[str, Any]:
         per_query = _retrieval_scores(scores, es)
         out.update(_means(per_query))
         out["per_query"] = per_query
+        out["scores"] = scores
     if len(es.pairs) >= 2:
         candidates, own = distinct_impressions(es.pairs)
         retriever = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
@@ -205,4 +208,20 @@ def model_encode_fn(model, config) -> Callable[[list[str], str], np.ndarray]:
 def summary(result: dict[str, Any]) -> dict[str, Any]:
     """The figures without the per-unit details (for JSON and the model card)."""
     return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in result.items()
-            if k not in ("per_query", "fi_hits")}
+            if k not in ("per_query", "fi_hits", "scores")}
+
+
+def evaluate_hybrid(dense: dict[str, Any], bm25: dict[str, Any], es: EvalSet) -> dict[str, Any]:
+    """Sentence mAP of reciprocal rank fusion of a dense and a BM25 result of :func:`evaluate_encoder`
+    and :func:`evaluate_bm25` on ``es``, as ``radsift bench``'s ``hybrid`` ranks: the full dense
+    ranking fused with BM25's ranking of the sentences it scores above 0."""
+    from radsift.search.fusion import reciprocal_rank_fusion
+
+    ids = [s.id for s in es.sentences]
+    per_query = {}
+    for row, (q, relevant) in enumerate(es.queries.items()):
+        d, b = dense["scores"][row], bm25["scores"][row]
+        b_order = np.argsort(-b, kind="stable")
+        rows, _ = reciprocal_rank_fusion([np.argsort(-d, kind="stable"), b_order[b[b_order] > 0]])
+        per_query[q.qid] = average_precision([ids[j] for j in rows], {x: 1 for x in relevant})
+    return {**_means(per_query), "per_query": per_query}
