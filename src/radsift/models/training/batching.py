@@ -17,8 +17,9 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from radsift.labels.weak import Query, phrasings
+from radsift.labels.weak import Query, phrasings, query_text
 from radsift.models.training.data import LexiconData, SectionPair
+from radsift.models.training.surrogates import mentions_term, swap_span
 
 
 @dataclass(frozen=True)
@@ -29,11 +30,18 @@ class LexiconExample:
         query: The weak-label query.
         anchor: The phrasing of the query used as the anchor text.
         positive: Index of the matched sentence in :attr:`LexiconData.sentences`.
+        text: The matched sentence with the finding's name swapped for a surrogate (then
+            :attr:`query` names the surrogate), or None for the sentence as written.
     """
 
     query: Query
     anchor: str
     positive: int
+    text: str | None = None
+
+    def positive_text(self, sentences) -> str:
+        """The matched sentence's text as trained on."""
+        return self.text if self.text is not None else sentences[self.positive].text
 
 
 class LexiconSampler:
@@ -47,20 +55,26 @@ class LexiconSampler:
     teaches negation. No sentence in a batch carries another example's query (or is uncertain
     about its finding), so in-batch negatives are never false negatives.
 
+    With ``name_swap`` > 0 that share of groups has its finding name swapped for one surrogate
+    term (:mod:`radsift.models.training.surrogates`), in both examples' queries and sentences;
+    no other sentence of the batch may contain the surrogate.
+
     Args:
         data: The weak-label training set.
         batch_size: Examples per batch.
         alpha: Query sampling exponent (0 uniform over queries, 1 uniform over entries).
         rng: Random source (seeded by the caller).
         partners: Add opposite-negation partners (default True).
+        name_swap: Share of groups with a surrogate finding name (needs ``data.surrogates``).
     """
 
     def __init__(self, data: LexiconData, batch_size: int, alpha: float, rng: random.Random,
-                 partners: bool = True) -> None:
+                 partners: bool = True, name_swap: float = 0.0) -> None:
         self.data = data
         self.batch_size = batch_size
         self.rng = rng
         self.partners = partners
+        self.name_swap = name_swap if data.surrogates else 0.0
         self.queries = list(data.by_query)
         self.weights = [len(data.by_query[q]) ** alpha for q in self.queries]
 
@@ -71,7 +85,26 @@ class LexiconSampler:
     def compatible(self, a: LexiconExample, b: LexiconExample) -> bool:
         """Whether ``a`` and ``b`` may share a batch (each one's sentence is a true negative for the other)."""
         s = self.data.sentences
-        return a.positive != b.positive and not s[b.positive].matches(a.query) and not s[a.positive].matches(b.query)
+        if a.positive == b.positive or s[b.positive].matches(a.query) or s[a.positive].matches(b.query):
+            return False
+        # A surrogate may be a word of another sentence ("sarcoidosis"): that sentence is no negative for it.
+        return not ((a.text is not None and mentions_term(b.positive_text(s), a.query.finding))
+                    or (b.text is not None and mentions_term(a.positive_text(s), b.query.finding)))
+
+    def swapped(self, group: list[LexiconExample]) -> list[LexiconExample]:
+        """``group`` with its finding name swapped for one random surrogate (unchanged if a sentence cannot be)."""
+        term = self.rng.choice(self.data.surrogates)
+        out = []
+        for e in group:
+            sent = self.data.sentences[e.positive]
+            span = sent.name_span(e.query.finding)
+            if span is None or mentions_term(sent.text, term):
+                return group
+            own = phrasings(e.query)
+            query = Query(e.query.polarity, term)
+            out.append(LexiconExample(query, query_text(query, own.index(e.anchor)), e.positive,
+                                      swap_span(sent.text, *span, term)))
+        return out
 
     def group(self) -> list[LexiconExample]:
         """An example and, when its opposite query exists, a compatible partner example."""
@@ -82,8 +115,11 @@ class LexiconSampler:
             for _ in range(5):
                 partner = self.example(opp)
                 if self.compatible(first, partner):
-                    return [first, partner]
-        return [first]
+                    return self.maybe_swapped([first, partner])
+        return self.maybe_swapped([first])
+
+    def maybe_swapped(self, group: list[LexiconExample]) -> list[LexiconExample]:
+        return self.swapped(group) if self.name_swap and self.rng.random() < self.name_swap else group
 
     def next_batch(self) -> list[LexiconExample]:
         """A batch of up to ``batch_size`` mutually compatible examples (partners included)."""

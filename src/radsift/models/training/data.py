@@ -14,7 +14,7 @@ sides: the split is by report, as the protocol asks; the model card reports the 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
 from radsift.errors import CorpusError
@@ -42,6 +42,9 @@ class LabeledSentence:
         labels: Its yes/no queries restricted to the training findings.
         all_labels: Every yes/no query of the sentence (used to avoid false negatives).
         uncertain: Findings mentioned as uncertain.
+        names: ``finding -> (start, end)`` of the finding's name in :attr:`text`, for findings
+            mentioned exactly once and by a synonym (not "heart size is normal"): the spans name
+            swapping may replace (:mod:`radsift.models.training.surrogates`).
     """
 
     id: str
@@ -49,6 +52,14 @@ class LabeledSentence:
     labels: frozenset[Query]
     all_labels: frozenset[Query]
     uncertain: frozenset[str]
+    names: tuple[tuple[str, int, int], ...] = ()
+
+    def name_span(self, finding: str) -> tuple[int, int] | None:
+        """Where ``finding`` is named in the text, if it may be swapped."""
+        for f, start, end in self.names:
+            if f == finding:
+                return start, end
+        return None
 
     def matches(self, query: Query) -> bool:
         """Whether this sentence must not be a negative for ``query`` (it carries it, or is uncertain)."""
@@ -63,10 +74,12 @@ class LexiconData:
         sentences: Training sentences (index = position).
         by_query: Training query -> indices of its sentences (sentences carrying both
             polarities of the finding are left out: they cannot teach negation).
+        surrogates: Surrogate finding names for name swapping (empty when it is off).
     """
 
     sentences: list[LabeledSentence]
     by_query: dict[Query, list[int]]
+    surrogates: list[str] = field(default_factory=list)
 
     @property
     def n_entries(self) -> int:
@@ -130,6 +143,8 @@ class TrainingData:
             "train_negative_queries": sum(1 for q in by_q if q.polarity == "no"),
             "train_queries_with_opposite": sum(1 for q in by_q if self.lexicon.opposite_of(q)),
             "test_findings": sorted(self.test_findings),
+            "name_swap_surrogates": len(self.lexicon.surrogates),
+            "train_sentences_with_swappable_names": sum(1 for s in self.lexicon.sentences if s.names),
             "train_pairs": len(self.pairs),
             "train_distinct_impressions": len({p.impression_key for p in self.pairs}),
             "heldout_pairs": len(self.heldout_pairs),
@@ -160,6 +175,8 @@ def prepare_data(
     from radsift.labels import build_weak_labels, split_findings
     from radsift.models.training.split import heldout_ids
 
+    from radsift.labels.labeler import Labeler
+
     reports = list(reports)
     if not reports:
         raise CorpusError("the training corpus holds no report")
@@ -171,6 +188,7 @@ def prepare_data(
     train = set(ids) - held
     if not train:
         raise CorpusError("every report fell in the held-out split: the corpus is too small to train on")
+    labeler = labeler or Labeler()
     weak = build_weak_labels(reports, labeler, sections=config.label_sections, progress=progress)
     test_findings: set[str] = set()
     if config.split_by_finding is not None:
@@ -178,6 +196,13 @@ def prepare_data(
         test_findings = set(folds[config.split_by_finding])
 
     lexicon = _lexicon_data(weak, train, test_findings)
+    if config.name_swap > 0:
+        from radsift.models.training.surrogates import NameFinder, surrogate_terms
+
+        texts = (s.text for s in weak.sentences if any(r in train for r in s.report_ids))
+        lexicon.surrogates = surrogate_terms(texts, labeler.lexicon, labeler.rules)
+        names = NameFinder(labeler.lexicon)
+        lexicon.sentences = [replace(s, names=names(weak.sentence(s.id))) for s in lexicon.sentences]
     heldout_sentences = [_labeled(s, set()) for s in weak.sentences if any(r in held for r in s.report_ids)]
     pairs = _pairs(reports, train, config)
     heldout_pairs = _pairs(reports, held, config)

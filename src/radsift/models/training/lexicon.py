@@ -35,6 +35,7 @@ from radsift.models.training.batching import LexiconExample, LexiconSampler, min
 from radsift.models.training.data import LexiconData
 from radsift.models.training.embedding import embed_columns_bucketed
 from radsift.models.training.loop import StepResult
+from radsift.models.training.surrogates import mentions_term
 
 
 @dataclass
@@ -47,7 +48,7 @@ class MinedBatch:
     def texts(self, data: LexiconData) -> tuple[list[str], list[str], list[str]]:
         """Anchor, positive and negative texts."""
         s = data.sentences
-        return ([e.anchor for e in self.examples], [s[e.positive].text for e in self.examples],
+        return ([e.anchor for e in self.examples], [e.positive_text(s) for e in self.examples],
                 [s[n].text for n in self.negatives])
 
     def opposite_anchors(self) -> list[str]:
@@ -58,6 +59,14 @@ class MinedBatch:
             variant = own.index(e.anchor) if e.anchor in own else 0
             out.append(query_text(opposite(e.query), variant))
         return out
+
+
+def _carries(sentence, example: LexiconExample) -> bool:
+    """Whether ``sentence`` must not be a negative for ``example`` (it carries its query or, for a
+    swapped example, contains the surrogate name)."""
+    if example.text is not None:
+        return mentions_term(sentence.text, example.query.finding)
+    return sentence.matches(example.query)
 
 
 class QueryMarginLoss(torch.nn.Module):
@@ -145,7 +154,8 @@ class LexiconRecipe:
         self.data = data
         self.config = config
         self.rng = rng
-        self.sampler = LexiconSampler(data, config.batch_size, config.query_sampling_alpha, rng)
+        self.sampler = LexiconSampler(data, config.batch_size, config.query_sampling_alpha, rng,
+                                      name_swap=config.name_swap)
         self._loss: torch.nn.Module | None = None
         self.queue: list[MinedBatch] = []
         # When the mined negative joins the in-batch candidates (MNRL's negative column) it must be a
@@ -174,11 +184,13 @@ class LexiconRecipe:
         for j, c in enumerate(pool):
             cand = s[c]
             if self.batch_wide:
-                ok = c not in positives and not any(cand.matches(e.query) for e in batch)
+                ok = c not in positives and not any(_carries(cand, e) for e in batch)
                 out[:, j] = ok
             else:
                 for i, e in enumerate(batch):
-                    out[i, j] = c != e.positive and not cand.matches(e.query)
+                    # A swapped example's own unswapped sentence is a true negative: "No pneumothorax."
+                    # for "no sarcoidosis" is the lesson of name swapping.
+                    out[i, j] = (c != e.positive or e.text is not None) and not _carries(cand, e)
         return out
 
     def fallback_negative(self, batch: list[LexiconExample], example: LexiconExample) -> int:
@@ -188,10 +200,10 @@ class LexiconRecipe:
         positives = {e.positive for e in batch}
         for _ in range(200):
             c = self.rng.randrange(len(s))
-            if c not in positives and not any(s[c].matches(e.query) for e in targets):
+            if c not in positives and not any(_carries(s[c], e) for e in targets):
                 return c
         for c in range(len(s)):  # exhaustive search for tiny corpora
-            if c != example.positive and not s[c].matches(example.query):
+            if c != example.positive and not _carries(s[c], example):
                 return c
         return example.positive  # pragma: no cover - a corpus with a single sentence
 
