@@ -217,11 +217,12 @@ def evaluate_hybrid(dense: dict[str, Any], bm25: dict[str, Any], es: EvalSet) ->
     ranking fused with BM25's ranking of the sentences it scores above 0."""
     from radsift.search.fusion import reciprocal_rank_fusion
 
-    ids = [s.id for s in es.sentences]
-    per_query = {}
-    for row, (q, relevant) in enumerate(es.queries.items()):
+    # The fused order as scores (minus the position): every sentence is in the full dense ranking.
+    fused = np.zeros(dense["scores"].shape)
+    for row in range(len(es.queries)):
         d, b = dense["scores"][row], bm25["scores"][row]
         b_order = np.argsort(-b, kind="stable")
         rows, _ = reciprocal_rank_fusion([np.argsort(-d, kind="stable"), b_order[b[b_order] > 0]])
-        per_query[q.qid] = average_precision([ids[j] for j in rows], {x: 1 for x in relevant})
+        fused[row, rows] = -np.arange(len(rows))
+    per_query = _retrieval_scores(fused, es)
     return {**_means(per_query), "per_query": per_query}
