@@ -3,6 +3,7 @@ whose rankings (HashingEncoder cosines, BM25 term overlap) are known in advance.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -19,6 +20,7 @@ from radsift.evaluation.protocols.separation import run_separation
 from radsift.evaluation.splits import fold_findings, is_held_out, report_split
 from radsift.evaluation.systems import (
     DenseSystem,
+    HybridSystem,
     build_systems,
     check_specs,
     group_max,
@@ -100,7 +102,12 @@ def test_parse_system_specs() -> None:
     named = parse_system("mine=dense:/x/y")
     assert (named.name, named.model, named.label) == ("mine", "/x/y", "mine")
     r = parse_system("rerank:bi:cross")
-    assert (r.model, r.reranker) == ("bi", "cross")
+    assert (r.model, r.reranker, r.first_stage) == ("bi", "cross", "dense")
+    hr = parse_system("hybrid+rerank:bi:cross")
+    assert (hr.kind, hr.first_stage, hr.label, hr.describe()) == (
+        "rerank", "hybrid", "hybrid+rerank:cross+bi", "hybrid+rerank:bi:cross")
+    with pytest.raises(ConfigError, match="unknown system"):
+        parse_system("bm25+rerank:cross")
     for bad, message in (("tfidf", "unknown system"), ("bm25:x", "takes no model"), ("dense:", "empty model path")):
         with pytest.raises(ConfigError, match=message):
             parse_system(bad)
@@ -156,6 +163,22 @@ def test_rerank_reorders_the_head_and_keeps_the_tail(encoder) -> None:
     assert fake.calls[-1][1] == [CANDIDATES[0], CANDIDATES[1]]
 
 
+def test_hybrid_rerank_reranks_the_hybrid_head(encoder) -> None:
+    fake = FakeReranker()
+    spec = dataclasses.replace(parse_system("hr=hybrid+rerank:fake"), depth=3)
+    hybrid, system = build_systems(["hybrid", spec], encoders={None: encoder}, rerankers={"fake": fake},
+                                   progress=False)
+    assert isinstance(system.first, HybridSystem)
+    head = [i for i, _ in hybrid.rank(["left pneumothorax"], CANDIDATES)[0]][:3]
+    ranking = system.rank(["left pneumothorax"], CANDIDATES)[0]
+    # The cross-encoder saw the hybrid's top 3 (best first) and alone (weight 1) orders them by length.
+    assert fake.calls[-1] == ("left pneumothorax", [CANDIDATES[i] for i in head])
+    assert [i for i, _ in ranking] == sorted(head, key=lambda i: len(CANDIDATES[i])) + [2]
+    # Grouped: a report is re-scored on its best sentence by the hybrid's dense side.
+    system.rank(["pneumothorax"], CANDIDATES, groups=[1, 0, 1, 0])
+    assert fake.calls[-1][1] == [CANDIDATES[0], CANDIDATES[1]]
+
+
 def test_systems_file(tmp_path, encoder) -> None:
     f = tmp_path / "systems.yaml"
     f.write_text(f"systems:\n  - bm25\n  - name: hashed\n    kind: dense\n    model: {encoder.path.name}\n"
@@ -167,6 +190,13 @@ def test_systems_file(tmp_path, encoder) -> None:
     bad.write_text("- bm25\n- kind: dense\n  colour: red\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"bad.yaml: system #2: unknown keys \['colour'\]"):
         load_systems_file(bad)
+    staged = tmp_path / "staged.yaml"
+    staged.write_text("- {kind: rerank, reranker: rr, first_stage: hybrid, depth: 20}\n", encoding="utf-8")
+    (spec,) = load_systems_file(staged)
+    assert (spec.first_stage, spec.depth, spec.reranker) == ("hybrid", 20, str(tmp_path / "rr"))
+    staged.write_text("- {kind: dense, first_stage: hybrid}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="staged.yaml: system #1: 'first_stage' is one of"):
+        load_systems_file(staged)
 
 
 def test_hashing_folder_loads_as_dense_system(encoder) -> None:

@@ -20,7 +20,9 @@ Specs (command line ``--systems``, or a YAML file, see :func:`load_systems_file`
 - ``rerank:[MODEL:]RERANKER``: the dense ranking of MODEL (default model if omitted), its top
   :data:`RERANK_DEPTH` re-scored by the cross-encoder folder RERANKER
   (:mod:`radsift.models.reranker`); the rest keep their dense order below them. In a YAML
-  file ``depth:`` sets the number of reranked candidates.
+  file ``depth:`` sets the number of reranked candidates;
+- ``hybrid+rerank:[MODEL:]RERANKER``: the same over the hybrid ranking, as ``radsift search
+  --rerank N`` reranks in its default (hybrid) mode. In a YAML file: ``first_stage: hybrid``.
 
 Any spec may be named: ``--systems mine=dense:runs/model`` (the name labels tables and
 plots). Model folders are checked before any work starts. A folder written by
@@ -42,6 +44,8 @@ import numpy as np
 from radsift.errors import ConfigError
 
 KINDS = ("bm25", "dense", "hybrid", "rerank")
+# First stages a reranker can re-score; ``hybrid+rerank:...`` names the hybrid one.
+FIRST_STAGES = ("dense", "hybrid")
 BM25_PARAMS = {"k1": 1.5, "b": 0.75, "method": "lucene"}
 # Hybrid fuses at least this many candidates from each side, like radsift.search.
 HYBRID_DEPTH = 200
@@ -68,6 +72,8 @@ class SystemSpec:
         reranker: Cross-encoder folder (``rerank`` only).
         name: Display name (default: derived from the spec, see :attr:`label`).
         source: Where the spec came from (for error messages).
+        depth: Candidates the reranker re-scores (``rerank`` only).
+        first_stage: ``dense`` or ``hybrid``: the ranking a reranker re-scores (``rerank`` only).
     """
 
     kind: str
@@ -76,6 +82,7 @@ class SystemSpec:
     name: str | None = None
     source: str = "--systems"
     depth: int = RERANK_DEPTH
+    first_stage: str = "dense"
 
     @property
     def label(self) -> str:
@@ -85,18 +92,21 @@ class SystemSpec:
         if self.kind == "bm25":
             return "bm25"
         if self.kind == "rerank":
-            base = f"rerank:{Path(self.reranker or '?').name}"
+            base = f"{self._kind_token()}:{Path(self.reranker or '?').name}"
             return base if self.model is None else f"{base}+{Path(self.model).name}"
         return self.kind if self.model is None else f"{self.kind}:{Path(self.model).name}"
 
+    def _kind_token(self) -> str:
+        return "hybrid+rerank" if self.kind == "rerank" and self.first_stage == "hybrid" else self.kind
+
     def describe(self) -> str:
         """The spec in ``--systems`` syntax."""
-        parts = [self.kind] + [p for p in (self.model, self.reranker) if p]
+        parts = [self._kind_token()] + [p for p in (self.model, self.reranker) if p]
         return ":".join(parts)
 
 
 def parse_system(text: str, source: str = "--systems") -> SystemSpec:
-    """Parse ``bm25``, ``dense[:MODEL]``, ``hybrid[:MODEL]``, ``rerank:[MODEL:]RERANKER``, optionally ``NAME=SPEC``.
+    """Parse ``bm25``, ``dense[:MODEL]``, ``hybrid[:MODEL]``, ``[hybrid+]rerank:[MODEL:]RERANKER``, optionally ``NAME=SPEC``.
 
     Raises:
         ConfigError: Unknown kind, empty name or path, or a path given to ``bm25``.
@@ -108,9 +118,13 @@ def parse_system(text: str, source: str = "--systems") -> SystemSpec:
         name, raw = head.strip(), tail.strip()
     kind, colon, rest = raw.partition(":")
     kind = kind.strip().lower()
+    first_stage = "dense"
+    if kind.endswith("+rerank") and kind[: -len("+rerank")] in FIRST_STAGES:
+        kind, first_stage = "rerank", kind[: -len("+rerank")]
     if kind not in KINDS:
         raise ConfigError(
-            f"{source}: unknown system {text!r}: use bm25, dense[:MODEL], hybrid[:MODEL] or rerank:[MODEL:]RERANKER"
+            f"{source}: unknown system {text!r}: use bm25, dense[:MODEL], hybrid[:MODEL] or "
+            "[hybrid+]rerank:[MODEL:]RERANKER"
         )
     if colon and not rest.strip():
         raise ConfigError(f"{source}: system {text!r}: empty model path after ':'")
@@ -130,10 +144,10 @@ def parse_system(text: str, source: str = "--systems") -> SystemSpec:
         model = rest.strip()
     if model in ("default",):
         model = None
-    return SystemSpec(kind=kind, model=model, reranker=reranker, name=name, source=source)
+    return SystemSpec(kind=kind, model=model, reranker=reranker, name=name, source=source, first_stage=first_stage)
 
 
-_YAML_KEYS = {"name", "kind", "model", "reranker", "spec", "depth"}
+_YAML_KEYS = {"name", "kind", "model", "reranker", "spec", "depth", "first_stage"}
 
 
 def load_systems_file(path: str | Path) -> list[SystemSpec]:
@@ -191,6 +205,11 @@ def load_systems_file(path: str | Path) -> list[SystemSpec]:
                 if spec.kind != "rerank" or isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
                     raise ConfigError(f"{where}: 'depth' is a positive integer, for rerank systems only")
                 spec = dataclasses.replace(spec, depth=depth)
+            if "first_stage" in item:
+                stage = item["first_stage"]
+                if spec.kind != "rerank" or stage not in FIRST_STAGES:
+                    raise ConfigError(f"{where}: 'first_stage' is one of {list(FIRST_STAGES)}, for rerank systems only")
+                spec = dataclasses.replace(spec, first_stage=stage)
         else:
             raise ConfigError(f"{where}: expected a string or a mapping, got {type(item).__name__}")
         specs.append(_relative_to(spec, path.parent))
@@ -575,11 +594,12 @@ class RerankSystem(System):
     (the cross-encoder's share is the reranker's ``weight``; ties keep the first-stage
     order); the candidates after it keep their first-stage order, with scores shifted below
     the head. With ``groups`` (reports of sentences), a group is re-scored on its best
-    first-stage candidate, the sentence ``radsift search`` would show.
+    first-stage candidate, the sentence ``radsift search`` would show (by the dense score when
+    the first stage is a hybrid).
 
     Args:
         name: Display name.
-        first: The first stage (a :class:`DenseSystem`).
+        first: The first stage (a :class:`DenseSystem` or :class:`HybridSystem`).
         reranker: Anything with ``score(query, texts) -> array`` (:class:`radsift.models.reranker.Reranker`).
         depth: Candidates re-scored per query.
         progress: Show a progress bar over queries.
@@ -594,6 +614,8 @@ class RerankSystem(System):
         self.reranker = reranker
         self.depth = depth
         self.progress = progress
+        # Scores single candidates (to pick a report's sentence): a hybrid's dense side.
+        self._unit_scorer = getattr(first, "dense", first)
 
     def describe(self) -> str:
         where = getattr(self.reranker, "path", None)
@@ -627,7 +649,7 @@ class RerankSystem(System):
                 if members is None:
                     texts = [candidates[i] for i, _ in head]
                 else:
-                    row = self.first.scores([queries[qi]], candidates)[0] if head else None
+                    row = self._unit_scorer.scores([queries[qi]], candidates)[0] if head else None
                     texts = [candidates[int(members[i][np.argmax(row[members[i]])])] for i, _ in head]
                 scores, by_score = fused_order([s for _, s in head], self.reranker.score(queries[qi], texts),
                                                getattr(self.reranker, "weight", 1.0))
@@ -695,6 +717,8 @@ def build_systems(
                 from radsift.models.reranker import Reranker
 
                 reranker = Reranker.load(spec.reranker, threads=threads)
-            first = DenseSystem(f"{spec.label}/dense", cache=cache_for(spec.model), model=spec.model)
+            first: System = DenseSystem(f"{spec.label}/dense", cache=cache_for(spec.model), model=spec.model)
+            if spec.first_stage == "hybrid":
+                first = HybridSystem(f"{spec.label}/hybrid", first, shared_bm25)
             systems.append(RerankSystem(spec.label, first, reranker, depth=spec.depth, progress=progress))
     return systems
