@@ -5,8 +5,9 @@ README comes from ``radsift bench``. Figures (see :mod:`radsift.models.training.
 Shi et al.'s sentence retrieval mAP (positive / negative / all weak-label queries), embedding
 separation, and RadSearch's findings-to-impression top-5 match rate on the held-out reports,
 with McNemar against the untrained model. Each model also gets a ``MODEL+bm25`` row: its
-sentence ranking fused with BM25's by reciprocal rank fusion, as ``radsift bench``'s ``hybrid``
-and ``radsift search``'s default mode rank.
+sentence scores fused with BM25's by the convex combination of :mod:`radsift.search.fusion`, as
+``radsift bench``'s ``hybrid`` and ``radsift search``'s default mode rank, and a
+``MODEL+bm25-rrf`` row: reciprocal rank fusion (``hybrid-rrf``).
 
 Usage::
 
@@ -18,6 +19,10 @@ Usage::
 
     # a reranker over its bi-encoder on the held-out sentences, at several fusion weights
     python benchmarks/bench_train.py rerank MODELS/default MODELS/rerank --weights 0.3 0.5 0.7 1.0
+
+    # hybrid fusion: convex combination at several dense weights vs RRF, for the two fold models,
+    # on the unseen findings (test) and on the fold's own findings over held-out reports (dev)
+    python benchmarks/bench_train.py fusion FOLD0_MODEL FOLD1_MODEL --alphas 0.5 0.6 0.7 0.75 0.8 0.9
 
     # time the default recipe end to end (the < 30 minutes check)
     python benchmarks/bench_train.py default --out /tmp/radsift-work/models/default
@@ -96,8 +101,9 @@ def evaluate_systems(data, models: dict[str, str | None], config, sentences: str
         t = time.monotonic()
         out[name] = evaluate_encoder(model_encode_fn(load_st(path), config), es)
         out[name]["eval_seconds"] = round(time.monotonic() - t, 1)
-        if "scores" in out[name]:  # radsift search's default mode: the model fused with BM25
+        if "scores" in out[name]:  # radsift search's default mode (and the RRF one): the model fused with BM25
             out[f"{name}+bm25"] = evaluate_hybrid(out[name], out["bm25"], es)
+            out[f"{name}+bm25-rrf"] = evaluate_hybrid(out[name], out["bm25"], es, fusion="rrf")
     return out
 
 
@@ -182,9 +188,10 @@ def cmd_ablation(args) -> None:
             r = {**results[name], "train_seconds": round(result.training["seconds"], 1),
                  "total_seconds": round(seconds, 1), "steps": result.training["steps"]}
             record[key][name] = r
-            record[key][f"{name}+bm25"] = results[f"{name}+bm25"]
+            for fused in (f"{name}+bm25", f"{name}+bm25-rrf"):
+                record[key][fused] = results[fused]
             record_path.write_text(json.dumps(record, indent=2))
-            for shown in (name, f"{name}+bm25"):
+            for shown in (name, f"{name}+bm25", f"{name}+bm25-rrf"):
                 print(f"fold {fold} {shown}: " + ", ".join(f"{k} {v:.3f}" for k, v in record[key][shown].items()
                                                            if isinstance(v, float)), flush=True)
     print(ablation_table(record))
@@ -269,6 +276,52 @@ def cmd_rerank(args) -> None:
                 print(f"| {name} | {weight} | {f['map_yes']:.3f} | {f['map_no']:.3f} | {f['map_all']:.3f} |", flush=True)
 
 
+def trained_findings_set(data):
+    """The fold's training findings over the held-out reports: a development set for the split by
+    finding (no test finding, no trained report)."""
+    from radsift.models.training.evaluate import EvalSet
+
+    trained = {q.finding for s in data.heldout_sentences for q in s.all_labels} - set(data.test_findings)
+    queries, entries = {}, []
+    for pos, s in enumerate(data.heldout_sentences):
+        for q in sorted(s.all_labels):
+            if q.finding in trained:
+                queries.setdefault(q, set()).add(s.id)
+                entries.append((pos, q))
+    return EvalSet(data.heldout_sentences, dict(sorted(queries.items())), entries, [], trained)
+
+
+def cmd_fusion(args) -> None:
+    import numpy as np
+
+    from radsift.models.training import TrainConfig
+    from radsift.models.training.data import prepare_data
+    from radsift.models.training.evaluate import (eval_set, evaluate_bm25, evaluate_encoder, evaluate_hybrid,
+                                                  model_encode_fn)
+
+    reports = read_openi()
+    rows: dict[str, dict[str, list[float]]] = {}
+    for fold, model in enumerate(args.models):
+        config = TrainConfig(split_by_finding=fold)
+        data = prepare_data(reports, config, progress=False)
+        encode = model_encode_fn(load_st(model), config)
+        for split, es in (("dev", trained_findings_set(data)), ("test", eval_set(data, sentences="all"))):
+            dense, bm25 = evaluate_encoder(encode, es), evaluate_bm25(es)
+            systems = {"BM25": bm25, "dense": dense,
+                       "RRF (k = 60)": evaluate_hybrid(dense, bm25, es, fusion="rrf"),
+                       **{f"convex, alpha {a:g}": evaluate_hybrid(dense, bm25, es, alpha=a) for a in args.alphas}}
+            for name, r in systems.items():
+                for metric in ("map_no", "map_all"):
+                    rows.setdefault(name, {}).setdefault(f"{split} {metric}", []).append(r[metric])
+            print(f"fold {fold} {split}: {len(es.queries)} queries over {len(es.sentences)} sentences", flush=True)
+    cols = ["test map_no", "test map_all", "dev map_no", "dev map_all"]
+    print("mean of the folds; test = unseen findings over all sentences, dev = the fold's trained findings "
+          "over its held-out reports")
+    print("| ranking | unseen: mAP neg | unseen: mAP all | dev: mAP neg | dev: mAP all |\n|---|---|---|---|---|")
+    for name, r in rows.items():
+        print(f"| {name} | " + " | ".join(f"{np.mean(r[c]):.3f}" for c in cols) + " |")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -295,8 +348,12 @@ def main(argv=None) -> None:
     r.add_argument("reranker")
     r.add_argument("--depth", type=int, default=50)
     r.add_argument("--weights", type=float, nargs="+", default=[0.3])
+    f = sub.add_parser("fusion", help="Hybrid fusion (convex at several dense weights, RRF) of two fold models.")
+    f.add_argument("models", nargs=2, help="The fold 0 and fold 1 models (radsift train --split-by-finding F).")
+    f.add_argument("--alphas", type=float, nargs="+", default=[0.5, 0.6, 0.7, 0.75, 0.8, 0.9])
     args = parser.parse_args(argv)
-    {"evaluate": cmd_evaluate, "ablation": cmd_ablation, "default": cmd_default, "rerank": cmd_rerank}[args.cmd](args)
+    {"evaluate": cmd_evaluate, "ablation": cmd_ablation, "default": cmd_default, "rerank": cmd_rerank,
+     "fusion": cmd_fusion}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -224,7 +224,7 @@ def test_group_max() -> None:
 CANDIDATES = ["no pneumothorax", "large left pneumothorax", "heart size normal", "left pleural effusion"]
 
 
-def test_dense_bm25_and_hybrid_rankings_are_the_expected_ones(systems) -> None:
+def test_dense_bm25_and_hybrid_rankings_are_the_expected_ones(systems, encoder) -> None:
     bm25, dense, hybrid = systems
     tokens = [set(t.split()) for t in ["no pneumothorax", "larg left pneumothorax", "heart size normal",
                                        "left pleural effus"]]
@@ -236,10 +236,20 @@ def test_dense_bm25_and_hybrid_rankings_are_the_expected_ones(systems) -> None:
     # BM25 retrieves only candidates sharing a term; the shorter one scores higher.
     assert [i for i, _ in bm25.rank(["pneumothorax"], CANDIDATES)[0]] == [0, 1]
     assert bm25.rank(["cardiomegaly"], CANDIDATES) == [[]]
-    # Hybrid = RRF of the two rankings (k = 60).
-    fused = hybrid.rank(["left pneumothorax"], CANDIDATES)[0]
-    d = [i for i, _ in dense.rank(["left pneumothorax"], CANDIDATES)[0]]
-    b = [i for i, _ in bm25.rank(["left pneumothorax"], CANDIDATES)[0]]
+    # Hybrid = 0.75 x min-max(dense) + 0.25 x min-max(BM25), over every candidate.
+    query = ["left pneumothorax"]
+    ds, bs = dense.scores(query, CANDIDATES)[0], bm25.scores(query, CANDIDATES)[0]
+    assert bs[2] == 0 and bs[1] > bs[0] > bs[3] > 0  # "heart size normal" shares no term
+    convex = {i: 0.75 * (ds[i] - ds.min()) / (ds.max() - ds.min()) + 0.25 * bs[i] / bs.max() for i in range(4)}
+    fused = hybrid.rank(query, CANDIDATES)[0]
+    assert [i for i, _ in fused] == sorted(convex, key=lambda i: (-convex[i], i))
+    assert [s for _, s in fused] == pytest.approx(sorted(convex.values(), reverse=True), abs=1e-6)
+    assert fused[0] == (1, pytest.approx(1.0))  # best on both sides
+    # hybrid-rrf = RRF of the two rankings (k = 60).
+    (rrf_system,) = build_systems(["hybrid-rrf"], encoders={None: encoder}, progress=False)
+    fused = rrf_system.rank(query, CANDIDATES)[0]
+    d = [i for i, _ in dense.rank(query, CANDIDATES)[0]]
+    b = [i for i, _ in bm25.rank(query, CANDIDATES)[0]]
     rrf = {i: sum(1 / (60 + r.index(i) + 1) for r in (d, b) if i in r) for i in set(d) | set(b)}
     assert [i for i, _ in fused] == sorted(rrf, key=lambda i: (-rrf[i], i))
     assert [s for _, s in fused] == pytest.approx(sorted(rrf.values(), reverse=True), abs=1e-6)

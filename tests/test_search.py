@@ -14,6 +14,7 @@ from radsift.index import build_index
 from radsift.models.hashing import HashingEncoder
 from radsift.records import Report
 from radsift.search import Index, highlight_spans, parse_where, reciprocal_rank_fusion
+from radsift.search.fusion import convex_combination, min_max
 from radsift.search.aggregate import best_unit_per_report
 
 REPORTS = [
@@ -36,7 +37,7 @@ def index(tmp_path_factory):
     return Index.open(root / "idx", encoder=enc)
 
 
-@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
+@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid", "hybrid-rrf"])
 def test_each_mode_finds_the_effusion_report_first(index, mode):
     hits = index.search("left pleural effusion", k=3, mode=mode)
     assert hits[0].report_id == "c"
@@ -103,6 +104,31 @@ def test_rrf_matches_the_formula():
     assert scores[1] == pytest.approx(1 / 63 + 1 / 61)
 
 
+def test_convex_combination_matches_the_formula():
+    dense = np.array([[0.2, 0.6, 1.0, 0.6]])
+    bm25 = np.array([[0.0, 3.0, 0.0, 1.5]])
+    assert min_max(dense)[0].tolist() == pytest.approx([0.0, 0.5, 1.0, 0.5])
+    fused = convex_combination(dense, bm25)[0]
+    assert fused.tolist() == pytest.approx([0.0, 0.75 * 0.5 + 0.25, 0.75, 0.75 * 0.5 + 0.125])
+    assert convex_combination(dense, bm25, alpha=1.0)[0].tolist() == pytest.approx(min_max(dense)[0].tolist())
+    assert min_max(np.array([2.0, 2.0])).tolist() == [0.0, 0.0]  # no spread: no preference
+    with pytest.raises(ValueError, match="alpha"):
+        convex_combination(dense, bm25, alpha=1.5)
+    with pytest.raises(ValueError, match="shape|scores"):
+        convex_combination(dense, bm25[:, :2])
+
+
+def test_hybrid_scores_are_the_convex_combination_of_the_two_modes(index):
+    def scores(mode):
+        return {h.sentence.text: h.score for h in index.search("small pneumothorax", k=100, mode=mode,
+                                                                level="sentence", negation="ignore")}
+    dense, bm25, hybrid = scores("dense"), scores("bm25"), scores("hybrid")
+    assert set(hybrid) == set(dense)  # every unit has a fused score; BM25 misses count as 0
+    d = np.array([dense[t] for t in hybrid])
+    b = np.array([bm25.get(t, 0.0) for t in hybrid])
+    assert [hybrid[t] for t in hybrid] == pytest.approx(convex_combination(d, b).tolist(), abs=1e-6)
+
+
 def test_best_unit_per_report_keeps_first():
     picked = best_unit_per_report(np.array([5, 6, 7]), np.array([0.9, 0.8, 0.7]), np.array([0, 0, 0, 0, 0, 1, 1, 2]),
                                   k=5)
@@ -158,7 +184,7 @@ def test_run_writes_trec_and_eval_reads_it(index, tmp_path, monkeypatch):
     assert '"map"' in res.output.lower()
 
 
-@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
+@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid", "hybrid-rrf"])
 def test_negation_aware_ranking_puts_opposite_statements_last(index, mode):
     hits = index.search("pneumothorax", k=50, mode=mode, level="sentence")
     texts = [h.sentence.text for h in hits]

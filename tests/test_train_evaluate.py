@@ -67,14 +67,20 @@ def test_bm25_baseline(es):
     assert r["n_pairs"] == 3
 
 
-def test_hybrid_fuses_dense_and_bm25_by_reciprocal_rank(es):
+def test_hybrid_fuses_dense_and_bm25_as_radsift_search(es):
     from radsift.models.training.evaluate import evaluate_hybrid
 
     # rows: queries in es.queries order (no, yes); columns: s1 "No pneumothorax.", s2, s3
     dense = {"scores": np.array([[0.1, 0.9, 0.5], [0.2, 0.8, 0.1]])}
     bm25 = {"scores": np.array([[2.0, 1.0, 0.0], [1.0, 1.5, 0.0]])}
-    r = evaluate_hybrid(dense, bm25, es)
+    r = evaluate_hybrid(dense, bm25, es, fusion="rrf")
     # "no": dense ranks s2, s3, s1; BM25 s1, s2 (s3 scores 0: unranked). RRF (k = 60):
     # s2 1/61 + 1/62 > s1 1/63 + 1/61 > s3 1/62, so the relevant s1 is second: AP 0.5.
     assert r["per_query"] == {"no:pneumothorax": 0.5, "yes:pneumothorax": 1.0}
     assert r["map_no"] == 0.5 and r["map_all"] == 0.75
+    # Convex (the default): min-max dense [0, 1, 0.5], BM25 [1, 0.5, 0]; 0.75 / 0.25 gives
+    # s1 0.25 < s3 0.375 < s2 0.875: the score gap that RRF ignores puts s1 third, AP 1/3.
+    r = evaluate_hybrid(dense, bm25, es)
+    assert r["per_query"] == {"no:pneumothorax": pytest.approx(1 / 3), "yes:pneumothorax": 1.0}
+    with pytest.raises(ValueError, match="fusion must be"):
+        evaluate_hybrid(dense, bm25, es, fusion="max")

@@ -147,7 +147,8 @@ def index_info(index_dir: Annotated[Path, typer.Argument(help="Index directory."
     console.print_json(json.dumps(Index.open(index_dir).stats()))
 
 
-ModeOpt = Annotated[str, typer.Option("--mode", help="dense | bm25 | hybrid")]
+ModeOpt = Annotated[str, typer.Option(
+    "--mode", help="hybrid (convex combination of dense and BM25) | dense | bm25 | hybrid-rrf (reciprocal rank fusion)")]
 LevelOpt = Annotated[str, typer.Option("--level", help="report | sentence")]
 WhereOpt = Annotated[Optional[list[str]], typer.Option("--where", help="Metadata filter KEY=VALUE (repeatable).")]
 TargetOpt = Annotated[Optional[str], typer.Option("--target", help="Search one section only: findings, impression, ...")]

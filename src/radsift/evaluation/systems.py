@@ -15,8 +15,11 @@ Specs (command line ``--systems``, or a YAML file, see :func:`load_systems_file`
   (stems, negation words kept); a candidate sharing no term with the query is not retrieved;
 - ``dense`` / ``dense:MODEL``: cosine of sentence-transformers embeddings (the packaged
   all-MiniLM-L6-v2 by default, or a local model folder);
-- ``hybrid`` / ``hybrid:MODEL``: reciprocal rank fusion (Cormack et al. 2009, k = 60) of the
-  dense and BM25 rankings, as ``radsift search --mode hybrid`` fuses them;
+- ``hybrid`` / ``hybrid:MODEL``: the convex combination of the min-max normalised dense and BM25
+  scores (:func:`radsift.search.fusion.convex_combination`, dense weight 0.75), as ``radsift
+  search --mode hybrid`` fuses them;
+- ``hybrid-rrf`` / ``hybrid-rrf:MODEL``: reciprocal rank fusion (Cormack et al. 2009, k = 60) of
+  the dense and BM25 rankings (``radsift search --mode hybrid-rrf``);
 - ``rerank:[MODEL:]RERANKER``: the dense ranking of MODEL (default model if omitted), its top
   :data:`RERANK_DEPTH` re-scored by the cross-encoder folder RERANKER
   (:mod:`radsift.models.reranker`); the rest keep their dense order below them. In a YAML
@@ -43,11 +46,11 @@ import numpy as np
 
 from radsift.errors import ConfigError
 
-KINDS = ("bm25", "dense", "hybrid", "rerank")
+KINDS = ("bm25", "dense", "hybrid", "hybrid-rrf", "rerank")
 # First stages a reranker can re-score; ``hybrid+rerank:...`` names the hybrid one.
 FIRST_STAGES = ("dense", "hybrid")
 BM25_PARAMS = {"k1": 1.5, "b": 0.75, "method": "lucene"}
-# Hybrid fuses at least this many candidates from each side, like radsift.search.
+# RRF fuses at least this many candidates from each side, like radsift.search.
 HYBRID_DEPTH = 200
 # Candidates a reranker re-scores per query (the first stage's top).
 RERANK_DEPTH = 50
@@ -67,7 +70,7 @@ class SystemSpec:
     """What to build: a kind, its model folders and a display name.
 
     Attributes:
-        kind: ``bm25``, ``dense``, ``hybrid`` or ``rerank``.
+        kind: ``bm25``, ``dense``, ``hybrid``, ``hybrid-rrf`` or ``rerank``.
         model: Bi-encoder folder (None = the packaged default model); unused by ``bm25``.
         reranker: Cross-encoder folder (``rerank`` only).
         name: Display name (default: derived from the spec, see :attr:`label`).
@@ -123,7 +126,7 @@ def parse_system(text: str, source: str = "--systems") -> SystemSpec:
         kind, first_stage = "rerank", kind[: -len("+rerank")]
     if kind not in KINDS:
         raise ConfigError(
-            f"{source}: unknown system {text!r}: use bm25, dense[:MODEL], hybrid[:MODEL] or "
+            f"{source}: unknown system {text!r}: use bm25, dense[:MODEL], hybrid[:MODEL], hybrid-rrf[:MODEL] or "
             "[hybrid+]rerank:[MODEL:]RERANKER"
         )
     if colon and not rest.strip():
@@ -197,7 +200,7 @@ def load_systems_file(path: str | Path) -> list[SystemSpec]:
                         text += f":{item[key]}"
                 spec = parse_system(text, source=where)
             else:
-                raise ConfigError(f"{where}: give 'kind' (bm25, dense, hybrid, rerank) or 'spec'")
+                raise ConfigError(f"{where}: give 'kind' (bm25, dense, hybrid, hybrid-rrf, rerank) or 'spec'")
             if item.get("name"):
                 spec = dataclasses.replace(spec, name=str(item["name"]))
             if "depth" in item:
@@ -392,7 +395,7 @@ class System:
 
     Attributes:
         name: Display name (unique in a run).
-        kind: ``bm25``, ``dense``, ``hybrid`` or ``rerank``.
+        kind: ``bm25``, ``dense``, ``hybrid``, ``hybrid-rrf`` or ``rerank``.
         has_similarity: True when :meth:`similarity` gives a query-text similarity (cosine),
             which the embedding-separation protocol needs.
     """
@@ -548,7 +551,8 @@ class BM25System(System):
 
 
 class HybridSystem(System):
-    """Reciprocal rank fusion of a dense and a BM25 ranking (each cut at ``max(k, 200)``, or full)."""
+    """The convex combination of the dense and BM25 scores of every candidate, as ``radsift search``
+    fuses them (:func:`radsift.search.fusion.convex_combination`)."""
 
     kind = "hybrid"
 
@@ -558,9 +562,29 @@ class HybridSystem(System):
         self.bm25 = bm25
 
     def describe(self) -> str:
+        from radsift.search.fusion import DENSE_WEIGHT
+
+        return (f"hybrid: {DENSE_WEIGHT} x min-max of [{self.dense.describe()}] + {1 - DENSE_WEIGHT:g} x "
+                "min-max of [bm25]")
+
+    def scores(self, queries: Sequence[str], candidates: Sequence[str]) -> np.ndarray:
+        from radsift.search.fusion import convex_combination
+
+        return convex_combination(self.dense.scores(queries, candidates), self.bm25.scores(queries, candidates))
+
+
+class RRFHybridSystem(HybridSystem):
+    """Reciprocal rank fusion of a dense and a BM25 ranking (each cut at ``max(k, 200)``, or full)."""
+
+    kind = "hybrid-rrf"
+
+    def describe(self) -> str:
         from radsift.search.fusion import RRF_K
 
-        return f"hybrid: reciprocal rank fusion (k={RRF_K}) of [{self.dense.describe()}] and [bm25]"
+        return f"hybrid-rrf: reciprocal rank fusion (k={RRF_K}) of [{self.dense.describe()}] and [bm25]"
+
+    def scores(self, queries: Sequence[str], candidates: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError("reciprocal rank fusion ranks; it has no per-candidate score matrix")
 
     def rank(
         self,
@@ -594,8 +618,7 @@ class RerankSystem(System):
     (the cross-encoder's share is the reranker's ``weight``; ties keep the first-stage
     order); the candidates after it keep their first-stage order, with scores shifted below
     the head. With ``groups`` (reports of sentences), a group is re-scored on its best
-    first-stage candidate, the sentence ``radsift search`` would show (by the dense score when
-    the first stage is a hybrid).
+    first-stage candidate, the sentence ``radsift search`` would show.
 
     Args:
         name: Display name.
@@ -614,8 +637,8 @@ class RerankSystem(System):
         self.reranker = reranker
         self.depth = depth
         self.progress = progress
-        # Scores single candidates (to pick a report's sentence): a hybrid's dense side.
-        self._unit_scorer = getattr(first, "dense", first)
+        # Scores single candidates (to pick a report's sentence): RRF has no scores, its dense side has.
+        self._unit_scorer = first.dense if isinstance(first, RRFHybridSystem) else first
 
     def describe(self) -> str:
         where = getattr(self.reranker, "path", None)
@@ -708,9 +731,10 @@ def build_systems(
             systems.append(bm25)
         elif spec.kind == "dense":
             systems.append(DenseSystem(spec.label, cache=cache_for(spec.model), model=spec.model))
-        elif spec.kind == "hybrid":
+        elif spec.kind in ("hybrid", "hybrid-rrf"):
             dense = DenseSystem(f"{spec.label}/dense", cache=cache_for(spec.model), model=spec.model)
-            systems.append(HybridSystem(spec.label, dense, shared_bm25))
+            fused = HybridSystem if spec.kind == "hybrid" else RRFHybridSystem
+            systems.append(fused(spec.label, dense, shared_bm25))
         else:  # rerank: check_specs made sure the module and the folder exist
             reranker = (rerankers or {}).get(spec.reranker)
             if reranker is None:

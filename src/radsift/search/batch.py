@@ -20,7 +20,7 @@ def run_queries(index, queries_path: Path, out: Path, *, k: int = 1000, mode: st
 
     queries = read_queries(queries_path)
     vectors = None
-    if mode in ("dense", "hybrid") and queries:
+    if mode in ("dense", "hybrid", "hybrid-rrf") and queries:
         vectors = index.encoder.encode(list(queries.values()), batch_size=64)
     run: dict[str, list[tuple[str, float]]] = {}
     with progress_bar() as bar:

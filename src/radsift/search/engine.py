@@ -15,7 +15,7 @@ from radsift.index.store import IndexStore
 from radsift.index.tokens import tokenize
 from radsift.records import Hit, Report, Sentence
 from radsift.search.aggregate import best_unit_per_report
-from radsift.search.fusion import reciprocal_rank_fusion
+from radsift.search.fusion import convex_combination, reciprocal_rank_fusion
 from radsift.search.highlight import highlight_spans
 from radsift.search.query import LEVELS, MODES, UNITS, check_choice, normalize_query, parse_where
 
@@ -241,20 +241,21 @@ class Index:
 
     def _rank(self, store, query, mode, unit, n, mask, query_vector=None, conflicts=None):
         dense = bm25 = None
-        if mode in ("dense", "hybrid"):
+        if mode != "bm25":
             dense = (self._backend(store, unit).scores(query_vector) if query_vector is not None
                      else self._dense_scores(store, query, unit))
-            dense = demote(dense, conflicts)
-        if mode in ("bm25", "hybrid"):
+        if mode != "dense":
             bm25 = self._bm25_scores(store, query, unit)
             # A unit sharing no query term is not a BM25 match at all.
             hit = bm25 > 0
             bm25_mask = hit if mask is None else (mask & hit)
-            bm25 = demote(bm25, conflicts)
+        if mode == "hybrid":  # fuse the raw scores, then demote: normalisation sees true scores
+            return top_k(demote(convex_combination(dense, bm25), conflicts), n, mask)
         if mode == "dense":
-            return top_k(dense, n, mask)
+            return top_k(demote(dense, conflicts), n, mask)
         if mode == "bm25":
-            return top_k(bm25, n, bm25_mask)
+            return top_k(demote(bm25, conflicts), n, bm25_mask)
+        dense, bm25 = demote(dense, conflicts), demote(bm25, conflicts)  # hybrid-rrf
         depth = max(HYBRID_DEPTH, n)
         d_rows, _ = top_k(dense, depth, mask)
         b_rows, _ = top_k(bm25, depth, bm25_mask)
@@ -271,7 +272,8 @@ class Index:
         Args:
             query: Free text ("no pleural effusion", "right lower lobe consolidation").
             k: Number of hits.
-            mode: ``dense``, ``bm25`` or ``hybrid`` (reciprocal rank fusion of both).
+            mode: ``dense``, ``bm25``, ``hybrid`` (convex combination of both, see
+                :mod:`radsift.search.fusion`) or ``hybrid-rrf`` (their reciprocal rank fusion).
             level: ``report`` (one hit per report: its best unit stands for it) or ``sentence``.
             target: Restrict to one section (``findings``, ``impression``, ...); ``report``/None = all.
             where: Metadata filters, ``["exam=XR CHEST"]`` or ``{"exam": "XR CHEST"}``.

@@ -6,7 +6,7 @@ from typing import Iterable, Mapping
 
 from radsift.errors import ConfigError
 
-MODES = ("dense", "bm25", "hybrid")
+MODES = ("dense", "bm25", "hybrid", "hybrid-rrf")
 LEVELS = ("report", "sentence")
 UNITS = ("sentence", "section")
 MAX_QUERY_CHARS = 1000

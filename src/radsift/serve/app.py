@@ -197,7 +197,9 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
         q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS,
                                 description="Free text, e.g. a findings description.")],
         k: Annotated[int, Query(ge=1, le=1000, description="Number of hits.")] = 10,
-        mode: Annotated[Literal["dense", "bm25", "hybrid"], Query(description="Retrieval mode.")] = "hybrid",
+        mode: Annotated[Literal["dense", "bm25", "hybrid", "hybrid-rrf"], Query(
+            description="Retrieval mode: hybrid (convex combination of dense and BM25), dense, bm25, or hybrid-rrf "
+                        "(reciprocal rank fusion).")] = "hybrid",
         level: Annotated[Literal["report", "sentence"],
                          Query(description="One hit per report, or every matching sentence.")] = "report",
         target: Annotated[str, Query(description="findings, impression (the diagnoses that go with a findings "

@@ -10,7 +10,7 @@ for positive and negative labels apart, with the share of entries whose differen
 Only systems with a similarity (dense encoders) are measured. BM25 scores are not
 similarities: "no pneumothorax" can never score below "pneumothorax" on a sentence that
 contains "no", so a BM25 difference would measure the query's length, not understanding;
-hybrid scores are rank fusions. Both are shown as n/a.
+hybrid scores mix in BM25 (a fused score or a rank fusion). Both are shown as n/a.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def run_separation(weak, systems: Sequence, *, findings: set[str] | None = None,
             title="Separation, mean ± std",
             columns=["system", "all entries", "positive labels", "negative labels", "difference > 0", "entries"],
             rows=rows,
-            note="n/a: the system has no similarity score (BM25 and rank fusion); see the protocol's definition.",
+            note="n/a: the system has no similarity score (BM25 and the hybrids); see the protocol's definition.",
         )],
         data={"entries": len(entries), "positive_entries": n_pos, "systems": data},
         plots={"separation": hist},

@@ -211,18 +211,30 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
             if k not in ("per_query", "fi_hits", "scores")}
 
 
-def evaluate_hybrid(dense: dict[str, Any], bm25: dict[str, Any], es: EvalSet) -> dict[str, Any]:
-    """Sentence mAP of reciprocal rank fusion of a dense and a BM25 result of :func:`evaluate_encoder`
-    and :func:`evaluate_bm25` on ``es``, as ``radsift bench``'s ``hybrid`` ranks: the full dense
-    ranking fused with BM25's ranking of the sentences it scores above 0."""
-    from radsift.search.fusion import reciprocal_rank_fusion
+def evaluate_hybrid(dense: dict[str, Any], bm25: dict[str, Any], es: EvalSet, fusion: str = "convex",
+                    alpha: float | None = None) -> dict[str, Any]:
+    """Sentence mAP of a dense and a BM25 result of :func:`evaluate_encoder` and
+    :func:`evaluate_bm25` fused on ``es`` as ``radsift bench``'s hybrids rank.
 
-    # The fused order as scores (minus the position): every sentence is in the full dense ranking.
-    fused = np.zeros(dense["scores"].shape)
-    for row in range(len(es.queries)):
-        d, b = dense["scores"][row], bm25["scores"][row]
-        b_order = np.argsort(-b, kind="stable")
-        rows, _ = reciprocal_rank_fusion([np.argsort(-d, kind="stable"), b_order[b[b_order] > 0]])
-        fused[row, rows] = -np.arange(len(rows))
+    Args:
+        fusion: ``convex`` (``hybrid``: :func:`radsift.search.fusion.convex_combination` of the
+            scores) or ``rrf`` (``hybrid-rrf``: the full dense ranking fused with BM25's ranking
+            of the sentences it scores above 0).
+        alpha: ``convex``: the dense share (default :data:`radsift.search.fusion.DENSE_WEIGHT`).
+    """
+    from radsift.search.fusion import DENSE_WEIGHT, convex_combination, reciprocal_rank_fusion
+
+    if fusion == "convex":
+        fused = convex_combination(dense["scores"], bm25["scores"], DENSE_WEIGHT if alpha is None else alpha)
+    elif fusion == "rrf":
+        # The fused order as scores (minus the position): every sentence is in the full dense ranking.
+        fused = np.zeros(dense["scores"].shape)
+        for row in range(len(es.queries)):
+            d, b = dense["scores"][row], bm25["scores"][row]
+            b_order = np.argsort(-b, kind="stable")
+            rows, _ = reciprocal_rank_fusion([np.argsort(-d, kind="stable"), b_order[b[b_order] > 0]])
+            fused[row, rows] = -np.arange(len(rows))
+    else:
+        raise ValueError(f"fusion must be 'convex' or 'rrf', not {fusion!r}")
     per_query = _retrieval_scores(fused, es)
     return {**_means(per_query), "per_query": per_query}
