@@ -315,11 +315,13 @@ def cmd_fusion(args) -> None:
                     rows.setdefault(name, {}).setdefault(f"{split} {metric}", []).append(r[metric])
             print(f"fold {fold} {split}: {len(es.queries)} queries over {len(es.sentences)} sentences", flush=True)
     cols = ["test map_no", "test map_all", "dev map_no", "dev map_all"]
-    print("mean of the folds; test = unseen findings over all sentences, dev = the fold's trained findings "
-          "over its held-out reports")
+    print("mean of the folds (fold 0 / fold 1 on unseen findings in brackets); test = unseen findings over all "
+          "sentences, dev = the fold's trained findings over its held-out reports")
     print("| ranking | unseen: mAP neg | unseen: mAP all | dev: mAP neg | dev: mAP all |\n|---|---|---|---|---|")
     for name, r in rows.items():
-        print(f"| {name} | " + " | ".join(f"{np.mean(r[c]):.3f}" for c in cols) + " |")
+        cells = [f"{np.mean(r[c]):.3f}" + (f" ({' / '.join(f'{v:.3f}' for v in r[c])})" if c.startswith("test") else "")
+                 for c in cols]
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 def main(argv=None) -> None:
