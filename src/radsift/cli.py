@@ -347,8 +347,8 @@ def bench_cmd(
     format: FormatOpt = None, id_column: IdColumnOpt = None, section: SectionOpt = None,
     text_column: TextColumnOpt = None, on_error: OnErrorOpt = "fail",
     systems: Annotated[Optional[list[str]], typer.Option(
-        "--systems", help="bm25 | dense[:MODEL] | hybrid[:MODEL] | [hybrid+]rerank:[MODEL:]RERANKER, optionally NAME=SPEC "
-        "(repeatable; default bm25 and dense).")] = None,
+        "--systems", help="bm25 | dense[:MODEL] | hybrid[:MODEL] | hybrid-rrf[:MODEL] | [hybrid+]rerank:[MODEL:]RERANKER, "
+        "optionally NAME=SPEC (repeatable; default bm25 and dense).")] = None,
     systems_file: Annotated[Optional[Path], typer.Option("--systems-file", help="YAML list of systems.")] = None,
     queries: Annotated[Optional[Path], typer.Option("--queries", help="Free-text queries, qid<TAB>query.")] = None,
     qrels: Annotated[Optional[Path], typer.Option("--qrels", help="TREC qrels of --queries (docid = report id).")] = None,
