@@ -279,16 +279,10 @@ def cmd_rerank(args) -> None:
 def trained_findings_set(data):
     """The fold's training findings over the held-out reports: a development set for the split by
     finding (no test finding, no trained report)."""
-    from radsift.models.training.evaluate import EvalSet
+    from radsift.models.training.evaluate import eval_set
 
     trained = {q.finding for s in data.heldout_sentences for q in s.all_labels} - set(data.test_findings)
-    queries, entries = {}, []
-    for pos, s in enumerate(data.heldout_sentences):
-        for q in sorted(s.all_labels):
-            if q.finding in trained:
-                queries.setdefault(q, set()).add(s.id)
-                entries.append((pos, q))
-    return EvalSet(data.heldout_sentences, dict(sorted(queries.items())), entries, [], trained)
+    return eval_set(data, findings=trained)
 
 
 def cmd_fusion(args) -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from radsift.labels import Query
 from radsift.models.training.data import LabeledSentence, SectionPair, text_key
-from radsift.models.training.evaluate import EvalSet, distinct_impressions, evaluate_bm25, evaluate_encoder
+from radsift.models.training.evaluate import EvalSet, distinct_impressions, eval_set, evaluate_bm25, evaluate_encoder
 
 YES, NO = Query("yes", "pneumothorax"), Query("no", "pneumothorax")
 
@@ -84,3 +84,16 @@ def test_hybrid_fuses_dense_and_bm25_as_radsift_search(es):
     assert r["per_query"] == {"no:pneumothorax": pytest.approx(1 / 3), "yes:pneumothorax": 1.0}
     with pytest.raises(ValueError, match="fusion must be"):
         evaluate_hybrid(dense, bm25, es, fusion="max")
+
+
+def test_eval_set_keeps_the_fold_findings_unless_told_otherwise():
+    from types import SimpleNamespace
+
+    effusion = Query("no", "pleural effusion")
+    sentences = [_sentence(1, "No pneumothorax.", {NO}), _sentence(2, "No effusion.", {effusion})]
+    data = SimpleNamespace(test_findings=("pneumothorax",), heldout_sentences=sentences, heldout_pairs=[])
+    assert list(eval_set(data).queries) == [NO]  # split by finding: the held-out fold's findings
+    dev = eval_set(data, findings={"pleural effusion"})  # the trained findings, asked for by name
+    assert dev.queries == {effusion: {"s2"}} and dev.entries == [(1, effusion)]
+    assert set(eval_set(SimpleNamespace(test_findings=(), heldout_sentences=sentences, heldout_pairs=[])).queries) \
+        == {NO, effusion}

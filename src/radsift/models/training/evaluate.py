@@ -62,7 +62,8 @@ def eval_set(data: TrainingData, findings: set[str] | None = None, sentences: st
             ``all``: every unique sentence of the corpus (the ``radsift bench`` protocol, where
             unseen *findings*, not unseen reports, make the test).
     """
-    findings = set(data.test_findings) or findings
+    if findings is None:
+        findings = set(data.test_findings) or None
     if sentences == "all":
         from radsift.models.training.data import _labeled
 
