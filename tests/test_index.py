@@ -145,8 +145,11 @@ def test_open_with_another_model_is_refused(built, tmp_path):
 
 
 _KILLED_BUILD = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
     from pathlib import Path
+    # A job started in the background by a non-interactive shell inherits SIGINT ignored: take
+    # Python's own handler back, so Ctrl-C is what the build sees, however the tests were started.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from radsift.index import build_index
     from radsift.models.hashing import HashingEncoder
     from radsift.records import Report
