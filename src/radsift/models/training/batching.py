@@ -43,6 +43,14 @@ class LexiconExample:
         """The matched sentence's text as trained on."""
         return self.text if self.text is not None else sentences[self.positive].text
 
+    def carried_by(self, sentence, text: str | None = None) -> bool:
+        """Whether ``sentence`` must not be a negative for this example: it carries the query (or is
+        uncertain about it) or, for a swapped example, contains the surrogate name ("sarcoidosis" may
+        be a word of another sentence). ``text``: the sentence as trained on, when itself swapped."""
+        if self.text is not None:
+            return mentions_term(sentence.text if text is None else text, self.query.finding)
+        return sentence.matches(self.query)
+
 
 class LexiconSampler:
     """Draws batches of (query, sentence) examples from the weak labels.
@@ -85,11 +93,8 @@ class LexiconSampler:
     def compatible(self, a: LexiconExample, b: LexiconExample) -> bool:
         """Whether ``a`` and ``b`` may share a batch (each one's sentence is a true negative for the other)."""
         s = self.data.sentences
-        if a.positive == b.positive or s[b.positive].matches(a.query) or s[a.positive].matches(b.query):
-            return False
-        # A surrogate may be a word of another sentence ("sarcoidosis"): that sentence is no negative for it.
-        return not ((a.text is not None and mentions_term(b.positive_text(s), a.query.finding))
-                    or (b.text is not None and mentions_term(a.positive_text(s), b.query.finding)))
+        return (a.positive != b.positive and not a.carried_by(s[b.positive], b.text)
+                and not b.carried_by(s[a.positive], a.text))
 
     def swapped(self, group: list[LexiconExample]) -> list[LexiconExample]:
         """``group`` with its finding name swapped for one random surrogate (unchanged if a sentence cannot be)."""

@@ -35,7 +35,6 @@ from radsift.models.training.batching import LexiconExample, LexiconSampler, min
 from radsift.models.training.data import LexiconData
 from radsift.models.training.embedding import embed_columns_bucketed
 from radsift.models.training.loop import StepResult
-from radsift.models.training.surrogates import mentions_term
 
 
 @dataclass
@@ -59,14 +58,6 @@ class MinedBatch:
             variant = own.index(e.anchor) if e.anchor in own else 0
             out.append(query_text(opposite(e.query), variant))
         return out
-
-
-def _carries(sentence, example: LexiconExample) -> bool:
-    """Whether ``sentence`` must not be a negative for ``example`` (it carries its query or, for a
-    swapped example, contains the surrogate name)."""
-    if example.text is not None:
-        return mentions_term(sentence.text, example.query.finding)
-    return sentence.matches(example.query)
 
 
 class QueryMarginLoss(torch.nn.Module):
@@ -184,13 +175,13 @@ class LexiconRecipe:
         for j, c in enumerate(pool):
             cand = s[c]
             if self.batch_wide:
-                ok = c not in positives and not any(_carries(cand, e) for e in batch)
+                ok = c not in positives and not any(e.carried_by(cand) for e in batch)
                 out[:, j] = ok
             else:
                 for i, e in enumerate(batch):
                     # A swapped example's own unswapped sentence is a true negative: "No pneumothorax."
                     # for "no sarcoidosis" is the lesson of name swapping.
-                    out[i, j] = (c != e.positive or e.text is not None) and not _carries(cand, e)
+                    out[i, j] = (c != e.positive or e.text is not None) and not e.carried_by(cand)
         return out
 
     def fallback_negative(self, batch: list[LexiconExample], example: LexiconExample) -> int:
@@ -200,10 +191,10 @@ class LexiconRecipe:
         positives = {e.positive for e in batch}
         for _ in range(200):
             c = self.rng.randrange(len(s))
-            if c not in positives and not any(_carries(s[c], e) for e in targets):
+            if c not in positives and not any(e.carried_by(s[c]) for e in targets):
                 return c
         for c in range(len(s)):  # exhaustive search for tiny corpora
-            if c != example.positive and not _carries(s[c], example):
+            if c != example.positive and not example.carried_by(s[c]):
                 return c
         return example.positive  # pragma: no cover - a corpus with a single sentence
 
