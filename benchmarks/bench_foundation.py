@@ -105,7 +105,7 @@ def synthetic_sentences(n: int, seed: int = 0) -> tuple[list[str], list[tuple[in
 def bench_million(n: int, workdir: Path, rows: list[tuple[str, ...]], n_queries: int, dim: int = 384) -> None:
     from radsift.index.manifest import FORMAT_VERSION, Manifest
     from radsift.index.store import GenerationData, write_generation
-    from radsift.index.tokens import tokenize
+    from radsift.text.tokens import tokenize
     from radsift.models import Encoder, model_fingerprint
     from radsift.search import Index
 

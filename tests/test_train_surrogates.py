@@ -9,7 +9,7 @@ import pytest
 
 from radsift.demo import generate_reports
 from radsift.errors import ConfigError
-from radsift.index.tokens import stem
+from radsift.text.tokens import stem
 from radsift.labels import Labeler, build_weak_labels
 from radsift.models.hashing import HashingEncoder
 from radsift.models.training import TrainConfig

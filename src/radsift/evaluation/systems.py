@@ -11,7 +11,7 @@ it would let the judge grade its own answers).
 
 Specs (command line ``--systems``, or a YAML file, see :func:`load_systems_file`):
 
-- ``bm25``: bm25s (Lucene BM25, k1 1.5, b 0.75) over :func:`radsift.index.tokens.tokenize`
+- ``bm25``: bm25s (Lucene BM25, k1 1.5, b 0.75) over :func:`radsift.text.tokens.tokenize`
   (stems, negation words kept); a candidate sharing no term with the query is not retrieved;
 - ``dense`` / ``dense:MODEL``: cosine of sentence-transformers embeddings (the packaged
   all-MiniLM-L6-v2 by default, or a local model folder);
@@ -518,14 +518,14 @@ class BM25System(System):
 
     def describe(self) -> str:
         p = BM25_PARAMS
-        return f"bm25: bm25s {p['method']} BM25 (k1={p['k1']}, b={p['b']}) over radsift.index.tokens (stems, negation words kept)"
+        return f"bm25: bm25s {p['method']} BM25 (k1={p['k1']}, b={p['b']}) over radsift.text.tokens (stems, negation words kept)"
 
     def _index(self, candidates: Sequence[str]):
         key = texts_key(candidates)
         if key not in self._indexes:
             import bm25s
 
-            from radsift.index.tokens import tokenize
+            from radsift.text.tokens import tokenize
 
             retriever = bm25s.BM25(**BM25_PARAMS)
             tokens = [tokenize(t) for t in candidates]
@@ -535,7 +535,7 @@ class BM25System(System):
         return self._indexes[key]
 
     def scores(self, queries: Sequence[str], candidates: Sequence[str]) -> np.ndarray:
-        from radsift.index.tokens import tokenize
+        from radsift.text.tokens import tokenize
 
         retriever = self._index(candidates)
         vocab = retriever.vocab_dict

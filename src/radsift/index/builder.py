@@ -14,7 +14,7 @@ import numpy as np
 from radsift.errors import IndexStoreError
 from radsift.index.manifest import FORMAT_VERSION, Manifest, now_iso
 from radsift.index.store import CURRENT, GenerationData, IndexStore, write_generation, write_lock
-from radsift.index.tokens import TOKENIZER_VERSION, tokenize
+from radsift.text.tokens import TOKENIZER_VERSION, tokenize
 from radsift.records import Report
 
 

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from radsift.index.tokens import tokenize
+from radsift.text.tokens import tokenize
 
 
 def _bucket(token: str, dim: int) -> int:

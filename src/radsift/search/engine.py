@@ -12,7 +12,7 @@ import numpy as np
 from radsift.errors import ConfigError, IndexStoreError
 from radsift.index.backends import create_backend, top_k
 from radsift.index.store import IndexStore
-from radsift.index.tokens import tokenize
+from radsift.text.tokens import tokenize
 from radsift.records import Hit, Report, Sentence
 from radsift.search.aggregate import best_unit_per_report
 from radsift.search.fusion import convex_combination, reciprocal_rank_fusion

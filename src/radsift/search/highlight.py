@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from radsift.index.tokens import stem, token_spans, tokenize
+from radsift.text.tokens import stem, token_spans, tokenize
 
 # Function words that would light up every sentence; negation words are deliberately absent.
 _QUIET = {stem(w) for w in "a an the of in on at to and or is are was were be there this that with for as by".split()}

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
 from radsift.errors import CorpusError
-from radsift.index.tokens import tokenize
+from radsift.text.tokens import tokenize
 from radsift.labels.weak import Query, WeakLabels, opposite
 from radsift.records import Report
 

@@ -172,7 +172,7 @@ def evaluate_bm25(es: EvalSet) -> dict[str, Any]:
     """The same figures for BM25 (radsift's BM25 tokenizer; no separation: BM25 has no embedding)."""
     import bm25s
 
-    from radsift.index.tokens import tokenize
+    from radsift.text.tokens import tokenize
 
     out: dict[str, Any] = {}
     if es.sentences and es.queries:

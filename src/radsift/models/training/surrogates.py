@@ -33,7 +33,7 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from radsift.index.tokens import stem
+from radsift.text.tokens import stem
 
 _WORD_RE = re.compile(r"[A-Za-z]+")
 #: Function and reporting words that make poor finding names ("no there", "no which").
