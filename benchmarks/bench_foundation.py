@@ -104,7 +104,7 @@ def synthetic_sentences(n: int, seed: int = 0) -> tuple[list[str], list[tuple[in
 
 def bench_million(n: int, workdir: Path, rows: list[tuple[str, ...]], n_queries: int, dim: int = 384) -> None:
     from radsift.index.manifest import FORMAT_VERSION, Manifest
-    from radsift.index.store import GenerationData, write_generation
+    from radsift.index.store import GenerationData, LabelRecord, ReportRecord, SentenceRecord, write_generation
     from radsift.text.tokens import tokenize
     from radsift.models import Encoder, model_fingerprint
     from radsift.search import Index
@@ -118,15 +118,16 @@ def bench_million(n: int, workdir: Path, rows: list[tuple[str, ...]], n_queries:
     per_report = 8  # sentences per synthetic report
     n_reports = (n + per_report - 1) // per_report
     data = GenerationData(
-        reports=[(f"s{i}", json.dumps({"findings": ""}), json.dumps({"site": "north" if i % 2 else "south"}))
+        reports=[ReportRecord(f"s{i}", json.dumps({"findings": ""}), json.dumps({"site": "north" if i % 2 else "south"}))
                  for i in range(n_reports)],
-        sentences=[(i // per_report, "findings", i % per_report, 0, len(t_), t_) for i, t_ in enumerate(texts)],
+        sentences=[SentenceRecord(i // per_report, "findings", i % per_report, 0, len(t_), t_)
+                   for i, t_ in enumerate(texts)],
         sections=[],
         sentence_vectors=vecs,
         section_vectors=np.zeros((0, dim), dtype=np.float32),
         sentence_tokens=[tokenize(t_) for t_ in texts],
         section_tokens=[],
-        sentence_labels=labels,
+        sentence_labels=[LabelRecord(*lab) for lab in labels],
     )
     manifest = Manifest(format_version=FORMAT_VERSION, model_name=encoder.name, model_path=str(encoder.path),
                         model_fingerprint=model_fingerprint(encoder.path), dim=dim,

@@ -5,7 +5,7 @@ README comes from ``radsift bench``. Figures (see :mod:`radsift.models.training.
 Shi et al.'s sentence retrieval mAP (positive / negative / all weak-label queries), embedding
 separation, and RadSearch's findings-to-impression top-5 match rate on the held-out reports,
 with McNemar against the untrained model. Each model also gets a ``MODEL+bm25`` row: its
-sentence scores fused with BM25's by the convex combination of :mod:`radsift.search.fusion`, as
+sentence scores fused with BM25's by the convex combination of :mod:`radsift.ranking.fusion`, as
 ``radsift bench``'s ``hybrid`` and ``radsift search``'s default mode rank, and a
 ``MODEL+bm25-rrf`` row: reciprocal rank fusion (``hybrid-rrf``).
 

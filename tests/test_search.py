@@ -13,9 +13,8 @@ from radsift.errors import ConfigError
 from radsift.index import build_index
 from radsift.models.hashing import HashingEncoder
 from radsift.records import Report
-from radsift.search import Index, highlight_spans, parse_where, reciprocal_rank_fusion
-from radsift.search.fusion import convex_combination, min_max
-from radsift.search.aggregate import best_unit_per_report
+from radsift.ranking import best_unit_per_report, convex_combination, min_max, reciprocal_rank_fusion
+from radsift.search import Index, highlight_spans, parse_where
 
 REPORTS = [
     Report("a", {"findings": "There is a small right pneumothorax. Heart size is normal.",
@@ -126,7 +125,9 @@ def test_hybrid_scores_are_the_convex_combination_of_the_two_modes(index):
     assert set(hybrid) == set(dense)  # every unit has a fused score; BM25 misses count as 0
     d = np.array([dense[t] for t in hybrid])
     b = np.array([bm25.get(t, 0.0) for t in hybrid])
-    assert [hybrid[t] for t in hybrid] == pytest.approx(convex_combination(d, b).tolist(), abs=1e-6)
+    # Written out by hand (not with the function under test): 0.75 x min-max(dense) + 0.25 x min-max(BM25).
+    expected = 0.75 * (d - d.min()) / (d.max() - d.min()) + 0.25 * (b - b.min()) / (b.max() - b.min())
+    assert [hybrid[t] for t in hybrid] == pytest.approx(expected.tolist(), abs=1e-6)
 
 
 def test_best_unit_per_report_keeps_first():
@@ -142,6 +143,27 @@ def test_bad_options_are_errors(index):
         index.search("   ")
     with pytest.raises(ConfigError, match="not KEY=VALUE"):
         parse_where(["site"])
+
+
+def test_unknown_filter_keys_and_sections_are_errors_that_list_the_known_ones(index):
+    with pytest.raises(ConfigError, match="unknown metadata key 'modality'; known keys: exam, site"):
+        index.search("lungs", where=["modality=CT"])
+    with pytest.raises(ConfigError, match="target must be one of findings, impression, report, not 'impresion'"):
+        index.search("lungs", target="impresion")
+    assert index.search("lungs", target="report", mode="bm25")  # the whole report
+
+
+def test_substring_filters_match_case_insensitively(index):
+    hits = index.search("lungs", k=10, mode="dense", where=["exam~1 view"])
+    assert {h.report_id for h in hits} == {"a", "d"}
+    hits = index.search("lungs", k=10, mode="dense", where=["exam~chest pa"])
+    assert {h.report_id for h in hits} == {"b", "c"}
+    # an exact filter is exact: case and the whole value count
+    assert index.search("lungs", k=10, mode="dense", where=["exam=xr chest pa"]) == []
+    # several filters on one key: any; on different keys: all
+    hits = index.search("lungs", k=10, mode="dense", where=["exam~1 VIEW", "exam=XR CHEST PA", "site~NORTH"])
+    assert {h.report_id for h in hits} == {"a", "c"}
+    assert [str(f) for f in parse_where(["exam~pa", "site:north"])] == ["exam~pa", "site=north"]
 
 
 def test_search_cli_json_and_text(index, tmp_path, monkeypatch):
@@ -191,6 +213,9 @@ def test_negation_aware_ranking_puts_opposite_statements_last(index, mode):
     negated = texts.index("No pneumothorax or pleural effusion.")
     affirmed = [i for i, t in enumerate(texts) if "pneumothorax" in t.lower() and not t.startswith("No")]
     assert affirmed and max(affirmed) < negated
+    # Below every other unit, unrelated ones included (a demotion is not a nudge).
+    assert negated == len(texts) - 1
+    assert all(hits[i].score > hits[negated].score for i in range(negated))
     # The opposite query puts the affirmed sentences last.
     hits = index.search("no pneumothorax", k=50, mode=mode, level="sentence")
     texts = [h.sentence.text for h in hits]
@@ -231,6 +256,17 @@ def test_rerank_reorders_the_first_stage_top(reranked):
     assert [h.sentence.uid for h in two[2:]] == [h.sentence.uid for h in plain[2:]]
     # a deeper rerank than k still returns k hits
     assert len(reranked.search("lungs", k=2, mode="bm25", level="sentence", negation="ignore", rerank=6)) == 2
+
+
+@pytest.mark.parametrize("level", ["sentence", "report"])
+@pytest.mark.parametrize("negation", ["aware", "ignore"])
+def test_reranked_scores_decrease_with_rank(reranked, level, negation):
+    # The reranked head gets fused (standardised, often negative) scores; the hits after it must
+    # still score below it, or a consumer that sorts by score (trec_eval) scrambles the ranking.
+    hits = reranked.search("pneumothorax", k=50, mode="hybrid", level=level, negation=negation, rerank=3)
+    assert len(hits) > 3
+    scores = [h.score for h in hits]
+    assert all(a >= b for a, b in zip(scores, scores[1:])), scores
 
 
 def test_rerank_keeps_negation_aware_order(reranked):

@@ -16,7 +16,7 @@ Specs (command line ``--systems``, or a YAML file, see :func:`load_systems_file`
 - ``dense`` / ``dense:MODEL``: cosine of sentence-transformers embeddings (the packaged
   all-MiniLM-L6-v2 by default, or a local model folder);
 - ``hybrid`` / ``hybrid:MODEL``: the convex combination of the min-max normalised dense and BM25
-  scores (:func:`radsift.search.fusion.convex_combination`, dense weight 0.75), as ``radsift
+  scores (:func:`radsift.ranking.fusion.convex_combination`, dense weight 0.75), as ``radsift
   search --mode hybrid`` fuses them;
 - ``hybrid-rrf`` / ``hybrid-rrf:MODEL``: reciprocal rank fusion (Cormack et al. 2009, k = 60) of
   the dense and BM25 rankings (``radsift search --mode hybrid-rrf``);
@@ -552,7 +552,7 @@ class BM25System(System):
 
 class HybridSystem(System):
     """The convex combination of the dense and BM25 scores of every candidate, as ``radsift search``
-    fuses them (:func:`radsift.search.fusion.convex_combination`)."""
+    fuses them (:func:`radsift.ranking.fusion.convex_combination`)."""
 
     kind = "hybrid"
 
@@ -562,13 +562,13 @@ class HybridSystem(System):
         self.bm25 = bm25
 
     def describe(self) -> str:
-        from radsift.search.fusion import DENSE_WEIGHT
+        from radsift.ranking.fusion import DENSE_WEIGHT
 
         return (f"hybrid: {DENSE_WEIGHT} x min-max of [{self.dense.describe()}] + {1 - DENSE_WEIGHT:g} x "
                 "min-max of [bm25]")
 
     def scores(self, queries: Sequence[str], candidates: Sequence[str]) -> np.ndarray:
-        from radsift.search.fusion import convex_combination
+        from radsift.ranking.fusion import convex_combination
 
         return convex_combination(self.dense.scores(queries, candidates), self.bm25.scores(queries, candidates))
 
@@ -579,7 +579,7 @@ class RRFHybridSystem(HybridSystem):
     kind = "hybrid-rrf"
 
     def describe(self) -> str:
-        from radsift.search.fusion import RRF_K
+        from radsift.ranking.fusion import RRF_K
 
         return f"hybrid-rrf: reciprocal rank fusion (k={RRF_K}) of [{self.dense.describe()}] and [bm25]"
 
@@ -595,7 +595,7 @@ class RRFHybridSystem(HybridSystem):
         exclude: Sequence[Sequence[int]] | None = None,
     ) -> list[Ranking]:
         """See :meth:`System.rank`."""
-        from radsift.search.fusion import reciprocal_rank_fusion
+        from radsift.ranking.fusion import reciprocal_rank_fusion
 
         depth = None if k is None else max(k, HYBRID_DEPTH)
         dense = self.dense.rank(queries, candidates, depth, groups, exclude)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from functools import lru_cache
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable
 
@@ -13,7 +13,8 @@ import numpy as np
 
 from radsift.errors import IndexStoreError
 from radsift.index.manifest import FORMAT_VERSION, Manifest, now_iso
-from radsift.index.store import CURRENT, GenerationData, IndexStore, write_generation, write_lock
+from radsift.index.store import (CURRENT, GenerationData, IndexStore, LabelRecord, ReportRecord, SectionRecord,
+                                 SentenceRecord, write_generation, write_lock)
 from radsift.text.tokens import TOKENIZER_VERSION, tokenize
 from radsift.records import Report
 
@@ -53,7 +54,7 @@ def _encode_unique(encoder, texts: list[str], batch_size: int, progress: bool, d
     return vecs[inverse], len(uniq)
 
 
-def _units_of(reports: list[Report], first_row: int) -> tuple[list, list]:
+def _units_of(reports: list[Report], first_row: int) -> tuple[list[SentenceRecord], list[SectionRecord]]:
     from radsift.text import report_sentences
 
     sentences, sections = [], []
@@ -61,9 +62,9 @@ def _units_of(reports: list[Report], first_row: int) -> tuple[list, list]:
         row = first_row + offset
         for name, text in report.sections.items():
             if text.strip():
-                sections.append((row, name, text))
+                sections.append(SectionRecord(row, name, text))
         for s in report_sentences(report):
-            sentences.append((row, s.section, s.index, s.start, s.end, s.text))
+            sentences.append(SentenceRecord(row, s.section, s.index, s.start, s.end, s.text))
     return sentences, sections
 
 
@@ -78,9 +79,23 @@ def _collect(reports: Iterable[Report]) -> list[Report]:
     return out
 
 
-def _record(report: Report) -> tuple[str, str, str]:
-    return (report.id, json.dumps(dict(report.sections), ensure_ascii=False),
-            json.dumps(dict(report.metadata), ensure_ascii=False))
+def _record(report: Report) -> ReportRecord:
+    return ReportRecord(report.id, json.dumps(dict(report.sections), ensure_ascii=False),
+                        json.dumps(dict(report.metadata), ensure_ascii=False))
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """How a build or add runs (see :func:`build_index` for each field)."""
+
+    model: str | Path | None = None
+    encoder: object = None
+    threads: int | None = None
+    batch_size: int = 64
+    progress: bool = True
+    replace: bool = False
+    lexicon: str | Path | None = None
+    label: bool = True
 
 
 def build_index(
@@ -122,8 +137,8 @@ def build_index(
         p for p in index_dir.iterdir() if not p.name.startswith(".")
     ):
         raise IndexStoreError(f"{index_dir} exists and is not a radsift index: choose an empty or new directory")
-    return _write(index_dir, reports, None, model, encoder, threads, batch_size, progress, replace=False,
-                  lexicon=lexicon, label=label)
+    return _write(index_dir, reports, None, BuildOptions(model, encoder, threads, batch_size, progress,
+                                                         replace=False, lexicon=lexicon, label=label))
 
 
 def add_to_index(
@@ -145,27 +160,22 @@ def add_to_index(
     index_dir = Path(index_dir)
     old = IndexStore.open(index_dir)
     lexicon = old.manifest.lexicon
-    return _write(index_dir, reports, old, model, encoder, threads, batch_size, progress, replace=replace,
-                  lexicon=None if lexicon == PACKAGED_LEXICON else lexicon, label=lexicon is not None)
+    return _write(index_dir, reports, old, BuildOptions(
+        model, encoder, threads, batch_size, progress, replace=replace,
+        lexicon=None if lexicon == PACKAGED_LEXICON else lexicon, label=lexicon is not None))
 
 
-def _load_encoder(model, encoder, threads, old: IndexStore | None):
-    from radsift.models.encoder import Encoder, model_fingerprint, resolve_model_path
+def _load_encoder(opts: BuildOptions, old: IndexStore | None):
+    """The encoder of a build; an add must use the model that built the index (checked once, here)."""
+    from radsift.models.encoder import Encoder, resolve_model_path
 
+    encoder, model = opts.encoder, opts.model
+    if old is not None and model is None and encoder is None:
+        model = old.manifest.model_folder()
     if old is not None:
-        m = old.manifest
-        if model is None and encoder is None:
-            model = m.model_path if Path(m.model_path).is_dir() else m.model_name
-    if encoder is None:
-        encoder = Encoder.load(model, threads=threads)
-    if old is not None:
-        fp = model_fingerprint(Path(encoder.path))
-        if fp != old.manifest.model_fingerprint:
-            raise IndexStoreError(
-                f"{old.index_dir} was built with model {old.manifest.model_name} ({old.manifest.model_path}); "
-                f"{encoder.path} is a different model: use the same model or rebuild the index"
-            )
-    return encoder
+        old.manifest.check_model(Path(encoder.path) if encoder is not None else resolve_model_path(model),
+                                 old.index_dir)
+    return encoder if encoder is not None else Encoder.load(model, threads=opts.threads)
 
 
 PACKAGED_LEXICON = "packaged:chest_xray"
@@ -185,22 +195,23 @@ def _label_sentences(texts: list[str], lexicon, progress: bool) -> list[list[tup
     return [sorted({(m.finding, m.status) for m in ms}) for ms in mentions]
 
 
-def _write(index_dir, reports, old, model, encoder, threads, batch_size, progress, replace, lexicon=None,
-           label=True) -> BuildSummary:
+def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, opts: BuildOptions) -> BuildSummary:
     from radsift import __version__
     from radsift.models.encoder import model_fingerprint
 
     start = time.perf_counter()
     with write_lock(index_dir):
         new = _collect(reports)
-        encoder = _load_encoder(model, encoder, threads, old)
+        encoder = _load_encoder(opts, old)
         summary = BuildSummary(index_dir=index_dir, added=len(new))
-        keep_reports: list[tuple[str, str, str]] = []
-        old_sent, old_sec, old_labels = [], [], []
+        keep_reports: list[ReportRecord] = []
+        old_sent: list[SentenceRecord] = []
+        old_sec: list[SectionRecord] = []
+        old_labels: list[LabelRecord] = []
         old_sent_vecs = old_sec_vecs = np.zeros((0, encoder.dim), dtype=np.float32)
         if old is not None:
             clash = [r.id for r in new if old.report_row(r.id) is not None]
-            if clash and not replace:
+            if clash and not opts.replace:
                 shown = ", ".join(clash[:5]) + (" ..." if len(clash) > 5 else "")
                 raise IndexStoreError(
                     f"{len(clash)} report id(s) already in {index_dir}: {shown} (pass --replace to replace them)"
@@ -209,45 +220,49 @@ def _write(index_dir, reports, old, model, encoder, threads, batch_size, progres
             drop = {old.report_row(i) for i in clash}
             # Old rows are renumbered densely once the replaced reports are dropped.
             remap = np.full(len(old.report_ids), -1, dtype=np.int64)
-            for row, rec in enumerate(old.db.execute("SELECT id, sections, metadata FROM reports ORDER BY row")):
+            for row, rec in enumerate(old.all_reports()):
                 if row not in drop:
                     remap[row] = len(keep_reports)
-                    keep_reports.append(tuple(rec))
-            sent_rows = old.all_sentences()
-            sec_rows = old.all_sections()
-            keep_s = np.array([remap[r[0]] >= 0 for r in sent_rows], dtype=bool)
-            keep_c = np.array([remap[r[0]] >= 0 for r in sec_rows], dtype=bool)
-            old_sent = [(int(remap[r[0]]), *r[1:]) for r, k in zip(sent_rows, keep_s) if k]
-            old_sec = [(int(remap[r[0]]), *r[1:]) for r, k in zip(sec_rows, keep_c) if k]
+                    keep_reports.append(rec)
+            sent_rows, sec_rows = old.all_sentences(), old.all_sections()
+            keep_s = np.array([remap[r.report_row] >= 0 for r in sent_rows], dtype=bool)
+            keep_c = np.array([remap[r.report_row] >= 0 for r in sec_rows], dtype=bool)
+            old_sent = [replace(r, report_row=int(remap[r.report_row])) for r, k in zip(sent_rows, keep_s) if k]
+            old_sec = [replace(r, report_row=int(remap[r.report_row])) for r, k in zip(sec_rows, keep_c) if k]
             new_row = np.cumsum(keep_s) - 1  # old sentence row -> row after dropping replaced reports
-            old_labels = [(int(new_row[r]), f, st) for r, f, st in old.all_sentence_labels() if keep_s[r]]
+            old_labels = [replace(lab, sentence_row=int(new_row[lab.sentence_row]))
+                          for lab in old.all_sentence_labels() if keep_s[lab.sentence_row]]
             units_s, units_c = old.units("sentence"), old.units("section")
             old_sent_vecs = np.asarray(units_s.vectors)[keep_s] if len(sent_rows) else old_sent_vecs
             old_sec_vecs = np.asarray(units_c.vectors)[keep_c] if len(sec_rows) else old_sec_vecs
 
         new_sent, new_sec = _units_of(new, first_row=len(keep_reports))
-        sent_vecs, n1 = _encode_unique(encoder, [s[5] for s in new_sent], batch_size, progress, "encoding sentences")
-        sec_vecs, n2 = _encode_unique(encoder, [s[2] for s in new_sec], batch_size, progress, "encoding sections")
+        sent_vecs, n1 = _encode_unique(encoder, [s.text for s in new_sent], opts.batch_size, opts.progress,
+                                       "encoding sentences")
+        sec_vecs, n2 = _encode_unique(encoder, [s.text for s in new_sec], opts.batch_size, opts.progress,
+                                      "encoding sections")
         sentences = old_sent + new_sent
         sections = old_sec + new_sec
         labels = list(old_labels)
-        if label:
-            for offset, pairs in enumerate(_label_sentences([s[5] for s in new_sent], lexicon, progress)):
-                labels.extend((len(old_sent) + offset, f, st) for f, st in pairs)
+        if opts.label:
+            new_labels = _label_sentences([s.text for s in new_sent], opts.lexicon, opts.progress)
+            for offset, pairs in enumerate(new_labels):
+                labels.extend(LabelRecord(len(old_sent) + offset, f, st) for f, st in pairs)
         data = GenerationData(
             reports=keep_reports + [_record(r) for r in new],
             sentences=sentences,
             sections=sections,
             sentence_vectors=np.concatenate([old_sent_vecs, sent_vecs]),
             section_vectors=np.concatenate([old_sec_vecs, sec_vecs]),
-            sentence_tokens=[tokenize(s[5]) for s in sentences],
-            section_tokens=[tokenize(s[2]) for s in sections],
+            sentence_tokens=[tokenize(s.text) for s in sentences],
+            section_tokens=[tokenize(s.text) for s in sections],
             sentence_labels=labels,
         )
         empty = [r.id for r in new if r.is_empty]
         if old is not None:
             empty = sorted(set(old.manifest.empty_ids) - {r.id for r in new} | set(empty))
         metadata_keys = sorted({k for r in new for k in r.metadata} | set(old.manifest.metadata_keys if old else []))
+        lexicon = opts.lexicon
         manifest = Manifest(
             format_version=FORMAT_VERSION,
             model_name=encoder.name,
@@ -261,7 +276,7 @@ def _write(index_dir, reports, old, model, encoder, threads, batch_size, progres
             tokenizer_version=TOKENIZER_VERSION,
             radsift_version=__version__,
             metadata_keys=metadata_keys,
-            lexicon=(str(Path(lexicon).resolve()) if lexicon else PACKAGED_LEXICON) if label else None,
+            lexicon=(str(Path(lexicon).resolve()) if lexicon else PACKAGED_LEXICON) if opts.label else None,
         )
         write_generation(index_dir, data, manifest)
         if old is not None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from radsift.errors import IndexStoreError
+from radsift.ranking.bm25 import BM25_PARAMS
 
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
@@ -31,7 +32,7 @@ class Manifest:
     created: str = field(default_factory=now_iso)
     updated: str = field(default_factory=now_iso)
     generation: int = 1
-    bm25: dict[str, Any] = field(default_factory=lambda: {"k1": 1.5, "b": 0.75, "method": "lucene"})
+    bm25: dict[str, Any] = field(default_factory=lambda: dict(BM25_PARAMS))
     tokenizer_version: int = 1
     radsift_version: str = ""
     sections: list[str] = field(default_factory=list)
@@ -39,6 +40,27 @@ class Manifest:
     empty_ids: list[str] = field(default_factory=list)  # stored reports with no searchable text
     findings: list[str] = field(default_factory=list)  # lexicon findings seen in the sentences
     lexicon: str | None = None  # lexicon used to label sentences (None = none)
+
+    def check_model(self, path: Path, index_dir: Path) -> None:
+        """Refuse a model folder other than the one that built the index (the one model check).
+
+        Query or report vectors from another model are meaningless against stored vectors.
+
+        Raises:
+            IndexStoreError: Naming the index, its model and the folder given.
+        """
+        from radsift.models.encoder import model_fingerprint
+
+        if model_fingerprint(Path(path)) != self.model_fingerprint:
+            raise IndexStoreError(
+                f"{index_dir} was built with model {self.model_name} ({self.model_path}); {path} is a different "
+                "model, and vectors from another model are meaningless here: use that model (--model) or rebuild "
+                "the index"
+            )
+
+    def model_folder(self) -> str:
+        """Where to load the index's own model from: its folder if still there, else its name."""
+        return self.model_path if Path(self.model_path).is_dir() else self.model_name
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)

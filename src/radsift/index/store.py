@@ -11,6 +11,8 @@ Layout::
         section_vectors.npy   float32 (n_sections, dim)
         sentence_report.npy   int32 report row of each sentence; sentence_section.npy int16 section code
         section_report.npy    int32; section_section.npy int16
+        label_row.npy, label_finding.npy, label_status.npy
+                              the sentences' finding labels (row, finding code, status code)
         bm25_sentences/       bm25s index over sentence tokens (plain .npy/JSON)
         bm25_sections/        bm25s index over whole sections
 
@@ -39,6 +41,8 @@ import numpy as np
 
 from radsift.errors import IndexStoreError
 from radsift.index.manifest import MANIFEST_NAME, Manifest
+from radsift.ranking.bm25 import build_bm25, load_bm25, save_bm25
+from radsift.ranking.tiers import STATUS_CODES
 from radsift.records import Report, Sentence
 
 CURRENT = "CURRENT"
@@ -54,11 +58,8 @@ CREATE TABLE sentences (row INTEGER PRIMARY KEY, report_row INTEGER NOT NULL, se
                         idx INTEGER NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL, text TEXT NOT NULL);
 CREATE TABLE sections (row INTEGER PRIMARY KEY, report_row INTEGER NOT NULL, section TEXT NOT NULL,
                        text TEXT NOT NULL);
-CREATE TABLE sentence_labels (sentence_row INTEGER NOT NULL, finding TEXT NOT NULL, status TEXT NOT NULL);
 """
 
-# Finding statuses as stored in label_status.npy.
-STATUS_CODES = {"present": 1, "absent": -1, "uncertain": 0}
 
 
 @dataclass
@@ -70,19 +71,57 @@ class UnitArrays:
     section_code: np.ndarray  # int16 (n,), index into manifest.sections
 
 
+@dataclass(frozen=True)
+class ReportRecord:
+    """One stored report: its id and its sections and metadata as JSON text (row = position)."""
+
+    id: str
+    sections: str
+    metadata: str
+
+
+@dataclass(frozen=True)
+class SentenceRecord:
+    """One sentence unit: its report row, section, index in the section, offsets and text."""
+
+    report_row: int
+    section: str
+    idx: int
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class SectionRecord:
+    """One whole-section unit."""
+
+    report_row: int
+    section: str
+    text: str
+
+
+@dataclass(frozen=True)
+class LabelRecord:
+    """One weak label of a sentence from the lexicon labeler."""
+
+    sentence_row: int
+    finding: str
+    status: str
+
+
 @dataclass
 class GenerationData:
     """Everything a generation holds, in memory, ready to be written."""
 
-    reports: list[tuple[str, str, str]]  # (id, sections json, metadata json), row = position
-    sentences: list[tuple[int, str, int, int, int, str]]  # (report_row, section, idx, start, end, text)
-    sections: list[tuple[int, str, str]]  # (report_row, section, text)
+    reports: list[ReportRecord]  # row = position
+    sentences: list[SentenceRecord]
+    sections: list[SectionRecord]
     sentence_vectors: np.ndarray
     section_vectors: np.ndarray
     sentence_tokens: list[list[str]]
     section_tokens: list[list[str]]
-    # Weak labels of sentences from the lexicon labeler: (sentence_row, finding, status).
-    sentence_labels: list[tuple[int, str, str]] = field(default_factory=list)
+    sentence_labels: list[LabelRecord] = field(default_factory=list)
 
 
 @dataclass
@@ -138,7 +177,6 @@ def _section_codes(names: Sequence[str], vocab: list[str]) -> np.ndarray:
 
 def write_generation(index_dir: Path, data: GenerationData, manifest: Manifest) -> Path:
     """Write ``data`` as a new generation and make it live atomically. Caller holds the write lock."""
-    import bm25s
 
     index_dir = Path(index_dir)
     index_dir.mkdir(parents=True, exist_ok=True)
@@ -153,40 +191,36 @@ def write_generation(index_dir: Path, data: GenerationData, manifest: Manifest) 
     db = sqlite3.connect(tmp / "store.sqlite")
     db.executescript(SCHEMA)
     db.executemany("INSERT INTO reports (row, id, sections, metadata) VALUES (?, ?, ?, ?)",
-                   ((i, *r) for i, r in enumerate(data.reports)))
+                   ((i, r.id, r.sections, r.metadata) for i, r in enumerate(data.reports)))
     db.executemany('INSERT INTO sentences (row, report_row, section, idx, start, "end", text) VALUES (?,?,?,?,?,?,?)',
-                   ((i, *s) for i, s in enumerate(data.sentences)))
+                   ((i, s.report_row, s.section, s.idx, s.start, s.end, s.text) for i, s in enumerate(data.sentences)))
     db.executemany("INSERT INTO sections (row, report_row, section, text) VALUES (?, ?, ?, ?)",
-                   ((i, *s) for i, s in enumerate(data.sections)))
-    db.executemany("INSERT INTO sentence_labels (sentence_row, finding, status) VALUES (?, ?, ?)",
-                   data.sentence_labels)
+                   ((i, s.report_row, s.section, s.text) for i, s in enumerate(data.sections)))
     db.commit()
     db.close()
 
-    findings = sorted({f for _, f, _ in data.sentence_labels})
+    labels = data.sentence_labels
+    findings = sorted({lab.finding for lab in labels})
     manifest.findings = findings
     fcode = {f: i for i, f in enumerate(findings)}
-    labels = data.sentence_labels
-    names = sorted({s[1] for s in data.sentences} | {s[1] for s in data.sections})
+    names = sorted({s.section for s in data.sentences} | {s.section for s in data.sections})
     manifest.sections = names
     arrays = {
         "sentence_vectors": np.ascontiguousarray(data.sentence_vectors, dtype=np.float32),
         "section_vectors": np.ascontiguousarray(data.section_vectors, dtype=np.float32),
-        "sentence_report": np.fromiter((s[0] for s in data.sentences), dtype=np.int32, count=len(data.sentences)),
-        "sentence_section": _section_codes([s[1] for s in data.sentences], names),
-        "section_report": np.fromiter((s[0] for s in data.sections), dtype=np.int32, count=len(data.sections)),
-        "section_section": _section_codes([s[1] for s in data.sections], names),
-        "label_row": np.fromiter((r for r, _, _ in labels), dtype=np.int32, count=len(labels)),
-        "label_finding": np.fromiter((fcode[f] for _, f, _ in labels), dtype=np.int16, count=len(labels)),
-        "label_status": np.fromiter((STATUS_CODES[st] for _, _, st in labels), dtype=np.int8, count=len(labels)),
+        "sentence_report": np.fromiter((s.report_row for s in data.sentences), dtype=np.int32,
+                                       count=len(data.sentences)),
+        "sentence_section": _section_codes([s.section for s in data.sentences], names),
+        "section_report": np.fromiter((s.report_row for s in data.sections), dtype=np.int32, count=len(data.sections)),
+        "section_section": _section_codes([s.section for s in data.sections], names),
+        "label_row": np.fromiter((lab.sentence_row for lab in labels), dtype=np.int32, count=len(labels)),
+        "label_finding": np.fromiter((fcode[lab.finding] for lab in labels), dtype=np.int16, count=len(labels)),
+        "label_status": np.fromiter((STATUS_CODES[lab.status] for lab in labels), dtype=np.int8, count=len(labels)),
     }
     for name, arr in arrays.items():
         np.save(tmp / f"{name}.npy", arr)
     for kind, tokens in (("sentences", data.sentence_tokens), ("sections", data.section_tokens)):
-        retriever = bm25s.BM25(k1=manifest.bm25["k1"], b=manifest.bm25["b"], method=manifest.bm25["method"])
-        # bm25s cannot index an empty corpus: an index of only empty reports keeps a one-token stub.
-        retriever.index(tokens if tokens else [[""]], show_progress=False)
-        retriever.save(tmp / f"bm25_{kind}", show_progress=False)
+        save_bm25(build_bm25(tokens, manifest.bm25), tmp / f"bm25_{kind}")
     (tmp / MANIFEST_NAME).write_text(manifest.to_json(), encoding="utf-8")
 
     for f in tmp.rglob("*"):
@@ -290,15 +324,18 @@ class IndexStore:
                                        np.load(g / "label_status.npy"))
         return self._labels
 
-    def all_sentence_labels(self) -> list[tuple[int, str, str]]:
-        return list(self.db.execute("SELECT sentence_row, finding, status FROM sentence_labels"))
+    def all_sentence_labels(self) -> list[LabelRecord]:
+        """Every stored sentence label (the labels live in the .npy arrays only)."""
+        labels = self.labels()
+        names = self.manifest.findings
+        status = {code: name for name, code in STATUS_CODES.items()}
+        return [LabelRecord(r, names[f], status[st])
+                for r, f, st in zip(labels.row.tolist(), labels.finding.tolist(), labels.status.tolist())]
 
     def bm25(self, kind: str):
         """The bm25s retriever over ``sentence`` or ``section`` units."""
         if kind not in self._bm25:
-            import bm25s
-
-            self._bm25[kind] = bm25s.BM25.load(self.gen_dir / f"bm25_{kind}s", mmap=False, show_progress=False)
+            self._bm25[kind] = load_bm25(self.gen_dir / f"bm25_{kind}s")
         return self._bm25[kind]
 
     def section_code(self, name: str) -> int | None:
@@ -358,19 +395,34 @@ class IndexStore:
         )
         return {row: (rid, sec, text) for row, rid, sec, text in cur}
 
-    def all_sentences(self) -> list[tuple[int, str, int, int, int, str]]:
-        return list(self.db.execute('SELECT report_row, section, idx, start, "end", text FROM sentences ORDER BY row'))
+    def all_reports(self) -> list[ReportRecord]:
+        return [ReportRecord(*r) for r in self.db.execute("SELECT id, sections, metadata FROM reports ORDER BY row")]
 
-    def all_sections(self) -> list[tuple[int, str, str]]:
-        return list(self.db.execute("SELECT report_row, section, text FROM sections ORDER BY row"))
+    def all_sentences(self) -> list[SentenceRecord]:
+        return [SentenceRecord(*r) for r in
+                self.db.execute('SELECT report_row, section, idx, start, "end", text FROM sentences ORDER BY row')]
 
-    def report_rows_where(self, where: Mapping[str, Sequence[str]]) -> np.ndarray:
-        """Rows of reports whose metadata match every key (any of the values given for a key)."""
+    def all_sections(self) -> list[SectionRecord]:
+        return [SectionRecord(*r) for r in self.db.execute("SELECT report_row, section, text FROM sections ORDER BY row")]
+
+    def report_rows_where(self, filters: Sequence) -> np.ndarray:
+        """Rows of reports whose metadata match the filters (:class:`radsift.search.query.Filter`).
+
+        Filters on different keys must all match; several on one key match if any does.
+        ``key=value`` compares exactly, ``key~value`` by case-insensitive substring.
+        """
+        by_key: dict[str, list] = {}
+        for f in filters:
+            by_key.setdefault(f.key, []).append(f)
         clauses, params = [], []
-        for key, values in where.items():
-            marks = ",".join("?" * len(values))
-            clauses.append(f"json_extract(metadata, ?) IN ({marks})")
-            params.append(f'$."{key}"')
-            params.extend(values)
+        for key, group in by_key.items():
+            ors = []
+            for f in group:
+                if f.op == "~":
+                    ors.append("instr(lower(CAST(json_extract(metadata, ?) AS TEXT)), lower(?)) > 0")
+                else:
+                    ors.append("json_extract(metadata, ?) = ?")
+                params += [f'$."{key}"', f.value]
+            clauses.append("(" + " OR ".join(ors) + ")")
         sql = "SELECT row FROM reports" + (" WHERE " + " AND ".join(clauses) if clauses else "")
         return np.fromiter((r[0] for r in self.db.execute(sql, params)), dtype=np.int64)

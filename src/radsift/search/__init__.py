@@ -1,9 +1,7 @@
-"""Search: query handling, dense/BM25/hybrid retrieval, aggregation to reports, highlights."""
+"""Search: query options, retrieval through the ranking core, rerank, highlights."""
 
 from radsift.search.engine import Index
-from radsift.search.fusion import convex_combination, reciprocal_rank_fusion
 from radsift.search.highlight import highlight_spans
-from radsift.search.query import LEVELS, MODES, parse_where
+from radsift.search.query import LEVELS, MODES, Filter, parse_where
 
-__all__ = ["LEVELS", "MODES", "Index", "convex_combination", "highlight_spans", "parse_where",
-           "reciprocal_rank_fusion"]
+__all__ = ["LEVELS", "MODES", "Filter", "Index", "highlight_spans", "parse_where"]

@@ -1,8 +1,13 @@
-"""``radsift.Index``: open an index and search it (dense, BM25 or hybrid; sentence or report level)."""
+"""``radsift.Index``: open an index and search it (dense, BM25 or hybrid; sentence or report level).
+
+A search goes straight through, once: options are checked (:func:`~radsift.search.query.check_options`),
+the query's scores are computed once (dense only when the mode uses it, so a BM25 search never
+loads the encoder), the ranking core (:mod:`radsift.ranking`) ranks units and, at report level,
+widens only its cut-off until ``k`` reports are found; an optional cross-encoder reranks the head.
+"""
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -10,28 +15,13 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from radsift.errors import ConfigError, IndexStoreError
-from radsift.index.backends import create_backend, top_k
+from radsift.index.backends import create_backend
 from radsift.index.store import IndexStore
-from radsift.text.tokens import tokenize
+from radsift.ranking import (NEEDS_BM25, NEEDS_DENSE, POLARITY, bm25_scores, opposing_rows, rank, rank_groups,
+                             rerank as rerank_core)
 from radsift.records import Hit, Report, Sentence
-from radsift.search.aggregate import best_unit_per_report
-from radsift.search.fusion import convex_combination, reciprocal_rank_fusion
 from radsift.search.highlight import highlight_spans
-from radsift.search.query import LEVELS, MODES, UNITS, check_choice, normalize_query, parse_where
-
-# Hybrid fuses this many candidates from each side (at least; more when k is large).
-HYBRID_DEPTH = 200
-NEGATION = ("aware", "ignore")
-_POLARITY = {"present": 1, "absent": -1}
-
-
-def demote(scores: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
-    """Move ``rows`` below every other unit, keeping their order among themselves."""
-    if rows is None or not len(rows) or not len(scores):
-        return scores
-    scores = np.array(scores, dtype=np.float32, copy=True)
-    scores[rows] -= float(scores.max() - scores.min()) + 1.0
-    return scores
+from radsift.search.query import SearchOptions, check_options
 
 
 class Index:
@@ -44,9 +34,11 @@ class Index:
 
     Args:
         store: The opened :class:`~radsift.index.IndexStore`.
-        model: Model folder to encode queries with (None = the model that built the index).
+        model: Model folder to encode queries with (None = the model that built the index); a
+            folder given here is checked against the index on open.
         threads: torch threads for query encoding.
         backend: Vector backend name (``numpy``: exact, embedded).
+        encoder: An already loaded encoder (tests, the demo): used as is.
         reranker: Cross-encoder folder (``radsift train --recipe rerank``) or a loaded
             :class:`~radsift.models.reranker.Reranker`, used by ``search(..., rerank=N)``.
     """
@@ -55,14 +47,14 @@ class Index:
                  backend: str = "numpy", encoder=None, reranker=None) -> None:
         self.store = store
         self._reranker = reranker
-        self._model = model
         self._threads = threads
         self._backend_name = backend
         self._encoder = encoder
         self._labeler = None
         self._lock = threading.RLock()
+        self._model_path: Path | None = None
         if model is not None and encoder is None:
-            self._check_model(Path(model))
+            self._model_path = self._checked_model(model)
 
     @classmethod
     def open(cls, path: str | Path, *, model: str | Path | None = None, threads: int | None = None,
@@ -116,16 +108,12 @@ class Index:
             return True
 
     # -- encoding ----------------------------------------------------------------------------
-    def _check_model(self, path: Path) -> None:
-        from radsift.models.encoder import model_fingerprint, resolve_model_path
+    def _checked_model(self, model: str | Path) -> Path:
+        from radsift.models.encoder import resolve_model_path
 
-        resolved = resolve_model_path(path)
-        if model_fingerprint(resolved) != self.store.manifest.model_fingerprint:
-            m = self.store.manifest
-            raise IndexStoreError(
-                f"{self.path} was built with model {m.model_name} ({m.model_path}), not {resolved}: "
-                "query vectors from another model are meaningless here; rebuild the index with that model"
-            )
+        path = resolve_model_path(model)
+        self.store.manifest.check_model(path, self.path)
+        return path
 
     @property
     def encoder(self):
@@ -133,19 +121,17 @@ class Index:
         if self._encoder is None:
             with self._lock:
                 if self._encoder is None:
-                    from radsift.models.encoder import Encoder, model_fingerprint
+                    from radsift.models.encoder import Encoder
 
-                    m = self.store.manifest
-                    model = self._model
-                    if model is None:
-                        model = m.model_path if Path(m.model_path).is_dir() else m.model_name
-                    enc = Encoder.load(model, threads=self._threads)
-                    if model_fingerprint(Path(enc.path)) != m.model_fingerprint:
-                        raise IndexStoreError(
-                            f"{self.path} was built with model {m.model_name} ({m.model_path}), which is not "
-                            f"available here; pass --model with that model's folder"
-                        )
-                    self._encoder = enc
+                    if self._model_path is None:
+                        try:
+                            self._model_path = self._checked_model(self.store.manifest.model_folder())
+                        except ConfigError:
+                            m = self.store.manifest
+                            raise IndexStoreError(
+                                f"{self.path} was built with model {m.model_name} ({m.model_path}), which is not "
+                                "available here; pass --model with that model's folder") from None
+                    self._encoder = Encoder.load(self._model_path, threads=self._threads)
         return self._encoder
 
     @property
@@ -164,103 +150,27 @@ class Index:
         """Findings the query asks about, with the status it asks for (``present``/``absent``)."""
         if self.store.manifest.lexicon is None:
             return {}
-        return {m.finding: m.status for m in self.labeler.label(query) if m.status in _POLARITY}
+        return {m.finding: m.status for m in self.labeler.label(query) if m.status in POLARITY}
 
-    def conflicting_units(self, query: str, store: IndexStore | None = None) -> np.ndarray | None:
+    def opposing_units(self, query: str, store: IndexStore | None = None) -> np.ndarray | None:
         """Sentence rows that state the opposite of what the query asks about a finding.
 
         For "pneumothorax" these are sentences labeled "pneumothorax: absent" (and not also
         "present"); for "no pleural effusion", sentences that affirm an effusion. Negation-aware
-        ranking places them below every other sentence.
+        ranking places them below every other sentence (:func:`radsift.ranking.demote`).
         """
         store = store or self.store
         wanted = self.query_findings(query)
-        if not wanted:
+        codes = {f: i for i, f in enumerate(store.manifest.findings)}
+        wanted_codes = {codes[f]: st for f, st in wanted.items() if f in codes}
+        if not wanted_codes:
             return None
         labels = store.labels()
-        codes = {f: i for i, f in enumerate(store.manifest.findings)}
-        out = []
-        for finding, status in wanted.items():
-            code = codes.get(finding)
-            if code is None:
-                continue
-            sel = labels.finding == code
-            polarity = _POLARITY[status]
-            opposite = labels.row[sel & (labels.status == -polarity)]
-            same = labels.row[sel & (labels.status == polarity)]
-            out.append(np.setdiff1d(opposite, same))
-        return np.unique(np.concatenate(out)).astype(np.int64) if out else None
+        return opposing_rows(labels.row, labels.finding, labels.status, wanted_codes)
 
     def _backend(self, store: IndexStore, kind: str):
         return store.cached(("backend", self._backend_name, kind),
                             lambda: create_backend(self._backend_name, store.units(kind).vectors))
-
-    # -- scoring ---------------------------------------------------------------------------
-    @staticmethod
-    def _mask(store: IndexStore, kind: str, target: str | None, where: dict[str, list[str]]) -> np.ndarray | None:
-        units = store.units(kind)
-        mask = None
-        if target and target not in ("report", "all"):
-            code = store.section_code(target)
-            mask = units.section_code == (code if code is not None else -1)
-        if where:
-            rows = store.report_rows_where(where)
-            m2 = np.isin(units.report_row, rows)
-            mask = m2 if mask is None else mask & m2
-        return mask
-
-    def _dense_scores(self, store: IndexStore, query: str, kind: str) -> np.ndarray:
-        qv = self.encoder.encode_query(query)
-        return self._backend(store, kind).scores(qv)
-
-    @staticmethod
-    def _bm25_scores(store: IndexStore, query: str, kind: str) -> np.ndarray:
-        retriever = store.bm25(kind)
-        vocab = retriever.vocab_dict
-        tokens = [t for t in tokenize(query) if t in vocab]
-        n = store.units(kind).report_row.shape[0]
-        if not tokens or n == 0:
-            return np.zeros(n, dtype=np.float32)
-        return np.asarray(retriever.get_scores(tokens), dtype=np.float32)[:n]
-
-    def rank_units(self, query: str, *, mode: str = "hybrid", unit: str = "sentence", n: int = 100,
-                   target: str | None = None, where: Mapping | Iterable[str] | None = None,
-                   query_vector: np.ndarray | None = None, negation: str = "aware") -> tuple[np.ndarray, np.ndarray]:
-        """Best-first unit rows and scores for a query (the building block of :meth:`search`).
-
-        ``query_vector`` skips encoding (for batch runs that encode all queries at once).
-        """
-        query = normalize_query(query)
-        check_choice("mode", mode, MODES)
-        check_choice("unit", unit, UNITS)
-        check_choice("negation", negation, NEGATION)
-        store = self.store
-        mask = self._mask(store, unit, target, parse_where(where))
-        conflicts = self.conflicting_units(query, store) if negation == "aware" and unit == "sentence" else None
-        return self._rank(store, query, mode, unit, n, mask, query_vector, conflicts)
-
-    def _rank(self, store, query, mode, unit, n, mask, query_vector=None, conflicts=None):
-        dense = bm25 = None
-        if mode != "bm25":
-            dense = (self._backend(store, unit).scores(query_vector) if query_vector is not None
-                     else self._dense_scores(store, query, unit))
-        if mode != "dense":
-            bm25 = self._bm25_scores(store, query, unit)
-            # A unit sharing no query term is not a BM25 match at all.
-            hit = bm25 > 0
-            bm25_mask = hit if mask is None else (mask & hit)
-        if mode == "hybrid":  # fuse the raw scores, then demote: normalisation sees true scores
-            return top_k(demote(convex_combination(dense, bm25), conflicts), n, mask)
-        if mode == "dense":
-            return top_k(demote(dense, conflicts), n, mask)
-        if mode == "bm25":
-            return top_k(demote(bm25, conflicts), n, bm25_mask)
-        dense, bm25 = demote(dense, conflicts), demote(bm25, conflicts)  # hybrid-rrf
-        depth = max(HYBRID_DEPTH, n)
-        d_rows, _ = top_k(dense, depth, mask)
-        b_rows, _ = top_k(bm25, depth, bm25_mask)
-        rows, scores = reciprocal_rank_fusion([d_rows, b_rows])
-        return rows[:n], scores[:n]
 
     # -- search ----------------------------------------------------------------------------
     def search(self, query: str, k: int = 10, mode: str = "hybrid", level: str = "report",
@@ -273,10 +183,11 @@ class Index:
             query: Free text ("no pleural effusion", "right lower lobe consolidation").
             k: Number of hits.
             mode: ``dense``, ``bm25``, ``hybrid`` (convex combination of both, see
-                :mod:`radsift.search.fusion`) or ``hybrid-rrf`` (their reciprocal rank fusion).
+                :mod:`radsift.ranking.fusion`) or ``hybrid-rrf`` (their reciprocal rank fusion).
             level: ``report`` (one hit per report: its best unit stands for it) or ``sentence``.
             target: Restrict to one section (``findings``, ``impression``, ...); ``report``/None = all.
-            where: Metadata filters, ``["exam=XR CHEST"]`` or ``{"exam": "XR CHEST"}``.
+            where: Metadata filters, ``["indication=cough"]``, ``["indication~cough"]`` (case-insensitive
+                substring) or ``{"indication": "cough"}``; keys must be metadata keys of the index.
             unit: Rank ``sentence`` units (default) or whole ``section`` units.
             fields: Report sections to include in hits (None = all).
             include_report: Attach the report's sections and metadata to each hit.
@@ -288,96 +199,89 @@ class Index:
                 (``reranker=`` of :meth:`open`) and return the best ``k`` of them; 0 = off.
 
         Returns:
-            Hits, best first.
+            Hits, best first; scores decrease with rank.
 
         Raises:
-            ConfigError: ``rerank`` without a reranker, or a bad argument.
+            ConfigError: A bad option (naming it and the allowed values), or ``rerank`` without a reranker.
         """
-        query = normalize_query(query)
-        check_choice("mode", mode, MODES)
-        check_choice("level", level, LEVELS)
-        check_choice("unit", unit, UNITS)
-        check_choice("negation", negation, NEGATION)
-        if k < 1:
+        store = self.store  # no lock: a search works on the store it started with; reload() swaps it
+        m = store.manifest
+        opts = check_options(query, k=k, mode=mode, level=level, unit=unit, negation=negation, rerank=rerank,
+                             target=target, where=where, sections=m.sections, metadata_keys=m.metadata_keys)
+        if opts.k < 1:
             return []
-        if rerank:
-            return self._search_reranked(query, k, rerank, mode=mode, level=level, target=target, where=where,
-                                         unit=unit, fields=fields, include_report=include_report,
-                                         query_vector=query_vector, negation=negation)
-        # No lock: a search works on the store it started with; reload() swaps in a new one.
-        store = self.store
-        mask = self._mask(store, unit, target, parse_where(where))
-        conflicts = self.conflicting_units(query, store) if negation == "aware" and unit == "sentence" else None
-        report_of = store.units(unit).report_row
-        total = report_of.shape[0]
-        if level == "sentence":
-            rows, scores = self._rank(store, query, mode, unit, k, mask, query_vector, conflicts)
-            picked = [(int(report_of[r]), int(r), float(s)) for r, s in zip(rows, scores)]
-        else:
-            n = max(10 * k, 100)
-            while True:  # widen until k distinct reports are found or every unit is ranked
-                rows, scores = self._rank(store, query, mode, unit, n, mask, query_vector, conflicts)
-                picked = best_unit_per_report(rows, scores, report_of, k)
-                if len(picked) >= k or len(rows) < n or n >= total:
-                    break
-                n *= 4
-        return self._hits(store, query, picked, unit, fields, include_report)
-
-    def _search_reranked(self, query: str, k: int, depth: int, **kwargs) -> list[Hit]:
-        """First stage to ``max(k, depth)`` hits, cross-encoder over the top ``depth``, best ``k`` kept.
-
-        The reranker reads each hit's matched unit; with negation-aware search, hits that state the
-        opposite of the query stay below the others (the cross-encoder reorders within each group).
-        """
-        from radsift.models.reranker import rerank as rerank_items
-
-        if depth < 1:
-            raise ConfigError(f"rerank: must be a positive number of candidates, not {depth}")
-        reranker = self.reranker
-        if reranker is None:
+        if opts.rerank and self.reranker is None:
             raise ConfigError("rerank needs a reranker: pass --reranker DIR (a folder written by "
                               "'radsift train --recipe rerank') or set RADSIFT_RERANKER")
-        hits = self.search(query, k=max(k, depth), **kwargs)
-        head, tail = hits[:depth], hits[depth:]
-        if kwargs.get("negation") == "aware" and kwargs.get("unit", "sentence") == "sentence":
-            # Keep the negation-aware guarantee: a hit stating the opposite of the query stays below
-            # the others; the cross-encoder reorders within each group.
-            wanted = self.query_findings(query)
-            opposed = [self._states_opposite(h.sentence.text, wanted) for h in head] if wanted else [False] * len(head)
-            agree = [h for h, bad in zip(head, opposed) if not bad]
-            disagree = [h for h, bad in zip(head, opposed) if bad]
-            head = rerank_items(query, agree, reranker) + rerank_items(query, disagree, reranker)
+        demoted = (self.opposing_units(opts.query, store)
+                   if opts.negation == "aware" and opts.unit == "sentence" else None)
+        scores = self._scores(store, opts, query_vector)
+        report_of = store.units(opts.unit).report_row
+        depth = max(opts.k, opts.rerank)
+        if opts.level == "sentence":
+            rows, vals = rank(opts.mode, depth, demoted=demoted, **scores)
+            picked = list(zip(report_of[rows].tolist(), rows.tolist(), np.asarray(vals, np.float64).tolist()))
         else:
-            head = rerank_items(query, head, reranker)
-        return [dataclasses.replace(h, rank=i) for i, h in enumerate((head + tail)[:k], start=1)]
+            groups, rows, vals = rank_groups(opts.mode, depth, report_of, demoted=demoted, **scores)
+            picked = list(zip(groups.tolist(), rows.tolist(), np.asarray(vals, np.float64).tolist()))
+        units = self._units(store, opts.unit, [u for _, u, _ in picked])
+        if opts.rerank:
+            picked = self._rerank(opts, picked, units, demoted)
+        return self._hits(store, opts.query, picked[:opts.k], units, fields, include_report)
 
-    def _states_opposite(self, text: str, wanted: Mapping[str, str]) -> bool:
-        """Whether ``text`` states the opposite of a wanted (finding, status), as the index labels do."""
-        found: dict[str, set[int]] = {}
-        for m in self.labeler.label(text):
-            if m.status in _POLARITY:
-                found.setdefault(m.finding, set()).add(_POLARITY[m.status])
-        return any(-_POLARITY[st] in found.get(f, ()) and _POLARITY[st] not in found.get(f, ())
-                   for f, st in wanted.items())
+    def _scores(self, store: IndexStore, opts: SearchOptions, query_vector) -> dict:
+        """The query's dense and BM25 scores (only those its mode uses) and the eligible units."""
+        out: dict = {"mask": self._mask(store, opts)}
+        if NEEDS_DENSE[opts.mode]:
+            qv = query_vector if query_vector is not None else self.encoder.encode_query(opts.query)
+            out["dense"] = self._backend(store, opts.unit).scores(qv)
+        if NEEDS_BM25[opts.mode]:
+            n = store.units(opts.unit).report_row.shape[0]
+            out["bm25"] = bm25_scores(store.bm25(opts.unit), opts.query, n)
+        return out
 
     @staticmethod
-    def _hits(store, query, picked, unit, fields, include_report) -> list[Hit]:
-        unit_rows = [u for _, u, _ in picked]
+    def _mask(store: IndexStore, opts: SearchOptions) -> np.ndarray | None:
+        units = store.units(opts.unit)
+        mask = None
+        if opts.target is not None:
+            mask = units.section_code == store.section_code(opts.target)
+        if opts.filters:
+            m2 = np.isin(units.report_row, store.report_rows_where(opts.filters))
+            mask = m2 if mask is None else mask & m2
+        return mask
+
+    def _rerank(self, opts: SearchOptions, picked: list, units: dict, demoted) -> list:
+        """The cross-encoder over the top ``opts.rerank``; with negation-aware search the hits that
+        state the opposite of the query stay below the others (the stored labels say which)."""
+        head, tail = picked[:opts.rerank], picked[opts.rerank:]
+        reranker = self.reranker
+        cross = reranker.score(opts.query, [units[u].text for _, u, _ in head])
+        bad = None if demoted is None else np.isin([u for _, u, _ in head], demoted)
+        order, scores = rerank_core([s for _, _, s in head], cross, getattr(reranker, "weight", 1.0), bad,
+                                    [s for _, _, s in tail])
+        both = head + tail
+        return [(both[i][0], both[i][1], float(s)) for i, s in zip(order, scores)]
+
+    @staticmethod
+    def _units(store: IndexStore, unit: str, rows: list[int]) -> dict[int, Sentence]:
         if unit == "sentence":
-            units = store.sentences_by_rows(unit_rows)
-        else:
-            units = {row: Sentence(rid, sec, -1, 0, len(text), text)
-                     for row, (rid, sec, text) in store.sections_by_rows(unit_rows).items()}
+            return store.sentences_by_rows(rows)
+        return {row: Sentence(rid, sec, -1, 0, len(text), text)
+                for row, (rid, sec, text) in store.sections_by_rows(rows).items()}
+
+    @staticmethod
+    def _hits(store, query, picked, units, fields, include_report) -> list[Hit]:
         reports = store.reports_by_rows([r for r, _, _ in picked]) if include_report else {}
         hits = []
-        for rank, (rep_row, unit_row, score) in enumerate(picked, start=1):
+        for rank_, (rep_row, unit_row, score) in enumerate(picked, start=1):
             sent = units[unit_row]
             report = reports.get(rep_row)
             sections = {}
             if report is not None:
                 sections = {k: v for k, v in report.sections.items() if fields is None or k in fields}
             hits.append(Hit(
-                report_id=sent.report_id, score=score, rank=rank, sentence=sent,
+                report_id=sent.report_id, score=score, rank=rank_, sentence=sent,
                 highlights=highlight_spans(query, sent.text), section=sent.section, sections=sections,
                 metadata=report.metadata if report is not None else {},
             ))

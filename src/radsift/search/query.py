@@ -1,15 +1,56 @@
-"""Query handling: validate search options and parse metadata filters."""
+"""Search options: checked once, before any scoring, with messages that name the option.
+
+The HTTP API, the CLI and the Python API share these checks (through :meth:`radsift.Index.search`),
+so they refuse the same things with the same words.
+"""
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
 
 from radsift.errors import ConfigError
+from radsift.ranking import MODES
 
-MODES = ("dense", "bm25", "hybrid", "hybrid-rrf")
 LEVELS = ("report", "sentence")
 UNITS = ("sentence", "section")
+NEGATION = ("aware", "ignore")
 MAX_QUERY_CHARS = 1000
+MAX_FILTERS = 20
+#: ``target`` for the whole report (no section restriction).
+WHOLE_REPORT = "report"
+#: ``KEY=VALUE`` matches exactly; ``KEY~VALUE`` case-insensitively by substring.
+FILTER_OPS = ("=", "~")
+
+__all__ = ["LEVELS", "MODES", "UNITS", "NEGATION", "Filter", "SearchOptions", "check_choice", "check_options",
+           "normalize_query", "parse_where"]
+
+
+@dataclass(frozen=True)
+class Filter:
+    """One metadata filter: ``key=value`` (exact) or ``key~value`` (case-insensitive substring)."""
+
+    key: str
+    value: str
+    op: str = "="
+
+    def __str__(self) -> str:
+        return f"{self.key}{self.op}{self.value}"
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """A search request after its checks (see :func:`check_options`)."""
+
+    query: str
+    k: int
+    mode: str
+    level: str
+    unit: str
+    negation: str
+    rerank: int
+    target: str | None  # None = the whole report
+    filters: tuple[Filter, ...]
 
 
 def normalize_query(query: str) -> str:
@@ -25,27 +66,79 @@ def normalize_query(query: str) -> str:
 def check_choice(name: str, value: str, allowed: Iterable[str]) -> str:
     allowed = tuple(allowed)
     if value not in allowed:
-        raise ConfigError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+        raise ConfigError(f"{name} must be one of {', '.join(allowed)}, not {str(value)[:80]!r}")
     return value
 
 
-def parse_where(where: Iterable[str] | Mapping[str, str | Iterable[str]] | None) -> dict[str, list[str]]:
-    """Parse ``KEY=VALUE`` (or ``KEY:VALUE``) filters into ``{key: [values]}``.
+def parse_where(where: Iterable[str] | Mapping[str, str | Iterable[str]] | None,
+                known_keys: Sequence[str] | None = None) -> tuple[Filter, ...]:
+    """Parse metadata filters: ``KEY=VALUE`` (or ``KEY:VALUE``) exact, ``KEY~VALUE`` by substring.
 
-    Filters on different keys must all match; repeated values of one key match any of them.
+    Filters on different keys must all match; several filters on one key match if any does.
+    A mapping ``{key: value or [values]}`` means exact filters.
+
+    Args:
+        where: The filters.
+        known_keys: The index's metadata keys: a filter on any other key is an error
+            (None = not checked).
+
+    Raises:
+        ConfigError: A filter has no separator, an empty key or value, an unknown key, or there
+            are more than :data:`MAX_FILTERS`.
     """
-    out: dict[str, list[str]] = {}
     if not where:
-        return out
+        return ()
+    out: list[Filter] = []
     if isinstance(where, Mapping):
         for key, value in where.items():
             values = [value] if isinstance(value, str) else list(value)
-            out.setdefault(str(key), []).extend(str(v) for v in values)
-        return out
-    for item in where:
-        sep = "=" if "=" in item else ":" if ":" in item else None
-        key, value = item.split(sep, 1) if sep else ("", "")
-        if not sep or not key.strip():
-            raise ConfigError(f"filter {item!r} is not KEY=VALUE")
-        out.setdefault(key.strip(), []).append(value.strip())
-    return out
+            out.extend(Filter(str(key), str(v)) for v in values)
+    else:
+        for item in where:
+            item = str(item)
+            cut = min((i for i in (item.find(c) for c in ":=~") if i >= 0), default=-1)
+            key, value = (item[:cut].strip(), item[cut + 1:].strip()) if cut >= 0 else ("", "")
+            if cut < 0 or not key or not value:
+                raise ConfigError(f"where: {item[:80]!r} is not KEY=VALUE or KEY~VALUE "
+                                  "(e.g. where=indication~cough)")
+            out.append(Filter(key, value, "~" if item[cut] == "~" else "="))
+    if len(out) > MAX_FILTERS:
+        raise ConfigError(f"where: at most {MAX_FILTERS} filters, got {len(out)}")
+    if known_keys is not None:
+        known = set(known_keys)
+        for f in out:
+            if f.key not in known:
+                listed = ", ".join(sorted(known)) or "none: this index has no metadata"
+                raise ConfigError(f"where: unknown metadata key {f.key[:80]!r}; known keys: {listed}")
+    return tuple(out)
+
+
+def check_target(target: str | None, sections: Sequence[str]) -> str | None:
+    """The section to search, or None for the whole report (``report``, ``all`` or None).
+
+    Raises:
+        ConfigError: ``target`` is neither ``report`` nor a section of this index.
+    """
+    if target in (None, "", WHOLE_REPORT, "all"):
+        return None
+    if target not in sections:
+        allowed = ", ".join([*sections, WHOLE_REPORT])
+        raise ConfigError(f"target must be one of {allowed}, not {str(target)[:80]!r}")
+    return target
+
+
+def check_options(query: str, *, k: int, mode: str, level: str, unit: str, negation: str, rerank: int,
+                  target: str | None, where, sections: Sequence[str], metadata_keys: Sequence[str]) -> SearchOptions:
+    """Every check of a search request, in one place.
+
+    Raises:
+        ConfigError: Naming the option and the allowed values.
+    """
+    if rerank < 0:
+        raise ConfigError(f"rerank: must be 0 (off) or a positive number of candidates, not {rerank}")
+    return SearchOptions(
+        query=normalize_query(query), k=int(k), mode=check_choice("mode", mode, MODES),
+        level=check_choice("level", level, LEVELS), unit=check_choice("unit", unit, UNITS),
+        negation=check_choice("negation", negation, NEGATION), rerank=int(rerank),
+        target=check_target(target, sections), filters=parse_where(where, metadata_keys),
+    )

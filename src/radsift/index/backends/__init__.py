@@ -1,6 +1,6 @@
 """Pluggable vector backends (txtai-style base + factory)."""
 
-from radsift.index.backends.base import VectorBackend, top_k
+from radsift.index.backends.base import VectorBackend
 from radsift.index.backends.factory import create_backend
 
-__all__ = ["VectorBackend", "create_backend", "top_k"]
+__all__ = ["VectorBackend", "create_backend"]

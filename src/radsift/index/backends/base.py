@@ -11,6 +11,8 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from radsift.ranking.topk import top_k
+
 
 class VectorBackend(ABC):
     """Nearest-neighbour search over one matrix of unit vectors (inner product = cosine)."""
@@ -29,23 +31,3 @@ class VectorBackend(ABC):
         """
         scores = self.scores(query)
         return top_k(scores, k, mask)
-
-
-def top_k(scores: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Indices and values of the ``k`` largest scores (ties by lower index), restricted to ``mask``."""
-    if mask is not None:
-        candidates = np.flatnonzero(mask)
-        sub = scores[candidates]
-    else:
-        candidates, sub = None, scores
-    n = sub.shape[0]
-    k = min(k, n)
-    if k <= 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-    if k < n:
-        part = np.argpartition(-sub, k - 1)[:k]
-    else:
-        part = np.arange(n)
-    order = part[np.lexsort((part, -sub[part]))]
-    rows = order if candidates is None else candidates[order]
-    return rows.astype(np.int64), sub[order].astype(np.float32)

@@ -218,12 +218,12 @@ def evaluate_hybrid(dense: dict[str, Any], bm25: dict[str, Any], es: EvalSet, fu
     :func:`evaluate_bm25` fused on ``es`` as ``radsift bench``'s hybrids rank.
 
     Args:
-        fusion: ``convex`` (``hybrid``: :func:`radsift.search.fusion.convex_combination` of the
+        fusion: ``convex`` (``hybrid``: :func:`radsift.ranking.fusion.convex_combination` of the
             scores) or ``rrf`` (``hybrid-rrf``: the full dense ranking fused with BM25's ranking
             of the sentences it scores above 0).
-        alpha: ``convex``: the dense share (default :data:`radsift.search.fusion.DENSE_WEIGHT`).
+        alpha: ``convex``: the dense share (default :data:`radsift.ranking.fusion.DENSE_WEIGHT`).
     """
-    from radsift.search.fusion import DENSE_WEIGHT, convex_combination, reciprocal_rank_fusion
+    from radsift.ranking.fusion import DENSE_WEIGHT, convex_combination, reciprocal_rank_fusion
 
     if fusion == "convex":
         fused = convex_combination(dense["scores"], bm25["scores"], DENSE_WEIGHT if alpha is None else alpha)

@@ -1,0 +1,140 @@
+"""The ranking core: dense and BM25 scores of every unit in, a best-first unit ranking out.
+
+``radsift search``, the ``radsift bench`` systems and the training evaluation all rank here, so
+what is measured is what users get. The steps, each in its own module:
+
+1. the scores: dense cosine (a vector backend) and BM25 (:mod:`.bm25`), computed by the caller;
+2. fusion of the two (:mod:`.fusion`): ``hybrid`` is their convex combination, ``hybrid-rrf``
+   reciprocal rank fusion of their top :data:`~.fusion.HYBRID_DEPTH`;
+3. reading tiers (:mod:`.tiers`): negation-aware ranking demotes units stating the opposite of
+   the query's reading below all others;
+4. top-k (:mod:`.topk`), then optionally the best unit per report (:mod:`.aggregate`);
+5. an optional rerank of the head by a cross-encoder (:func:`rerank`), scores kept decreasing.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from radsift.ranking.aggregate import best_per_group
+from radsift.ranking.fusion import (DENSE_WEIGHT, HYBRID_DEPTH, RERANK_WEIGHT, convex_combination, fused_order,
+                                    reciprocal_rank_fusion)
+from radsift.ranking.tiers import demote
+from radsift.ranking.topk import top_k
+
+#: Ranking modes: ``hybrid`` (convex combination, the default), ``dense``, ``bm25``, ``hybrid-rrf``.
+MODES = ("dense", "bm25", "hybrid", "hybrid-rrf")
+#: Which scores each mode needs.
+NEEDS_DENSE = {"hybrid": True, "dense": True, "bm25": False, "hybrid-rrf": True}
+NEEDS_BM25 = {"hybrid": True, "dense": False, "bm25": True, "hybrid-rrf": True}
+
+
+def _and(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    if a is None:
+        return b
+    return a if b is None else (a & b)
+
+
+def rank(mode: str, n: int | None, *, dense: np.ndarray | None = None, bm25: np.ndarray | None = None,
+         mask: np.ndarray | None = None, demoted: np.ndarray | None = None,
+         alpha: float = DENSE_WEIGHT) -> tuple[np.ndarray, np.ndarray]:
+    """The best ``n`` units of one query, best first.
+
+    Args:
+        mode: One of :data:`MODES`.
+        n: How many units (None = every eligible unit).
+        dense: Dense score of every unit (modes that use it).
+        bm25: BM25 score of every unit (modes that use it); a unit scoring 0 shares no term
+            with the query and is not a BM25 match (``bm25`` mode leaves it out).
+        mask: Eligible units (filters, targets, excluded rows); None = all.
+        demoted: Unit rows stating the opposite of the query's reading: ranked below all others.
+        alpha: Dense share of the ``hybrid`` convex combination.
+
+    Returns:
+        ``(rows, scores)``, scores non-increasing.
+    """
+    if mode == "hybrid":  # fuse the raw scores, then demote: normalisation sees true scores
+        return top_k(demote(convex_combination(dense, bm25, alpha), demoted), n, mask)
+    if mode == "dense":
+        return top_k(demote(dense, demoted), n, mask)
+    if mode == "bm25":
+        return top_k(demote(bm25, demoted), n, _and(mask, bm25 > 0))
+    if mode == "hybrid-rrf":
+        depth = None if n is None else max(HYBRID_DEPTH, n)
+        d_rows, _ = top_k(demote(dense, demoted), depth, mask)
+        b_rows, _ = top_k(demote(bm25, demoted), depth, _and(mask, bm25 > 0))
+        rows, scores = reciprocal_rank_fusion([d_rows, b_rows])
+        if demoted is not None and len(demoted) and len(rows):
+            # Ranks carry no score gap: a demoted unit high on one side could still out-fuse a unit
+            # on only one list, so the tiers apply again to the fused scores.
+            scores = demote(scores, np.flatnonzero(np.isin(rows, demoted)))
+            order = np.lexsort((rows, -scores))
+            rows, scores = rows[order], scores[order]
+        return (rows, scores) if n is None else (rows[:n], scores[:n])
+    raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+
+
+def rank_groups(mode: str, k: int | None, group_of: np.ndarray, **scores) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The best ``k`` groups (reports) of one query, each standing on its best unit.
+
+    Scores once and widens only the cut-off: the unit ranking is cut at ``max(10 k, 100)`` and
+    widened (x4) until ``k`` distinct groups are found or every unit is ranked.
+
+    Args:
+        mode: One of :data:`MODES`.
+        k: How many groups (None = all).
+        group_of: Group of every unit row.
+        **scores: ``dense``, ``bm25``, ``mask``, ``demoted``, ``alpha`` as for :func:`rank`.
+
+    Returns:
+        ``(groups, unit_rows, scores)``, best first.
+    """
+    total = int(np.asarray(group_of).shape[0])
+    n = None if k is None else max(10 * k, 100)
+    while True:
+        rows, vals = rank(mode, n, **scores)
+        picked = best_per_group(rows, vals, group_of, k)
+        if n is None or len(picked[0]) >= k or len(rows) < n or n >= total:
+            return picked
+        n *= 4
+
+
+def rerank(first: Sequence[float], cross: Sequence[float], weight: float = RERANK_WEIGHT,
+           demoted: Sequence[bool] | None = None, tail: Sequence[float] = ()) -> tuple[list[int], np.ndarray]:
+    """Reorder a reranked head and keep every score below the one before it.
+
+    The head (first-stage scores ``first``, cross-encoder scores ``cross``) is ordered by the
+    fused score (:func:`~.fusion.fused_order`). With ``demoted`` (negation-aware search), the
+    units stating the opposite of the query form a second group, reranked on its own and
+    placed below the first. The ``tail`` (first-stage scores of the units after the head)
+    keeps its order, shifted below the head, so that scores decrease with rank in every path.
+
+    Returns:
+        ``(positions, scores)``: positions into ``first + tail`` in their new order and the
+        score each gets (float64, non-increasing).
+    """
+    first = np.asarray(first, dtype=np.float64)
+    cross = np.asarray(cross, dtype=np.float64)
+    groups = [np.arange(first.size)]
+    if demoted is not None:
+        bad = np.asarray(demoted, dtype=bool)
+        groups = [np.flatnonzero(~bad), np.flatnonzero(bad)]
+    positions: list[int] = []
+    scores: list[float] = []
+    for members in groups:
+        if not members.size:
+            continue
+        fused, order = fused_order(first[members], cross[members], weight)
+        fused = fused[order]
+        if scores:  # below the group before it
+            fused = fused - (fused[0] - (scores[-1] - 1.0))
+        positions += [int(members[i]) for i in order]
+        scores += fused.tolist()
+    tail = np.asarray(tail, dtype=np.float64)
+    if tail.size:
+        floor = (scores[-1] if scores else 0.0) - 1.0
+        positions += list(range(first.size, first.size + tail.size))
+        scores += (tail - (tail[0] - floor)).tolist()
+    return positions, np.asarray(scores, dtype=np.float64)
