@@ -95,6 +95,9 @@ def parse_where(where: Iterable[str] | Mapping[str, str | Iterable[str]] | None,
             out.extend(Filter(str(key), str(v)) for v in values)
     else:
         for item in where:
+            if isinstance(item, Filter):  # already parsed (the HTTP API parses once for its audit log)
+                out.append(item)
+                continue
             item = str(item)
             cut = min((i for i in (item.find(c) for c in ":=~") if i >= 0), default=-1)
             key, value = (item[:cut].strip(), item[cut + 1:].strip()) if cut >= 0 else ("", "")

@@ -30,10 +30,10 @@ from pydantic import BaseModel, Field
 from radsift import __version__
 from radsift.errors import ConfigError, IndexStoreError, RadsiftError
 from radsift.search import Index
-from radsift.search.query import MAX_QUERY_CHARS
+from radsift.search.query import MAX_QUERY_CHARS, parse_where
 from radsift.serve.audit import AuditLog
 from radsift.serve.auth import bearer_matches, token_id
-from radsift.serve.params import check_target, parse_fields, parse_filters
+from radsift.serve.params import parse_fields
 
 log = logging.getLogger("radsift.serve")
 STATIC_DIR = Path(str(files("radsift.serve") / "static"))
@@ -77,7 +77,7 @@ class SearchOut(BaseModel):
     level: str
     target: str
     unit: str
-    where: dict[str, list[str]]
+    where: list[str]  # the filters as read: key=value (exact) or key~value (case-insensitive substring)
     count: int
     took_ms: float
     hits: list[HitOut]
@@ -204,7 +204,9 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
                          Query(description="One hit per report, or every matching sentence.")] = "report",
         target: Annotated[str, Query(description="findings, impression (the diagnoses that go with a findings "
                                                  "description) or report (every section).")] = "report",
-        where: Annotated[list[str] | None, Query(description="Metadata filter key:value (repeatable).")] = None,
+        where: Annotated[list[str] | None, Query(description="Metadata filter: key=value (or key:value) exact, "
+                                                              "key~value case-insensitive substring (repeatable; "
+                                                              "one key: any; several keys: all).")] = None,
         fields: Annotated[list[str] | None, Query(description="Parts of the report to return: section names, "
                                                               "`sections`, `metadata` or `none` (default all).")] = None,
         unit: Annotated[Literal["sentence", "section"],
@@ -214,11 +216,10 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
     ) -> dict:
         idx = service.index
         manifest = idx.manifest
-        filters = parse_filters(where, manifest.metadata_keys)
-        section = check_target(target, manifest.sections)
+        filters = parse_where(where)  # Index.search checks the keys (and the target) against the index
         picked = parse_fields(fields, manifest.sections)
         start = time.perf_counter()
-        hits = idx.search(q, k=k, mode=mode, level=level, target=section, where=filters, unit=unit,
+        hits = idx.search(q, k=k, mode=mode, level=level, target=target, where=filters, unit=unit,
                           fields=picked.sections, include_report=picked.include_report, rerank=rerank)
         took = (time.perf_counter() - start) * 1000
         out = []
@@ -231,12 +232,12 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
         if service.audit is not None:
             service.audit.write(
                 "search", client=_client(request), token_id=service.token_id, query=query,
-                params={"k": k, "mode": mode, "level": level, "target": target, "unit": unit, "where": filters,
-                        "rerank": rerank},
+                params={"k": k, "mode": mode, "level": level, "target": target, "unit": unit,
+                        "where": [str(f) for f in filters], "rerank": rerank},
                 result_ids=[h.report_id for h in hits],
             )
         return {"query": query, "k": k, "mode": mode, "level": level, "target": target, "unit": unit,
-                "where": filters, "count": len(out), "took_ms": round(took, 2), "hits": out}
+                "where": [str(f) for f in filters], "count": len(out), "took_ms": round(took, 2), "hits": out}
 
     @api.get("/reports/{report_id:path}", response_model=ReportOut, dependencies=[only_params(frozenset())],
              responses={404: {"description": "No report with that id in the index."}})
