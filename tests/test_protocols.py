@@ -20,14 +20,13 @@ from radsift.evaluation.protocols.separation import run_separation
 from radsift.evaluation.splits import fold_findings, is_held_out, report_split
 from radsift.evaluation.systems import (
     DenseSystem,
-    HybridSystem,
+    RankedSystem,
     build_systems,
     check_specs,
-    group_max,
     load_systems_file,
     parse_system,
-    top_ranking,
 )
+from radsift.ranking import top_ranking
 from radsift.labels.weak import Query, UniqueSentence, WeakLabels
 from radsift.models.hashing import HashingEncoder
 from radsift.records import Report
@@ -168,7 +167,7 @@ def test_hybrid_rerank_reranks_the_hybrid_head(encoder) -> None:
     spec = dataclasses.replace(parse_system("hr=hybrid+rerank:fake"), depth=3)
     hybrid, system = build_systems(["hybrid", spec], encoders={None: encoder}, rerankers={"fake": fake},
                                    progress=False)
-    assert isinstance(system.first, HybridSystem)
+    assert isinstance(system.first, RankedSystem) and system.first.mode == "hybrid"
     head = [i for i, _ in hybrid.rank(["left pneumothorax"], CANDIDATES)[0]][:3]
     ranking = system.rank(["left pneumothorax"], CANDIDATES)[0]
     # The cross-encoder saw the hybrid's top 3 (best first) and alone (weight 1) orders them by length.
@@ -213,12 +212,6 @@ def test_top_ranking_ties_by_lower_index_and_mask() -> None:
     assert [i for i, _ in top_ranking(row, 3)] == [1, 4, 0]
     assert [i for i, _ in top_ranking(row, 2, row > 0.2)] == [1, 4]
     assert [i for i, _ in top_ranking(row, None, np.array([1, 0, 1, 1, 0], bool))] == [0, 2, 3]
-
-
-def test_group_max() -> None:
-    scores = np.array([[0.1, 0.7, 0.3, 0.2]], dtype=np.float32)
-    out = group_max(scores, np.array([2, 0, 2, 0]), 4)
-    assert out[0].tolist()[:3] == pytest.approx([0.7, -np.inf, 0.3]) and out[0, 3] == -np.inf
 
 
 CANDIDATES = ["no pneumothorax", "large left pneumothorax", "heart size normal", "left pleural effusion"]
@@ -392,3 +385,19 @@ def test_category_relevance_is_by_category_not_text(systems) -> None:
     # Query "d": "e" shares "heart" (cos 1/sqrt 6) and ranks first among the others: AP 1.
     assert per_query["d"]["map"] == 1.0
     assert res.data["summary"]["dense"]["map"]["n"] == len(per_query)
+
+
+def test_negation_aware_systems_rank_opposite_readings_last(encoder) -> None:
+    plain, aware, hybrid = build_systems(["bm25", "bm25+negation", "hybrid+negation"], encoders={None: encoder},
+                                         progress=False)
+    assert aware.name == "bm25+negation"
+    assert parse_system("hybrid+negation:m").negation and parse_system("hybrid+negation:m").label == "hybrid+negation:m"
+    # BM25 alone ranks the short "no pneumothorax" first; the negation-aware system ranks it last.
+    assert [i for i, _ in plain.rank(["pneumothorax"], CANDIDATES)[0]][0] == 0
+    assert [i for i, _ in aware.rank(["pneumothorax"], CANDIDATES)[0]] == [1, 0]
+    assert [i for i, _ in hybrid.rank(["pneumothorax"], CANDIDATES)[0]][-1] == 0
+    # and the other way round for a negative query
+    assert [i for i, _ in aware.rank(["no pneumothorax"], CANDIDATES)[0]][-1] == 1
+    assert "circular" in hybrid.describe()
+    with pytest.raises(ConfigError, match="unknown system"):
+        parse_system("rerank+negation:x")

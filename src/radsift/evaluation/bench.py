@@ -165,9 +165,17 @@ def _filter(reports: list, where: Sequence[str], source: str) -> list:
     filters = parse_where(list(where))
     if not filters:
         return reports
-    wanted = {k: {v.casefold() for v in vs} for k, vs in filters.items()}
+    by_key: dict[str, list] = {}
+    for f in filters:
+        by_key.setdefault(f.key, []).append(f)
+
+    def matches(f, value: str) -> bool:  # loose on purpose: corpus exports vary in case and spacing
+        wanted = f.value.strip().casefold()
+        return wanted in value if f.op == "~" else wanted == value
+
     kept = [r for r in reports
-            if all(str(r.metadata.get(k, "")).strip().casefold() in vs for k, vs in wanted.items())]
+            if all(any(matches(f, str(r.metadata.get(k, "")).strip().casefold()) for f in group)
+                   for k, group in by_key.items())]
     if not kept:
         raise ConfigError(f"--cross-where {' '.join(where)}: no report of {source} matches")
     return kept
