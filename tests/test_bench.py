@@ -16,7 +16,7 @@ from radsift.errors import ConfigError, RadsiftError
 from radsift.evaluation import evaluate
 from radsift.evaluation.bench import BenchConfig, bench, run_bench
 from radsift.evaluation.errors import TrecFormatError
-from radsift.evaluation.splits import fold_findings
+from radsift.splits import fold_findings
 from radsift.models.hashing import HashingEncoder
 
 runner = CliRunner()

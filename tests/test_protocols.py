@@ -17,7 +17,7 @@ from radsift.evaluation.protocols.findings_impression import run_findings_to_imp
 from radsift.evaluation.protocols.free_text import check_judgments, run_free_text
 from radsift.evaluation.protocols.sentence_retrieval import run_sentence_retrieval
 from radsift.evaluation.protocols.separation import run_separation
-from radsift.evaluation.splits import fold_findings, is_held_out, report_split
+from radsift.splits import fold_findings, is_held_out, report_split
 from radsift.evaluation.systems import (
     DenseSystem,
     RankedSystem,

@@ -17,7 +17,7 @@ from radsift.models.training.batching import LexiconSampler, PairBatchSampler, m
 from radsift.models.training.combined import is_pair_step
 from radsift.models.training.data import SectionPair, prepare_data, text_key
 from radsift.models.training.lexicon import LexiconRecipe
-from radsift.models.training.split import heldout_ids
+from radsift.splits import heldout_ids
 
 
 @pytest.fixture(scope="module")

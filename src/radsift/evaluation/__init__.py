@@ -16,7 +16,7 @@
 from radsift.evaluation.errors import EvaluationError, TrecFormatError
 from radsift.evaluation.metrics import DEFAULT_METRICS, evaluate, parse_metric
 from radsift.evaluation.ranking import rank_entries
-from radsift.evaluation.splits import fold_findings, report_split
+from radsift.splits import fold_findings, report_split
 from radsift.evaluation.trec import read_qrels, read_queries, read_run, write_qrels, write_run
 
 __all__ = [

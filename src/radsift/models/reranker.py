@@ -29,52 +29,15 @@ from typing import Sequence, TypeVar, Union
 import numpy as np
 
 from radsift.errors import ConfigError
+from radsift.ranking.fusion import RERANK_WEIGHT, check_weight, fuse, fused_order
 from radsift.records import Hit
 
 Item = TypeVar("Item", bound=Union[Hit, str])
 
 #: Share of the cross-encoder in the fused score (chosen among 0.3, 0.5 and 0.7 on held-out Open-i).
-DEFAULT_WEIGHT = 0.3
+DEFAULT_WEIGHT = RERANK_WEIGHT
 
-
-def _standardise(x: np.ndarray) -> np.ndarray:
-    std = float(x.std()) if x.size else 0.0
-    return (x - x.mean()) / std if std > 0 else np.zeros_like(x)
-
-
-def check_weight(weight: float) -> float:
-    """The cross-encoder share of the fused score, checked to lie in [0, 1]."""
-    if not 0.0 <= weight <= 1.0:
-        raise ConfigError(f"rerank weight must be between 0 and 1, not {weight}")
-    return weight
-
-
-def fuse(first: Sequence[float], cross: Sequence[float], weight: float = DEFAULT_WEIGHT) -> np.ndarray:
-    """``weight * z(cross) + (1 - weight) * z(first)``, z standardised over the given candidates.
-
-    Args:
-        first: First-stage scores (higher is better).
-        cross: Cross-encoder scores of the same candidates.
-        weight: Share of the cross-encoder, in [0, 1] (1 = its order alone).
-    """
-    first_arr = np.asarray(first, dtype=np.float64).reshape(-1)
-    cross_arr = np.asarray(cross, dtype=np.float64).reshape(-1)
-    if first_arr.shape != cross_arr.shape:
-        raise ValueError(f"fuse: {first_arr.size} first-stage scores but {cross_arr.size} cross-encoder scores")
-    if check_weight(weight) == 1.0:
-        return cross_arr
-    return weight * _standardise(cross_arr) + (1.0 - weight) * _standardise(first_arr)
-
-
-def fused_order(first: Sequence[float], cross: Sequence[float],
-                weight: float = DEFAULT_WEIGHT) -> tuple[np.ndarray, list[int]]:
-    """The fused scores (:func:`fuse`) and the candidate positions in their order, best first.
-
-    Ties keep the first-stage order (the candidates come best first), so every rerank path,
-    search, ``radsift bench`` and the training evaluation, orders the head the same way.
-    """
-    scores = fuse(first, cross, weight)
-    return scores, sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))
+__all__ = ["DEFAULT_WEIGHT", "Reranker", "check_weight", "fuse", "fused_order", "item_text", "rerank"]
 
 
 @dataclass

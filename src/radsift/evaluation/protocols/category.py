@@ -4,7 +4,7 @@ RadSearch measures whether a report retrieves reports of the same examination ty
 the category is any metadata field (``--category-field``; found automatically among
 :data:`CATEGORY_FIELDS`, e.g. MTSamples ``medical_specialty`` or an ``exam`` column):
 
-- queries are the held-out reports (:func:`radsift.evaluation.splits.report_split`, the
+- queries are the held-out reports (:func:`radsift.splits.report_split`, the
   same as for findings-to-impression) that have a category; each query is the report's text;
 - candidates are all other reports with a category. A candidate whose text equals the
   query's (case and spacing folded) is removed from that query's candidates: it is the same
@@ -37,7 +37,7 @@ from radsift.evaluation.protocols.base import (
     skipped,
     with_ci,
 )
-from radsift.evaluation.splits import is_held_out
+from radsift.splits import is_held_out
 
 KEY = "category_matching"
 TITLE = "Category matching (RadSearch exam-type mAP, generalised)"

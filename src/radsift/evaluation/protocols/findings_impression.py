@@ -5,7 +5,7 @@ Retrieval with Large Language Model Integration") trains on findings/impression 
 same report and tests whether a report's findings section retrieves its own impression among
 the impressions of the test reports. Here:
 
-- the test reports are the held-out reports of :func:`radsift.evaluation.splits.report_split`
+- the test reports are the held-out reports of :func:`radsift.splits.report_split`
   (``--holdout-fraction``, ``--seed``), the same that ``radsift train`` holds out, restricted
   to reports with both a findings and an impression section;
 - each findings section is a query over the *distinct* impressions of those reports (case,
@@ -37,7 +37,7 @@ from radsift.evaluation.protocols.base import (
     pvalue,
     skipped,
 )
-from radsift.evaluation.splits import is_held_out
+from radsift.splits import is_held_out
 
 KEY = "findings_to_impression"
 TITLE = "Findings-to-impression matching on held-out reports (RadSearch)"
@@ -60,7 +60,7 @@ def run_findings_to_impression(reports: Sequence, systems: Sequence, *, holdout_
     Args:
         reports: The corpus's reports.
         systems: Systems under test.
-        holdout_fraction: Share of held-out reports (see :func:`~radsift.evaluation.splits.report_split`).
+        holdout_fraction: Share of held-out reports (see :func:`~radsift.splits.report_split`).
         seed: Split seed (also the seed of the query sample).
         ks: Cutoffs of the match rates.
         max_queries: Evaluate a seeded sample of at most this many held-out findings (the

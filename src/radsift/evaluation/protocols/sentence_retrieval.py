@@ -11,7 +11,7 @@ that label. Each query ranks *all* unique sentences (labeled or not), and the pr
   the size of its ground-truth list (``recall@R``, i.e. R-precision), averaged over queries;
 
 for positive queries, negative queries and all of them. The 2-fold split by finding
-(:func:`radsift.evaluation.splits.fold_findings`) is shown as a per-fold table: the test
+(:func:`radsift.splits.fold_findings`) is shown as a per-fold table: the test
 queries of fold ``f`` are those whose finding is in group ``f``, unseen by a model trained on
 fold ``f``. Queries are sentence-level and use their plain text (``Query.text``).
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from radsift.errors import ConfigError
-from radsift.evaluation.splits import DEFAULT_FOLDS, DEFAULT_HOLDOUT_FRACTION, DEFAULT_SEED
+from radsift.splits import DEFAULT_FOLDS, DEFAULT_HOLDOUT_FRACTION, DEFAULT_SEED
 
 RECIPES = ("combined", "lexicon-triplet", "lexicon-mnrl", "findings-impression", "rerank")
 #: The recipe ``radsift train`` runs when none is named (the best on Open-i; see the README).

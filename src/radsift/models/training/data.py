@@ -173,7 +173,7 @@ def prepare_data(
         CorpusError: No report, duplicate ids, or nothing to train on for the recipe.
     """
     from radsift.labels import build_weak_labels, split_findings
-    from radsift.models.training.split import heldout_ids
+    from radsift.splits import heldout_ids
 
     from radsift.labels.labeler import Labeler
 
