@@ -1,7 +1,7 @@
 """Quick evaluation and ablations of ``radsift train`` recipes on Open-i (../shared/data).
 
 This is the in-process evaluator used while developing the recipes; the tested table of the
-README comes from ``radsift bench``. Figures (see :mod:`radsift.models.training.evaluate`):
+README comes from ``radsift bench``. Figures (see :mod:`radsift.evaluation.heldout`):
 Shi et al.'s sentence retrieval mAP (positive / negative / all weak-label queries), embedding
 separation, and RadSearch's findings-to-impression top-5 match rate on the held-out reports,
 with McNemar against the untrained model. Each model also gets a ``MODEL+bm25`` row: its
@@ -92,7 +92,7 @@ def load_st(path):
 
 def evaluate_systems(data, models: dict[str, str | None], config, sentences: str) -> dict[str, dict]:
     """BM25 and each model (name -> folder, None = untrained) on the evaluation set of ``data``."""
-    from radsift.models.training.evaluate import (eval_set, evaluate_bm25, evaluate_encoder, evaluate_hybrid,
+    from radsift.evaluation.heldout import (eval_set, evaluate_bm25, evaluate_encoder, evaluate_hybrid,
                                                   model_encode_fn)
 
     es = eval_set(data, sentences=sentences)
@@ -132,7 +132,7 @@ def table(results: dict[str, dict], tests: dict[str, dict] | None = None) -> str
 
 
 def strip(results: dict[str, dict]) -> dict[str, dict]:
-    from radsift.models.training.evaluate import summary
+    from radsift.evaluation.heldout import summary
 
     return {name: summary(r) for name, r in results.items()}
 
@@ -216,11 +216,13 @@ def ablation_table(record: dict) -> str:
 
 
 def cmd_default(args) -> None:
+    from radsift.evaluation.heldout import HeldOutEvaluator
     from radsift.models.training import TrainConfig, train
 
     reports = read_openi()
     t = time.monotonic()
-    result = train(reports, TrainConfig(), args.out, overwrite=True, progress=False, log=print)
+    result = train(reports, TrainConfig(), args.out, overwrite=True, progress=False, log=print,
+                   evaluator=HeldOutEvaluator())
     print(f"default recipe: {time.monotonic() - t:.0f} s in all ({result.training})")
     for name, r in result.evaluation.items():
         print(name, r)
@@ -233,8 +235,7 @@ def cmd_rerank(args) -> None:
     from radsift.models.reranker import Reranker
     from radsift.models.training import TrainConfig
     from radsift.models.training.data import prepare_data
-    from radsift.models.training.evaluate import eval_set
-    from radsift.models.training.rerank import evaluate_reranker
+    from radsift.evaluation.heldout import eval_set, evaluate_reranker
 
     class ScoreOnce:
         """The cross-encoder, scoring each list of pairs once across the fusion weights."""
@@ -279,7 +280,7 @@ def cmd_rerank(args) -> None:
 def trained_findings_set(data):
     """The fold's training findings over the held-out reports: a development set for the split by
     finding (no test finding, no trained report)."""
-    from radsift.models.training.evaluate import eval_set
+    from radsift.evaluation.heldout import eval_set
 
     trained = {q.finding for s in data.heldout_sentences for q in s.all_labels} - set(data.test_findings)
     return eval_set(data, findings=trained)
@@ -290,7 +291,7 @@ def cmd_fusion(args) -> None:
 
     from radsift.models.training import TrainConfig
     from radsift.models.training.data import prepare_data
-    from radsift.models.training.evaluate import (eval_set, evaluate_bm25, evaluate_encoder, evaluate_hybrid,
+    from radsift.evaluation.heldout import (eval_set, evaluate_bm25, evaluate_encoder, evaluate_hybrid,
                                                   model_encode_fn)
 
     reports = read_openi()

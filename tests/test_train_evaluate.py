@@ -7,7 +7,7 @@ import pytest
 
 from radsift.labels import Query
 from radsift.models.training.data import LabeledSentence, SectionPair, text_key
-from radsift.models.training.evaluate import EvalSet, distinct_impressions, eval_set, evaluate_bm25, evaluate_encoder
+from radsift.evaluation.heldout import EvalSet, distinct_impressions, eval_set, evaluate_bm25, evaluate_encoder
 
 YES, NO = Query("yes", "pneumothorax"), Query("no", "pneumothorax")
 
@@ -68,7 +68,7 @@ def test_bm25_baseline(es):
 
 
 def test_hybrid_fuses_dense_and_bm25_as_radsift_search(es):
-    from radsift.models.training.evaluate import evaluate_hybrid
+    from radsift.evaluation.heldout import evaluate_hybrid
 
     # rows: queries in es.queries order (no, yes); columns: s1 "No pneumothorax.", s2, s3
     dense = {"scores": np.array([[0.1, 0.9, 0.5], [0.2, 0.8, 0.1]])}

@@ -436,7 +436,9 @@ def train_cmd(
                           threads=threads, evaluate=evaluate)
         reports, stats = _read(corpus, reader_options(format, id_column, section, text_column, on_error))
         err_console.print(f"recipe {cfg.recipe}: {cfg.max_steps} steps, seed {cfg.seed}", highlight=False)
-        result = train(reports, cfg, out, overwrite=overwrite,
+        from radsift.evaluation.heldout import HeldOutEvaluator
+
+        result = train(reports, cfg, out, overwrite=overwrite, evaluator=HeldOutEvaluator(),
                        log=lambda m: err_console.print(m, highlight=False))
         _report_read_stats(stats)
     except RadsiftError as exc:

@@ -62,6 +62,7 @@ def train(
     *,
     overwrite: bool = False,
     labeler=None,
+    evaluator: Callable[..., dict[str, Any]] | None = None,
     progress: bool = True,
     log: Callable[[str], None] | None = None,
 ) -> TrainResult:
@@ -73,6 +74,10 @@ def train(
         out: Output folder: a sentence-transformers model (a CrossEncoder for ``rerank``).
         overwrite: Replace a non-empty ``out``.
         labeler: The weak labeler (default: packaged lexicon and rules).
+        evaluator: Called at the end when ``config.evaluate`` is set, as ``evaluator(kind, model,
+            data, config, base_path=..., first_stage_encode=...)``, returning the held-out figures
+            of the model card (``radsift train`` passes
+            :class:`radsift.evaluation.heldout.HeldOutEvaluator`); None = no evaluation.
         progress: Show progress bars.
         log: Receives one-line progress messages (default: silent).
 
@@ -104,7 +109,7 @@ def train(
         f"{stats['train_pairs']} findings-impression pairs")
     rng = random.Random(config.seed)
     if config.recipe == "rerank":
-        return _train_reranker(data, stats, config, out, base_path, rng, progress, say, start)
+        return _train_reranker(data, stats, config, out, base_path, rng, progress, say, start, evaluator)
 
     from sentence_transformers import SentenceTransformer
 
@@ -127,8 +132,8 @@ def train(
     model.save(str(out))
 
     evaluation: dict[str, Any] = {}
-    if config.evaluate:
-        evaluation = evaluate_bi_encoder(model, data, config, base_path)
+    if config.evaluate and evaluator is not None:
+        evaluation = evaluator("bi-encoder", model, data, config, base_path=base_path)
         say("held-out: " + ", ".join(f"{k} {v:.3f}" for k, v in evaluation["trained"].items()
                                      if isinstance(v, float)))
     info = _info(config, stats, loop.to_dict(), evaluation, base_path, "bi-encoder", start)
@@ -153,21 +158,6 @@ def build_recipe(model, data, config, rng: random.Random):
     raise ConfigError(f"recipe {config.recipe!r} does not train a bi-encoder")
 
 
-def evaluate_bi_encoder(model, data, config, base_path: Path | None = None) -> dict[str, Any]:
-    """Held-out figures of the trained model, the base model and BM25 (see :mod:`.evaluate`)."""
-    from sentence_transformers import SentenceTransformer
-
-    from radsift.models.training.evaluate import eval_set, evaluate_bm25, evaluate_encoder, model_encode_fn, summary
-
-    es = eval_set(data)
-    result = {"trained": summary(evaluate_encoder(model_encode_fn(model, config), es))}
-    if base_path is not None:
-        base = SentenceTransformer(str(base_path), device="cpu", local_files_only=True)
-        result["untrained"] = summary(evaluate_encoder(model_encode_fn(base, config), es))
-    result["bm25"] = summary(evaluate_bm25(es))
-    return result
-
-
 def _info(config, stats, training, evaluation, base_path, kind, start) -> dict[str, Any]:
     from radsift.models.encoder import model_display_name
 
@@ -183,15 +173,13 @@ def _info(config, stats, training, evaluation, base_path, kind, start) -> dict[s
     }
 
 
-def _train_reranker(data, stats, config, out, base_path, rng, progress, say, start) -> TrainResult:
+def _train_reranker(data, stats, config, out, base_path, rng, progress, say, start, evaluator) -> TrainResult:
     from radsift.models.encoder import Encoder
-    from radsift.models.training.evaluate import eval_set
     from radsift.models.training.loop import Optimizer, run_loop
     from radsift.models.training.modelcard import write_model_card
     from radsift.models.training.rerank import (
         RerankRecipe,
         build_cross_encoder,
-        evaluate_reranker,
         mine_rerank_negatives,
     )
 
@@ -207,8 +195,9 @@ def _train_reranker(data, stats, config, out, base_path, rng, progress, say, sta
     model.eval()
     model.save(str(out))
     evaluation: dict[str, Any] = {}
-    if config.evaluate:
-        evaluation = evaluate_reranker(model, lambda texts: bi.encode(texts, batch_size=64), eval_set(data))
+    if config.evaluate and evaluator is not None:
+        evaluation = evaluator("cross-encoder", model, data, config,
+                               first_stage_encode=lambda texts: bi.encode(texts, batch_size=64))
         evaluation["first_stage_model"] = bi.name
     info = _info(config, stats, loop.to_dict(), evaluation, base_path, "cross-encoder", start)
     info["bi_encoder"] = str(bi.path)

@@ -1,4 +1,9 @@
-"""A quick held-out evaluation of a bi-encoder, run at the end of training for the model card.
+"""The held-out evaluation ``radsift train`` runs at the end for the model card (its evaluator).
+
+Training does not import this module: the caller hands :class:`HeldOutEvaluator` to
+:func:`radsift.models.training.train` (as sentence-transformers' trainer takes an evaluator).
+Every ranking here goes through :mod:`radsift.ranking`, as ``radsift search`` and ``radsift
+bench`` rank.
 
 Three figures on the held-out reports of the training split (the full, statistically tested
 table comes from ``radsift bench``):
@@ -28,6 +33,7 @@ import numpy as np
 from radsift.evaluation.metrics import average_precision
 from radsift.labels.weak import Query, opposite
 from radsift.models.training.data import LabeledSentence, SectionPair, TrainingData
+from radsift.ranking import DENSE_WEIGHT, bm25_scores, build_bm25_texts, rank, rerank, top_k
 
 TOP_K = 5
 
@@ -82,11 +88,20 @@ def eval_set(data: TrainingData, findings: set[str] | None = None, sentences: st
     return EvalSet(sentences, dict(sorted(queries.items())), entries, list(data.heldout_pairs), findings)
 
 
-def _retrieval_scores(scores: np.ndarray, es: EvalSet) -> dict[str, float]:
+def _retrieval_scores(scores: np.ndarray, es: EvalSet, mode: str = "dense",
+                      bm25: np.ndarray | None = None, alpha: float = DENSE_WEIGHT) -> dict[str, float]:
+    """AP of each query when its sentences are ranked by ``mode`` (``scores``: the dense side, or
+    the only side for ``dense``/``bm25``; ``bm25``: the BM25 side of the hybrids)."""
     ids = [s.id for s in es.sentences]
     per_query = {}
     for row, (q, relevant) in enumerate(es.queries.items()):
-        order = np.argsort(-scores[row], kind="stable")
+        if mode == "bm25":
+            parts = {"bm25": scores[row]}
+        elif mode == "dense":
+            parts = {"dense": scores[row]}
+        else:
+            parts = {"dense": scores[row], "bm25": bm25[row], "alpha": alpha}
+        order, _ = rank(mode, None, **parts)
         per_query[q.qid] = average_precision([ids[j] for j in order], {d: 1 for d in relevant})
     return per_query
 
@@ -117,11 +132,7 @@ def distinct_impressions(pairs: Sequence[SectionPair]) -> tuple[list[str], list[
 
 def _fi_hits(scores: np.ndarray, own: Sequence[int], k: int = TOP_K) -> list[bool]:
     """Whether each query's own candidate is among its top ``k`` (``scores``: queries x candidates)."""
-    hits = []
-    for row, target in enumerate(own):
-        top = np.argsort(-scores[row], kind="stable")[:k]
-        hits.append(bool(target in top))
-    return hits
+    return [bool(target in top_k(scores[row], k)[0]) for row, target in enumerate(own)]
 
 
 def evaluate_encoder(
@@ -169,25 +180,19 @@ def evaluate_encoder(
 
 
 def evaluate_bm25(es: EvalSet) -> dict[str, Any]:
-    """The same figures for BM25 (radsift's BM25 tokenizer; no separation: BM25 has no embedding)."""
-    import bm25s
-
-    from radsift.text.tokens import tokenize
-
+    """The same figures for BM25 (:mod:`radsift.ranking.bm25`; no separation: BM25 has no embedding)."""
     out: dict[str, Any] = {}
     if es.sentences and es.queries:
-        retriever = bm25s.BM25(k1=1.5, b=0.75, method="lucene")  # radsift bench's parameters
-        retriever.index([tokenize(s.text) or ["_"] for s in es.sentences], show_progress=False)
-        scores = np.stack([retriever.get_scores(tokenize(q.text)) for q in es.queries])
-        per_query = _retrieval_scores(scores, es)
+        retriever = build_bm25_texts([s.text for s in es.sentences])
+        scores = np.stack([bm25_scores(retriever, q.text, len(es.sentences)) for q in es.queries])
+        per_query = _retrieval_scores(scores, es, "bm25")
         out.update(_means(per_query))
         out["per_query"] = per_query
         out["scores"] = scores
     if len(es.pairs) >= 2:
         candidates, own = distinct_impressions(es.pairs)
-        retriever = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
-        retriever.index([tokenize(t) or ["_"] for t in candidates], show_progress=False)
-        scores = np.stack([retriever.get_scores(tokenize(p.findings)) for p in es.pairs])
+        retriever = build_bm25_texts(candidates)
+        scores = np.stack([bm25_scores(retriever, p.findings, len(candidates)) for p in es.pairs])
         hits = _fi_hits(scores, own)
         out["fi_top5"] = float(np.mean(hits))
         out["n_pairs"] = len(hits)
@@ -215,27 +220,82 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
 def evaluate_hybrid(dense: dict[str, Any], bm25: dict[str, Any], es: EvalSet, fusion: str = "convex",
                     alpha: float | None = None) -> dict[str, Any]:
     """Sentence mAP of a dense and a BM25 result of :func:`evaluate_encoder` and
-    :func:`evaluate_bm25` fused on ``es`` as ``radsift bench``'s hybrids rank.
+    :func:`evaluate_bm25` fused on ``es`` by the ranking core, as ``radsift search`` fuses them.
 
     Args:
-        fusion: ``convex`` (``hybrid``: :func:`radsift.ranking.fusion.convex_combination` of the
-            scores) or ``rrf`` (``hybrid-rrf``: the full dense ranking fused with BM25's ranking
-            of the sentences it scores above 0).
-        alpha: ``convex``: the dense share (default :data:`radsift.ranking.fusion.DENSE_WEIGHT`).
+        fusion: ``convex`` (``hybrid``: the convex combination of the scores) or ``rrf``
+            (``hybrid-rrf``: the dense ranking fused with BM25's ranking of the sentences it
+            scores above 0).
+        alpha: ``convex``: the dense share (default :data:`radsift.ranking.DENSE_WEIGHT`).
     """
-    from radsift.ranking.fusion import DENSE_WEIGHT, convex_combination, reciprocal_rank_fusion
-
-    if fusion == "convex":
-        fused = convex_combination(dense["scores"], bm25["scores"], DENSE_WEIGHT if alpha is None else alpha)
-    elif fusion == "rrf":
-        # The fused order as scores (minus the position): every sentence is in the full dense ranking.
-        fused = np.zeros(dense["scores"].shape)
-        for row in range(len(es.queries)):
-            d, b = dense["scores"][row], bm25["scores"][row]
-            b_order = np.argsort(-b, kind="stable")
-            rows, _ = reciprocal_rank_fusion([np.argsort(-d, kind="stable"), b_order[b[b_order] > 0]])
-            fused[row, rows] = -np.arange(len(rows))
-    else:
+    modes = {"convex": "hybrid", "rrf": "hybrid-rrf"}
+    if fusion not in modes:
         raise ValueError(f"fusion must be 'convex' or 'rrf', not {fusion!r}")
-    per_query = _retrieval_scores(fused, es)
+    per_query = _retrieval_scores(dense["scores"], es, modes[fusion], bm25["scores"],
+                                  DENSE_WEIGHT if alpha is None else alpha)
     return {**_means(per_query), "per_query": per_query}
+
+
+def evaluate_reranker(model, first_stage_encode, es, depth: int = 50, weight: float | None = None) -> dict:
+    """Held-out sentence retrieval: bi-encoder ranking vs the same with its top ``depth`` reranked.
+
+    Args:
+        model: The CrossEncoder.
+        first_stage_encode: ``encode(texts) -> unit vectors`` of the first-stage bi-encoder.
+        es: The evaluation set.
+        depth: Candidates reranked per query.
+        weight: Cross-encoder share of the fused score (default
+            :data:`radsift.ranking.RERANK_WEIGHT`).
+
+    Returns:
+        ``{"first_stage": {map_*}, "reranked": {map_*}, "cross_encoder_only": {map_*}, "depth",
+        "weight"}``: ``reranked`` is what ``radsift search --rerank`` does (the fused score),
+        ``cross_encoder_only`` orders the head by the cross-encoder alone.
+    """
+    from radsift.ranking import RERANK_WEIGHT
+
+    if not es.sentences or not es.queries:
+        return {}
+    weight = RERANK_WEIGHT if weight is None else weight
+    ids = [s.id for s in es.sentences]
+    texts = [s.text for s in es.sentences]
+    s_vecs = first_stage_encode(texts)
+    queries = list(es.queries)
+    q_vecs = first_stage_encode([q.text for q in queries])
+    first, fused, alone = {}, {}, {}
+    model.eval()
+    for row, q in enumerate(queries):
+        order, sims = rank("dense", None, dense=q_vecs[row] @ s_vecs.T)
+        relevant = {d: 1 for d in es.queries[q]}
+        first[q.qid] = average_precision([ids[j] for j in order], relevant)
+        head = order[:depth]
+        scores = model.predict([(q.text, texts[j]) for j in head], batch_size=64, convert_to_numpy=True,
+                               show_progress_bar=False)
+        for out, w in ((fused, weight), (alone, 1.0)):
+            positions, _ = rerank(sims[:depth], scores, w, tail=sims[depth:])
+            out[q.qid] = average_precision([ids[order[i]] for i in positions], relevant)
+    return {"first_stage": _means(first), "reranked": _means(fused), "cross_encoder_only": _means(alone),
+            "depth": depth, "weight": weight}
+
+
+class HeldOutEvaluator:
+    """The evaluator ``radsift train`` is given: held-out figures for the model card.
+
+    Called by :func:`radsift.models.training.train` once the model is saved, with ``kind``
+    ``bi-encoder`` (the trained model, the base model and BM25 on the held-out reports) or
+    ``cross-encoder`` (the bi-encoder's ranking with and without the reranker).
+    """
+
+    def __call__(self, kind: str, model, data: TrainingData, config, base_path=None,
+                 first_stage_encode=None) -> dict[str, Any]:
+        es = eval_set(data)
+        if kind == "cross-encoder":
+            return evaluate_reranker(model, first_stage_encode, es)
+        from sentence_transformers import SentenceTransformer
+
+        result = {"trained": summary(evaluate_encoder(model_encode_fn(model, config), es))}
+        if base_path is not None:
+            base = SentenceTransformer(str(base_path), device="cpu", local_files_only=True)
+            result["untrained"] = summary(evaluate_encoder(model_encode_fn(base, config), es))
+        result["bm25"] = summary(evaluate_bm25(es))
+        return result
