@@ -210,7 +210,7 @@ def demo_cmd(
     port: Annotated[int, typer.Option("--port")] = 8000,
 ) -> None:
     """The main job on the bundled demo corpus: generate, index, search (and serve)."""
-    from radsift.demo.run import run_demo
+    from radsift.demo_runner import run_demo
 
     run_demo(out, n=n, serve=serve, port=port, console=console)
 

@@ -1,4 +1,6 @@
-"""``radsift demo``: the main job on the bundled synthetic corpus, start to finish."""
+"""``radsift demo``: the main job on the bundled synthetic corpus, start to finish (an application
+beside the CLI: it uses every stage, so it lives above them, and ``radsift.demo`` stays a leaf
+that only writes the synthetic corpus)."""
 
 from __future__ import annotations
 
