@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from radsift.labels.weak import Query, opposite, phrasings
+from radsift.ranking import top_k
 from radsift.models.training.batching import LexiconSampler
 from radsift.models.training.data import LexiconData
 from radsift.models.training.loop import StepResult
@@ -64,7 +65,7 @@ def mine_rerank_negatives(encode, data: LexiconData, depth: int) -> MinedNegativ
         sims = p_vecs[row: row + 256] @ s_vecs.T
         for offset, scores in enumerate(sims):
             text, q = phrasing_of[row + offset]
-            order = np.argsort(-scores, kind="stable")
+            order, _ = top_k(scores, None)
             picked: list[int] = []
             opposites: list[int] = []
             for j in order:
