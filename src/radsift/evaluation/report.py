@@ -76,7 +76,8 @@ def render_markdown(result, plots: dict[str, list[Path]] | None = None) -> str:
     out += ["", "## Systems", "", markdown_table(Table(
         title="Systems under test", columns=["system", "what it is"],
         rows=[[s["name"], s["description"]] for s in result.systems],
-        note="Systems rank raw texts (no index filters, no negation-aware demotion), all on the same queries and candidates.",
+        note="Systems rank raw texts through radsift's ranking core (no index filters; negation-aware only for "
+             "KIND+negation systems, circular on weak-label protocols), all on the same queries and candidates.",
     )), ""]
     for p in result.protocols:
         out += [f"## {p.title}", ""]

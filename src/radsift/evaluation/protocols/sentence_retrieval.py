@@ -16,8 +16,9 @@ queries of fold ``f`` are those whose finding is in group ``f``, unseen by a mod
 fold ``f``. Queries are sentence-level and use their plain text (``Query.text``).
 
 Judging by the weak labels means judging by the labeler: a sentence the labeler misreads is
-misjudged. The systems here never see the labels (no negation-aware demotion), so the
-judgement is not circular.
+misjudged. Plain systems never see the labels, so their judgement is not circular; a
+``KIND+negation`` system demotes by the same labeler that makes the qrels, so its figure here is
+circular (an upper bound of what the labels let it do), not evidence.
 """
 
 from __future__ import annotations
