@@ -1,21 +1,114 @@
 """The ``radsift`` command line: parses arguments and calls the package, nothing more.
 
-Every command that reads a corpus takes the same reader options (see :func:`reader_options`).
-User-facing errors (:class:`radsift.errors.RadsiftError`) print one line naming the file,
-row or field and exit with status 2.
+- Commands are listed in workflow order (:data:`COMMAND_ORDER`); each help shows an example and
+  metavars (``DIR``, ``N``, ``KEY=VALUE``), never Python types.
+- Every command that reads a corpus takes the reader flags declared once in :data:`READER_FLAGS`
+  (:func:`reader_flags` adds them and hands the command one :class:`~radsift.corpus.ReaderOptions`).
+- User-facing errors (:class:`radsift.errors.RadsiftError`) are handled in one place,
+  :meth:`RadsiftGroup.main` (what :func:`main` and ``CliRunner`` run): one line ``error: ...``
+  naming the file, row, field or option, and exit status 2. Commands never catch them.
+- Third-party progress bars are off (:func:`quiet_third_party`); radsift's own progress
+  (:mod:`radsift.progress`) is a bar on a terminal and a line every 10 seconds elsewhere.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand, TyperGroup
 
-from radsift.errors import RadsiftError
+from radsift.errors import ConfigError, RadsiftError
+
+#: ``radsift --help`` lists the commands in the order a user runs them, then the demo.
+COMMAND_ORDER = ("index", "search", "label", "train", "bench", "run", "eval", "serve", "demo", "demo-corpus")
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def quiet_third_party() -> None:
+    """Silence the progress bars and chatter of transformers, huggingface_hub and tqdm.
+
+    Environment variables cover libraries not imported yet (they read them on import); the calls
+    cover those already imported (tests, ``radsift demo`` in one process). A user's own settings win.
+    """
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    if "huggingface_hub" in sys.modules:
+        try:
+            sys.modules["huggingface_hub"].utils.disable_progress_bars()
+        except AttributeError:  # pragma: no cover - an older huggingface_hub
+            pass
+    if "transformers" in sys.modules:
+        try:
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+            hf_logging.set_verbosity_error()
+        except (ImportError, AttributeError):  # pragma: no cover
+            pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Help: workflow order, no Python types
+# ---------------------------------------------------------------------------------------------
+def _no_python_types(params: list) -> list:
+    """Help shows metavars, not Python types: a flag takes no value (typer would print ``<bool>``),
+    and an argument is named by its metavar already (typer would add ``<path>``, ``<str>``)."""
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+        elif param.param_type_name == "argument":
+            param.display_type_rich = _no_type
+    return params
+
+
+def _no_type(ctx=None) -> None:
+    return None
+
+
+class RadsiftCommand(TyperCommand):
+    """A command whose flags (``--json``, ``--help`` ...) show no value type in its help."""
+
+    def get_params(self, ctx):
+        return _no_python_types(super().get_params(ctx))
+
+
+class RadsiftGroup(TyperGroup):
+    """A group that lists its commands in :data:`COMMAND_ORDER`; as the top-level command, its
+    :meth:`main` is where every user-facing error is handled."""
+
+    def main(self, *args, **kwargs):
+        """Run the command line; a :class:`RadsiftError` from any command prints ``error: ...``
+        (one line naming the file, row, field or option) and exits with status 2.
+
+        The one place errors are handled: the console script (:func:`main`) and in-process callers
+        (``typer.testing.CliRunner``) both come through here, and no command catches them itself.
+        """
+        try:
+            return super().main(*args, **kwargs)
+        except RadsiftError as exc:
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            sys.exit(2)
+
+    def get_params(self, ctx):
+        return _no_python_types(super().get_params(ctx))
+
+    def list_commands(self, ctx) -> list[str]:
+        names = super().list_commands(ctx)
+        rank = {name: i for i, name in enumerate(COMMAND_ORDER)}
+        return sorted(names, key=lambda n: rank.get(n, len(rank)))
+
 
 app = typer.Typer(
     name="radsift",
@@ -23,46 +116,44 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=RadsiftGroup,
 )
-index_app = typer.Typer(help="Build and update an index.", no_args_is_help=True)
+index_app = typer.Typer(help="Build and update an index.", no_args_is_help=True, cls=RadsiftGroup)
 app.add_typer(index_app, name="index")
 
-console = Console()
-err_console = Console(stderr=True)
+
+@app.callback()
+def _start() -> None:
+    """Offline semantic search for radiology reports: index, search, label, train, evaluate, serve."""
+    quiet_third_party()
+
+
+def command(group: typer.Typer, name: str, *, example: str | list[str]) -> Callable:
+    """Register a command whose help ends with ``Example:`` and the given command line(s)."""
+    lines = [example] if isinstance(example, str) else list(example)
+    epilog = "Example:\n\n" + "\n\n".join(f"  {line}" for line in lines)
+    return group.command(name, cls=RadsiftCommand, epilog=epilog)
+
 
 # ---------------------------------------------------------------------------------------------
-# Reader options, shared by every command that reads a corpus (index build/add, label, train, bench)
+# Reader flags, declared once: every command that reads a corpus (index build/add, label, train, bench)
 # ---------------------------------------------------------------------------------------------
-FormatOpt = Annotated[
-    Optional[str],
-    typer.Option("--format", help="csv | jsonl | txt | openi-xml | text (inferred from the extension when omitted)."),
-]
-IdColumnOpt = Annotated[
-    Optional[str], typer.Option("--id-column", help="Column/field holding the report id (csv, jsonl).")
-]
-SectionOpt = Annotated[
-    Optional[list[str]],
-    typer.Option(
-        "--section",
-        help="Map a section to a column: --section findings=findings (repeatable). "
-        "Columns not mapped become metadata.",
-    ),
-]
-TextColumnOpt = Annotated[
-    Optional[str],
-    typer.Option("--text-column", help="A free-text column split into sections by its headings (csv, jsonl)."),
-]
-OnErrorOpt = Annotated[str, typer.Option("--on-error", help="fail | skip: what to do with a bad row.")]
+#: (parameter, flag, type, default, metavar, help) of each reader flag.
+READER_FLAGS: tuple[tuple[str, str, Any, Any, str, str], ...] = (
+    ("format", "format", Optional[str], None, "FORMAT",
+     "csv | jsonl | txt | openi-xml | text (inferred from the extension when omitted)."),
+    ("id_column", "id-column", Optional[str], None, "COLUMN", "Column/field holding the report id (csv, jsonl)."),
+    ("section", "section", Optional[list[str]], None, "NAME=COLUMN",
+     "Map a section to a column, e.g. findings=findings (repeatable). Columns not mapped become metadata."),
+    ("text_column", "text-column", Optional[str], None, "COLUMN",
+     "A free-text column split into sections by its headings (csv, jsonl)."),
+    ("on_error", "on-error", str, "fail", "fail|skip", "What to do with a bad row: stop, or skip and count it."),
+)
 
 
-def reader_options(
-    format: str | None,
-    id_column: str | None,
-    section: list[str] | None,
-    text_column: str | None,
-    on_error: str,
-):
-    """Turn the shared reader flags into :class:`radsift.corpus.ReaderOptions`."""
+def reader_options(format: str | None = None, id_column: str | None = None, section: list[str] | None = None,
+                   text_column: str | None = None, on_error: str = "fail"):
+    """Turn the reader flags into :class:`radsift.corpus.ReaderOptions`."""
     from radsift.corpus import ReaderOptions
 
     return ReaderOptions.from_cli(
@@ -70,19 +161,77 @@ def reader_options(
     )
 
 
-def fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
-    raise typer.Exit(2)
+def reader_flags(dest: str = "reader", *, prefix: str = "", panel: str = "Reader options", of: str = "") -> Callable:
+    """Give a command the reader flags; it receives them as one ``ReaderOptions`` argument ``dest``.
+
+    The flags replace the parameter ``dest`` in the command's signature (typer reads the signature),
+    so their names, types, defaults and help are written once, in :data:`READER_FLAGS`.
+
+    Args:
+        dest: The command's parameter that receives the ``ReaderOptions``.
+        prefix: Flag prefix (``cross-`` gives ``--cross-format`` ...).
+        panel: The help panel the flags are listed in.
+        of: Appended to each flag's help (says which corpus they read).
+    """
+
+    def decorate(fn: Callable) -> Callable:
+        sig = inspect.signature(fn, eval_str=True)
+        if dest not in sig.parameters:
+            raise TypeError(f"{fn.__name__} has no parameter {dest!r} for the reader flags")
+        names = {name: f"{dest}_{name}" for name, *_ in READER_FLAGS}
+        flags = [
+            inspect.Parameter(names[name], inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[
+                kind, typer.Option(f"--{prefix}{flag}", metavar=metavar, help=help_ + of, rich_help_panel=panel)])
+            for name, flag, kind, default, metavar, help_ in READER_FLAGS
+        ]
+        params = []
+        for p in sig.parameters.values():
+            params.extend(flags if p.name == dest else [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)])
+
+        @functools.wraps(fn)
+        def wrapper(**kwargs):
+            values = {name: kwargs.pop(param) for name, param in names.items()}
+            try:
+                kwargs[dest] = reader_options(**values)
+            except ConfigError as exc:  # name the flag as the user typed it
+                text = str(exc)
+                raise ConfigError(f"--{prefix}{text[2:]}" if prefix and text.startswith("--") else text) from None
+            return fn(**kwargs)
+
+        wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
+
 
 # ---------------------------------------------------------------------------------------------
-# index build / add, search, run
+# Options shared by several commands
 # ---------------------------------------------------------------------------------------------
-ModelOpt = Annotated[Optional[str], typer.Option("--model", help="sentence-transformers model folder (default: packaged all-MiniLM-L6-v2).")]
-ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="torch threads for encoding.")]
-BatchOpt = Annotated[int, typer.Option("--batch-size", help="Encoding batch size.")]
+IndexArg = Annotated[Path, typer.Argument(metavar="INDEX_DIR", help="Index directory.", show_default=False)]
+ModelOpt = Annotated[Optional[str], typer.Option(
+    "--model", metavar="DIR", help="sentence-transformers model folder (default: packaged all-MiniLM-L6-v2).")]
+ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", metavar="N", help="torch threads for encoding.")]
+BatchOpt = Annotated[int, typer.Option("--batch-size", metavar="N", help="Encoding batch size.")]
+RerankOpt = Annotated[int, typer.Option(
+    "--rerank", metavar="N", help="Rerank the top N hits with the cross-encoder of --reranker (0 = off).")]
 RerankerOpt = Annotated[Optional[Path], typer.Option(
-    "--reranker", envvar="RADSIFT_RERANKER",
+    "--reranker", envvar="RADSIFT_RERANKER", metavar="DIR",
     help="Cross-encoder folder from 'radsift train --recipe rerank' (or $RADSIFT_RERANKER).")]
+ModeOpt = Annotated[str, typer.Option(
+    "--mode", metavar="MODE",
+    help="hybrid (convex combination of dense and BM25) | dense | bm25 | hybrid-rrf (reciprocal rank fusion).")]
+LevelOpt = Annotated[str, typer.Option("--level", metavar="LEVEL", help="report (one hit per report) | sentence.")]
+WhereOpt = Annotated[Optional[list[str]], typer.Option(
+    "--where", metavar="KEY=VALUE|KEY~VALUE",
+    help="Metadata filter (repeatable): KEY=VALUE matches exactly, KEY~VALUE case-insensitively by substring, "
+         "e.g. --where indication~cough. Keys must be metadata of the index (radsift index info lists them).")]
+TargetOpt = Annotated[Optional[str], typer.Option(
+    "--target", metavar="SECTION", help="Search one section only: findings, impression, ... (report = all).")]
+UnitOpt = Annotated[str, typer.Option("--unit", metavar="UNIT", help="Rank sentence units or whole section units.")]
+NegationOpt = Annotated[str, typer.Option(
+    "--negation", metavar="aware|ignore",
+    help="aware: sentences stating the opposite of the query about a finding rank last; ignore: off.")]
+CorpusOpt = Annotated[list[Path], typer.Option("--corpus", metavar="PATH", help="Corpus file or folder (repeatable).")]
 
 
 def _read(paths: list[Path], options):
@@ -98,75 +247,77 @@ def _report_read_stats(stats) -> None:
         err_console.print(summary, highlight=False)
 
 
-@index_app.command("build")
+OPENI = "--format csv --id-column uid --section findings=findings --section impression=impression"
+
+# ---------------------------------------------------------------------------------------------
+# index build / add / info
+# ---------------------------------------------------------------------------------------------
+@command(index_app, "build", example=f"radsift index build my-index reports.csv {OPENI}")
+@reader_flags()
 def index_build(
-    index_dir: Annotated[Path, typer.Argument(help="Index directory to create.")],
-    corpus: Annotated[list[Path], typer.Argument(help="Corpus files or folders.")],
-    format: FormatOpt = None, id_column: IdColumnOpt = None, section: SectionOpt = None,
-    text_column: TextColumnOpt = None, on_error: OnErrorOpt = "fail",
+    index_dir: Annotated[Path, typer.Argument(metavar="INDEX_DIR", help="Index directory to create.")],
+    corpus: Annotated[list[Path], typer.Argument(metavar="CORPUS", help="Corpus files or folders.")],
+    reader: Any = None,
     model: ModelOpt = None, threads: ThreadsOpt = None, batch_size: BatchOpt = 64,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Rebuild an existing index (atomically).")] = False,
-    lexicon: Annotated[Optional[Path], typer.Option("--lexicon", help="Finding lexicon for sentence labels.")] = None,
+    lexicon: Annotated[Optional[Path], typer.Option(
+        "--lexicon", metavar="FILE", help="Finding lexicon YAML for sentence labels (default: packaged).")] = None,
     labels: Annotated[bool, typer.Option("--labels/--no-labels", help="Label findings and negation in sentences "
                                          "(enables negation-aware search).")] = True,
 ) -> None:
     """Build an index from a corpus (encodes sentences and sections, labels findings, builds BM25)."""
     from radsift.index import build_index
 
-    reports, stats = _read(corpus, reader_options(format, id_column, section, text_column, on_error))
+    reports, stats = _read(corpus, reader)
     summary = build_index(index_dir, reports, model=model, threads=threads, batch_size=batch_size,
                           overwrite=overwrite, lexicon=lexicon, label=labels)
     _report_read_stats(stats)
     console.print(f"built: {summary.describe()}", highlight=False)
 
 
-@index_app.command("add")
+@command(index_app, "add", example="radsift index add my-index new-reports.csv --id-column uid "
+                                    "--section findings=findings --section impression=impression")
+@reader_flags()
 def index_add(
-    index_dir: Annotated[Path, typer.Argument(help="Existing index directory.")],
-    corpus: Annotated[list[Path], typer.Argument(help="Corpus files or folders with new reports.")],
-    format: FormatOpt = None, id_column: IdColumnOpt = None, section: SectionOpt = None,
-    text_column: TextColumnOpt = None, on_error: OnErrorOpt = "fail",
+    index_dir: Annotated[Path, typer.Argument(metavar="INDEX_DIR", help="Existing index directory.")],
+    corpus: Annotated[list[Path], typer.Argument(metavar="CORPUS", help="Corpus files or folders with new reports.")],
+    reader: Any = None,
     model: ModelOpt = None, threads: ThreadsOpt = None, batch_size: BatchOpt = 64,
     replace: Annotated[bool, typer.Option("--replace", help="Replace reports whose id is already indexed.")] = False,
 ) -> None:
     """Add reports to an index without re-encoding the reports already in it."""
     from radsift.index import add_to_index
 
-    reports, stats = _read(corpus, reader_options(format, id_column, section, text_column, on_error))
+    reports, stats = _read(corpus, reader)
     summary = add_to_index(index_dir, reports, replace=replace, model=model, threads=threads,
                            batch_size=batch_size)
     _report_read_stats(stats)
     console.print(f"updated: {summary.describe()}", highlight=False)
 
 
-@index_app.command("info")
-def index_info(index_dir: Annotated[Path, typer.Argument(help="Index directory.")]) -> None:
-    """Print an index's manifest (model, counts, times)."""
+@command(index_app, "info", example="radsift index info my-index")
+def index_info(index_dir: IndexArg) -> None:
+    """Print an index's manifest (model, counts, sections, metadata keys, times) as JSON."""
     from radsift.search import Index
 
     console.print_json(json.dumps(Index.open(index_dir).stats()))
 
 
-ModeOpt = Annotated[str, typer.Option(
-    "--mode", help="hybrid (convex combination of dense and BM25) | dense | bm25 | hybrid-rrf (reciprocal rank fusion)")]
-LevelOpt = Annotated[str, typer.Option("--level", help="report | sentence")]
-WhereOpt = Annotated[Optional[list[str]], typer.Option("--where", help="Metadata filter KEY=VALUE (repeatable).")]
-TargetOpt = Annotated[Optional[str], typer.Option("--target", help="Search one section only: findings, impression, ...")]
-UnitOpt = Annotated[str, typer.Option("--unit", help="Rank sentence units or whole section units.")]
-NegationOpt = Annotated[str, typer.Option(
-    "--negation", help="aware: sentences stating the opposite of the query about a finding rank last; ignore: off.")]
-
-
-@app.command("search")
+# ---------------------------------------------------------------------------------------------
+# search, run
+# ---------------------------------------------------------------------------------------------
+@command(app, "search", example=[
+    'radsift search my-index "enlarged heart" --target impression',
+    'radsift search my-index "pneumothorax" --mode bm25 --where indication~chest --json',
+])
 def search_cmd(
-    index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
-    query: Annotated[str, typer.Argument(help="Free-text query, e.g. \"no pleural effusion\".")],
-    k: Annotated[int, typer.Option("-k", "--k", help="Number of hits.")] = 10,
+    index_dir: IndexArg,
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="Free-text query, e.g. \"no pleural effusion\".")],
+    k: Annotated[int, typer.Option("-k", "--k", metavar="N", help="Number of hits.")] = 10,
     mode: ModeOpt = "hybrid", level: LevelOpt = "report", where: WhereOpt = None, target: TargetOpt = None,
     unit: UnitOpt = "sentence", negation: NegationOpt = "aware", model: ModelOpt = None,
     threads: ThreadsOpt = None, as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable hits.")] = False,
-    rerank: Annotated[int, typer.Option("--rerank", help="Rerank the top N hits with the cross-encoder (0 = off).")] = 0,
-    reranker: RerankerOpt = None,
+    rerank: RerankOpt = 0, reranker: RerankerOpt = None,
 ) -> None:
     """Search an index; the matched part of each hit's sentence is highlighted."""
     from radsift.search import Index
@@ -182,57 +333,199 @@ def search_cmd(
         print_hits(console, query, hits)
 
 
-@app.command("run")
+@command(app, "run", example="radsift run my-index --queries queries.tsv --out run.trec --mode bm25")
 def run_cmd(
-    index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
-    queries: Annotated[Path, typer.Option("--queries", help="qid<TAB>query file.")],
-    out: Annotated[Path, typer.Option("--out", help="TREC run file to write.")],
-    k: Annotated[int, typer.Option("-k", "--k", help="Depth of the run per query.")] = 1000,
+    index_dir: IndexArg,
+    queries: Annotated[Path, typer.Option("--queries", metavar="FILE", help="qid<TAB>query file.")],
+    out: Annotated[Path, typer.Option("--out", metavar="FILE", help="TREC run file to write.")],
+    k: Annotated[int, typer.Option("-k", "--k", metavar="N", help="Depth of the run per query.")] = 1000,
     mode: ModeOpt = "hybrid", level: LevelOpt = "report", where: WhereOpt = None, target: TargetOpt = None,
     unit: UnitOpt = "sentence", negation: NegationOpt = "aware", model: ModelOpt = None,
-    threads: ThreadsOpt = None, tag: Annotated[Optional[str], typer.Option("--tag", help="Run tag (default radsift-MODE).")] = None,
+    threads: ThreadsOpt = None, rerank: RerankOpt = 0, reranker: RerankerOpt = None,
+    tag: Annotated[Optional[str], typer.Option("--tag", metavar="NAME", help="Run tag (default radsift-MODE).")] = None,
 ) -> None:
     """Run a file of queries and write a TREC run (docid = report id, or sentence uid at sentence level)."""
+    from radsift.evaluation.runs import run_queries
     from radsift.search import Index
-    from radsift.search.batch import run_queries
 
-    index = Index.open(index_dir, model=model, threads=threads)
+    index = Index.open(index_dir, model=model, threads=threads, reranker=reranker if rerank else None)
     n = run_queries(index, queries, out, k=k, mode=mode, level=level, where=where, target=target, unit=unit,
-                    negation=negation, tag=tag or f"radsift-{mode}")
+                    negation=negation, rerank=rerank, tag=tag or f"radsift-{mode}")
     console.print(f"wrote {n} queries to {out}", highlight=False)
 
 
-@app.command("demo")
-def demo_cmd(
-    out: Annotated[Path, typer.Option("--out", help="Folder for the demo corpus and index.")] = Path("demo-out"),
-    n: Annotated[int, typer.Option("--n", help="Number of synthetic reports.")] = 2000,
-    serve: Annotated[bool, typer.Option("--serve/--no-serve", help="Start the web page at the end.")] = False,
-    port: Annotated[int, typer.Option("--port")] = 8000,
+# ---------------------------------------------------------------------------------------------
+# label: weak labels and the query dictionary (radsift.labels)
+# ---------------------------------------------------------------------------------------------
+@command(app, "label", example=[
+    f"radsift label reports.csv {OPENI} --out labels",
+    'radsift label --explain "No effusion, but a small right pneumothorax."',
+])
+@reader_flags()
+def label_cmd(
+    corpus: Annotated[Optional[list[Path]], typer.Argument(
+        metavar="CORPUS", help="Corpus files or folders to label.", show_default=False)] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="Output folder for the label exports.")] = None,
+    explain: Annotated[Optional[str], typer.Option(
+        "--explain", metavar="TEXT",
+        help="Label the sentences of TEXT and show each mention, its span, status, cue and rule.")] = None,
+    lexicon: Annotated[Optional[Path], typer.Option(
+        "--lexicon", metavar="FILE", help="Lexicon YAML (default: packaged chest X-ray).")] = None,
+    rules: Annotated[Optional[Path], typer.Option(
+        "--rules", metavar="FILE", help="Negation rules YAML (default: packaged).")] = None,
+    label_section: Annotated[Optional[list[str]], typer.Option(
+        "--label-section", metavar="SECTION",
+        help="Sections whose sentences are labeled (repeatable; default findings, impression).")] = None,
+    reader: Any = None,
 ) -> None:
-    """The main job on the bundled demo corpus: generate, index, search (and serve)."""
-    from radsift.demo_runner import run_demo
+    """Label report sentences with findings (present / absent / uncertain) and export weak-label queries and qrels."""
+    if explain is None and not corpus:
+        raise ConfigError("give a CORPUS to label (with --out DIR) or --explain \"SENTENCE\"")
+    if corpus and out is None:
+        raise ConfigError("--out DIR is required when labeling a corpus")
+    from radsift.labels import Labeler, build_weak_labels
+    from radsift.labels.display import explain as explain_text, stats_tables
 
-    run_demo(out, n=n, serve=serve, port=port, console=console)
+    labeler = Labeler(lexicon=lexicon, rules=rules)
+    if explain is not None:
+        for line in explain_text(labeler, explain):
+            console.print(line, highlight=False, soft_wrap=True)
+    if corpus:
+        reports, stats = _read(corpus, reader)
+        weak = build_weak_labels(
+            reports, labeler, sections=tuple(label_section or ("findings", "impression")), progress=True
+        )
+        _report_read_stats(stats)
+        paths = weak.write(out)
+        for table in stats_tables(weak.stats()):
+            console.print(table)
+        console.print(f"wrote {', '.join(p.name for p in paths.values())} to {out}", highlight=False)
 
+
+# ---------------------------------------------------------------------------------------------
+# train: fine-tune a retriever (or a reranker) on a corpus without labels (radsift.models.training)
+# ---------------------------------------------------------------------------------------------
+@command(app, "train", example=f"radsift train --corpus reports.csv {OPENI} --out models/my-model")
+@reader_flags()
+def train_cmd(
+    corpus: CorpusOpt,
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Folder for the trained model and its model card.")],
+    reader: Any = None,
+    recipe: Annotated[Optional[str], typer.Option(
+        "--recipe", metavar="RECIPE",
+        help="combined (default) | lexicon-triplet | lexicon-mnrl | findings-impression | rerank.")] = None,
+    config: Annotated[Optional[Path], typer.Option(
+        "--config", metavar="FILE", help="YAML training configuration (flags override it).")] = None,
+    split_by_finding: Annotated[Optional[int], typer.Option(
+        "--split-by-finding", metavar="0|1",
+        help="Train only on findings outside this fold of the split by finding.")] = None,
+    bi_encoder: Annotated[Optional[str], typer.Option(
+        "--bi-encoder", metavar="DIR", help="rerank: bi-encoder folder that mines the negatives (default: the base model).")] = None,
+    base_model: Annotated[Optional[str], typer.Option(
+        "--base-model", metavar="DIR", help="Model folder to start from (default: packaged all-MiniLM-L6-v2).")] = None,
+    max_steps: Annotated[Optional[int], typer.Option("--max-steps", metavar="N", help="Gradient steps.")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", metavar="N", help="Training seed.")] = None,
+    time_limit: Annotated[Optional[float], typer.Option(
+        "--time-limit", metavar="MINUTES", help="Stop training after this many minutes.")] = None,
+    threads: ThreadsOpt = None,
+    evaluate: Annotated[Optional[bool], typer.Option(
+        "--eval/--no-eval", help="Evaluate on the held-out reports at the end (figures in the model card).")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a non-empty --out folder.")] = False,
+) -> None:
+    """Train a negation-aware retriever from a corpus's own reports (weak labels, no annotators)."""
+    from radsift.evaluation.heldout import HeldOutEvaluator
+    from radsift.models.training import load_config, train
+
+    cfg = load_config(config, recipe=recipe, split_by_finding=split_by_finding, bi_encoder=bi_encoder,
+                      base_model=base_model, max_steps=max_steps, seed=seed, time_limit_minutes=time_limit,
+                      threads=threads, evaluate=evaluate)
+    reports, stats = _read(corpus, reader)
+    err_console.print(f"recipe {cfg.recipe}: {cfg.max_steps} steps, seed {cfg.seed}", highlight=False)
+    result = train(reports, cfg, out, overwrite=overwrite, evaluator=HeldOutEvaluator(),
+                   log=lambda m: err_console.print(m, highlight=False))
+    _report_read_stats(stats)
+    console.print(f"wrote {result.out} ({result.seconds:.0f} s); model card: {result.out / 'README.md'}",
+                  highlight=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# bench: the evaluation protocols of Shi et al. and RadSearch for several systems (radsift.evaluation)
+# ---------------------------------------------------------------------------------------------
+@command(app, "bench", example=f"radsift bench --corpus reports.csv {OPENI} --systems bm25 --systems dense --out bench-out")
+@reader_flags()
+@reader_flags("cross_reader", prefix="cross-", panel="Reader options of --cross-corpus", of=" (--cross-corpus)")
+def bench_cmd(
+    corpus: CorpusOpt,
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Folder for report.md, report.json and the PNG plots.")],
+    reader: Any = None,
+    systems: Annotated[Optional[list[str]], typer.Option(
+        "--systems", metavar="SPEC",
+        help="bm25 | dense[:MODEL] | hybrid[:MODEL] | hybrid-rrf[:MODEL] | [hybrid+]rerank:[MODEL:]RERANKER, "
+        "optionally NAME=SPEC (repeatable; default bm25 and dense).")] = None,
+    systems_file: Annotated[Optional[Path], typer.Option("--systems-file", metavar="FILE", help="YAML list of systems.")] = None,
+    queries: Annotated[Optional[Path], typer.Option(
+        "--queries", metavar="FILE", help="Free-text queries, qid<TAB>query.")] = None,
+    qrels: Annotated[Optional[Path], typer.Option(
+        "--qrels", metavar="FILE", help="TREC qrels of --queries (docid = report id).")] = None,
+    category_field: Annotated[Optional[str], typer.Option(
+        "--category-field", metavar="KEY",
+        help="Metadata field for category matching (default: detected, e.g. medical_specialty; 'none' = off).")] = None,
+    cross_corpus: Annotated[Optional[list[Path]], typer.Option(
+        "--cross-corpus", metavar="PATH", help="Another collection for cross-collection retrieval (repeatable).")] = None,
+    cross_reader: Any = None,
+    cross_where: Annotated[Optional[list[str]], typer.Option(
+        "--cross-where", metavar="KEY=VALUE",
+        help="Keep its reports with metadata KEY=VALUE, e.g. medical_specialty=Radiology (repeatable).")] = None,
+    fold: Annotated[Optional[int], typer.Option(
+        "--fold", metavar="0|1", help="Only the test queries of this fold of the split by finding.")] = None,
+    split_from: Annotated[Optional[Path], typer.Option(
+        "--split-from", metavar="DIR", help="Judge the fold a model held out: its recorded test findings, not a split "
+        "recomputed from today's labels (a model from radsift train --split-by-finding).")] = None,
+    holdout_fraction: Annotated[float, typer.Option(
+        "--holdout-fraction", metavar="FRACTION",
+        help="Share of held-out reports (findings-to-impression, category).")] = 0.2,
+    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the splits, samples and tests.")] = 0,
+    max_queries: Annotated[Optional[int], typer.Option(
+        "--max-queries", metavar="N", help="At most this many queries per protocol (seeded sample).")] = None,
+    protocol: Annotated[Optional[list[str]], typer.Option(
+        "--protocol", metavar="NAME",
+        help="Run only these: sentences, cross, separation, impression, free-text, category (repeatable).")] = None,
+    threads: ThreadsOpt = None, batch_size: BatchOpt = 64,
+    plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Draw the PNG plots.")] = True,
+) -> None:
+    """Evaluate systems with the protocols of Shi et al. and RadSearch; write report.md, report.json and plots."""
+    from radsift.evaluation.bench import BenchConfig, bench
+    from radsift.evaluation.report import console_tables
+
+    config = BenchConfig(
+        corpus=corpus, reader=reader,
+        systems=systems or ([] if systems_file else ["bm25", "dense"]),
+        systems_file=systems_file, queries=queries, qrels=qrels, category_field=category_field,
+        cross_corpus=cross_corpus or [], cross_reader=cross_reader if cross_corpus else None,
+        cross_where=cross_where or [], fold=fold, split_from=split_from, holdout_fraction=holdout_fraction, seed=seed,
+        max_queries=max_queries, protocols=protocol, threads=threads, batch_size=batch_size,
+    )
+    result, paths = bench(config, out, log=lambda m: err_console.print(m, highlight=False), plots=plots)
+    for table in console_tables(result):
+        console.print(table)
+    console.print(f"wrote {', '.join(p.name for p in paths.values())} to {out} "
+                  f"({result.timings.get('total', 0):.1f} s)", highlight=False)
 
 
 # ---------------------------------------------------------------------------------------------
 # eval: score a TREC run against qrels (radsift.evaluation)
 # ---------------------------------------------------------------------------------------------
-@app.command("eval")
+@command(app, "eval", example="radsift eval --qrels qrels.trec --run run.trec")
 def eval_cmd(
-    qrels: Annotated[Path, typer.Option("--qrels", help="TREC qrels file: qid 0 docid relevance.")],
-    run: Annotated[Path, typer.Option("--run", help="TREC run file: qid Q0 docid rank score tag.")],
+    qrels: Annotated[Path, typer.Option("--qrels", metavar="FILE", help="TREC qrels file: qid 0 docid relevance.")],
+    run: Annotated[Path, typer.Option("--run", metavar="FILE", help="TREC run file: qid Q0 docid rank score tag.")],
     per_query: Annotated[bool, typer.Option("--per-query/--no-per-query", help="Show every query, not only the means.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
 ) -> None:
     """Print mAP, P@10, R@100, nDCG@10 and MRR of a run, per query and averaged."""
     from radsift.evaluation.run_eval import evaluate_run_file
 
-    try:
-        result = evaluate_run_file(qrels, run)
-    except RadsiftError as exc:
-        fail(str(exc))
+    result = evaluate_run_file(qrels, run)
     if as_json:
         typer.echo(json.dumps(result.to_dict(per_query=per_query), ensure_ascii=False))
         return
@@ -244,13 +537,49 @@ def eval_cmd(
 
 
 # ---------------------------------------------------------------------------------------------
-# demo-corpus: write the synthetic demo corpus with ground truth, queries and qrels (radsift.demo)
+# serve: the JSON API and the search page (radsift.serve)
 # ---------------------------------------------------------------------------------------------
-@app.command("demo-corpus")
+@command(app, "serve", example=["radsift serve my-index",
+                                "radsift serve my-index --host 0.0.0.0 --token-file token.txt --audit-log audit.jsonl"])
+def serve_cmd(
+    index_dir: Annotated[Path, typer.Argument(metavar="INDEX_DIR", help="Index directory (opened read-only).")],
+    host: Annotated[str, typer.Option(
+        "--host", metavar="ADDRESS", help="Address to listen on; anything but loopback needs a token.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", metavar="PORT", help="TCP port (0 picks a free one).")] = 8000,
+    token_file: Annotated[Optional[Path], typer.Option(
+        "--token-file", metavar="FILE", help="File holding the API token (else $RADSIFT_TOKEN).")] = None,
+    audit_log: Annotated[Optional[Path], typer.Option(
+        "--audit-log", metavar="FILE", help="Append every query and report view to this JSON-lines file.")] = None,
+    model: ModelOpt = None, reranker: RerankerOpt = None,
+) -> None:
+    """Serve the search page and JSON API (127.0.0.1 unless a token is set; Ctrl-C stops)."""
+    from radsift.serve import run_server
+
+    run_server(index_dir, host=host, port=port, token_file=token_file, audit_log=audit_log, model=model,
+               reranker=reranker, console=console)
+
+
+# ---------------------------------------------------------------------------------------------
+# demo, demo-corpus: the bundled synthetic corpus (radsift.demo)
+# ---------------------------------------------------------------------------------------------
+@command(app, "demo", example=["radsift demo --out demo-out", "radsift demo --out demo-out --serve"])
+def demo_cmd(
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Folder for the demo corpus and index.")] = Path("demo-out"),
+    n: Annotated[int, typer.Option("--n", metavar="N", help="Number of synthetic reports.")] = 2000,
+    serve: Annotated[bool, typer.Option("--serve/--no-serve", help="Start the web page at the end.")] = False,
+    port: Annotated[int, typer.Option("--port", metavar="PORT", help="TCP port of the web page.")] = 8000,
+) -> None:
+    """The main job on the bundled demo corpus: generate, index, search (and serve)."""
+    from radsift.demo_runner import run_demo
+
+    run_demo(out, n=n, serve=serve, port=port, console=console)
+
+
+@command(app, "demo-corpus", example="radsift demo-corpus --out demo-corpus --n 500")
 def demo_corpus_cmd(
-    out: Annotated[Path, typer.Option("--out", help="Folder to write the corpus files into.")],
-    n: Annotated[int, typer.Option("--n", help="Number of synthetic reports.")] = 2000,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed (same seed, same files).")] = 7,
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Folder to write the corpus files into.")],
+    n: Annotated[int, typer.Option("--n", metavar="N", help="Number of synthetic reports.")] = 2000,
+    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Random seed (same seed, same files).")] = 7,
 ) -> None:
     """Write synthetic chest X-ray reports (CSV and JSONL), their ground truth, queries and qrels."""
     from radsift.demo import write_demo_corpus
@@ -266,195 +595,11 @@ def demo_corpus_cmd(
     )
 
 
-# ---------------------------------------------------------------------------------------------
-# serve: the JSON API and the search page (radsift.serve)
-# ---------------------------------------------------------------------------------------------
-@app.command("serve")
-def serve_cmd(
-    index_dir: Annotated[Path, typer.Argument(help="Index directory (opened read-only).")],
-    host: Annotated[str, typer.Option("--host", help="Address to listen on; anything but loopback needs a token.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="TCP port (0 picks a free one).")] = 8000,
-    token_file: Annotated[Optional[Path], typer.Option("--token-file", help="File holding the API token (else $RADSIFT_TOKEN).")] = None,
-    audit_log: Annotated[Optional[Path], typer.Option("--audit-log", help="Append every query and report view to this JSON-lines file.")] = None,
-    model: ModelOpt = None, reranker: RerankerOpt = None,
-) -> None:
-    """Serve the search page and JSON API (127.0.0.1 unless a token is set; Ctrl-C stops)."""
-    from radsift.serve import run_server
-
-    try:
-        run_server(index_dir, host=host, port=port, token_file=token_file, audit_log=audit_log, model=model,
-                   reranker=reranker, console=console)
-    except RadsiftError as exc:
-        fail(str(exc))
-
-
-# ---------------------------------------------------------------------------------------------
-# label: weak labels and the query dictionary (radsift.labels)
-# ---------------------------------------------------------------------------------------------
-@app.command("label")
-def label_cmd(
-    corpus: Annotated[Optional[list[Path]], typer.Argument(help="Corpus files or folders to label.")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Output folder for the label exports.")] = None,
-    explain: Annotated[
-        Optional[str], typer.Option("--explain", help="Label the sentences of TEXT and show each mention, its span, status, cue and rule.")
-    ] = None,
-    lexicon: Annotated[Optional[Path], typer.Option("--lexicon", help="Lexicon YAML (default: packaged chest X-ray).")] = None,
-    rules: Annotated[Optional[Path], typer.Option("--rules", help="Negation rules YAML (default: packaged).")] = None,
-    label_section: Annotated[
-        Optional[list[str]],
-        typer.Option("--label-section", help="Sections whose sentences are labeled (repeatable; default findings, impression)."),
-    ] = None,
-    format: FormatOpt = None,
-    id_column: IdColumnOpt = None,
-    section: SectionOpt = None,
-    text_column: TextColumnOpt = None,
-    on_error: OnErrorOpt = "fail",
-) -> None:
-    """Label report sentences with findings (present / absent / uncertain) and export weak-label queries and qrels."""
-    if explain is None and not corpus:
-        fail("give a CORPUS to label (with --out DIR) or --explain \"SENTENCE\"")
-    if corpus and out is None:
-        fail("--out DIR is required when labeling a corpus")
-    try:
-        from radsift.labels import Labeler, build_weak_labels
-        from radsift.labels.display import explain as explain_text, stats_tables
-
-        labeler = Labeler(lexicon=lexicon, rules=rules)
-        if explain is not None:
-            for line in explain_text(labeler, explain):
-                console.print(line, highlight=False, soft_wrap=True)
-        if corpus:
-            reports, stats = _read(corpus, reader_options(format, id_column, section, text_column, on_error))
-            weak = build_weak_labels(
-                reports, labeler, sections=tuple(label_section or ("findings", "impression")), progress=True
-            )
-            _report_read_stats(stats)
-            paths = weak.write(out)
-            for table in stats_tables(weak.stats()):
-                console.print(table)
-            console.print(f"wrote {', '.join(p.name for p in paths.values())} to {out}", highlight=False)
-    except RadsiftError as exc:
-        fail(str(exc))
-
-
-# ---------------------------------------------------------------------------------------------
-# bench: the evaluation protocols of Shi et al. and RadSearch for several systems (radsift.evaluation)
-# ---------------------------------------------------------------------------------------------
-@app.command("bench")
-def bench_cmd(
-    corpus: Annotated[list[Path], typer.Option("--corpus", help="Corpus file or folder (repeatable).")],
-    out: Annotated[Path, typer.Option("--out", help="Folder for report.md, report.json and the PNG plots.")],
-    format: FormatOpt = None, id_column: IdColumnOpt = None, section: SectionOpt = None,
-    text_column: TextColumnOpt = None, on_error: OnErrorOpt = "fail",
-    systems: Annotated[Optional[list[str]], typer.Option(
-        "--systems", help="bm25 | dense[:MODEL] | hybrid[:MODEL] | hybrid-rrf[:MODEL] | [hybrid+]rerank:[MODEL:]RERANKER, "
-        "optionally NAME=SPEC (repeatable; default bm25 and dense).")] = None,
-    systems_file: Annotated[Optional[Path], typer.Option("--systems-file", help="YAML list of systems.")] = None,
-    queries: Annotated[Optional[Path], typer.Option("--queries", help="Free-text queries, qid<TAB>query.")] = None,
-    qrels: Annotated[Optional[Path], typer.Option("--qrels", help="TREC qrels of --queries (docid = report id).")] = None,
-    category_field: Annotated[Optional[str], typer.Option(
-        "--category-field", help="Metadata field for category matching (default: detected, e.g. medical_specialty; 'none' = off).")] = None,
-    cross_corpus: Annotated[Optional[list[Path]], typer.Option(
-        "--cross-corpus", help="Another collection for cross-collection retrieval (repeatable).")] = None,
-    cross_format: Annotated[Optional[str], typer.Option("--cross-format", help="Its --format.")] = None,
-    cross_id_column: Annotated[Optional[str], typer.Option("--cross-id-column", help="Its --id-column.")] = None,
-    cross_section: Annotated[Optional[list[str]], typer.Option("--cross-section", help="Its --section (repeatable).")] = None,
-    cross_text_column: Annotated[Optional[str], typer.Option("--cross-text-column", help="Its --text-column.")] = None,
-    cross_on_error: Annotated[str, typer.Option("--cross-on-error", help="Its --on-error.")] = "fail",
-    cross_where: Annotated[Optional[list[str]], typer.Option(
-        "--cross-where", help="Keep its reports with metadata KEY=VALUE, e.g. medical_specialty=Radiology (repeatable).")] = None,
-    fold: Annotated[Optional[int], typer.Option("--fold", help="Only the test queries of this fold of the split by finding (0 or 1).")] = None,
-    split_from: Annotated[Optional[Path], typer.Option(
-        "--split-from", help="Judge the fold a model held out: its recorded test findings, not a split recomputed "
-        "from today's labels (a model from radsift train --split-by-finding).")] = None,
-    holdout_fraction: Annotated[float, typer.Option("--holdout-fraction", help="Share of held-out reports (findings-to-impression, category).")] = 0.2,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the splits, samples and tests.")] = 0,
-    max_queries: Annotated[Optional[int], typer.Option("--max-queries", help="At most this many queries per protocol (seeded sample).")] = None,
-    protocol: Annotated[Optional[list[str]], typer.Option(
-        "--protocol", help="Run only these: sentences, cross, separation, impression, free-text, category (repeatable).")] = None,
-    threads: ThreadsOpt = None, batch_size: BatchOpt = 64,
-    plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Draw the PNG plots.")] = True,
-) -> None:
-    """Evaluate systems with the protocols of Shi et al. and RadSearch; write report.md, report.json and plots."""
-    try:
-        from radsift.evaluation.bench import BenchConfig, bench
-        from radsift.evaluation.report import console_tables
-
-        config = BenchConfig(
-            corpus=corpus,
-            reader=reader_options(format, id_column, section, text_column, on_error),
-            systems=systems or ([] if systems_file else ["bm25", "dense"]),
-            systems_file=systems_file, queries=queries, qrels=qrels, category_field=category_field,
-            cross_corpus=cross_corpus or [],
-            cross_reader=reader_options(cross_format, cross_id_column, cross_section, cross_text_column, cross_on_error)
-            if cross_corpus else None,
-            cross_where=cross_where or [], fold=fold, split_from=split_from, holdout_fraction=holdout_fraction, seed=seed,
-            max_queries=max_queries, protocols=protocol, threads=threads, batch_size=batch_size,
-        )
-        result, paths = bench(config, out, log=lambda m: err_console.print(m, highlight=False), plots=plots)
-    except RadsiftError as exc:
-        fail(str(exc))
-    for table in console_tables(result):
-        console.print(table)
-    console.print(f"wrote {', '.join(p.name for p in paths.values())} to {out} "
-                  f"({result.timings.get('total', 0):.1f} s)", highlight=False)
-
-
-# ---------------------------------------------------------------------------------------------
-# train: fine-tune a retriever (or a reranker) on a corpus without labels (radsift.models.training)
-# ---------------------------------------------------------------------------------------------
-@app.command("train")
-def train_cmd(
-    corpus: Annotated[list[Path], typer.Option("--corpus", help="Corpus file or folder (repeatable).")],
-    out: Annotated[Path, typer.Option("--out", help="Folder for the trained model and its model card.")],
-    format: FormatOpt = None, id_column: IdColumnOpt = None, section: SectionOpt = None,
-    text_column: TextColumnOpt = None, on_error: OnErrorOpt = "fail",
-    recipe: Annotated[Optional[str], typer.Option(
-        "--recipe", help="combined (default) | lexicon-triplet | lexicon-mnrl | findings-impression | rerank.")] = None,
-    config: Annotated[Optional[Path], typer.Option("--config", help="YAML training configuration (flags override it).")] = None,
-    split_by_finding: Annotated[Optional[int], typer.Option(
-        "--split-by-finding", help="Train only on findings outside this fold of the split by finding (0 or 1).")] = None,
-    bi_encoder: Annotated[Optional[str], typer.Option(
-        "--bi-encoder", help="rerank: bi-encoder folder that mines the negatives (default: the base model).")] = None,
-    base_model: Annotated[Optional[str], typer.Option(
-        "--base-model", help="Model folder to start from (default: packaged all-MiniLM-L6-v2).")] = None,
-    max_steps: Annotated[Optional[int], typer.Option("--max-steps", help="Gradient steps.")] = None,
-    seed: Annotated[Optional[int], typer.Option("--seed", help="Training seed.")] = None,
-    time_limit: Annotated[Optional[float], typer.Option(
-        "--time-limit", help="Stop training after this many minutes.")] = None,
-    threads: ThreadsOpt = None,
-    evaluate: Annotated[Optional[bool], typer.Option(
-        "--eval/--no-eval", help="Evaluate on the held-out reports at the end (figures in the model card).")] = None,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a non-empty --out folder.")] = False,
-) -> None:
-    """Train a negation-aware retriever from a corpus's own reports (weak labels, no annotators)."""
-    try:
-        from radsift.models.training import load_config, train
-
-        cfg = load_config(config, recipe=recipe, split_by_finding=split_by_finding, bi_encoder=bi_encoder,
-                          base_model=base_model, max_steps=max_steps, seed=seed, time_limit_minutes=time_limit,
-                          threads=threads, evaluate=evaluate)
-        reports, stats = _read(corpus, reader_options(format, id_column, section, text_column, on_error))
-        err_console.print(f"recipe {cfg.recipe}: {cfg.max_steps} steps, seed {cfg.seed}", highlight=False)
-        from radsift.evaluation.heldout import HeldOutEvaluator
-
-        result = train(reports, cfg, out, overwrite=overwrite, evaluator=HeldOutEvaluator(),
-                       log=lambda m: err_console.print(m, highlight=False))
-        _report_read_stats(stats)
-    except RadsiftError as exc:
-        fail(str(exc))
-    console.print(f"wrote {result.out} ({result.seconds:.0f} s); model card: {result.out / 'README.md'}",
-                  highlight=False)
-
-
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point (errors are handled in :meth:`RadsiftGroup.main`)."""
     try:
         app()
-    except RadsiftError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
-        sys.exit(2)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # pragma: no cover - click turns Ctrl-C into Abort in most places
         err_console.print("interrupted")
         sys.exit(130)
 
