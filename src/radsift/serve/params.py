@@ -1,7 +1,9 @@
-"""Search parameters of the HTTP API: metadata filters, targets and field selections, checked.
+"""Parameters of the HTTP API that only the API has: which fields of each hit to return.
 
-Every function raises :class:`radsift.errors.ConfigError` with a message that names the parameter;
-the app turns it into a 422 response.
+Metadata filters (``where=key=value``, ``key:value`` or ``key~value``) and targets are checked by
+:meth:`radsift.Index.search` (:mod:`radsift.search.query`), so the API, the CLI and Python refuse
+the same things with the same words. :func:`parse_fields` raises
+:class:`radsift.errors.ConfigError` naming the parameter; the app turns it into a 422 response.
 """
 
 from __future__ import annotations
@@ -10,49 +12,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from radsift.errors import ConfigError
-
-MAX_FILTERS = 20
-WHOLE_REPORT = "report"
-
-
-def parse_filters(where: Sequence[str] | None, known_keys: Sequence[str]) -> dict[str, list[str]]:
-    """Parse ``where=key:value`` parameters (``key=value`` also works) into ``{key: [values]}``.
-
-    Values given for one key match any of them; different keys must all match.
-
-    Raises:
-        ConfigError: A filter has no separator, an empty key or value, an unknown key, or there are
-            more than 20 of them.
-    """
-    out: dict[str, list[str]] = {}
-    items = list(where or [])
-    if len(items) > MAX_FILTERS:
-        raise ConfigError(f"where: at most {MAX_FILTERS} filters, got {len(items)}")
-    known = set(known_keys)
-    for item in items:
-        cut = min((i for i in (item.find(":"), item.find("=")) if i >= 0), default=-1)
-        key, value = (item[:cut].strip(), item[cut + 1:].strip()) if cut >= 0 else ("", "")
-        if cut < 0 or not key or not value:
-            raise ConfigError(f"where: {item[:80]!r} is not KEY:VALUE (e.g. where=exam:XR CHEST PA)")
-        if key not in known:
-            listed = ", ".join(sorted(known)) or "none: this index has no metadata"
-            raise ConfigError(f"where: unknown metadata key {key[:80]!r}; known keys: {listed}")
-        out.setdefault(key, []).append(value)
-    return out
-
-
-def check_target(target: str, sections: Sequence[str]) -> str | None:
-    """The section to search (``None`` for the whole report).
-
-    Raises:
-        ConfigError: ``target`` is neither ``report`` nor a section of this index.
-    """
-    if target == WHOLE_REPORT:
-        return None
-    if target not in sections:
-        allowed = ", ".join([*sections, WHOLE_REPORT])
-        raise ConfigError(f"target must be one of {allowed}, not {target[:80]!r}")
-    return target
 
 
 @dataclass(frozen=True)

@@ -165,12 +165,14 @@
 
   function addFilter() {
     const key = $("filter-key").value;
+    // "~": any part of the value, in any case (key~value); "=": exactly the value (key=value).
+    const op = $("filter-op").value === "=" ? "=" : "~";
     const value = $("filter-value").value.trim();
     if (!key || !value) {
       $("filter-value").focus();
       return;
     }
-    if (!state.filters.some((f) => f.key === key && f.value === value)) state.filters.push({ key, value });
+    if (!state.filters.some((f) => f.key === key && f.op === op && f.value === value)) state.filters.push({ key, op, value });
     $("filter-value").value = "";
     renderFilters();
     if (qInput.value.trim()) search();
@@ -180,10 +182,12 @@
     const chips = $("filter-chips");
     clear(chips);
     state.filters.forEach((f, i) => {
+      const words = f.op === "~" ? "contains" : "is";
       chips.append(el("li", { class: "chip" },
-        el("span", { class: "chip-key", text: f.key }), " ", el("span", { text: f.value }),
+        el("span", { class: "chip-key", text: f.key }), " ", el("span", { class: "chip-op", text: words }), " ",
+        el("span", { text: f.value }),
         el("button", {
-          type: "button", class: "chip-remove", "aria-label": "Remove filter " + f.key + " " + f.value,
+          type: "button", class: "chip-remove", "aria-label": "Remove filter " + f.key + " " + words + " " + f.value,
           onclick: () => {
             state.filters.splice(i, 1);
             renderFilters();
@@ -240,7 +244,7 @@
     }
     saveToHash(p);
     const params = new URLSearchParams({ q: p.q, k: p.k, mode: p.mode, level: p.level, target: p.target });
-    state.filters.forEach((f) => params.append("where", f.key + ":" + f.value));
+    state.filters.forEach((f) => params.append("where", f.key + f.op + f.value));
     const ticket = ++state.searching;
     document.body.classList.add("busy");
     setStatus("Searching…");
