@@ -110,15 +110,24 @@ class RadsiftGroup(TyperGroup):
         return sorted(names, key=lambda n: rank.get(n, len(rank)))
 
 
+def _examples(*lines: str) -> str:
+    """A help epilog: ``Example:`` and command lines."""
+    return "Example:\n\n" + "\n\n".join(f"  {line}" for line in lines)
+
+
+OPENI = "--format csv --id-column uid --section findings=findings --section impression=impression"
+
 app = typer.Typer(
     name="radsift",
     help="Offline semantic search for radiology reports: index, search, label, train, evaluate, serve.",
+    epilog=_examples(f"radsift index build my-index reports.csv {OPENI}", 'radsift search my-index "pneumothorax"'),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     cls=RadsiftGroup,
 )
-index_app = typer.Typer(help="Build and update an index.", no_args_is_help=True, cls=RadsiftGroup)
+index_app = typer.Typer(help="Build and update an index.", no_args_is_help=True, cls=RadsiftGroup,
+                        epilog=_examples(f"radsift index build my-index reports.csv {OPENI}"))
 app.add_typer(index_app, name="index")
 
 
@@ -131,8 +140,7 @@ def _start() -> None:
 def command(group: typer.Typer, name: str, *, example: str | list[str]) -> Callable:
     """Register a command whose help ends with ``Example:`` and the given command line(s)."""
     lines = [example] if isinstance(example, str) else list(example)
-    epilog = "Example:\n\n" + "\n\n".join(f"  {line}" for line in lines)
-    return group.command(name, cls=RadsiftCommand, epilog=epilog)
+    return group.command(name, cls=RadsiftCommand, epilog=_examples(*lines))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -246,8 +254,6 @@ def _report_read_stats(stats) -> None:
     if summary:
         err_console.print(summary, highlight=False)
 
-
-OPENI = "--format csv --id-column uid --section findings=findings --section impression=impression"
 
 # ---------------------------------------------------------------------------------------------
 # index build / add / info
