@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 from functools import lru_cache
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -82,6 +83,17 @@ def _collect(reports: Iterable[Report]) -> list[Report]:
 def _record(report: Report) -> ReportRecord:
     return ReportRecord(report.id, json.dumps(dict(report.sections), ensure_ascii=False),
                         json.dumps(dict(report.metadata), ensure_ascii=False))
+
+
+@contextmanager
+def _step(opts: "BuildOptions", description: str):
+    """A progress task without a count for a step that may take a while (a line every 10 s off a terminal)."""
+    from radsift.progress import progress_bar
+
+    with progress_bar(disable=None if opts.progress else True) as bar:
+        task = bar.add_task(description, total=None)
+        yield
+        bar.update(task, total=1, completed=1)
 
 
 @dataclass(frozen=True)
@@ -202,7 +214,8 @@ def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, o
     start = time.perf_counter()
     with write_lock(index_dir):
         new = _collect(reports)
-        encoder = _load_encoder(opts, old)
+        with _step(opts, "loading the model"):
+            encoder = _load_encoder(opts, old)
         summary = BuildSummary(index_dir=index_dir, added=len(new))
         keep_reports: list[ReportRecord] = []
         old_sent: list[SentenceRecord] = []
@@ -278,7 +291,8 @@ def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, o
             metadata_keys=metadata_keys,
             lexicon=(str(Path(lexicon).resolve()) if lexicon else PACKAGED_LEXICON) if opts.label else None,
         )
-        write_generation(index_dir, data, manifest)
+        with _step(opts, "writing the index (records, vectors, BM25)"):
+            write_generation(index_dir, data, manifest)
         if old is not None:
             old.close()
     summary.reports = len(data.reports)

@@ -73,27 +73,17 @@ class Labeler:
             if any(m.kind == "synonym" for m in matches):
                 need_doc.append(text)
         docs = iter(self.detector.make_docs(need_doc, batch_size=batch_size))
-        bar = _progress(len(texts)) if progress else None
-        try:
-            task = bar.add_task("labeling sentences", total=len(texts)) if bar else None
+        from radsift.progress import progress_bar
+
+        with progress_bar(disable=None if progress else True) as bar:
+            task = bar.add_task("labeling sentences", total=len(texts))
             for i, (text, tokens, matches) in enumerate(spotted):
                 doc = next(docs) if any(m.kind == "synonym" for m in matches) else None
                 self._cache[text] = tuple(self.detector.mentions(text, tokens, matches, doc))
-                if bar is not None and (i % 256 == 255 or i == len(spotted) - 1):
+                if i % 256 == 255 or i == len(spotted) - 1:
                     bar.update(task, completed=i + 1)
-        finally:
-            if bar is not None:
-                bar.stop()
 
     def clear_cache(self) -> None:
         """Forget labeled sentences (after changing rules in place, say)."""
         with self._lock:
             self._cache.clear()
-
-
-def _progress(total: int):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    bar.start()
-    return bar
