@@ -6,11 +6,16 @@
 - :mod:`radsift.evaluation.stats`: Wilson intervals, McNemar, Bonferroni, t intervals, paired
   randomization test (imports scipy; import it explicitly).
 - :mod:`radsift.evaluation.run_eval`: score a run file against a qrels file (``radsift eval``).
-- :mod:`radsift.evaluation.splits`: the report hold-out and the split by finding, shared with
-  training (:func:`report_split`, :func:`fold_findings`).
+- :mod:`radsift.evaluation.splits`: a fold model's recorded split, checked before it is judged
+  (the splits themselves, shared with training, are :mod:`radsift.splits`).
 - :mod:`radsift.evaluation.bench` (``radsift bench``): the protocols of Shi et al. and RadSearch
-  (:mod:`radsift.evaluation.protocols`) for the systems of :mod:`radsift.evaluation.systems`,
-  written up by :mod:`radsift.evaluation.report` and :mod:`radsift.evaluation.plots`.
+  (:mod:`radsift.evaluation.protocols`) for the systems of :mod:`radsift.evaluation.systems`
+  (which rank through :mod:`radsift.ranking`, as search does), written up by
+  :mod:`radsift.evaluation.report` and :mod:`radsift.evaluation.plots`.
+- :mod:`radsift.evaluation.heldout`: the evaluator ``radsift train`` is handed for its model card.
+- :mod:`radsift.evaluation.runs` (``radsift run``): a file of queries in, a TREC run out.
+- :mod:`radsift.evaluation.ranking`: a run's entries in trec_eval's order (score, then docid),
+  so that runs scored in memory and read back from disk agree.
 """
 
 from radsift.evaluation.errors import EvaluationError, TrecFormatError
