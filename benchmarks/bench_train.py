@@ -44,7 +44,7 @@ OPENI = ROOT.parent / "shared" / "data" / "openi" / "reports.csv"
 # Outside the repository; RADSIFT_WORK moves it (e.g. somewhere that survives a reboot, unlike /tmp).
 WORK = Path(os.environ.get("RADSIFT_WORK", "/tmp/radsift-work"))
 
-#: Ablation variants: name -> TrainConfig overrides (lexicon-triplet, batch 32 unless said).
+#: Ablation variants: name -> training settings (lexicon-triplet, batch 32 unless said).
 VARIANTS = {
     "rs": dict(recipe="lexicon-triplet", negatives="random", mega_batch_size=32),
     "hs": dict(recipe="lexicon-triplet", negatives="hardest", mega_batch_size=32),
@@ -139,11 +139,11 @@ def strip(results: dict[str, dict]) -> dict[str, dict]:
 
 # ------------------------------------------------------------------------------------------ commands
 def cmd_evaluate(args) -> None:
-    from radsift.models.training import TrainConfig
+    from radsift.models.training import load_config
     from radsift.models.training.data import prepare_data
 
     reports = read_openi()
-    config = TrainConfig(split_by_finding=args.fold)
+    config = load_config(split_by_finding=args.fold)
     data = prepare_data(reports, config, progress=False)
     models = {"untrained": None, **{Path(m).name: m for m in args.models}}
     results = evaluate_systems(data, models, config, args.sentences)
@@ -156,7 +156,7 @@ def cmd_evaluate(args) -> None:
 
 
 def cmd_ablation(args) -> None:
-    from radsift.models.training import TrainConfig, train
+    from radsift.models.training import load_config, train
     from radsift.models.training.data import prepare_data
 
     reports = read_openi()
@@ -165,7 +165,7 @@ def cmd_ablation(args) -> None:
     record_path = out_dir / "ablation.json"
     record = json.loads(record_path.read_text()) if record_path.exists() else {}
     for fold in args.folds:
-        base_cfg = TrainConfig(split_by_finding=fold)
+        base_cfg = load_config(split_by_finding=fold)
         data = prepare_data(reports, base_cfg, progress=False)
         key = f"fold{fold}"
         record.setdefault(key, {})
@@ -177,9 +177,10 @@ def cmd_ablation(args) -> None:
                 continue
             overrides = dict(VARIANTS[name])
             recipe = overrides.pop("recipe")
-            cfg = TrainConfig.for_recipe(recipe, split_by_finding=fold, max_steps=args.steps, seed=args.seed,
-                                         evaluate=False, time_limit_minutes=None, base_model=args.base_model,
-                                         **overrides)
+            # a mapping: None is a value here (time_limit_minutes None = no limit)
+            cfg = load_config({"recipe": recipe, "split_by_finding": fold, "max_steps": args.steps, "seed": args.seed,
+                               "evaluate": False, "time_limit_minutes": None, "base_model": args.base_model,
+                               **overrides})
             folder = out_dir / f"{name}-fold{fold}"
             t = time.monotonic()
             result = train(reports, cfg, folder, overwrite=True, progress=False)
@@ -217,11 +218,11 @@ def ablation_table(record: dict) -> str:
 
 def cmd_default(args) -> None:
     from radsift.evaluation.heldout import HeldOutEvaluator
-    from radsift.models.training import TrainConfig, train
+    from radsift.models.training import load_config, train
 
     reports = read_openi()
     t = time.monotonic()
-    result = train(reports, TrainConfig(), args.out, overwrite=True, progress=False, log=print,
+    result = train(reports, load_config(), args.out, overwrite=True, progress=False, log=print,
                    evaluator=HeldOutEvaluator())
     print(f"default recipe: {time.monotonic() - t:.0f} s in all ({result.training})")
     for name, r in result.evaluation.items():
@@ -233,7 +234,7 @@ def cmd_rerank(args) -> None:
 
     from radsift.models.encoder import Encoder
     from radsift.models.reranker import Reranker
-    from radsift.models.training import TrainConfig
+    from radsift.models.training import load_config
     from radsift.models.training.data import prepare_data
     from radsift.evaluation.heldout import eval_set, evaluate_reranker
 
@@ -252,7 +253,7 @@ def cmd_rerank(args) -> None:
                 self.seen[key] = self.model.predict(pairs, **kwargs)
             return self.seen[key]
 
-    data = prepare_data(read_openi(), TrainConfig(), progress=False)
+    data = prepare_data(read_openi(), load_config(), progress=False)
     es = eval_set(data)
     bi = Encoder.load(args.bi_encoder, max_seq_length=128)
     vectors = {}  # text -> first-stage vector, encoded once
@@ -289,7 +290,7 @@ def trained_findings_set(data):
 def cmd_fusion(args) -> None:
     import numpy as np
 
-    from radsift.models.training import TrainConfig
+    from radsift.models.training import load_config
     from radsift.models.training.data import prepare_data
     from radsift.evaluation.heldout import (eval_set, evaluate_bm25, evaluate_encoder, evaluate_hybrid,
                                                   model_encode_fn)
@@ -297,7 +298,7 @@ def cmd_fusion(args) -> None:
     reports = read_openi()
     rows: dict[str, dict[str, list[float]]] = {}
     for fold, model in enumerate(args.models):
-        config = TrainConfig(split_by_finding=fold)
+        config = load_config(split_by_finding=fold)
         data = prepare_data(reports, config, progress=False)
         encode = model_encode_fn(load_st(model), config)
         for split, es in (("dev", trained_findings_set(data)), ("test", eval_set(data, sentences="all"))):

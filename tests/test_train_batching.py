@@ -1,4 +1,4 @@
-"""Training data, configuration and batch construction (no model weights: fast)."""
+"""Training data and batch construction (no model weights: fast); the configuration: test_train_config.py."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 
 from radsift.demo import generate_reports
-from radsift.errors import ConfigError
 from radsift.labels import opposite
 from radsift.models.hashing import HashingEncoder
-from radsift.models.training import TrainConfig, load_config
+from radsift.models.training import load_config
 from radsift.models.training.batching import LexiconSampler, PairBatchSampler, mine_negatives
 from radsift.models.training.combined import is_pair_step
 from radsift.models.training.data import SectionPair, prepare_data, text_key
@@ -27,46 +26,7 @@ def reports():
 
 @pytest.fixture(scope="module")
 def data(reports):
-    return prepare_data(reports, TrainConfig(), progress=False)
-
-
-# ------------------------------------------------------------------------------ configuration
-def test_recipe_defaults_and_overrides():
-    assert TrainConfig.for_recipe("lexicon-triplet").loss == "triplet"
-    assert TrainConfig.for_recipe("lexicon-mnrl").loss == "mnrl"
-    cfg = TrainConfig.for_recipe("lexicon-triplet", loss="cached-mnrl", max_steps="12")
-    assert cfg.loss == "cached-mnrl" and cfg.max_steps == 12
-    assert TrainConfig.for_recipe(None).recipe == "combined"
-
-
-def test_yaml_config_with_cli_overrides(tmp_path: Path):
-    path = tmp_path / "train.yaml"
-    path.write_text("recipe: lexicon-triplet\nseed: 3\nnegatives: random\nmega_batch_size: 64\nlearning_rate: 1e-5\n")
-    cfg = load_config(path, seed=None, max_steps=7)
-    assert (cfg.recipe, cfg.seed, cfg.negatives, cfg.mega_batch_size, cfg.max_steps) == (
-        "lexicon-triplet", 3, "random", 64, 7)
-    assert cfg.learning_rate == pytest.approx(1e-5)
-    assert load_config(path, recipe="findings-impression").recipe == "findings-impression"
-
-
-@pytest.mark.parametrize(
-    "text, needle",
-    [
-        ("recipe: nope\n", "recipe"),
-        ("batch_size: 32\nmega_batch_size: 48\n", "mega_batch_size"),
-        ("negatives: sometimes\n", "negatives"),
-        ("max_stepz: 3\n", "max_stepz"),
-        ("split_by_finding: 2\n", "split_by_finding"),
-        ("max_steps: many\n", "max_steps"),
-        ("- a list\n", "mapping"),
-    ],
-)
-def test_bad_config_names_file_and_field(tmp_path: Path, text: str, needle: str):
-    path = tmp_path / "bad.yaml"
-    path.write_text(text)
-    with pytest.raises(ConfigError) as err:
-        load_config(path)
-    assert str(path) in str(err.value) and needle in str(err.value)
+    return prepare_data(reports, load_config(), progress=False)
 
 
 # ------------------------------------------------------------------------------ data and split
@@ -86,7 +46,7 @@ def test_heldout_split_is_by_report_and_stable(reports, data):
 
 
 def test_split_by_finding_removes_test_findings(reports):
-    cfg = TrainConfig.for_recipe("lexicon-triplet", split_by_finding=0)
+    cfg = load_config(recipe="lexicon-triplet", split_by_finding=0)
     d = prepare_data(reports, cfg, progress=False)
     assert d.test_findings
     assert all(q.finding not in d.test_findings for q in d.lexicon.by_query)
@@ -144,7 +104,7 @@ class _HashingModel:
 
 @pytest.mark.parametrize("loss", ["triplet", "mnrl"])
 def test_hard_negative_is_most_similar_unmatched_sentence(data, tmp_path: Path, loss: str):
-    cfg = TrainConfig.for_recipe("lexicon-triplet", loss=loss, batch_size=8, mega_batch_size=32)
+    cfg = load_config(recipe="lexicon-triplet", loss=loss, batch_size=8, mega_batch_size=32)
     model = _HashingModel(tmp_path / "hash")
     recipe = LexiconRecipe(model, data.lexicon, cfg, random.Random(1))
     batches = [recipe.sampler.next_batch() for _ in range(4)]

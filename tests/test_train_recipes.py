@@ -14,7 +14,7 @@ import torch
 
 from radsift.demo import generate_reports
 from radsift.models.hashing import HashingEncoder
-from radsift.models.training import TrainConfig
+from radsift.models.training import load_config
 from radsift.models.training.data import prepare_data
 from radsift.models.training.loop import Optimizer
 from radsift.models.training.runner import build_recipe, seed_everything
@@ -32,12 +32,12 @@ def reports():
 
 @pytest.fixture(scope="module")
 def data(reports):
-    return prepare_data(reports, TrainConfig.for_recipe("combined"), progress=False)
+    return prepare_data(reports, load_config(recipe="combined"), progress=False)
 
 
 @pytest.fixture(scope="module")
 def swapped_data(reports):
-    return prepare_data(reports, TrainConfig.for_recipe("combined", name_swap=0.5), progress=False)
+    return prepare_data(reports, load_config(recipe="combined", name_swap=0.5), progress=False)
 
 
 def _model():
@@ -55,8 +55,8 @@ def _model():
     ("findings-impression", "mnrl", 0.0, 0.0)])
 def test_loss_decreases_over_a_few_steps(request, recipe: str, loss: str, query_margin: float, name_swap: float):
     seed_everything(0)
-    cfg = TrainConfig.for_recipe(recipe, loss=loss, mini_batch_size=4, query_margin=query_margin,
-                                 name_swap=name_swap, **SMALL)
+    cfg = load_config(recipe=recipe, loss=loss, mini_batch_size=4, query_margin=query_margin,
+                      name_swap=name_swap, **SMALL)
     model = _model()
     data = request.getfixturevalue("swapped_data" if name_swap else "data")
     rec = build_recipe(model, data, cfg, random.Random(0))
@@ -78,7 +78,7 @@ def test_query_margin_contrasts_each_sentence_with_the_opposite_phrasing(data):
     from radsift.labels import opposite, phrasings
     from radsift.models.training.lexicon import QueryMarginLoss
 
-    cfg = TrainConfig.for_recipe("combined", query_margin=0.5, **SMALL)
+    cfg = load_config(recipe="combined", query_margin=0.5, **SMALL)
     rec = build_recipe(_model(), data, cfg, random.Random(0)).lexicon
     assert isinstance(rec.loss, QueryMarginLoss)
     batch = rec.next_batch()
@@ -86,15 +86,15 @@ def test_query_margin_contrasts_each_sentence_with_the_opposite_phrasing(data):
         # same template, other polarity: "evidence of X" <-> "no evidence of X"
         assert phrasings(opposite(example.query)).index(opp) == phrasings(example.query).index(example.anchor)
     with pytest.raises(Exception, match="query_margin"):
-        TrainConfig.for_recipe("lexicon-mnrl", loss="cached-mnrl", query_margin=0.5)
+        load_config(recipe="lexicon-mnrl", loss="cached-mnrl", query_margin=0.5)
 
 
 def test_rerank_loss_decreases(data, tmp_path):
     from radsift.models.training.rerank import RerankRecipe, build_cross_encoder, mine_rerank_negatives
 
     seed_everything(0)
-    cfg = TrainConfig.for_recipe("rerank", batch_size=8, max_seq_length=48, learning_rate=1e-4, warmup_ratio=0.0,
-                                 max_steps=50, rerank_negatives=1, rerank_depth=5)
+    cfg = load_config(recipe="rerank", batch_size=8, max_seq_length=48, learning_rate=1e-4, warmup_ratio=0.0,
+                      max_steps=50, rerank_negatives=1, rerank_depth=5)
     # mining only needs vectors; the hashing encoder is instant (mining quality is not under test)
     negatives = mine_rerank_negatives(HashingEncoder(tmp_path / "hash").encode, data.lexicon, 5)
     # every phrasing has negatives, none of them carries the query
@@ -125,4 +125,4 @@ def test_train_reports_bad_corpus_mapping(tmp_path: Path):
 
     reports = [Report(f"r{i}", {"text": "No pneumothorax."}) for i in range(20)]
     with pytest.raises(CorpusError, match="findings"):
-        train(reports, TrainConfig.for_recipe("findings-impression", **SMALL), tmp_path / "m", progress=False)
+        train(reports, load_config(recipe="findings-impression", **SMALL), tmp_path / "m", progress=False)

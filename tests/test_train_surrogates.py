@@ -12,7 +12,7 @@ from radsift.errors import ConfigError
 from radsift.text.tokens import stem
 from radsift.labels import Labeler, build_weak_labels
 from radsift.models.hashing import HashingEncoder
-from radsift.models.training import TrainConfig
+from radsift.models.training import load_config
 from radsift.models.training.batching import LexiconSampler
 from radsift.models.training.data import prepare_data
 from radsift.models.training.lexicon import LexiconRecipe
@@ -29,7 +29,7 @@ def labeler():
 @pytest.fixture(scope="module")
 def data(labeler):
     reports = [d.report for d in generate_reports(n=150, seed=7)]
-    return prepare_data(reports, TrainConfig.for_recipe("combined", name_swap=0.5), labeler=labeler, progress=False)
+    return prepare_data(reports, load_config(recipe="combined", name_swap=0.5), labeler=labeler, progress=False)
 
 
 def test_surrogates_are_site_words_outside_the_lexicon_and_cues(labeler):
@@ -101,7 +101,7 @@ def test_swapped_example_may_take_its_own_original_as_negative(data, tmp_path: P
         def encode(self, texts, **kwargs):
             return self.encoder.encode(texts)
 
-    cfg = TrainConfig.for_recipe("combined", name_swap=0.5, batch_size=8, mega_batch_size=32)
+    cfg = load_config(recipe="combined", name_swap=0.5, batch_size=8, mega_batch_size=32)
     recipe = LexiconRecipe(Hashing(), data.lexicon, cfg, random.Random(3))
     sentences = data.lexicon.sentences
     own = 0
@@ -116,10 +116,10 @@ def test_swapped_example_may_take_its_own_original_as_negative(data, tmp_path: P
 
 
 def test_name_swap_setting_is_checked():
-    assert TrainConfig.for_recipe("combined", name_swap="0.25").name_swap == 0.25
+    assert load_config(recipe="combined", name_swap="0.25").name_swap == 0.25
     with pytest.raises(ConfigError, match="name_swap"):
-        TrainConfig.for_recipe("combined", name_swap=1.0)
-    assert TrainConfig.for_recipe("combined").name_swap == 0.25  # the default recipe swaps a quarter
-    off = prepare_data([d.report for d in generate_reports(n=40, seed=1)], TrainConfig.for_recipe("lexicon-mnrl"),
+        load_config(recipe="combined", name_swap=1.0)
+    assert load_config(recipe="combined").name_swap == 0.25  # the default recipe swaps a quarter
+    off = prepare_data([d.report for d in generate_reports(n=40, seed=1)], load_config(recipe="lexicon-mnrl"),
                        progress=False)
     assert off.lexicon.surrogates == [] and all(s.names == () for s in off.lexicon.sentences)

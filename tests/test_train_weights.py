@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from radsift.errors import ConfigError
-from radsift.models.training import TrainConfig
+from radsift.models.training import load_config
 from radsift.models.training.loop import Optimizer
 from radsift.models.training.weights import freeze_embeddings, interpolate_with_base, transformer_embeddings
 
@@ -33,8 +33,8 @@ def test_frozen_embeddings_do_not_move_while_the_layers_do():
     sentences = [LabeledSentence("s1", "Small left pneumothorax.", frozenset({q_yes}), frozenset({q_yes}), frozenset()),
                  LabeledSentence("s2", "No pneumothorax.", frozenset({q_no}), frozenset({q_no}), frozenset())]
     data = LexiconData(sentences, {q_yes: [0], q_no: [1]})
-    cfg = TrainConfig.for_recipe("lexicon-triplet", batch_size=2, mega_batch_size=2, max_seq_length=16,
-                                 learning_rate=1e-3, warmup_ratio=0.0, max_steps=2, freeze_embeddings=True)
+    cfg = load_config(recipe="lexicon-triplet", batch_size=2, mega_batch_size=2, max_seq_length=16,
+                      learning_rate=1e-3, warmup_ratio=0.0, max_steps=2, freeze_embeddings=True)
     model = _model()
     n = freeze_embeddings(model)
     assert n == sum(p.numel() for p in transformer_embeddings(model).parameters()) > 0
@@ -79,7 +79,7 @@ def test_interpolation_refuses_a_different_base(tmp_path):
 
 def test_base_weight_is_checked_in_the_configuration():
     with pytest.raises(ConfigError, match="base_weight"):
-        TrainConfig.for_recipe("combined", base_weight=1.0)
+        load_config(recipe="combined", base_weight=1.0)
     with pytest.raises(ConfigError, match="base_weight"):
-        TrainConfig.for_recipe("combined", base_weight=-0.1)
-    assert TrainConfig.for_recipe("combined", base_weight=0.3, freeze_embeddings=True).base_weight == 0.3
+        load_config(recipe="combined", base_weight=-0.1)
+    assert load_config(recipe="combined", base_weight=0.3, freeze_embeddings=True).base_weight == 0.3

@@ -9,7 +9,8 @@ Recipes (``radsift train --recipe NAME``; :data:`DEFAULT_RECIPE` when none is na
 * ``combined``: both, alternating batches (:mod:`.combined`).
 * ``rerank``: a cross-encoder with bi-encoder-mined negatives (:mod:`.rerank`).
 
-Entry points: :class:`TrainConfig` / :func:`load_config` (typed configuration, YAML) and
+Entry points: :func:`load_config` (the one way to build a :class:`TrainConfig`: YAML file or
+mapping, overrides, recipe defaults, values checked by field type) and
 :func:`train` (data, loop, model folder with a model card).
 """
 
