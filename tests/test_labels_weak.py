@@ -108,7 +108,7 @@ def test_write_exports(weak, tmp_path) -> None:
 
 
 def test_exports_read_back_with_the_trec_reader(weak, tmp_path) -> None:
-    trec = pytest.importorskip("radsift.evaluation.trec")
+    from radsift.evaluation import trec
     paths = weak.write(tmp_path)
     queries = trec.read_queries(paths["queries"])
     qrels = trec.read_qrels(paths["qrels_sentence"])

@@ -250,7 +250,7 @@ def _random_case(seed: int = 20240611):
 @pytest.fixture(scope="module")
 def ranx_case():
     """Our per-query scores and ranx's on one random case (ranx's numba compile happens here once)."""
-    ranx = pytest.importorskip("ranx")
+    import ranx  # in the dev extra (make test installs it): a missing ranx is a failure, not a skip
     qrels, run = _random_case()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba's type-safety warnings inside ranx
