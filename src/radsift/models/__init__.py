@@ -1,4 +1,9 @@
-"""Encoders (and, later, training recipes and the cross-encoder reranker)."""
+"""The models: sentence encoders loaded from local folders only (:mod:`.encoder`; the packaged
+all-MiniLM-L6-v2 by default), a deterministic no-torch encoder for tests (:mod:`.hashing`), the
+cross-encoder reranker (:mod:`.reranker`) and the training recipes (:mod:`.training`).
+
+Importing this package loads neither torch nor a model; the encoder names are re-exported here.
+"""
 
 from radsift.models.encoder import (
     model_fingerprint,

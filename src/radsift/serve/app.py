@@ -15,7 +15,6 @@ id or report text. Queries go to the audit log alone, when one is configured.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from importlib.resources import files
 from pathlib import Path
@@ -141,16 +140,20 @@ def only_params(allowed: frozenset[str]):
 
 
 class _Service:
-    """The index plus what the endpoints share; swaps generations safely under concurrent requests."""
+    """The index plus what the endpoints share.
+
+    The endpoints take no lock of their own. ``Index.search``, ``get_report`` and ``stats`` each
+    read the index's current store once and work on that store to the end; ``Index.reload``
+    swaps in the new generation under the index's own lock and does not close the store it
+    replaces (a request still using it keeps it open until it drops it). So a request that
+    overlaps a reload answers from the generation it started on, and two reloads do not interleave.
+    """
 
     def __init__(self, index: Index, token: str | None, audit: AuditLog | None) -> None:
         self.index = index
         self.token = token
         self.token_id = token_id(token)
         self.audit = audit
-        # Index.search already holds the index's own lock; report look-ups and stats don't, so they
-        # take this one, which reload holds too, and never see a store that reload has closed.
-        self.swap_lock = threading.Lock()
 
     def info(self) -> IndexInfo:
         s = self.index.stats()
@@ -242,8 +245,7 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
     @api.get("/reports/{report_id:path}", response_model=ReportOut, dependencies=[only_params(frozenset())],
              responses={404: {"description": "No report with that id in the index."}})
     def report(request: Request, report_id: str) -> dict:
-        with service.swap_lock:
-            found = service.index.get_report(report_id)
+        found = service.index.get_report(report_id)
         if service.audit is not None:
             service.audit.write("report", client=_client(request), token_id=service.token_id,
                                 report_id=report_id, found=found is not None)
@@ -253,16 +255,14 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
 
     @api.get("/health", response_model=HealthOut, dependencies=[only_params(frozenset())])
     def health() -> dict:
-        with service.swap_lock:
-            info = service.info()
+        info = service.info()
         return {"status": "ok", "version": __version__, "auth": service.token is not None,
                 "audit": service.audit is not None, "index": info}
 
     @api.post("/reload", response_model=ReloadOut, dependencies=[only_params(frozenset())])
     def reload() -> dict:
-        with service.swap_lock:
-            changed = service.index.reload()
-            info = service.info()
+        changed = service.index.reload()
+        info = service.info()
         log.info("reload: %s (generation %s)", "switched" if changed else "already current", info.generation)
         return {"reloaded": changed, "index": info}
 
