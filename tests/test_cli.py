@@ -272,3 +272,30 @@ def test_index_build_with_the_real_model_prints_no_third_party_bars(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "Loading weights" not in out.stderr and "it/s]" not in out.stderr, out.stderr
     assert "3 reports" in out.stdout
+
+
+@pytest.mark.slow
+def test_demo_runs_the_main_job_end_to_end(tmp_path):
+    """``radsift demo`` (what ``make demo`` runs, here on 150 reports and without the web page)."""
+    import re
+
+    from radsift.search import Index
+
+    out = tmp_path / "demo"
+    res = CliRunner().invoke(app, ["demo", "--out", str(out), "--n", "150", "--no-serve"])
+    assert res.exit_code == 0, res.output
+    for step in ("1. demo corpus", "2. index", "3. example searches", "4. how well", "5. your own reports"):
+        assert step in res.output
+    index = Index.open(out / "index")
+    assert index.manifest.counts["reports"] == 150
+    from radsift.demo_runner import EXAMPLE_SEARCHES
+
+    for query in EXAMPLE_SEARCHES:
+        assert index.search(query, k=3), query
+    # the evaluation table: one row per mode with four figures in [0, 1]; hybrid ranks the demo's
+    # queries better than chance (a broken index or qrels mismatch gives 0)
+    rows = {m: [float(x) for x in re.findall(r"\d\.\d{3}", line)]
+            for line in res.output.splitlines() for m in ("bm25", "dense", "hybrid")
+            if line.strip("│ ").startswith(m + " ")}
+    assert set(rows) == {"bm25", "dense", "hybrid"} and all(len(v) == 4 for v in rows.values()), res.output
+    assert all(0.3 < x <= 1 for v in rows.values() for x in v), rows

@@ -44,8 +44,10 @@ def test_gold_precision_and_recall(labeler, capsys) -> None:
         )
         for g, predicted, expected in result.errors:
             print(f"  line {g.line}: {g.text!r} extra {sorted(predicted - expected)} missing {sorted(expected - predicted)}")
-    assert result.precision >= 0.95
-    assert result.recall >= 0.95
+    # docs/measurements.md states 0.997 for both (300 of 301 pairs). The margin allows two more
+    # errors each way (0.990) and no more: dropping the negation ends alone falls to 0.970.
+    assert result.precision >= 0.99
+    assert result.recall >= 0.99
 
 
 def test_gold_loader_is_strict(tmp_path) -> None:

@@ -75,7 +75,47 @@ CASES = [
     ("The pneumothorax has almost completely resolved.", [("pneumothorax", A)]),
     # a finding phrase that contains a cue word is not a cue
     ("Free air under the diaphragm.", [("pneumoperitoneum", P)]),
+    # hedged negatives read uncertain; "not suspected" denies
+    ("Pneumonia not likely.", [("pneumonia", U)]),
+    ("Pneumonia is unlikely.", [("pneumonia", U)]),
+    ("Pneumonia is not suspected.", [("pneumonia", A)]),
 ]
+
+
+# One test per decision rule of negation._decide, each with the sentence that breaks when the rule
+# is reversed (the case list above holds many sentences that several rules agree on).
+def _one(labeler: Labeler, text: str, finding: str):
+    (mention,) = [m for m in labeler.label(text) if m.finding == finding]
+    return mention.status, mention.cue
+
+
+def test_rule_no_cue_reads_present(labeler: Labeler) -> None:
+    assert _one(labeler, "Small right pneumothorax.", "pneumothorax") == (P, None)
+
+
+def test_rule_nearest_cue_wins(labeler: Labeler) -> None:
+    # "atelectasis" lies in the scope of "No" (3 tokens away) and of "possible" (adjacent).
+    assert _one(labeler, "No effusion, possible atelectasis.", "atelectasis") == (U, "possible")
+    # "effusion" lies in the scope of "Possible" (backward it does not reach) and "no" (adjacent).
+    assert _one(labeler, "Possible atelectasis, no effusion.", "pleural effusion") == (A, "no")
+
+
+def test_rule_negation_beats_uncertainty_at_equal_distance(labeler: Labeler) -> None:
+    # "No" (just before) and "is suspected" (just after) are both adjacent to the finding.
+    assert _one(labeler, "No pneumothorax is suspected.", "pneumothorax") == (A, "No")
+
+
+def test_rule_negation_before_an_evidential_cue_denies(labeler: Labeler) -> None:
+    # "suggestive of" is nearer, but the negation ahead of it rules the finding out.
+    assert _one(labeler, "No focal opacity suggestive of pneumonia.", "pneumonia") == (A, "No")
+    assert _one(labeler, "Opacity suggestive of pneumonia.", "pneumonia") == (U, "suggestive of")
+
+
+def test_rule_negation_right_before_any_uncertainty_cue_denies(labeler: Labeler) -> None:
+    assert _one(labeler, "No evidence of possible pneumonia.", "pneumonia") == (A, "No evidence of")
+    assert _one(labeler, "No suspected pneumothorax.", "pneumothorax") == (A, "No")
+    # words between the two cues: the uncertainty stands (see test_rule_nearest_cue_wins)
+    assert _one(labeler, "No effusion, possible atelectasis.", "atelectasis")[0] == U
 
 
 @pytest.mark.parametrize(("text", "expected"), CASES, ids=[c[0][:40] for c in CASES])

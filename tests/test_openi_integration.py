@@ -47,6 +47,10 @@ def _count(hits):
     return affirmed, negated
 
 
+# docs/measurements.md's table: (affirmed, negated) in the top 10, negation-aware and ignored.
+MEASURED = {"bm25": ((10, 0), (0, 10)), "dense": ((10, 0), (1, 9)), "hybrid": ((10, 0), (1, 9))}
+
+
 @pytest.mark.parametrize("mode", ["hybrid", "dense", "bm25"])
 def test_pneumothorax_finds_affirmed_mentions(openi_index, mode):
     index, _, _ = openi_index
@@ -59,9 +63,9 @@ def test_pneumothorax_finds_affirmed_mentions(openi_index, mode):
           f"negation ignored: {len(plain_affirmed)} affirm, {len(plain_negated)} negated")
     for h in hits:
         print(f"  {h.rank:>2} {h.report_id:>5} {h.score:.3f} {h.sentence.text[:90]}")
-    assert len(affirmed) >= 5, "fewer than 5 affirmed pneumothorax mentions among the top 10"
-    assert len(negated) == 0
-    assert len(affirmed) > len(plain_affirmed)
+    aware, ignored = MEASURED[mode]
+    assert (len(affirmed), len(negated)) == aware
+    assert (len(plain_affirmed), len(plain_negated)) == ignored
 
 
 def test_no_pneumothorax_finds_negated_mentions(openi_index):

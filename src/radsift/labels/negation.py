@@ -251,9 +251,13 @@ def _decide(doc: Doc, span) -> tuple[str, str | None, str]:
         return "present", None, DEFAULT_RULE
     # Nearest cue wins; on a tie negation beats uncertainty.
     best = min(mods, key=lambda m: (_distance(span, m), m.category != NEGATED))
-    if best.category == POSSIBLE and best.rule.metadata.get("negatable"):
-        # "no opacity suggestive of pneumonia": a negation ahead of an evidential cue rules it out.
+    if best.category == POSSIBLE:
         negs = [m for m in mods if m.category == NEGATED and m.modifier_span[1] <= best.modifier_span[0]]
+        if not best.rule.metadata.get("negatable"):
+            # "no evidence of possible pneumonia": a negation right before any uncertainty cue denies
+            # the hedged finding; with words between ("no effusion, possible atelectasis") it does not.
+            negs = [m for m in negs if m.modifier_span[1] == best.modifier_span[0]]
+        # "no opacity suggestive of pneumonia": a negation ahead of an evidential cue rules it out.
         if negs:
             best = max(negs, key=lambda m: m.modifier_span[0])
     start, end = best.modifier_span
