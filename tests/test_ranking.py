@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from radsift.ranking import (best_per_group, bm25_scores, build_bm25_texts, demote, opposing_rows, rank, rank_groups,
-                             rerank, top_k, top_ranking)
+from radsift.ranking import (apply_tiers, best_per_group, bm25_scores, build_bm25_texts, demote, rank, rank_groups,
+                             rerank, side_tiers, stated_tiers, top_k, top_ranking, unit_tiers, units_with_terms)
 
 DENSE = np.array([0.9, 0.1, 0.5, 0.5, 0.3], dtype=np.float32)
 BM25 = np.array([0.0, 2.0, 1.0, 0.0, 0.0], dtype=np.float32)
@@ -42,7 +42,9 @@ def test_demoted_units_rank_below_every_other_unit_in_every_mode(mode):
     # Row 1 is BM25's best and row 2 the runner-up on both sides: demoted, each must fall below
     # every other returned unit, whatever the scales of the scores.
     for demoted in ([1], [2], [1, 2]):
-        rows, vals = rank(mode, None, dense=DENSE * 100, bm25=BM25, demoted=np.array(demoted))
+        tiers = np.zeros(len(DENSE), dtype=np.int64)
+        tiers[demoted] = 1
+        rows, vals = rank(mode, None, dense=DENSE * 100, bm25=BM25, tiers=tiers)
         rows = rows.tolist()
         kept = [r for r in rows if r not in demoted]
         assert rows[:len(kept)] == kept, (mode, demoted, rows)
@@ -57,15 +59,75 @@ def test_demote_moves_rows_below_any_score_range():
     assert demote(scores, None) is scores
 
 
-def test_opposing_rows_keeps_units_that_also_state_the_wanted_reading():
-    # (row, finding, status): row 0 "no X", row 1 "X", row 2 "no X ... X" (both), row 3 "no Y", row 4 "X?"
-    row = np.array([0, 1, 2, 2, 3, 4])
-    finding = np.array([0, 0, 0, 0, 1, 0])
-    status = np.array([-1, 1, -1, 1, -1, 0])
-    assert opposing_rows(row, finding, status, {0: "present"}).tolist() == [0]
-    assert opposing_rows(row, finding, status, {0: "absent"}).tolist() == [1]
-    assert opposing_rows(row, finding, status, {0: "present", 1: "present"}).tolist() == [0, 3]
-    assert opposing_rows(row, finding, status, {0: "uncertain"}) is None
+# Stored mentions (row, finding, status): row 0 "no X", row 1 "X", row 2 "no X ... X" (both),
+# row 3 "no Y", row 4 "X?", row 5 nothing.
+ROW = np.array([0, 1, 2, 2, 3, 4])
+FINDING = np.array([0, 0, 0, 0, 1, 0])
+STATUS = np.array([-1, 1, -1, 1, -1, 0])
+
+
+def _tiers(wanted, **kw):
+    """Reading tiers (unit_tiers leaves room for three side tiers inside each reading tier)."""
+    return [t // 3 for t in unit_tiers(stated_tiers(6, ROW, FINDING, STATUS, wanted), [s for _, s in wanted], **kw)]
+
+
+def test_tiers_same_reading_then_none_then_uncertain_then_opposite():
+    # "X": rows 1, 2 state it (0); 3, 5 say nothing of X (1); 4 is uncertain (2); 0 denies it (3)
+    assert _tiers([(0, "present")]) == [3, 0, 0, 1, 2, 1]
+    # "no X": row 0 states it; row 2 states both readings and takes its best
+    assert _tiers([(0, "absent")]) == [0, 3, 0, 1, 2, 1]
+
+
+def test_uncertain_query_puts_uncertain_first_then_present_then_none_then_absent():
+    assert _tiers([(0, "uncertain")]) == [3, 1, 1, 2, 0, 2]
+
+
+def test_several_findings_deny_any_is_last_and_stating_more_ranks_higher():
+    # "X and no Y": row 2 states X (and Y unsaid); row 3 states no Y, X unsaid; row 0 denies X
+    t = _tiers([(0, "present"), (1, "absent")])
+    assert t[2] < t[5] and t[3] < t[5]  # stating one beats stating none
+    assert max(t[1], t[2], t[3], t[4], t[5]) < t[0]  # denying X ranks below every unit that denies nothing
+    both = unit_tiers(stated_tiers(2, np.array([0, 0, 1]), np.array([0, 1, 0]), np.array([1, -1, 1]),
+                                   [(0, "present"), (1, "absent")]), ["present", "absent"])
+    assert both[0] < both[1]  # stating both beats stating one
+
+
+def test_report_level_judges_the_whole_report_for_several_findings():
+    # report 0 = units 0, 1: "X." and "no Y."; report 1 = units 2, 3: "X." and "Y." (denies "no Y")
+    stated = stated_tiers(4, np.array([0, 1, 2, 3]), np.array([0, 1, 0, 1]), np.array([1, -1, 1, 1]),
+                          [(0, "present"), (1, "absent")])
+    group_of = np.array([0, 0, 1, 1])
+    tiers = unit_tiers(stated, ["present", "absent"], group_of=group_of)
+    assert max(tiers[:2]) < min(tiers[2:])  # every unit of report 0 ranks above report 1
+    groups, _, _ = rank_groups("dense", 2, group_of, dense=np.array([0.1, 0.2, 0.9, 0.8]), tiers=tiers)
+    assert groups.tolist() == [0, 1]
+
+
+def test_sides_same_then_none_then_opposite_within_a_reading_tier():
+    left = np.array([1, 0, 0, 1, 0], bool)
+    right = np.array([0, 1, 0, 1, 0], bool)
+    bilateral = np.array([0, 0, 0, 0, 1], bool)
+    assert side_tiers("left", left, right, bilateral).tolist() == [0, 2, 1, 0, 1]
+    assert side_tiers("bilateral", left, right, bilateral).tolist() == [2, 2, 1, 0, 0]
+    # the reading comes first: a right-sided unit stating X beats a left-sided one denying it
+    stated = stated_tiers(2, np.array([0, 1]), np.array([0, 0]), np.array([1, -1]), [(0, "present")])
+    sides = side_tiers("left", np.array([0, 1], bool), np.array([1, 0], bool), np.zeros(2, bool))
+    assert unit_tiers(stated, ["present"], sides).tolist() == [2, 9]
+    assert unit_tiers(None, [], sides).tolist() == [2, 0]
+
+
+def test_strict_tiers_outrank_any_score_and_boosts_can_be_crossed():
+    scores = np.array([0.9, 0.5, 0.45], dtype=np.float32)
+    tiers = np.array([1, 0, 0])
+    assert np.argsort(-apply_tiers(scores, tiers)).tolist() == [1, 2, 0]
+    assert np.argsort(-apply_tiers(scores, tiers, gap=0.2)).tolist() == [0, 1, 2]  # 0.9 - 0.2 x 0.45 > 0.5
+    assert apply_tiers(scores, None) is scores
+
+
+def test_units_with_terms_needs_every_term():
+    retriever = build_bm25_texts(["No kidney stone.", "Stone in the left kidney.", "Kidney normal.", "stone"])
+    assert sorted(units_with_terms(retriever, ["kidney", "stone"], 4).tolist()) == [0, 1]
+    assert units_with_terms(retriever, ["kidney", "zebra"], 4).tolist() == []
 
 
 def test_groups_stand_on_their_best_unit_and_widening_changes_nothing():
@@ -93,7 +155,7 @@ def test_rerank_orders_the_head_by_the_fused_score_and_keeps_scores_decreasing()
     assert all(a >= b for a, b in zip(scores, scores[1:]))
     assert scores[3] - scores[4] == pytest.approx(0.1)  # the tail keeps its own gaps
     # demoted items form a second group below the first, reranked on their own
-    positions, scores = rerank(first, cross, weight=1.0, demoted=[False, True, True])
+    positions, scores = rerank(first, cross, weight=1.0, tiers=[0, 1, 1])
     assert positions == [0, 2, 1]
     assert all(a > b for a, b in zip(scores, scores[1:]))
 

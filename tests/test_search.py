@@ -45,10 +45,11 @@ def test_each_mode_finds_the_effusion_report_first(index, mode):
 
 
 def test_report_level_gives_one_hit_per_report_scored_by_best_sentence(index):
-    hits = index.search("pneumothorax", k=10, mode="dense", level="report")
+    # (plain similarity: with the reading, a report is also judged on its other sentences, see test_reading)
+    hits = index.search("pneumothorax", k=10, mode="dense", level="report", negation="ignore")
     ids = [h.report_id for h in hits]
     assert len(ids) == len(set(ids)) == 4
-    sent_hits = index.search("pneumothorax", k=50, mode="dense", level="sentence")
+    sent_hits = index.search("pneumothorax", k=50, mode="dense", level="sentence", negation="ignore")
     best = {}
     for h in sent_hits:
         best.setdefault(h.report_id, h.score)
@@ -227,8 +228,13 @@ def test_negation_can_be_ignored(index):
     aware = index.search("no pneumothorax", k=10, mode="bm25", level="sentence")
     plain = index.search("no pneumothorax", k=10, mode="bm25", level="sentence", negation="ignore")
     assert {h.sentence.text for h in aware} == {h.sentence.text for h in plain}
-    assert index.query_findings("no pleural effusion") == {"pleural effusion": "absent"}
-    assert index.query_findings("enlarged heart") == {"cardiomegaly": "present"}
+    def read(q):
+        return {f.finding: f.status for f in index.read(q).findings}
+
+    assert read("no pleural effusion") == {"pleural effusion": "absent"}
+    assert read("enlarged heart") == {"cardiomegaly": "present"}
+    assert plain.reading.negation == "ignore" and not plain.reading.active
+    assert [f.finding for f in plain.reading.findings] == ["pneumothorax"]  # read, shown, not used
     with pytest.raises(ConfigError, match="negation must be one of"):
         index.search("x", negation="maybe")
 
@@ -276,8 +282,12 @@ def test_rerank_keeps_negation_aware_order(reranked):
     texts = [h.sentence.text for h in hits]
     assert "No pneumothorax or pleural effusion." in texts
     assert texts[-1] == "No pneumothorax or pleural effusion."
-    # by length alone it would sit among the others: the reranker did reorder the rest
-    assert [len(t) for t in texts[:-1]] == sorted(len(t) for t in texts[:-1])
+    # the sentences stating a pneumothorax come first; within each tier the reranker orders by length
+    states = [any(m.status == "present" for m in h.reading) for h in hits[:-1]]
+    assert states == sorted(states, reverse=True) and states[0]
+    first, rest = [t for t, s in zip(texts, states) if s], [t for t, s in zip(texts, states) if not s]
+    assert [len(t) for t in first] == sorted(len(t) for t in first)
+    assert [len(t) for t in rest] == sorted(len(t) for t in rest)
     assert max(len(t) for t in texts[:-1]) > len(texts[-1])
 
 

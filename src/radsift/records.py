@@ -102,6 +102,83 @@ class Mention:
 
 
 @dataclass(frozen=True)
+class ReadFinding:
+    """How a query was read for one finding.
+
+    Attributes:
+        finding: The lexicon finding ("cardiomegaly") or, outside the lexicon, the phrase
+            ("intracranial hemorrhage").
+        status: What the query asks for: ``present``, ``absent`` or ``uncertain``.
+        source: ``lexicon`` (the packaged or the index's lexicon) or ``open`` (the open-vocabulary reader).
+        cue: The query words that decided the status ("no", "possible"), if any.
+        side: The query's side (``left``, ``right``, ``bilateral``) or None.
+    """
+
+    finding: str
+    status: str
+    source: str
+    cue: str | None = None
+    side: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"finding": self.finding, "status": self.status, "source": self.source, "cue": self.cue,
+                "side": self.side}
+
+
+@dataclass(frozen=True)
+class QueryReading:
+    """How a query was read: its findings, its side, and whether the ranking uses them.
+
+    Attributes:
+        findings: One entry per finding the query names, in query order.
+        side: The side the query names, or None.
+        negation: ``aware`` (ranking by the reading) or ``ignore`` (plain similarity).
+        note: Why something was left out (too many findings, a query with only a cue word ...).
+    """
+
+    findings: tuple[ReadFinding, ...] = ()
+    side: str | None = None
+    negation: str = "aware"
+    note: str = ""
+
+    @property
+    def active(self) -> bool:
+        """Whether the ranking reads anything (negation aware and a finding or a side)."""
+        return self.negation == "aware" and bool(self.findings or self.side)
+
+    def describe(self) -> str:
+        """One line: ``cardiomegaly: absent (lexicon, cue 'no'); side left``."""
+        parts = [f"{f.finding}: {f.status} ({f.source}{f', cue ' + repr(f.cue) if f.cue else ''})"
+                 for f in self.findings]
+        if self.side:
+            parts.append(f"side {self.side}")
+        text = "; ".join(parts) or "no finding"
+        if self.negation != "aware":
+            text += " [negation ignored]"
+        return text + (f" ({self.note})" if self.note else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"findings": [f.to_dict() for f in self.findings], "side": self.side, "negation": self.negation,
+                "note": self.note}
+
+
+@dataclass(frozen=True)
+class HitMention:
+    """A query finding as a hit's unit states it: status, the cue that decided it, and where."""
+
+    finding: str
+    status: str
+    cue: str | None
+    start: int
+    end: int
+    source: str = "lexicon"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"finding": self.finding, "status": self.status, "cue": self.cue, "start": self.start,
+                "end": self.end, "source": self.source}
+
+
+@dataclass(frozen=True)
 class Hit:
     """One search result.
 
@@ -114,6 +191,7 @@ class Hit:
         section: The section the best unit came from.
         sections: The report's sections (may be empty when fields were not requested).
         metadata: The report's metadata.
+        reading: What the unit states about each of the query's findings (negation-aware search).
     """
 
     report_id: str
@@ -124,6 +202,7 @@ class Hit:
     section: str | None = None
     sections: Mapping[str, str] = field(default_factory=dict)
     metadata: Mapping[str, str] = field(default_factory=dict)
+    reading: tuple[HitMention, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sections", _frozen_map(self.sections))
@@ -143,4 +222,5 @@ class Hit:
             "highlights": [list(h) for h in self.highlights],
             "sections": dict(self.sections),
             "metadata": dict(self.metadata),
+            "reading": [m.to_dict() for m in self.reading],
         }

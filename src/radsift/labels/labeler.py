@@ -8,6 +8,7 @@ from typing import Iterable, Sequence
 
 from radsift.labels.lexicon import Lexicon, load_lexicon
 from radsift.labels.negation import NegationDetector
+from radsift.labels.phrases import Phrase, PhraseReader
 from radsift.labels.rules import Rules, load_rules
 from radsift.labels.spotter import Spotter
 from radsift.records import Mention
@@ -35,6 +36,8 @@ class Labeler:
         self.spotter = Spotter(self.lexicon)
         self.detector = NegationDetector(self.rules, self.lexicon.normalizer)
         self._cache: dict[str, tuple[Mention, ...]] = {}
+        self.phrase_reader = PhraseReader(self.detector)
+        self._phrase_cache: dict[tuple[tuple[str, ...], str], tuple[Mention, ...]] = {}
         self._lock = threading.Lock()  # one labeler may serve several threads (the search server)
 
     def label(self, sentence: str) -> list[Mention]:
@@ -83,7 +86,29 @@ class Labeler:
                 if i % 256 == 255 or i == len(spotted) - 1:
                     bar.update(task, completed=i + 1)
 
+    def query_phrases(self, query: str) -> list[Phrase]:
+        """Finding phrases of a query outside the lexicon, each with the status asked for
+        (see :mod:`radsift.labels.phrases`)."""
+        with self._lock:
+            return self.phrase_reader.phrases(query)
+
+    def read_phrase(self, phrase: Phrase, texts: Iterable[str]) -> list[list[Mention]]:
+        """Mentions of an open-vocabulary ``phrase`` in each text, with statuses (cached)."""
+        texts = list(texts)
+        with self._lock:
+            if len(self._phrase_cache) + len(texts) > _CACHE_LIMIT:
+                self._phrase_cache.clear()
+            out = []
+            for text in texts:
+                key = (phrase.stems, text)
+                found = self._phrase_cache.get(key)
+                if found is None:
+                    found = self._phrase_cache[key] = tuple(self.phrase_reader.read(phrase, text))
+                out.append(list(found))
+            return out
+
     def clear_cache(self) -> None:
         """Forget labeled sentences (after changing rules in place, say)."""
         with self._lock:
             self._cache.clear()
+            self._phrase_cache.clear()

@@ -209,11 +209,15 @@ class NegationDetector:
                 out.append(_mention(m, "absent", m.text, ABSENT_PHRASE_RULE))
         synonyms = [m for m in matches if m.kind == "synonym"]
         if synonyms:
-            out.extend(self._context(text, synonyms, doc))
+            out.extend(self.read_matches(text, synonyms, doc))
         out.sort(key=lambda x: (x.start, x.end))
         return out
 
-    def _context(self, text: str, matches: list[Match], doc: Doc | None) -> list[Mention]:
+    def read_matches(self, text: str, matches: list[Match], doc: Doc | None = None) -> list[Mention]:
+        """ConText statuses of spotted matches (non-overlapping, in order) of one sentence.
+
+        Also used for phrases outside the lexicon (:mod:`radsift.labels.phrases`).
+        """
         if doc is None:
             doc = self.nlp.make_doc(text)
         for i, token in enumerate(doc):

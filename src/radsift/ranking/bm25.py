@@ -56,3 +56,19 @@ def bm25_scores(retriever, query: str, n: int) -> np.ndarray:
     if not tokens or n == 0:
         return np.zeros(n, dtype=np.float32)
     return np.asarray(retriever.get_scores(tokens), dtype=np.float32)[:n]
+
+
+def units_with_terms(retriever, terms: Sequence[str], n: int) -> np.ndarray:
+    """Rows of the units containing every term (stems, as :func:`~radsift.text.tokens.tokenize` writes
+    them), best BM25 match of the terms first; empty when a term is not in the vocabulary."""
+    vocab = retriever.vocab_dict
+    if not terms or n == 0 or any(t not in vocab for t in terms):
+        return np.zeros(0, dtype=np.int64)
+    total = np.zeros(n, dtype=np.float32)
+    mask = np.ones(n, dtype=bool)
+    for term in dict.fromkeys(terms):
+        scores = np.asarray(retriever.get_scores([term]), dtype=np.float32)[:n]
+        mask &= scores > 0
+        total += scores
+    rows = np.flatnonzero(mask)
+    return rows[np.argsort(-total[rows], kind="stable")]

@@ -6,8 +6,8 @@ what is measured is what users get. The steps, each in its own module:
 1. the scores: dense cosine (a vector backend) and BM25 (:mod:`.bm25`), computed by the caller;
 2. fusion of the two (:mod:`.fusion`): ``hybrid`` is their convex combination, ``hybrid-rrf``
    reciprocal rank fusion of their top :data:`~.fusion.HYBRID_DEPTH`;
-3. reading tiers (:mod:`.tiers`): negation-aware ranking demotes units stating the opposite of
-   the query's reading below all others;
+3. reading tiers (:mod:`.tiers`): negation-aware ranking orders units by what they state about
+   the query's findings (the same reading first, the opposite last), then by score;
 4. top-k (:mod:`.topk`), then optionally the best unit per report (:mod:`.aggregate`);
 5. an optional rerank of the head by a cross-encoder (:func:`rerank`), scores kept decreasing.
 """
@@ -21,7 +21,7 @@ import numpy as np
 from radsift.ranking.aggregate import best_per_group
 from radsift.ranking.fusion import (DENSE_WEIGHT, HYBRID_DEPTH, RERANK_WEIGHT, convex_combination, fused_order,
                                     reciprocal_rank_fusion)
-from radsift.ranking.tiers import demote
+from radsift.ranking.tiers import apply_tiers
 from radsift.ranking.topk import top_k
 
 #: Ranking modes: ``hybrid`` (convex combination, the default), ``dense``, ``bm25``, ``hybrid-rrf``.
@@ -38,8 +38,8 @@ def _and(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
 
 
 def rank(mode: str, n: int | None, *, dense: np.ndarray | None = None, bm25: np.ndarray | None = None,
-         mask: np.ndarray | None = None, demoted: np.ndarray | None = None,
-         alpha: float = DENSE_WEIGHT) -> tuple[np.ndarray, np.ndarray]:
+         mask: np.ndarray | None = None, tiers: np.ndarray | None = None, gap: float | None = None,
+         keep: np.ndarray | None = None, alpha: float = DENSE_WEIGHT) -> tuple[np.ndarray, np.ndarray]:
     """The best ``n`` units of one query, best first.
 
     Args:
@@ -49,27 +49,32 @@ def rank(mode: str, n: int | None, *, dense: np.ndarray | None = None, bm25: np.
         bm25: BM25 score of every unit (modes that use it); a unit scoring 0 shares no term
             with the query and is not a BM25 match (``bm25`` mode leaves it out).
         mask: Eligible units (filters, targets, excluded rows); None = all.
-        demoted: Unit rows stating the opposite of the query's reading: ranked below all others.
+        tiers: Reading tier of every unit (:func:`~.tiers.unit_tiers`; 0 = best): units rank by
+            tier, then score. None = plain similarity.
+        gap: None = strict tiers; a number = calibrated boosts (:func:`~.tiers.apply_tiers`).
+        keep: Units BM25 retrieves even when they share no term with the query (those stating
+            the query's reading: "Heart size is normal." for "no cardiomegaly").
         alpha: Dense share of the ``hybrid`` convex combination.
 
     Returns:
         ``(rows, scores)``, scores non-increasing.
     """
-    if mode == "hybrid":  # fuse the raw scores, then demote: normalisation sees true scores
-        return top_k(demote(convex_combination(dense, bm25, alpha), demoted), n, mask)
+    if mode == "hybrid":  # fuse the raw scores, then apply tiers: normalisation sees true scores
+        return top_k(apply_tiers(convex_combination(dense, bm25, alpha), tiers, gap), n, mask)
     if mode == "dense":
-        return top_k(demote(dense, demoted), n, mask)
+        return top_k(apply_tiers(dense, tiers, gap), n, mask)
+    matched = None if bm25 is None else (bm25 > 0 if keep is None else (bm25 > 0) | keep)
     if mode == "bm25":
-        return top_k(demote(bm25, demoted), n, _and(mask, bm25 > 0))
+        return top_k(apply_tiers(bm25, tiers, gap), n, _and(mask, matched))
     if mode == "hybrid-rrf":
         depth = None if n is None else max(HYBRID_DEPTH, n)
-        d_rows, _ = top_k(demote(dense, demoted), depth, mask)
-        b_rows, _ = top_k(demote(bm25, demoted), depth, _and(mask, bm25 > 0))
+        d_rows, _ = top_k(apply_tiers(dense, tiers, gap), depth, mask)
+        b_rows, _ = top_k(apply_tiers(bm25, tiers, gap), depth, _and(mask, matched))
         rows, scores = reciprocal_rank_fusion([d_rows, b_rows])
-        if demoted is not None and len(demoted) and len(rows):
-            # Ranks carry no score gap: a demoted unit high on one side could still out-fuse a unit
-            # on only one list, so the tiers apply again to the fused scores.
-            scores = demote(scores, np.flatnonzero(np.isin(rows, demoted)))
+        if tiers is not None and len(rows):
+            # Ranks carry no score gap: a unit of a worse tier high on one side could still out-fuse
+            # a unit on only one list, so the tiers apply again to the fused scores.
+            scores = apply_tiers(scores, np.asarray(tiers)[rows], gap)
             order = np.lexsort((rows, -scores))
             rows, scores = rows[order], scores[order]
         return (rows, scores) if n is None else (rows[:n], scores[:n])
@@ -86,7 +91,7 @@ def rank_groups(mode: str, k: int | None, group_of: np.ndarray, **scores) -> tup
         mode: One of :data:`MODES`.
         k: How many groups (None = all).
         group_of: Group of every unit row.
-        **scores: ``dense``, ``bm25``, ``mask``, ``demoted``, ``alpha`` as for :func:`rank`.
+        **scores: ``dense``, ``bm25``, ``mask``, ``tiers``, ``gap``, ``keep``, ``alpha`` as for :func:`rank`.
 
     Returns:
         ``(groups, unit_rows, scores)``, best first.
@@ -102,13 +107,13 @@ def rank_groups(mode: str, k: int | None, group_of: np.ndarray, **scores) -> tup
 
 
 def rerank(first: Sequence[float], cross: Sequence[float], weight: float = RERANK_WEIGHT,
-           demoted: Sequence[bool] | None = None, tail: Sequence[float] = ()) -> tuple[list[int], np.ndarray]:
+           tiers: Sequence[int] | None = None, tail: Sequence[float] = ()) -> tuple[list[int], np.ndarray]:
     """Reorder a reranked head and keep every score below the one before it.
 
     The head (first-stage scores ``first``, cross-encoder scores ``cross``) is ordered by the
-    fused score (:func:`~.fusion.fused_order`). With ``demoted`` (negation-aware search), the
-    units stating the opposite of the query form a second group, reranked on its own and
-    placed below the first. The ``tail`` (first-stage scores of the units after the head)
+    fused score (:func:`~.fusion.fused_order`). With ``tiers`` (negation-aware search), each
+    reading tier of the head is reranked on its own and placed below the tier before it, so the
+    cross-encoder reorders within a tier and never across. The ``tail`` (first-stage scores of the units after the head)
     keeps its order, shifted below the head, so that scores decrease with rank in every path.
 
     Returns:
@@ -118,9 +123,9 @@ def rerank(first: Sequence[float], cross: Sequence[float], weight: float = RERAN
     first = np.asarray(first, dtype=np.float64)
     cross = np.asarray(cross, dtype=np.float64)
     groups = [np.arange(first.size)]
-    if demoted is not None:
-        bad = np.asarray(demoted, dtype=bool)
-        groups = [np.flatnonzero(~bad), np.flatnonzero(bad)]
+    if tiers is not None:
+        tiers = np.asarray(tiers)
+        groups = [np.flatnonzero(tiers == t) for t in np.unique(tiers)]
     positions: list[int] = []
     scores: list[float] = []
     for members in groups:

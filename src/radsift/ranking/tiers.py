@@ -1,13 +1,42 @@
-"""Reading tiers: negation-aware ranking moves units that state the opposite of the query down.
+"""Reading tiers: negation-aware ranking by the query's reading of each finding it names.
 
-For "pneumothorax" a sentence labeled "pneumothorax: absent" (and not also present) states the
-opposite reading; for "no pleural effusion", one that affirms an effusion. Such units rank below
-every other unit, whatever their similarity; within a tier the retrieval score orders them.
+A query is read as findings with a wanted status ("no cardiomegaly": cardiomegaly absent) and,
+optionally, a side ("small left pneumothorax": left). Each unit gets a *tier* from what it states
+about those findings, and units rank by tier first, then by their retrieval score.
+
+Per finding, the tier of a unit (:data:`TIER_OF`; lower is better):
+
+=================  =======  ==============  =========  =======
+query asks for     same     no reading      uncertain  opposite
+=================  =======  ==============  =========  =======
+present ("X")      0        1               2          3
+absent ("no X")    0        1               2          3
+uncertain ("X?")   0        2 (none)        --         3
+=================  =======  ==============  =========  =======
+
+For an uncertain query ("possible X") a unit affirming X (tier 1) ranks above one that does not
+mention it (2) and one denying it (3) ranks last. A unit that states several readings of one
+finding ("no left ..., small right pneumothorax") takes its best. Normal-organ statements the
+labeler reads as absent ("Heart size is normal.") state the absent reading like any other.
+
+Several findings ("cardiomegaly with pulmonary edema and bilateral effusions") combine
+lexicographically: a unit that denies any wanted finding (tier 3 in any column) ranks below
+all that deny none; among those, the sum of the per-finding tiers orders (stating all beats
+stating some). At report level the per-finding tier of a report is the best its units state, so
+a report is judged on its whole text ("Heart size is normal." anywhere in it denies cardiomegaly),
+and the unit that stands for it is its best unit.
+
+Sides add a second key within a reading tier: same side 0, no side word 1, the opposite side
+2 (for "bilateral": one side only is the opposite).
+
+The tiers are strict (:func:`apply_tiers`): a lower tier outranks any score. ``gap`` turns
+them into calibrated boosts instead (each tier costs ``gap`` times the score range); see
+``docs/measurements.md`` for the comparison that chose strict tiers.
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Sequence
 
 import numpy as np
 
@@ -15,40 +44,140 @@ import numpy as np
 POLARITY = {"present": 1, "absent": -1}
 #: Finding statuses as stored in an index's ``label_status.npy``.
 STATUS_CODES = {"present": 1, "absent": -1, "uncertain": 0}
+#: Wanted status -> (stated status -> tier); :data:`NO_READING` for units that state nothing.
+TIER_OF = {
+    "present": {"present": 0, "uncertain": 2, "absent": 3},
+    "absent": {"absent": 0, "uncertain": 2, "present": 3},
+    "uncertain": {"uncertain": 0, "present": 1, "absent": 3},
+}
+NO_READING = {"present": 1, "absent": 1, "uncertain": 2}
+OPPOSITE_TIER = 3
+#: Side tiers within one reading tier (same, none, opposite).
+SIDE_SLOTS = 3
+#: Query side -> (side words a unit must carry, side words that oppose it).
+SIDES = ("left", "right", "bilateral")
+
+
+def apply_tiers(scores: np.ndarray, tiers: np.ndarray | None, gap: float | None = None) -> np.ndarray:
+    """Scores lowered by tier, so that units rank by (tier, score).
+
+    Args:
+        scores: One score per unit.
+        tiers: One non-negative integer per unit (0 = best), or None for no tiers.
+        gap: None (strict): each tier costs more than the whole score range, so any unit of a
+            lower tier outranks every unit of a higher one. A number: each tier costs ``gap``
+            times the score range (a calibrated boost: a much better score can cross a tier).
+    """
+    if tiers is None or not len(scores):
+        return scores
+    tiers = np.asarray(tiers)
+    if not tiers.any():
+        return scores
+    scores = np.array(scores, dtype=np.float32, copy=True)
+    spread = float(scores.max() - scores.min())
+    step = spread + 1.0 if gap is None else gap * max(spread, 1e-6)
+    return scores - tiers.astype(np.float32) * np.float32(step)
 
 
 def demote(scores: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
-    """Move ``rows`` below every other unit, keeping their order among themselves.
-
-    Every score of ``rows`` drops by more than the whole score range, so a demoted unit is
-    below every other unit in any mode, whatever the scale of the scores.
-    """
+    """Move ``rows`` below every other unit, keeping their order among themselves (one strict tier)."""
     if rows is None or not len(rows) or not len(scores):
         return scores
-    scores = np.array(scores, dtype=np.float32, copy=True)
-    scores[rows] -= float(scores.max() - scores.min()) + 1.0
-    return scores
+    tiers = np.zeros(len(scores), dtype=np.int32)
+    tiers[np.asarray(rows, dtype=np.int64)] = 1
+    return apply_tiers(scores, tiers)
 
 
-def opposing_rows(label_row: np.ndarray, label_finding: np.ndarray, label_status: np.ndarray,
-                  wanted: Mapping[int, str]) -> np.ndarray | None:
-    """Unit rows that state the opposite of a wanted reading and not the wanted one.
+#: Placeholder in :func:`stated_tiers` for a unit that states nothing about a finding.
+UNSTATED = 9
+
+
+def stated_tiers(n_units: int, label_row: np.ndarray, label_finding: np.ndarray, label_status: np.ndarray,
+                 wanted: Sequence[tuple[int, str]]) -> np.ndarray:
+    """Per-unit, per-finding tiers of what each unit states (``(n_units, len(wanted))``, int8).
+
+    A unit stating several readings of a finding takes its best; one stating none holds
+    :data:`UNSTATED` (resolved by :func:`unit_tiers`, after report-level aggregation).
 
     Args:
-        label_row, label_finding, label_status: One entry per (unit, finding) mention: the unit
-            row, the finding code and the status code (:data:`STATUS_CODES`).
-        wanted: Finding code -> the status the query asks for (``present`` or ``absent``).
+        n_units: Number of units.
+        label_row, label_finding, label_status: One entry per (unit, finding) mention: unit
+            row, finding code, status code (:data:`STATUS_CODES`).
+        wanted: ``(finding code, wanted status)`` per query finding, in query order.
+    """
+    out = np.full((n_units, len(wanted)), UNSTATED, dtype=np.int8)
+    names = {v: k for k, v in STATUS_CODES.items()}
+    for j, (code, status) in enumerate(wanted):
+        sel = label_finding == code
+        if sel.any():
+            table = np.array([TIER_OF[status][names[c]] for c in (-1, 0, 1)], dtype=np.int8)
+            col = out[:, j].copy()
+            np.minimum.at(col, label_row[sel], table[label_status[sel] + 1])
+            out[:, j] = col
+    return out
+
+
+def _resolve(stated: np.ndarray, statuses: Sequence[str]) -> np.ndarray:
+    out = stated.copy()
+    for j, status in enumerate(statuses):
+        col = out[:, j]
+        col[col == UNSTATED] = NO_READING[status]
+    return out
+
+
+def combine(per_finding: np.ndarray) -> np.ndarray:
+    """One tier per row from per-finding tiers: (denies any, sum of tiers), lexicographically."""
+    n, f = per_finding.shape
+    if f == 1:
+        return per_finding[:, 0].astype(np.int64)
+    denies = (per_finding == OPPOSITE_TIER).any(axis=1).astype(np.int64)
+    return denies * (OPPOSITE_TIER * f + 1) + per_finding.sum(axis=1, dtype=np.int64)
+
+
+def side_tiers(side: str, has_left: np.ndarray, has_right: np.ndarray, has_bilateral: np.ndarray) -> np.ndarray:
+    """Per-unit side tier for a query side: same 0, no side word 1, the opposite side 2."""
+    if side not in SIDES:
+        raise ValueError(f"side must be one of {', '.join(SIDES)}, not {side!r}")
+    both = has_bilateral | (has_left & has_right)
+    tiers = np.ones(len(has_left), dtype=np.int64)
+    if side == "bilateral":
+        tiers[both] = 0
+        tiers[~both & (has_left | has_right)] = 2
+    else:
+        own, other = (has_left, has_right) if side == "left" else (has_right, has_left)
+        tiers[own] = 0
+        tiers[other & ~own] = 2
+    return tiers
+
+
+def stating(tiers: np.ndarray) -> np.ndarray:
+    """Units (of :func:`unit_tiers`) that state the query's whole reading, whatever their side."""
+    return np.asarray(tiers) < SIDE_SLOTS
+
+
+def unit_tiers(stated: np.ndarray | None, statuses: Sequence[str], sides: np.ndarray | None = None,
+               group_of: np.ndarray | None = None) -> np.ndarray | None:
+    """The tier of every unit: its reading first, then its side; at report level the report's reading first.
+
+    Args:
+        stated: :func:`stated_tiers`, or None when the query names no finding.
+        statuses: The wanted status of each column of ``stated``.
+        sides: :func:`side_tiers`, or None when the query names no side.
+        group_of: Report of every unit (report level), or None (sentence level).
 
     Returns:
-        Sorted unique rows, or None when the query asks for no reading.
+        One int per unit (lower ranks first), or None when the query asks for no reading.
     """
-    out = []
-    for code, status in wanted.items():
-        if status not in POLARITY:
-            continue
-        sel = label_finding == code
-        polarity = POLARITY[status]
-        opposite = label_row[sel & (label_status == -polarity)]
-        same = label_row[sel & (label_status == polarity)]
-        out.append(np.setdiff1d(opposite, same))
-    return np.unique(np.concatenate(out)).astype(np.int64) if out else None
+    if stated is None and sides is None:
+        return None
+    n = len(stated) if stated is not None else len(sides)
+    reading = np.zeros(n, dtype=np.int64) if stated is None else combine(_resolve(stated, statuses))
+    tiers = reading * SIDE_SLOTS + (0 if sides is None else sides)
+    if group_of is not None and stated is not None and n:
+        # A report is judged on its whole text: per finding, the best reading any of its units states.
+        group_of = np.asarray(group_of, dtype=np.int64)
+        best = np.full((int(group_of.max()) + 1, stated.shape[1]), UNSTATED, dtype=np.int8)
+        np.minimum.at(best, group_of, stated)
+        report = combine(_resolve(best, statuses))
+        tiers = report[group_of] * (int(tiers.max()) + 1) + tiers
+    return tiers

@@ -17,11 +17,12 @@ import numpy as np
 from radsift.errors import ConfigError, IndexStoreError
 from radsift.index.backends import create_backend
 from radsift.index.store import IndexStore
-from radsift.ranking import (NEEDS_BM25, NEEDS_DENSE, POLARITY, bm25_scores, opposing_rows, rank, rank_groups,
-                             rerank as rerank_core)
-from radsift.records import Hit, Report, Sentence
+from radsift.ranking import (NEEDS_BM25, NEEDS_DENSE, bm25_scores, rank, rank_groups, rerank as rerank_core, stating,
+                             units_with_terms)
+from radsift.records import Hit, HitMention, QueryReading, Report, Sentence
 from radsift.search.highlight import highlight_spans
 from radsift.search.query import SearchOptions, check_options
+from radsift.search.reading import parse_override, read_query, reading_tiers
 
 
 class Index:
@@ -146,27 +147,40 @@ class Index:
                     self._labeler = Labeler(None if lexicon in (None, "packaged:chest_xray") else lexicon)
         return self._labeler
 
-    def query_findings(self, query: str) -> dict[str, str]:
-        """Findings the query asks about, with the status it asks for (``present``/``absent``)."""
-        if self.store.manifest.lexicon is None:
-            return {}
-        return {m.finding: m.status for m in self.labeler.label(query) if m.status in POLARITY}
+    def read(self, query: str, negation: str = "aware", reading: Mapping[str, str] | Iterable[str] | None = None,
+             ) -> QueryReading:
+        """How a query is read: its findings with the status it asks for, and its side.
 
-    def opposing_units(self, query: str, store: IndexStore | None = None) -> np.ndarray | None:
-        """Sentence rows that state the opposite of what the query asks about a finding.
-
-        For "pneumothorax" these are sentences labeled "pneumothorax: absent" (and not also
-        "present"); for "no pleural effusion", sentences that affirm an effusion. Negation-aware
-        ranking places them below every other sentence (:func:`radsift.ranking.demote`).
+        Args:
+            query: The query.
+            negation: ``aware`` or ``ignore`` (the reading is still returned; the ranking ignores it).
+            reading: Overrides, finding by finding: ``{"cardiomegaly": "absent", "side": "ignore"}``
+                or ``["cardiomegaly=absent"]`` (the page's chips).
         """
-        store = store or self.store
-        wanted = self.query_findings(query)
-        codes = {f: i for i, f in enumerate(store.manifest.findings)}
-        wanted_codes = {codes[f]: st for f, st in wanted.items() if f in codes}
-        if not wanted_codes:
+        from radsift.search.query import NEGATION, check_choice, normalize_query
+
+        return read_query(normalize_query(query), self.labeler, negation=check_choice("negation", negation, NEGATION),
+                          override=parse_override(reading), lexicon=self.store.manifest.lexicon is not None)
+
+    def _tiers(self, store: IndexStore, opts: SearchOptions, reading: QueryReading) -> np.ndarray | None:
+        """The reading tier of every unit of ``opts.unit`` (see :func:`~radsift.search.reading.reading_tiers`)."""
+        if not reading.active:
             return None
         labels = store.labels()
-        return opposing_rows(labels.row, labels.finding, labels.status, wanted_codes)
+        sentence_bm25 = store.bm25("sentence")
+        n_sentences = store.units("sentence").report_row.shape[0]
+        units = store.units(opts.unit)
+        return reading_tiers(
+            reading, self.labeler, n_units=units.report_row.shape[0],
+            labels=(labels.row, labels.finding, labels.status),
+            finding_codes={f: i for i, f in enumerate(store.manifest.findings)},
+            sentence_texts=lambda rows: {r: s.text for r, s in store.sentences_by_rows(rows).items()},
+            open_candidates=lambda stems: units_with_terms(sentence_bm25, stems, n_sentences),
+            side_flags=lambda: store.cached(("sides", opts.unit), lambda: _side_flags(store, opts.unit)),
+            unit_of=None if opts.unit == "sentence" else store.cached(("section_of_sentence",),
+                                                                       lambda: _section_of_sentence(store)),
+            group_of=units.report_row if opts.level == "report" else None,
+        )
 
     def _backend(self, store: IndexStore, kind: str):
         return store.cached(("backend", self._backend_name, kind),
@@ -176,7 +190,8 @@ class Index:
     def search(self, query: str, k: int = 10, mode: str = "hybrid", level: str = "report",
                target: str | None = None, where: Mapping | Iterable[str] | None = None, unit: str = "sentence",
                fields: Sequence[str] | None = None, include_report: bool = True,
-               query_vector: np.ndarray | None = None, negation: str = "aware", rerank: int = 0) -> list[Hit]:
+               query_vector: np.ndarray | None = None, negation: str = "aware", rerank: int = 0,
+               reading: Mapping[str, str] | Iterable[str] | None = None) -> "SearchResult":
         """Search the index.
 
         Args:
@@ -192,14 +207,15 @@ class Index:
             fields: Report sections to include in hits (None = all).
             include_report: Attach the report's sections and metadata to each hit.
             query_vector: A precomputed query embedding (skips encoding).
-            negation: ``aware`` (default): sentences that state the opposite of what the query asks
-                about a lexicon finding ("No pneumothorax." for "pneumothorax") rank below all others;
-                ``ignore``: plain similarity.
+            negation: ``aware`` (default): units rank by what they state about the query's findings
+                (:mod:`radsift.ranking.tiers`: the query's reading first, the opposite last; same side
+                first), then by score; ``ignore``: plain similarity.
+            reading: Override the query's reading finding by finding (see :meth:`read`).
             rerank: Re-score the first stage's top ``rerank`` hits with the cross-encoder
                 (``reranker=`` of :meth:`open`) and return the best ``k`` of them; 0 = off.
 
         Returns:
-            Hits, best first; scores decrease with rank.
+            Hits, best first; scores decrease with rank. The list's ``.reading`` says how the query was read.
 
         Raises:
             ConfigError: A bad option (naming it and the allowed values), or ``rerank`` without a reranker.
@@ -207,27 +223,32 @@ class Index:
         store = self.store  # no lock: a search works on the store it started with; reload() swaps it
         m = store.manifest
         opts = check_options(query, k=k, mode=mode, level=level, unit=unit, negation=negation, rerank=rerank,
-                             target=target, where=where, sections=m.sections, metadata_keys=m.metadata_keys)
+                             target=target, where=where, sections=m.sections, metadata_keys=m.metadata_keys,
+                             reading=reading)
         if opts.k < 1:
-            return []
+            return SearchResult([], QueryReading(negation=opts.negation))
         if opts.rerank and self.reranker is None:
             raise ConfigError("rerank needs a reranker: pass --reranker DIR (a folder written by "
                               "'radsift train --recipe rerank') or set RADSIFT_RERANKER")
-        demoted = (self.opposing_units(opts.query, store)
-                   if opts.negation == "aware" and opts.unit == "sentence" else None)
+        reading = read_query(opts.query, self.labeler, negation=opts.negation, override=dict(opts.reading),
+                             lexicon=m.lexicon is not None)
+        tiers = self._tiers(store, opts, reading)
         scores = self._scores(store, opts, query_vector)
+        if tiers is not None and reading.findings:
+            scores["keep"] = stating(tiers)
         report_of = store.units(opts.unit).report_row
         depth = max(opts.k, opts.rerank)
         if opts.level == "sentence":
-            rows, vals = rank(opts.mode, depth, demoted=demoted, **scores)
+            rows, vals = rank(opts.mode, depth, tiers=tiers, **scores)
             picked = list(zip(report_of[rows].tolist(), rows.tolist(), np.asarray(vals, np.float64).tolist()))
         else:
-            groups, rows, vals = rank_groups(opts.mode, depth, report_of, demoted=demoted, **scores)
+            groups, rows, vals = rank_groups(opts.mode, depth, report_of, tiers=tiers, **scores)
             picked = list(zip(groups.tolist(), rows.tolist(), np.asarray(vals, np.float64).tolist()))
         units = self._units(store, opts.unit, [u for _, u, _ in picked])
         if opts.rerank:
-            picked = self._rerank(opts, picked, units, demoted)
-        return self._hits(store, opts.query, picked[:opts.k], units, fields, include_report)
+            picked = self._rerank(opts, picked, units, tiers)
+        return SearchResult(self._hits(store, opts.query, picked[:opts.k], units, fields, include_report, reading),
+                            reading)
 
     def _scores(self, store: IndexStore, opts: SearchOptions, query_vector) -> dict:
         """The query's dense and BM25 scores (only those its mode uses) and the eligible units."""
@@ -251,14 +272,14 @@ class Index:
             mask = m2 if mask is None else mask & m2
         return mask
 
-    def _rerank(self, opts: SearchOptions, picked: list, units: dict, demoted) -> list:
-        """The cross-encoder over the top ``opts.rerank``; with negation-aware search the hits that
-        state the opposite of the query stay below the others (the stored labels say which)."""
+    def _rerank(self, opts: SearchOptions, picked: list, units: dict, tiers) -> list:
+        """The cross-encoder over the top ``opts.rerank``, within each reading tier (negation-aware
+        search keeps the tiers: the cross-encoder reorders inside a tier, never across)."""
         head, tail = picked[:opts.rerank], picked[opts.rerank:]
         reranker = self.reranker
         cross = reranker.score(opts.query, [units[u].text for _, u, _ in head])
-        bad = None if demoted is None else np.isin([u for _, u, _ in head], demoted)
-        order, scores = rerank_core([s for _, _, s in head], cross, getattr(reranker, "weight", 1.0), bad,
+        head_tiers = None if tiers is None else np.asarray(tiers)[[u for _, u, _ in head]]
+        order, scores = rerank_core([s for _, _, s in head], cross, getattr(reranker, "weight", 1.0), head_tiers,
                                     [s for _, _, s in tail])
         both = head + tail
         return [(both[i][0], both[i][1], float(s)) for i, s in zip(order, scores)]
@@ -270,8 +291,7 @@ class Index:
         return {row: Sentence(rid, sec, -1, 0, len(text), text)
                 for row, (rid, sec, text) in store.sections_by_rows(rows).items()}
 
-    @staticmethod
-    def _hits(store, query, picked, units, fields, include_report) -> list[Hit]:
+    def _hits(self, store, query, picked, units, fields, include_report, reading: QueryReading) -> list[Hit]:
         reports = store.reports_by_rows([r for r, _, _ in picked]) if include_report else {}
         hits = []
         for rank_, (rep_row, unit_row, score) in enumerate(picked, start=1):
@@ -284,5 +304,80 @@ class Index:
                 report_id=sent.report_id, score=score, rank=rank_, sentence=sent,
                 highlights=highlight_spans(query, sent.text), section=sent.section, sections=sections,
                 metadata=report.metadata if report is not None else {},
+                reading=self.mentions_in(sent.text, reading),
             ))
         return hits
+
+    def mentions_in(self, text: str, reading: QueryReading) -> tuple[HitMention, ...]:
+        """What ``text`` states about the reading's findings: each mention with its status and cue.
+
+        The text is read sentence by sentence (a section or a whole report may be given), with
+        the labeler (lexicon findings) or the open-vocabulary reader (the others).
+        """
+        if not reading.findings:
+            return ()
+        from radsift.text.sentences import split_sentences
+
+        lexicon = {f.finding for f in reading.findings if f.source == "lexicon"}
+        phrases = [p for f in reading.findings if f.source == "open" for p in self.labeler.query_phrases(f.finding)[:1]]
+        spans = split_sentences(text) or [(0, len(text))]
+        out = []
+        for start, end in spans:
+            sentence = text[start:end]
+            if lexicon:
+                out += [HitMention(m.finding, m.status, m.cue, start + m.start, start + m.end, "lexicon")
+                        for m in self.labeler.label(sentence) if m.finding in lexicon]
+            for phrase in phrases:
+                out += [HitMention(phrase.text.lower(), m.status, m.cue, start + m.start, start + m.end, "open")
+                        for m in self.labeler.read_phrase(phrase, [sentence])[0]]
+        return tuple(sorted(out, key=lambda m: (m.start, m.end)))
+
+    def report_mentions(self, report_id: str, query: str, negation: str = "aware",
+                        reading: Mapping[str, str] | Iterable[str] | None = None) -> dict[str, list[HitMention]]:
+        """Every mention of the query's findings in a stored report, by section, with its status.
+
+        Raises:
+            KeyError: The report is not in the index.
+        """
+        report = self.get_report(report_id)
+        if report is None:
+            raise KeyError(report_id)
+        read = self.read(query, negation, reading)
+        return {name: list(self.mentions_in(text, read)) for name, text in report.sections.items()}
+
+
+class SearchResult(list):
+    """The hits of a search (a list, best first) and how the query was read (``.reading``)."""
+
+    def __init__(self, hits: Iterable[Hit], reading: QueryReading) -> None:
+        super().__init__(hits)
+        self.reading = reading
+
+
+_BILATERAL = ("bilateral", "bilaterally", "both", "bibasilar", "bibasal")
+
+
+def _side_flags(store: IndexStore, unit: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per unit: whether it has a left, a right and a bilateral side word (from its BM25 terms)."""
+    from radsift.text.tokens import stem
+
+    retriever = store.bm25(unit)
+    n = store.units(unit).report_row.shape[0]
+
+    def has(words) -> np.ndarray:
+        out = np.zeros(n, dtype=bool)
+        for word in words:
+            out[units_with_terms(retriever, [stem(word)], n)] = True
+        return out
+
+    return has(["left"]), has(["right"]), has(_BILATERAL)
+
+
+def _section_of_sentence(store: IndexStore) -> np.ndarray:
+    """The section-unit row of every sentence row."""
+    sent, sec = store.units("sentence"), store.units("section")
+    width = int(max(sent.section_code.max(initial=0), sec.section_code.max(initial=0))) + 1
+    sec_keys = sec.report_row.astype(np.int64) * width + sec.section_code
+    order = np.argsort(sec_keys, kind="stable")
+    keys = sent.report_row.astype(np.int64) * width + sent.section_code
+    return order[np.searchsorted(sec_keys[order], keys)]

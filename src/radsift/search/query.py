@@ -11,6 +11,7 @@ from typing import Iterable, Mapping, Sequence
 
 from radsift.errors import ConfigError
 from radsift.ranking import MODES
+from radsift.search.reading import parse_override
 
 LEVELS = ("report", "sentence")
 UNITS = ("sentence", "section")
@@ -51,6 +52,7 @@ class SearchOptions:
     rerank: int
     target: str | None  # None = the whole report
     filters: tuple[Filter, ...]
+    reading: tuple[tuple[str, str], ...] = ()  # overrides of the query's reading: (finding, status)
 
 
 def normalize_query(query: str) -> str:
@@ -131,7 +133,8 @@ def check_target(target: str | None, sections: Sequence[str]) -> str | None:
 
 
 def check_options(query: str, *, k: int, mode: str, level: str, unit: str, negation: str, rerank: int,
-                  target: str | None, where, sections: Sequence[str], metadata_keys: Sequence[str]) -> SearchOptions:
+                  target: str | None, where, sections: Sequence[str], metadata_keys: Sequence[str],
+                  reading=None) -> SearchOptions:
     """Every check of a search request, in one place.
 
     Raises:
@@ -144,4 +147,5 @@ def check_options(query: str, *, k: int, mode: str, level: str, unit: str, negat
         level=check_choice("level", level, LEVELS), unit=check_choice("unit", unit, UNITS),
         negation=check_choice("negation", negation, NEGATION), rerank=int(rerank),
         target=check_target(target, sections), filters=parse_where(where, metadata_keys),
+        reading=tuple(parse_override(reading).items()),
     )

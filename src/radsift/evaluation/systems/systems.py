@@ -18,8 +18,8 @@ import numpy as np
 
 from radsift.evaluation.systems.cache import EmbeddingCache, load_encoder, texts_key
 from radsift.evaluation.systems.specs import DEFAULT_MODEL_KEY, SystemSpec, check_specs, parse_system
-from radsift.ranking import (BM25_PARAMS, DENSE_WEIGHT, NEEDS_BM25, NEEDS_DENSE, POLARITY, RRF_K, STATUS_CODES,
-                             bm25_scores, build_bm25_texts, opposing_rows, rank, rank_groups)
+from radsift.ranking import (BM25_PARAMS, DENSE_WEIGHT, NEEDS_BM25, NEEDS_DENSE, RRF_K, STATUS_CODES, bm25_scores,
+                             build_bm25_texts, rank, rank_groups, stating)
 from radsift.ranking import rerank as rerank_core
 
 Ranking = list[tuple[int, float]]
@@ -90,8 +90,8 @@ class RankedSystem(System):
         mode: ``dense``, ``bm25``, ``hybrid`` or ``hybrid-rrf``.
         dense: The :class:`DenseSystem` giving the dense scores (modes that use them).
         bm25: The :class:`BM25System` giving the BM25 scores (modes that use them).
-        negation: Rank negation-aware: candidates stating the opposite of the query's reading
-            of a lexicon finding rank below all others, as ``radsift search`` does by default.
+        negation: Rank negation-aware by the query's reading (:func:`radsift.search.reading.reading_tiers`),
+            as ``radsift search`` does by default: the same reading first, the opposite last.
             On the weak-label protocols this is circular (the labeler that demotes also made the
             qrels); on free-text queries with their own qrels it is not.
     """
@@ -115,8 +115,8 @@ class RankedSystem(System):
                                        "and [bm25]"}
         text = parts[self.mode]()
         if self.negation:
-            text += ("; negation-aware (opposite readings of lexicon findings ranked last; circular on weak-label "
-                     "protocols)")
+            text += ("; negation-aware (reading tiers: the query's reading first, the opposite last; circular on "
+                     "weak-label protocols)")
         return text
 
     # -- negation-aware tiers ------------------------------------------------------------------
@@ -128,26 +128,54 @@ class RankedSystem(System):
             self._labeler = Labeler()
         return self._labeler
 
-    def _candidate_labels(self, candidates: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    def _candidate_labels(self, candidates: Sequence[str]) -> dict:
+        """Stored-label arrays, the stem index and the side flags of a candidate set (once per set)."""
         key = texts_key(candidates)
         if key not in self._labels:
+            from radsift.text.tokens import tokenize
+
             rows, findings, status, codes = [], [], [], {}
             for row, mentions in enumerate(self.labeler.label_many(list(candidates), progress=False)):
                 for m in {(m.finding, m.status) for m in mentions}:
                     rows.append(row)
                     findings.append(codes.setdefault(m[0], len(codes)))
                     status.append(STATUS_CODES[m[1]])
-            self._labels[key] = (np.array(rows, np.int64), np.array(findings, np.int64), np.array(status, np.int64),
-                                 codes)
+            stems: dict[str, list[int]] = {}
+            for row, text in enumerate(candidates):
+                for t in set(tokenize(text)):
+                    stems.setdefault(t, []).append(row)
+            self._labels[key] = {"labels": (np.array(rows, np.int64), np.array(findings, np.int64),
+                                            np.array(status, np.int64)),
+                                 "codes": codes, "stems": stems}
         return self._labels[key]
 
-    def demoted(self, query: str, candidates: Sequence[str]) -> np.ndarray | None:
-        """Candidates stating the opposite of the query's reading (None when not negation-aware)."""
+    def tiers(self, query: str, candidates: Sequence[str], groups: np.ndarray | None = None) -> np.ndarray | None:
+        """Reading tier of every candidate, as ``radsift search`` computes it (None when not negation-aware)."""
         if not self.negation:
             return None
-        wanted = {m.finding: m.status for m in self.labeler.label(query) if m.status in POLARITY}
-        rows, findings, status, codes = self._candidate_labels(candidates)
-        return opposing_rows(rows, findings, status, {codes[f]: st for f, st in wanted.items() if f in codes})
+        from radsift.search.reading import read_query, reading_tiers
+        from radsift.text.tokens import stem
+
+        info = self._candidate_labels(candidates)
+        stems, n = info["stems"], len(candidates)
+
+        def with_terms(terms) -> np.ndarray:
+            sets = [set(stems.get(t, ())) for t in terms]
+            return np.array(sorted(set.intersection(*sets)) if sets else [], dtype=np.int64)
+
+        def flags(words) -> np.ndarray:
+            out = np.zeros(n, dtype=bool)
+            for w in words:
+                out[stems.get(stem(w), [])] = True
+            return out
+
+        return reading_tiers(
+            read_query(" ".join(query.split()), self.labeler), self.labeler, n_units=n, labels=info["labels"],
+            finding_codes=info["codes"], sentence_texts=lambda rows: {r: candidates[r] for r in rows},
+            open_candidates=with_terms,
+            side_flags=lambda: (flags(["left"]), flags(["right"]),
+                                flags(["bilateral", "bilaterally", "both", "bibasilar", "bibasal"])),
+            group_of=groups)
 
     # -- ranking ---------------------------------------------------------------------------------
     def score_parts(self, queries: Sequence[str], candidates: Sequence[str]) -> dict[str, np.ndarray]:
@@ -175,12 +203,14 @@ class RankedSystem(System):
                     else:
                         mask = ~np.isin(group_of, banned)
                 scores = {name: m[i] for name, m in parts.items()}
-                demoted = self.demoted(query, candidates)
+                tiers = self.tiers(query, candidates, group_of)
+                if tiers is not None:
+                    scores["keep"] = stating(tiers)
                 if group_of is None:
-                    rows, vals = rank(self.mode, k, mask=mask, demoted=demoted, **scores)
+                    rows, vals = rank(self.mode, k, mask=mask, tiers=tiers, **scores)
                     out.append((rows, rows, vals))
                 else:
-                    out.append(rank_groups(self.mode, k, group_of, mask=mask, demoted=demoted, **scores))
+                    out.append(rank_groups(self.mode, k, group_of, mask=mask, tiers=tiers, **scores))
         return out
 
 
@@ -299,11 +329,11 @@ class RerankSystem(System):
             task = bar.add_task(f"reranking ({self.name})", total=len(queries))
             for qi, (ids, units, scores) in enumerate(first):
                 head = units[:self.depth]
-                demoted = self.first.demoted(queries[qi], candidates)
+                tiers = self.first.tiers(queries[qi], candidates,
+                                         None if groups is None else np.asarray(groups, dtype=np.int64))
                 cross = self.reranker.score(queries[qi], [candidates[int(u)] for u in head])
                 positions, new = rerank_core(scores[:self.depth], cross, weight,
-                                             None if demoted is None else np.isin(head, demoted),
-                                             scores[self.depth:])
+                                             None if tiers is None else tiers[head], scores[self.depth:])
                 order = np.asarray(positions, dtype=np.int64)
                 ids, units = ids[order], units[order]
                 if k is not None:

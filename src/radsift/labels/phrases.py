@@ -1,0 +1,151 @@
+"""Open-vocabulary negation: findings outside the lexicon, read with the same ConText rules.
+
+A query such as "no intracranial hemorrhage" names a finding the chest X-ray lexicon does not
+know. :class:`PhraseReader` reads it without a lexicon entry:
+
+1. **In the query**: the ConText cues found in it ("no", "is not seen", "possible") are taken
+   out; what remains, split at "and", "or", "with" and commas, are the finding phrases. Each
+   phrase keeps its content words (stop words, side words and severity words out): their
+   Snowball stems (the BM25 tokenizer's, :func:`radsift.text.tokens.stem`) must all occur in a
+   unit for it to mention the finding, so "hemorrhages" and "hemorrhagic" match "hemorrhage".
+   The phrase's status is what ConText decides for its head word (the last content word) in
+   the query.
+2. **In a unit**: every occurrence of the head word with the phrase's other content words
+   within :data:`WINDOW` tokens is a mention; ConText decides its status from the cues around
+   the head word ("kidneys show no stone formation": stone, absent).
+
+Side words (left, right, bilateral, both, bibasilar) are read as the query's side, not as
+content words (:data:`SIDE_WORDS`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from radsift.labels.lexicon import Concept
+from radsift.labels.spotter import Match
+from radsift.records import Mention
+from radsift.text.tokens import TOKEN_RE, stem
+
+#: Content words of a phrase must lie within this many tokens of its head word.
+WINDOW = 10
+#: Words that never make a finding: function words, and words queries use around findings.
+STOP_WORDS = frozenset(
+    "a an the of in on at to for from by with and or any is are was were be been being there this that these "
+    "those it its as into onto per patient patients study exam finding findings evidence sign signs "
+    "seen noted present identified demonstrated shows show showing".split())
+#: Severity and time words: kept in the phrase text, not required in a unit.
+OPTIONAL_WORDS = frozenset(
+    "small large tiny trace minimal mild mildly moderate moderately severe severely marked markedly acute "
+    "chronic new old subtle prominent extensive diffuse focal multiple single few several".split())
+#: Side word -> side.
+SIDE_WORDS = {"left": "left", "right": "right", "bilateral": "bilateral", "bilaterally": "bilateral",
+              "both": "bilateral", "bibasilar": "bilateral", "bibasal": "bilateral"}
+_SPLIT = frozenset({"and", "or", "with", "plus", ",", ";", "/", "versus", "vs"})
+_WORD = re.compile(r"[A-Za-z]")
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """A finding phrase read from a query.
+
+    Attributes:
+        text: The phrase as written ("intracranial hemorrhage").
+        stems: Stems of its required content words, the head word's last.
+        status: What the query asks: ``present``, ``absent`` or ``uncertain``.
+        cue: The query's cue that decided the status, if any.
+    """
+
+    text: str
+    stems: tuple[str, ...]
+    status: str = "present"
+    cue: str | None = None
+
+    @property
+    def head(self) -> str:
+        return self.stems[-1]
+
+
+def query_side(query: str) -> str | None:
+    """The side a query names: ``left``, ``right``, ``bilateral`` or None (none, or both named)."""
+    sides = {SIDE_WORDS[w] for w in (m.group().lower() for m in TOKEN_RE.finditer(query)) if w in SIDE_WORDS}
+    if {"left", "right"} <= sides:
+        sides = (sides - {"left", "right"}) | {"bilateral"}
+    return sides.pop() if len(sides) == 1 else None
+
+
+class PhraseReader:
+    """Finds finding phrases in queries and reads their status in units.
+
+    Args:
+        detector: The labeler's :class:`~radsift.labels.negation.NegationDetector` (its rules decide).
+    """
+
+    def __init__(self, detector) -> None:
+        self.detector = detector
+
+    # -- the query -----------------------------------------------------------------------------
+    def phrases(self, query: str) -> list[Phrase]:
+        """The finding phrases of a query, each with the status the query asks for."""
+        doc = self._doc(query)
+        self.detector.context(doc)
+        in_cue = set()
+        for mod in doc._.context_graph.modifiers:
+            in_cue.update(range(*mod.modifier_span))
+        groups: list[list[int]] = [[]]
+        for i, token in enumerate(doc):
+            if i in in_cue or token.lower_ in _SPLIT or not _WORD.search(token.text):
+                if groups[-1]:
+                    groups.append([])
+                continue
+            groups[-1].append(i)
+        out = []
+        for group in groups:
+            words = [doc[i] for i in group if doc[i].lower_ not in STOP_WORDS and doc[i].lower_ not in SIDE_WORDS]
+            required = [t for t in words if t.lower_ not in OPTIONAL_WORDS]
+            if not required:
+                continue
+            head = required[-1]
+            status, cue = self._status(doc, head.i)
+            text = doc[words[0].i: words[-1].i + 1].text
+            out.append(Phrase(text, tuple(stem(t.lower_) for t in required), status, cue))
+        return out
+
+    def _doc(self, text: str):
+        doc = self.detector.nlp.make_doc(text)
+        for i, token in enumerate(doc):
+            token.is_sent_start = i == 0
+        return doc
+
+    def _status(self, doc, i: int) -> tuple[str, str | None]:
+        head = doc[i]
+        match = Match(_concept(head.text), "synonym", head.idx, head.idx + len(head.text), i, i + 1, head.text)
+        (mention,) = self.detector.read_matches(doc.text, [match], doc)
+        return mention.status, mention.cue
+
+    # -- a unit --------------------------------------------------------------------------------
+    def read(self, phrase: Phrase, text: str) -> list[Mention]:
+        """Mentions of ``phrase`` in ``text`` (one per occurrence of its head word), with statuses."""
+        spans = [(m.start(), m.end(), stem(m.group().lower())) for m in TOKEN_RE.finditer(text)]
+        stems = [s for _, _, s in spans]
+        others = phrase.stems[:-1]
+        matches = []
+        for i, s in enumerate(stems):
+            if s != phrase.head:
+                continue
+            near = set(stems[max(0, i - WINDOW): i + WINDOW + 1])
+            if all(o in near for o in others):
+                start, end = spans[i][0], spans[i][1]
+                matches.append(Match(_concept(phrase.text), "synonym", start, end, i, i + 1, text[start:end]))
+        if not matches:
+            return []
+        return self.detector.read_matches(text, matches)
+
+
+def _concept(name: str) -> Concept:
+    return Concept(name=name, category="finding", synonyms=(name,))
+
+
+__all__ = ["OPTIONAL_WORDS", "Phrase", "PhraseReader", "SIDE_WORDS", "STOP_WORDS",
+           "WINDOW", "query_side"]
