@@ -107,7 +107,7 @@ def test_sides_same_then_none_then_opposite_within_a_reading_tier():
     left = np.array([1, 0, 0, 1, 0], bool)
     right = np.array([0, 1, 0, 1, 0], bool)
     bilateral = np.array([0, 0, 0, 0, 1], bool)
-    assert side_tiers("left", left, right, bilateral).tolist() == [0, 2, 1, 0, 1]
+    assert side_tiers("left", left, right, bilateral).tolist() == [0, 2, 1, 1, 1]  # both sides named: no match
     assert side_tiers("bilateral", left, right, bilateral).tolist() == [2, 2, 1, 0, 0]
     # the reading comes first: a right-sided unit stating X beats a left-sided one denying it
     stated = stated_tiers(2, np.array([0, 1]), np.array([0, 0]), np.array([1, -1]), [(0, "present")])

@@ -176,8 +176,18 @@ def test_search_cli_json_and_text(index, tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
     assert data["hits"][0]["report_id"] == "c" and data["hits"][0]["highlights"]
+    assert data["reading"]["findings"] == [{"finding": "pleural effusion", "status": "present", "source": "lexicon",
+                                            "cue": None, "side": None}]
+    assert data["hits"][0]["reading"][0]["status"] == "present"
     res = runner.invoke(app, ["search", str(index.path), "pleural effusion", "--mode", "dense"])
     assert res.exit_code == 0 and "pleural effusion" in res.output
+    assert "read as: pleural effusion present (lexicon)" in res.output
+    res = runner.invoke(app, ["search", str(index.path), "pleural effusion", "-k", "1", "--mode", "bm25",
+                              "--reading", "pleural effusion=absent", "--json"])
+    data = json.loads(res.output)
+    assert data["reading"]["findings"][0]["status"] == "absent" and data["hits"][0]["report_id"] == "b"
+    res = runner.invoke(app, ["search", str(index.path), "pleural effusion", "--reading", "effusion=absent"])
+    assert res.exit_code == 2 and "not read to name 'effusion'" in res.output
     res = runner.invoke(app, ["search", str(tmp_path / "nope"), "x"])
     assert res.exit_code != 0
 

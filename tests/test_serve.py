@@ -483,3 +483,132 @@ def test_rerank_parameter_uses_the_servers_reranker(built, client):
     # without a reranker the parameter is a clear 422, never a silent no-op
     r = client.get("/api/search", params={**params, "rerank": 5})
     assert r.status_code == 422 and "reranker" in r.json()["detail"]
+
+
+# -- the query's reading (negation-aware search) ------------------------------------------------------
+def _statuses(hit, finding="pleural effusion"):
+    return [m["status"] for m in hit["reading"] if m["finding"] == finding]
+
+
+def test_search_returns_the_reading_and_each_hits_status(client):
+    body = search(client, q="no pleural effusion", mode="hybrid", k=5)
+    assert body["negation"] == "aware" and body["overrides"] == []
+    assert body["reading"] == {"findings": [{"finding": "pleural effusion", "status": "absent", "source": "lexicon",
+                                             "cue": "no", "side": None}],
+                               "side": None, "negation": "aware", "note": ""}
+    assert body["read_as"] == body["reading"]
+    top = body["hits"][0]
+    assert top["report_id"] == "b" and _statuses(top) == ["absent"]
+    mention, = top["reading"]
+    text = top["sentence"]["text"]
+    assert text[mention["start"]:mention["end"]].lower() == "pleural effusion"
+    assert mention["cue"].lower() == "no" and mention["source"] == "lexicon"
+    # the report that affirms an effusion is not above the one that denies it
+    ids = [h["report_id"] for h in body["hits"]]
+    assert "c" not in ids or ids.index("c") > ids.index("b")
+
+
+def test_search_reading_carries_the_side(client):
+    body = search(client, q="left pleural effusion", mode="bm25", k=3)
+    finding, = body["reading"]["findings"]
+    assert body["reading"]["side"] == "left" and finding["side"] == "left" and finding["status"] == "present"
+    assert _statuses(body["hits"][0]) == ["present"]
+
+
+def test_reading_override_flips_the_ranking(client):
+    plain = search(client, q="no pleural effusion", mode="hybrid", k=5)
+    flipped = search(client, q="no pleural effusion", mode="hybrid", k=5, reading="pleural effusion=present")
+    assert flipped["overrides"] == ["pleural effusion=present"]
+    assert flipped["reading"]["findings"][0]["status"] == "present"
+    assert flipped["read_as"]["findings"][0]["status"] == "absent"  # what the page flips back to
+    top = flipped["hits"][0]
+    assert top["report_id"] != plain["hits"][0]["report_id"]
+    assert top["report_id"] == "c" and _statuses(top) == ["present"]
+
+
+def test_reading_override_ignore_drops_the_finding(client):
+    body = search(client, q="no pleural effusion", mode="bm25", k=5, reading="pleural effusion=ignore")
+    assert body["reading"]["findings"] == [] and body["read_as"]["findings"][0]["finding"] == "pleural effusion"
+    assert all(h["reading"] == [] for h in body["hits"])
+    side = search(client, q="left pleural effusion", mode="bm25", reading="side=ignore")
+    assert side["reading"]["side"] is None and side["reading"]["findings"][0]["side"] is None
+
+
+def test_negation_ignore_ranks_by_similarity_and_still_shows_the_reading(client):
+    params = {"q": "no pleural effusion", "mode": "bm25", "level": "sentence", "k": 10}
+    aware = search(client, **params)
+    plain = search(client, **params, negation="ignore")
+    assert plain["negation"] == "ignore" and plain["reading"]["negation"] == "ignore"
+    assert plain["reading"]["findings"][0]["status"] == "absent"  # still read, no longer used
+
+    def first_affirming(body):
+        statuses = [_statuses(h) for h in body["hits"]]
+        assert ["present"] in statuses and [] in statuses
+        return statuses.index(["present"]), len(statuses) - 1 - statuses[::-1].index([])
+
+    # aware: every sentence that affirms an effusion after those that do not; ignore: BM25's own order
+    present_at, last_unstated = first_affirming(aware)
+    assert present_at > last_unstated
+    present_at, last_unstated = first_affirming(plain)
+    assert present_at < last_unstated
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"reading": "cardiomegaly=absent"}, "the query was not read to name 'cardiomegaly'; it names: pleural effusion"),
+    ({"reading": "pleural effusion=maybe"}, "must be one of present, absent, uncertain, ignore"),
+    ({"reading": "pleural effusion"}, "is not FINDING=STATUS"),
+    ({"negation": "off"}, "negation"),
+])
+def test_bad_reading_override_gives_422_with_the_message(client, params, message):
+    res = client.get("/api/search", params={"q": "no pleural effusion", **params})
+    assert res.status_code == 422, res.text
+    assert message in res.json()["detail"]
+
+
+def test_report_with_a_query_marks_every_mention_with_its_status(client):
+    res = client.get("/api/reports/b", params={"q": "pleural effusion"})
+    assert res.status_code == 200, res.text
+    body = res.json()
+    assert body["sections"] == REPORTS[1].sections and body["reading"]["findings"][0]["status"] == "present"
+    mention, = body["mentions"]["findings"]
+    text = body["sections"]["findings"]
+    assert text[mention["start"]:mention["end"]] == "pleural effusion"
+    assert mention["status"] == "absent" and mention["cue"] == "No" and mention["source"] == "lexicon"
+    assert body["mentions"]["impression"] == []
+    c = client.get("/api/reports/c", params={"q": "no pleural effusion", "reading": "pleural effusion=present"}).json()
+    assert c["reading"]["findings"][0]["status"] == "present"
+    assert {s: [m["status"] for m in ms] for s, ms in c["mentions"].items()} == \
+           {"findings": ["present"], "impression": ["present"]}
+    # several findings: each mention, in each section
+    ward = client.get("/api/reports/ward/7", params={"q": "cardiomegaly with pulmonary edema"}).json()
+    marked = {s: [(ward["sections"][s][m["start"]:m["end"]], m["finding"], m["status"]) for m in ms]
+              for s, ms in ward["mentions"].items()}
+    assert marked == {"findings": [("Enlarged cardiac silhouette", "cardiomegaly", "present")],
+                      "impression": [("Cardiomegaly", "cardiomegaly", "present"),
+                                     ("pulmonary edema", "pulmonary edema", "present")]}
+    # ignore drops the finding: nothing is marked
+    ignored = client.get("/api/reports/b", params={"q": "pleural effusion", "reading": "pleural effusion=ignore"}).json()
+    assert ignored["mentions"] == {"findings": [], "impression": []}
+
+
+def test_report_without_a_query_has_no_mentions_and_bad_reading_is_refused(client):
+    assert "mentions" not in client.get("/api/reports/b").json()
+    bad = client.get("/api/reports/b", params={"q": "pleural effusion", "reading": "cardiomegaly=absent"})
+    assert bad.status_code == 422 and "not read to name 'cardiomegaly'" in bad.json()["detail"]
+    lone = client.get("/api/reports/b", params={"reading": "pleural effusion=absent"})
+    assert lone.status_code == 422 and "needs q" in lone.json()["detail"]
+    missing = client.get("/api/reports/nope", params={"q": "pleural effusion"})
+    assert missing.status_code == 404
+
+
+def test_audit_log_records_negation_and_reading_overrides(built, tmp_path):
+    path, enc = built
+    audit = tmp_path / "trail.jsonl"
+    client = TestClient(create_app(Index.open(path, encoder=enc), audit_log=audit))
+    search(client, q="no pleural effusion", reading="pleural effusion=present", negation="ignore")
+    client.get("/api/reports/c", params={"q": "no pleural effusion", "reading": "pleural effusion=present"})
+    client.get("/api/search", params={"q": "no pleural effusion", "reading": "cardiomegaly=absent"})  # refused
+    s, r = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert s["params"]["reading"] == ["pleural effusion=present"] and s["params"]["negation"] == "ignore"
+    assert r["event"] == "report" and r["report_id"] == "c" and r["query"] == "no pleural effusion"
+    assert r["params"] == {"negation": "aware", "reading": ["pleural effusion=present"]}

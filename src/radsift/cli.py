@@ -238,7 +238,11 @@ TargetOpt = Annotated[Optional[str], typer.Option(
 UnitOpt = Annotated[str, typer.Option("--unit", metavar="UNIT", help="Rank sentence units or whole section units.")]
 NegationOpt = Annotated[str, typer.Option(
     "--negation", metavar="aware|ignore",
-    help="aware: sentences stating the opposite of the query about a finding rank last; ignore: off.")]
+    help="aware: units stating the query's reading of its findings rank first, the opposite last; ignore: off.")]
+ReadingOpt = Annotated[Optional[list[str]], typer.Option(
+    "--reading", metavar="FINDING=STATUS",
+    help="Override how the query is read (repeatable): STATUS is present, absent, uncertain or ignore, "
+         "e.g. --reading cardiomegaly=absent; FINDING=side for the side.")]
 CorpusOpt = Annotated[list[Path], typer.Option("--corpus", metavar="PATH", help="Corpus file or folder (repeatable).")]
 
 
@@ -315,6 +319,7 @@ def index_info(index_dir: IndexArg) -> None:
 @command(app, "search", example=[
     'radsift search my-index "enlarged heart" --target impression',
     'radsift search my-index "pneumothorax" --mode bm25 --where indication~chest --json',
+    'radsift search my-index "cardiomegaly" --reading cardiomegaly=absent',
 ])
 def search_cmd(
     index_dir: IndexArg,
@@ -323,18 +328,19 @@ def search_cmd(
     mode: ModeOpt = "hybrid", level: LevelOpt = "report", where: WhereOpt = None, target: TargetOpt = None,
     unit: UnitOpt = "sentence", negation: NegationOpt = "aware", model: ModelOpt = None,
     threads: ThreadsOpt = None, as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable hits.")] = False,
-    rerank: RerankOpt = 0, reranker: RerankerOpt = None,
+    rerank: RerankOpt = 0, reranker: RerankerOpt = None, reading: ReadingOpt = None,
 ) -> None:
-    """Search an index; the matched part of each hit's sentence is highlighted."""
+    """Search an index: prints how the query was read, then each hit with the status of the query's
+    findings in it and the matched words highlighted."""
     from radsift.search import Index
     from radsift.search.display import print_hits
 
     index = Index.open(index_dir, model=model, threads=threads, reranker=reranker if rerank else None)
     hits = index.search(query, k=k, mode=mode, level=level, where=where, target=target, unit=unit,
-                        negation=negation, rerank=rerank)
+                        negation=negation, rerank=rerank, reading=reading)
     if as_json:
-        typer.echo(json.dumps({"query": query, "mode": mode, "level": level, "hits": [h.to_dict() for h in hits]},
-                              ensure_ascii=False))
+        typer.echo(json.dumps({"query": query, "mode": mode, "level": level, "reading": hits.reading.to_dict(),
+                               "hits": [h.to_dict() for h in hits]}, ensure_ascii=False))
     else:
         print_hits(console, query, hits)
 

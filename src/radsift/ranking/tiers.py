@@ -26,8 +26,8 @@ stating some). At report level the per-finding tier of a report is the best its 
 a report is judged on its whole text ("Heart size is normal." anywhere in it denies cardiomegaly),
 and the unit that stands for it is its best unit.
 
-Sides add a second key within a reading tier: same side 0, no side word 1, the opposite side
-2 (for "bilateral": one side only is the opposite).
+Sides add a second key within a reading tier: same side 0, no side word (or both sides named)
+1, the opposite side 2 (for "bilateral": one side only is the opposite).
 
 The tiers are strict (:func:`apply_tiers`): a lower tier outranks any score. ``gap`` turns
 them into calibrated boosts instead (each tier costs ``gap`` times the score range); see
@@ -135,7 +135,7 @@ def combine(per_finding: np.ndarray) -> np.ndarray:
 
 
 def side_tiers(side: str, has_left: np.ndarray, has_right: np.ndarray, has_bilateral: np.ndarray) -> np.ndarray:
-    """Per-unit side tier for a query side: same 0, no side word 1, the opposite side 2."""
+    """Per-unit side tier for a query side: same 0, no side word (or both sides) 1, the opposite side 2."""
     if side not in SIDES:
         raise ValueError(f"side must be one of {', '.join(SIDES)}, not {side!r}")
     both = has_bilateral | (has_left & has_right)
@@ -145,7 +145,7 @@ def side_tiers(side: str, has_left: np.ndarray, has_right: np.ndarray, has_bilat
         tiers[~both & (has_left | has_right)] = 2
     else:
         own, other = (has_left, has_right) if side == "left" else (has_right, has_left)
-        tiers[own] = 0
+        tiers[own & ~other] = 0  # a unit naming both sides ("right pneumothorax on the left decubitus") is no match
         tiers[other & ~own] = 2
     return tiers
 

@@ -7,7 +7,10 @@ from typing import Sequence
 from rich.console import Console
 from rich.text import Text
 
-from radsift.records import Hit
+from radsift.records import Hit, QueryReading
+
+#: Terminal style of each finding status.
+STATUS_STYLE = {"present": "bold green", "absent": "bold red", "uncertain": "bold yellow"}
 
 
 def hit_text(hit: Hit, style: str = "bold black on yellow") -> Text:
@@ -19,8 +22,33 @@ def hit_text(hit: Hit, style: str = "bold black on yellow") -> Text:
     return text
 
 
+def reading_text(reading: QueryReading) -> Text:
+    """``read as: cardiomegaly absent (lexicon, cue 'no') · side left``, statuses coloured."""
+    line = Text("read as: ", style="dim")
+    if not reading.findings and not reading.side:
+        line.append("no finding (plain similarity)" if not reading.note else reading.note)
+        return line
+    for i, f in enumerate(reading.findings):
+        if i:
+            line.append(" · ", style="dim")
+        line.append(f.finding + " ")
+        line.append(f.status, style=STATUS_STYLE.get(f.status, ""))
+        line.append(f" ({f.source}{f', cue ' + repr(f.cue) if f.cue else ''})", style="dim")
+    if reading.side:
+        line.append(f"{' · ' if reading.findings else ''}side {reading.side}")
+    if reading.negation != "aware":
+        line.append("  [negation ignored: ranked by similarity only]", style="yellow")
+    elif reading.note:
+        line.append(f"  ({reading.note})", style="dim")
+    return line
+
+
 def print_hits(console: Console, query: str, hits: Sequence[Hit]) -> None:
-    """Print one block per hit: rank, report id, score, section, highlighted sentence."""
+    """Print how the query was read, then one block per hit: rank, report id, score, section, the
+    status of the query's findings in it, highlighted sentence."""
+    reading = getattr(hits, "reading", None)
+    if reading is not None:
+        console.print(reading_text(reading))
     if not hits:
         console.print(f"no match for {query!r}", highlight=False)
         return
@@ -30,6 +58,11 @@ def print_hits(console: Console, query: str, hits: Sequence[Hit]) -> None:
         head.append(f"  score {hit.score:.4f}", style="green")
         if hit.section:
             head.append(f"  [{hit.section}]", style="magenta")
+        for m in hit.reading:
+            head.append(f"  {m.finding}: ")
+            head.append(m.status, style=STATUS_STYLE.get(m.status, ""))
+            if m.cue:
+                head.append(f" ({m.cue!r})", style="dim")
         console.print(head)
         line = Text("     ")
         line.append_text(hit_text(hit))

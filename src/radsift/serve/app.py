@@ -2,8 +2,12 @@
 
 Endpoints (all under ``/api`` need ``Authorization: Bearer <token>`` when the app has a token):
 
-* ``GET /api/search`` ranked hits with the matched sentence, its highlight offsets and the report;
-* ``GET /api/reports/{id}`` one report (404 when the id is not indexed);
+* ``GET /api/search`` ranked hits with the matched sentence, its highlight offsets and the report,
+  how the query was read (``reading``: each finding with its status and side) and what each hit's
+  sentence states about those findings (``hits[].reading``); ``negation=ignore`` ranks by similarity
+  only, ``reading=FINDING=STATUS`` (repeatable) overrides the reading finding by finding;
+* ``GET /api/reports/{id}`` one report (404 when the id is not indexed); with ``q`` (and
+  ``negation``, ``reading``) also every mention of the query's findings in it, by section;
 * ``GET /api/health`` index counts, model and version;
 * ``POST /api/reload`` switch to the newest index generation (after ``radsift index add``);
 * ``GET /openapi.json`` the OpenAPI document; ``GET /`` the search page.
@@ -30,6 +34,7 @@ from radsift import __version__
 from radsift.errors import ConfigError, IndexStoreError, RadsiftError
 from radsift.search import Index
 from radsift.search.query import MAX_QUERY_CHARS, parse_where
+from radsift.search.reading import parse_override
 from radsift.serve.audit import AuditLog
 from radsift.serve.auth import bearer_matches, token_id
 from radsift.serve.params import parse_fields
@@ -37,7 +42,9 @@ from radsift.serve.params import parse_fields
 log = logging.getLogger("radsift.serve")
 STATIC_DIR = Path(str(files("radsift.serve") / "static"))
 
-SEARCH_PARAMS = frozenset({"q", "k", "mode", "level", "target", "where", "fields", "unit", "rerank"})
+SEARCH_PARAMS = frozenset({"q", "k", "mode", "level", "target", "where", "fields", "unit", "rerank", "negation",
+                           "reading"})
+REPORT_PARAMS = frozenset({"q", "negation", "reading"})
 
 # The page and the API never need anything from elsewhere; say so to the browser.
 SECURITY_HEADERS = {
@@ -58,6 +65,37 @@ class SentenceOut(BaseModel):
     text: str
 
 
+class MentionOut(BaseModel):
+    finding: str = Field(description="The query's finding (lexicon name, or the phrase read outside the lexicon).")
+    status: str = Field(description="What the text states about it: present, absent or uncertain.")
+    cue: str | None = Field(description="The words that decided the status (\"No evidence of\"), if any.")
+    start: int = Field(description="Character offset of the mention in its text (the hit's sentence.text, or "
+                                   "the report section's text).")
+    end: int
+    source: str = Field(description="lexicon, or open (the open-vocabulary reader).")
+
+
+class ReadFindingOut(BaseModel):
+    finding: str
+    status: str = Field(description="What the query asks for: present, absent or uncertain.")
+    source: str = Field(description="lexicon, or open (the open-vocabulary reader).")
+    cue: str | None = Field(description="The query words that decided the status (\"no\", \"possible\").")
+    side: str | None = Field(description="The query's side: left, right, bilateral, or null.")
+
+
+class ReadingOut(BaseModel):
+    findings: list[ReadFindingOut] = Field(description="One per finding the query names, in query order.")
+    side: str | None
+    negation: str = Field(description="aware (ranked by the reading) or ignore (plain similarity).")
+    note: str = Field(description="Why something was left out (too many findings, no finding ...).")
+
+
+READING_PARAM = ("Override how the query was read, finding by finding: FINDING=STATUS with STATUS present, absent, "
+                 "uncertain or ignore (repeatable; `side=ignore` drops the side). The finding must be one the "
+                 "query was read to name.")
+NEGATION_PARAM = "aware: rank by what each report states about the query's findings; ignore: plain similarity."
+
+
 class HitOut(BaseModel):
     report_id: str
     score: float = Field(description="Retrieval score; comparable within one query only.")
@@ -67,6 +105,9 @@ class HitOut(BaseModel):
     highlights: list[list[int]] = Field(description="[start, end] ranges of matched words within sentence.text.")
     sections: dict[str, str] = Field(description="The report's sections (those selected by `fields`).")
     metadata: dict[str, str] = Field(description="The report's metadata (empty unless selected by `fields`).")
+    reading: list[MentionOut] = Field(default_factory=list,
+                                      description="What the matched sentence states about the query's findings "
+                                                  "(offsets within sentence.text).")
 
 
 class SearchOut(BaseModel):
@@ -77,6 +118,11 @@ class SearchOut(BaseModel):
     target: str
     unit: str
     where: list[str]  # the filters as read: key=value (exact) or key~value (case-insensitive substring)
+    negation: str
+    overrides: list[str] = Field(description="The `reading` overrides as read: finding=status.")
+    reading: ReadingOut = Field(description="How the query was read (after the overrides); the ranking uses it "
+                                            "when negation is aware.")
+    read_as: ReadingOut = Field(description="How the query itself was read, before the overrides (what to flip from).")
     count: int
     took_ms: float
     hits: list[HitOut]
@@ -86,6 +132,10 @@ class ReportOut(BaseModel):
     id: str
     sections: dict[str, str]
     metadata: dict[str, str]
+    reading: ReadingOut | None = Field(None, description="With `q`: how the query was read.")
+    mentions: dict[str, list[MentionOut]] | None = Field(
+        None, description="With `q`: every mention of the query's findings, by section, with its status "
+                          "(offsets within that section's text).")
 
 
 class IndexInfo(BaseModel):
@@ -124,6 +174,11 @@ def _validation_message(exc: RequestValidationError) -> str:
         loc = ".".join(str(p) for p in err.get("loc", ()) if p not in ("query", "path", "body"))
         parts.append(f"{loc}: {err.get('msg', 'invalid')}" if loc else str(err.get("msg", "invalid")))
     return "; ".join(parts) or "invalid request"
+
+
+def _overrides(reading: list[str] | None) -> list[str]:
+    """The ``reading`` overrides as ``finding=status`` strings (ConfigError for a malformed one)."""
+    return [f"{finding}={status}" for finding, status in parse_override(reading).items()]
 
 
 def only_params(allowed: frozenset[str]):
@@ -216,15 +271,21 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
                         Query(description="Rank sentences, or whole sections.")] = "sentence",
         rerank: Annotated[int, Query(ge=0, le=1000, description="Rerank the top N hits with the cross-encoder "
                                                                 "the server was started with (0 = off).")] = 0,
+        negation: Annotated[Literal["aware", "ignore"], Query(description=NEGATION_PARAM)] = "aware",
+        reading: Annotated[list[str] | None, Query(description=READING_PARAM)] = None,
     ) -> dict:
         idx = service.index
         manifest = idx.manifest
         filters = parse_where(where)  # Index.search checks the keys (and the target) against the index
         picked = parse_fields(fields, manifest.sections)
+        overrides = _overrides(reading)  # Index.search checks the findings against the query's reading
         start = time.perf_counter()
         hits = idx.search(q, k=k, mode=mode, level=level, target=target, where=filters, unit=unit,
-                          fields=picked.sections, include_report=picked.include_report, rerank=rerank)
+                          fields=picked.sections, include_report=picked.include_report, rerank=rerank,
+                          negation=negation, reading=overrides)
         took = (time.perf_counter() - start) * 1000
+        read = hits.reading.to_dict()
+        read_as = idx.read(q, negation).to_dict() if overrides else read
         out = []
         for hit in hits:
             d = hit.to_dict()
@@ -236,22 +297,48 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
             service.audit.write(
                 "search", client=_client(request), token_id=service.token_id, query=query,
                 params={"k": k, "mode": mode, "level": level, "target": target, "unit": unit,
-                        "where": [str(f) for f in filters], "rerank": rerank},
+                        "where": [str(f) for f in filters], "rerank": rerank, "negation": negation,
+                        "reading": overrides},
                 result_ids=[h.report_id for h in hits],
             )
         return {"query": query, "k": k, "mode": mode, "level": level, "target": target, "unit": unit,
-                "where": [str(f) for f in filters], "count": len(out), "took_ms": round(took, 2), "hits": out}
+                "where": [str(f) for f in filters], "negation": negation, "overrides": overrides, "reading": read,
+                "read_as": read_as, "count": len(out), "took_ms": round(took, 2), "hits": out}
 
-    @api.get("/reports/{report_id:path}", response_model=ReportOut, dependencies=[only_params(frozenset())],
+    @api.get("/reports/{report_id:path}", response_model=ReportOut, response_model_exclude_unset=True,
+             dependencies=[only_params(REPORT_PARAMS)],
              responses={404: {"description": "No report with that id in the index."}})
-    def report(request: Request, report_id: str) -> dict:
-        found = service.index.get_report(report_id)
+    def report(
+        request: Request,
+        report_id: str,
+        q: Annotated[str | None, Query(min_length=1, max_length=MAX_QUERY_CHARS,
+                                       description="A query: the answer then marks every mention of its findings "
+                                                   "(`mentions`) and says how it was read (`reading`).")] = None,
+        negation: Annotated[Literal["aware", "ignore"], Query(description=NEGATION_PARAM)] = "aware",
+        reading: Annotated[list[str] | None, Query(description=READING_PARAM)] = None,
+    ) -> dict:
+        idx = service.index
+        read = None
+        overrides = _overrides(reading)
+        if q is not None:
+            read = idx.read(q, negation, overrides)  # a bad override is refused before the report is looked up
+        elif overrides:
+            raise ConfigError("reading: needs q (the query whose reading it overrides)")
+        found = idx.get_report(report_id)
         if service.audit is not None:
+            extra = {} if q is None else {"query": " ".join(q.split()),
+                                          "params": {"negation": negation, "reading": overrides}}
             service.audit.write("report", client=_client(request), token_id=service.token_id,
-                                report_id=report_id, found=found is not None)
+                                report_id=report_id, found=found is not None, **extra)
         if found is None:
             raise HTTPException(404, f"no report with id {report_id[:200]!r} in this index")
-        return found.to_dict()
+        out = found.to_dict()
+        if read is not None:
+            # The report found above, read here: one generation even when a reload lands in between.
+            out["reading"] = read.to_dict()
+            out["mentions"] = {name: [m.to_dict() for m in idx.mentions_in(text, read)]
+                               for name, text in found.sections.items()}
+        return out
 
     @api.get("/health", response_model=HealthOut, dependencies=[only_params(frozenset())])
     def health() -> dict:
