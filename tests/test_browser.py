@@ -1,13 +1,15 @@
 """The search page in a real headless Chromium (Debian's package, driven by Playwright).
 
 Serves a small demo index (synthetic reports, hashing encoder) with uvicorn in a background thread,
-types a query, presses Enter, checks the highlighted results, opens a full report, and saves a
+types a query, presses Enter, checks the highlighted results, opens a full report, flips the
+query's reading on its chips (every mention in the opened report marked with its status), and saves a
 screenshot to test-artifacts/search-page.png. Skips with a message when Chromium or Playwright is
 missing (`make test` installs Chromium when it can).
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from pathlib import Path
@@ -210,3 +212,73 @@ def test_token_is_asked_once_and_errors_are_shown(demo_index, browser):
         page.locator("#q").fill("pleural effusion")
         page.locator("#q").press("Enter")
         sync_api.expect(page.locator("#status.error")).to_contain_text("cannot be reached")
+
+
+def test_reading_chips_flip_the_ranking_and_mark_every_mention(demo_index, browser):
+    with BackgroundServer(_app(demo_index)) as srv:
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(srv.url + "/")
+        sync_api.expect(page.locator("#index-info")).to_contain_text("301 reports")
+        page.locator("#k").select_option("10")
+        page.locator("#q").fill("pneumothorax")
+        page.locator("#q").press("Enter")
+
+        # The query's reading: one chip, pneumothorax read as present; the hits state it.
+        chip = page.locator("#reading-chips .reading-chip[data-finding='pneumothorax']")
+        sync_api.expect(chip).to_have_attribute("data-status", "present")
+        tags = page.locator("#hit-list .hit .status-tag")
+        sync_api.expect(tags.first).to_be_visible()
+        assert set(tags.all_inner_texts()) and all(t.startswith("pneumothorax: present") for t in tags.all_inner_texts())
+
+        # Flip the chip to absent: the search runs again with the override, and every hit now denies it.
+        with page.expect_response(lambda r: "/api/search" in r.url and "reading=pneumothorax%3Dabsent" in r.url):
+            chip.locator("select").select_option("absent")
+        chip = page.locator("#reading-chips .reading-chip[data-finding='pneumothorax']")
+        sync_api.expect(chip).to_have_attribute("data-status", "absent")
+        sync_api.expect(chip).to_have_class(re.compile(r"\bflipped\b"))
+        sync_api.expect(page.locator("#hit-list .hit .status-tag").first).to_contain_text("pneumothorax: absent")
+        statuses = {t.split(":")[1].split()[0] for t in page.locator("#hit-list .hit .status-tag").all_inner_texts()}
+        assert statuses == {"absent"}
+        assert "reading=pneumothorax%3Dabsent" in page.url  # the flipped reading is in the link
+
+        # The opened report marks every mention of the finding with its status, not only the matched sentence.
+        first = page.locator("#hit-list .hit").first
+        report_id = first.get_attribute("data-report-id")
+        first.locator("button.open").click()
+        sync_api.expect(page.locator("#report-title")).to_have_text(report_id)
+        mentions = page.locator("#report-body mark.mention")
+        sync_api.expect(mentions.first).to_be_visible()
+        api = srv_get(srv.url, f"/api/reports/{report_id}?q=pneumothorax&reading=pneumothorax%3Dabsent")
+        expected = sorted((m["status"], m["start"]) for ms in api["mentions"].values() for m in ms)
+        assert mentions.count() == len(expected) >= 1
+        assert sorted(page.locator("#report-body mark.mention").evaluate_all(
+            "ns => ns.map(n => n.dataset.status)")) == sorted(s for s, _ in expected)
+        sync_api.expect(page.locator("#report-body .mention-summary")).to_contain_text("pneumothorax:")
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "reading-chips.png"))
+        page.keyboard.press("Escape")
+
+        # The negation switch: off ranks by similarity only and says so; the chips stay to show the reading.
+        with page.expect_response(lambda r: "/api/search" in r.url and "negation=ignore" in r.url):
+            page.locator("#negation").uncheck()
+        sync_api.expect(page.locator("#reading-note")).to_contain_text("negation ignored")
+        sync_api.expect(page.locator("#reading-row")).to_have_class(re.compile(r"\bis-off\b"))
+
+        # A new query is read afresh: the override of the old one is dropped.
+        page.locator("#negation").check()
+        page.locator("#q").fill("no pleural effusion")
+        page.locator("#q").press("Enter")
+        chip = page.locator("#reading-chips .reading-chip[data-finding='pleural effusion']")
+        sync_api.expect(chip).to_have_attribute("data-status", "absent")
+        assert page.locator("#reading-chips .reading-chip").count() == 1
+        assert errors == []
+
+
+def srv_get(base: str, path: str) -> dict:
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(base + path, timeout=10) as r:
+        return json.loads(r.read())

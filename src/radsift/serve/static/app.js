@@ -16,7 +16,10 @@
   const panelBody = $("report-body");
   const panelTitle = $("report-title");
 
-  const state = { filters: [], hits: [], health: null, openId: null, lastFocus: null, searching: 0 };
+  // overrides: {finding: status} flipped on the reading chips; they belong to the query in readFor.
+  const state = { filters: [], hits: [], health: null, openId: null, lastFocus: null, searching: 0,
+    overrides: {}, readFor: null, last: null };
+  const STATUSES = ["present", "absent", "uncertain", "ignore"];
 
   // -- DOM helpers --------------------------------------------------------------------------
   function el(tag, attrs, ...children) {
@@ -39,21 +42,42 @@
     while (node.firstChild) node.removeChild(node.firstChild);
   }
 
-  // Text with [start, end) ranges wrapped in <mark>; ranges are clamped and sorted defensively.
-  function marked(text, spans) {
+  // Highlight ranges ([start, end] of matched words) as mark ranges.
+  function highlightRanges(spans, shift) {
+    return (spans || []).map(([a, b]) => ({ start: a + (shift || 0), end: b + (shift || 0) }));
+  }
+
+  // Mentions of the query's findings ({finding, status, cue, start, end}) as mark ranges that say their status.
+  function mentionRanges(mentions) {
+    return (mentions || []).map((m) => ({
+      start: m.start, end: m.end, cls: "mention st-" + m.status,
+      title: m.finding + ": " + m.status + (m.cue ? " (cue: " + m.cue + ")" : ""),
+      data: { finding: m.finding, status: m.status },
+    }));
+  }
+
+  // text[from, to) with ranges wrapped in <mark>. Ranges are clamped and sorted defensively; where two
+  // overlap the earlier in the list wins (mentions are listed before word highlights).
+  function marked(text, ranges, from, to) {
+    from = from || 0;
+    to = to === undefined ? text.length : to;
     const frag = document.createDocumentFragment();
-    const ranges = (spans || [])
-      .map(([a, b]) => [Math.max(0, Math.min(a, text.length)), Math.max(0, Math.min(b, text.length))])
-      .filter(([a, b]) => b > a)
-      .sort((x, y) => x[0] - y[0]);
-    let pos = 0;
-    for (const [a, b] of ranges) {
-      if (a < pos) continue;
+    const taken = [];
+    (ranges || []).forEach((r, order) => {
+      const a = Math.max(from, Math.min(r.start, to));
+      const b = Math.max(from, Math.min(r.end, to));
+      if (b > a && !taken.some((t) => a < t.b && t.a < b)) taken.push({ a, b, r, order });
+    });
+    taken.sort((x, y) => x.a - y.a);
+    let pos = from;
+    for (const { a, b, r } of taken) {
       if (a > pos) frag.append(document.createTextNode(text.slice(pos, a)));
-      frag.append(el("mark", { text: text.slice(a, b) }));
+      const attrs = { class: r.cls || null, title: r.title || null, text: text.slice(a, b) };
+      for (const [k, v] of Object.entries(r.data || {})) attrs["data-" + k] = v;
+      frag.append(el("mark", attrs));
       pos = b;
     }
-    if (pos < text.length) frag.append(document.createTextNode(text.slice(pos)));
+    if (pos < to) frag.append(document.createTextNode(text.slice(pos, to)));
     return frag;
   }
 
@@ -214,12 +238,21 @@
       mode: $("mode").value,
       level: $("level").value,
       k: $("k").value,
+      negation: $("negation").checked ? "aware" : "ignore",
     };
+  }
+
+  // The reading overrides as the API takes them: finding=status (only those that belong to this query).
+  function overrideParams(q) {
+    if (state.readFor !== q) return [];
+    return Object.entries(state.overrides).map(([f, s]) => f + "=" + s);
   }
 
   function saveToHash(p) {
     // The fragment never reaches the server, so queries stay out of its logs.
     const h = new URLSearchParams({ q: p.q, target: p.target, mode: p.mode, level: p.level, k: p.k });
+    if (p.negation === "ignore") h.set("negation", "ignore");
+    overrideParams(p.q).forEach((o) => h.append("reading", o));
     history.replaceState(null, "", "#" + h.toString());
   }
 
@@ -233,6 +266,14 @@
       const select = $(name);
       if (h.get(name) && [...select.options].some((o) => o.value === h.get(name))) select.value = h.get(name);
     }
+    $("negation").checked = h.get("negation") !== "ignore";
+    showNegation();
+    state.overrides = {};
+    for (const item of h.getAll("reading")) {
+      const cut = item.lastIndexOf("=");
+      if (cut > 0 && STATUSES.includes(item.slice(cut + 1))) state.overrides[item.slice(0, cut)] = item.slice(cut + 1);
+    }
+    state.readFor = qInput.value.trim();
     return true;
   }
 
@@ -242,18 +283,29 @@
       qInput.focus();
       return;
     }
+    if (state.readFor !== p.q) state.overrides = {}; // a new query is read afresh
     saveToHash(p);
-    const params = new URLSearchParams({ q: p.q, k: p.k, mode: p.mode, level: p.level, target: p.target });
+    const params = new URLSearchParams({ q: p.q, k: p.k, mode: p.mode, level: p.level, target: p.target,
+      negation: p.negation });
     state.filters.forEach((f) => params.append("where", f.key + f.op + f.value));
+    overrideParams(p.q).forEach((o) => params.append("reading", o));
     const ticket = ++state.searching;
     document.body.classList.add("busy");
     setStatus("Searching…");
     try {
       const result = await api("/api/search?" + params.toString());
       if (ticket !== state.searching) return; // a newer search has started
+      state.readFor = p.q;
+      state.last = { result, p };
+      renderReading(result);
       renderResults(result, p);
     } catch (err) {
-      if (ticket === state.searching) showError(err);
+      if (ticket !== state.searching) return;
+      if (err.status === 422 && Object.keys(state.overrides).length && /^reading:/.test(err.message)) {
+        state.overrides = {}; // an override the query no longer names (an edited link): read it afresh
+        return search();
+      }
+      showError(err);
     } finally {
       if (ticket === state.searching) document.body.classList.remove("busy");
     }
@@ -274,6 +326,62 @@
       el("strong", { text: err.status ? "The search service reported an error (" + err.status + ")" : "Connection problem" }),
       el("div", { text: err.message }));
   }
+
+  // -- the query's reading: chips the user can flip ----------------------------------------------
+  const STATUS_WORDS = { present: "present", absent: "absent", uncertain: "uncertain", ignore: "ignored" };
+
+  function showNegation() {
+    const on = $("negation").checked;
+    $("negation-word").textContent = on ? "aware" : "ignored";
+    $("reading-row").classList.toggle("is-off", !on);
+  }
+
+  function renderReading(result) {
+    const row = $("reading-row");
+    const chips = $("reading-chips");
+    clear(chips);
+    const asRead = result.read_as || result.reading;
+    const now = {};
+    (result.reading.findings || []).forEach((f) => { now[f.finding] = f.status; });
+    asRead.findings.forEach((f) => {
+      const status = now[f.finding] || "ignore";
+      chips.append(readingChip(f.finding, f.source === "open" ? "read outside the lexicon" : "lexicon finding",
+        f.cue, status, STATUSES, f.status));
+    });
+    if (asRead.side) {
+      chips.append(readingChip("side", "side words in the query", null, result.reading.side ? asRead.side : "ignore",
+        [asRead.side, "ignore"], asRead.side));
+    }
+    const notes = [];
+    if (result.reading.note) notes.push(result.reading.note);
+    if (result.negation === "ignore" && asRead.findings.length) notes.push("negation ignored: ranked by similarity only");
+    $("reading-note").textContent = notes.join(" · ");
+    row.hidden = !asRead.findings.length && !asRead.side && !notes.length;
+  }
+
+  // One chip: the finding, where its reading came from, and a menu to flip its status.
+  function readingChip(finding, source, cue, status, choices, readStatus) {
+    const select = el("select", {
+      class: "chip-status st-" + status, "aria-label": "Read " + finding + " as",
+      onchange: () => {
+        const value = select.value;
+        if (value === readStatus) delete state.overrides[finding];
+        else state.overrides[finding] = value;
+        state.readFor = qInput.value.trim();
+        search();
+      },
+    }, ...choices.map((c) => el("option", { value: c, text: STATUS_WORDS[c] || c, selected: c === status })));
+    const title = source + (cue ? "; cue in the query: “" + cue + "”" : "") +
+      (status !== readStatus ? "; read as " + readStatus + ", changed by you" : "");
+    return el("li", { class: "chip reading-chip" + (status !== readStatus ? " flipped" : ""), "data-finding": finding,
+      "data-status": status, title },
+    el("span", { class: "chip-key", text: finding }), " ", select);
+  }
+
+  $("negation").addEventListener("change", () => {
+    showNegation();
+    if (qInput.value.trim()) search();
+  });
 
   const TARGET_WORDS = { findings: "findings", impression: "impressions", report: "whole reports" };
   const MODE_WORDS = { hybrid: "hybrid", dense: "semantic", bm25: "keyword" };
@@ -330,12 +438,43 @@
       el("span", { class: "report-id", text: hit.report_id }),
       sectionName ? el("span", { class: "badge badge-" + sectionName, text: titleCase(sectionName) }) : null,
       el("span", { class: "score", title: "retrieval score (comparable within this search only)", text: hit.score.toFixed(3) })),
-    el("p", { class: "sentence" }, sentence ? marked(sentence.text, hit.highlights) : ""),
+    el("p", { class: "sentence" },
+      sentence ? marked(sentence.text, mentionRanges(hit.reading).concat(highlightRanges(hit.highlights))) : ""),
+    statusTags(hit.reading),
     context ? el("p", { class: "context" }, el("span", { class: "context-label", text: titleCase(other) + ": " }), shorten(context, 220)) : null,
     el("div", { class: "hit-foot" },
       el("ul", { class: "meta" }, ...meta.map(([k, v]) => el("li", {}, el("span", { class: "meta-key", text: k }), " ", shorten(String(v), 40)))),
       el("button", { type: "button", class: "link open", onclick: () => openReport(hit, item) }, "Open report →")));
     return item;
+  }
+
+  // What the matched sentence states about the query's findings: one tag per finding and status.
+  function statusTags(mentions) {
+    const seen = new Map();
+    (mentions || []).forEach((m) => {
+      const key = m.finding + "\u0000" + m.status;
+      if (!seen.has(key)) seen.set(key, m);
+    });
+    if (!seen.size) return null;
+    return el("ul", { class: "status-tags", "aria-label": "What this sentence states" },
+      ...[...seen.values()].map((m) => el("li", {
+        class: "status-tag st-" + m.status, "data-finding": m.finding, "data-status": m.status,
+        title: m.cue ? "decided by “" + m.cue + "”" : "no negation or uncertainty cue",
+      }, m.finding + ": " + m.status + (m.cue ? " · “" + m.cue + "”" : ""))));
+  }
+
+  // "pneumothorax: 1 present, 2 absent" for the mentions marked in an opened report.
+  function mentionSummary(mentions) {
+    const counts = new Map();
+    mentions.forEach((m) => {
+      const c = counts.get(m.finding) || {};
+      c[m.status] = (c[m.status] || 0) + 1;
+      counts.set(m.finding, c);
+    });
+    return el("ul", { class: "status-tags mention-summary", "aria-label": "Mentions of the query's findings" },
+      ...[...counts.entries()].map(([finding, c]) => el("li", { class: "status-tag" }, finding + ": ",
+        ...["present", "absent", "uncertain"].filter((st) => c[st]).map((st, i) =>
+          el("span", { class: "st-text st-" + st, text: (i ? ", " : "") + c[st] + " " + st })))));
   }
 
   // -- full report panel ----------------------------------------------------------------------
@@ -350,7 +489,16 @@
     clear(panelBody);
     panelBody.append(el("p", { class: "muted", text: "Loading report…" }));
     try {
-      const report = await api("/api/reports/" + encodeURIComponent(hit.report_id));
+      // With the query (and its flipped reading): every mention of its findings comes back with its status.
+      const last = state.last;
+      const params = new URLSearchParams();
+      if (last && last.result.reading.findings.length) {
+        params.set("q", last.p.q);
+        params.set("negation", last.p.negation);
+        overrideParams(last.p.q).forEach((o) => params.append("reading", o));
+      }
+      const query = params.toString();
+      const report = await api("/api/reports/" + encodeURIComponent(hit.report_id) + (query ? "?" + query : ""));
       if (state.openId !== hit.report_id) return;
       renderReport(report, hit);
     } catch (err) {
@@ -365,15 +513,20 @@
   function renderReport(report, hit) {
     clear(panelBody);
     const s = hit.sentence;
+    const mentions = report.mentions || {};
+    const all = Object.values(mentions).flat();
+    if (all.length) panelBody.append(mentionSummary(all));
     for (const [name, text] of Object.entries(report.sections)) {
       if (!text || !text.trim()) continue;
       const body = el("p", { class: "section-text" });
+      const ranges = mentionRanges(mentions[name]);
       if (s && hit.section === name && s.end <= text.length && text.slice(s.start, s.end) === s.text) {
-        body.append(text.slice(0, s.start),
-          el("span", { class: "matched" }, marked(s.text, hit.highlights)),
-          text.slice(s.end));
+        const withWords = ranges.concat(highlightRanges(hit.highlights, s.start));
+        body.append(marked(text, withWords, 0, s.start),
+          el("span", { class: "matched" }, marked(text, withWords, s.start, s.end)),
+          marked(text, withWords, s.end, text.length));
       } else {
-        body.append(text);
+        body.append(marked(text, ranges));
       }
       panelBody.append(el("section", { class: "report-section" + (hit.section === name ? " is-match" : "") },
         el("h3", { text: titleCase(name) }), body));
