@@ -13,7 +13,9 @@ import pytest
 
 pytestmark = [pytest.mark.shared, pytest.mark.slow]
 
-NEGATED = re.compile(r"\b(no|not|without|negative for|free of|resolved|removed)\b[^.]*\bpneumothora", re.I)
+# "No significant change in pneumothorax" affirms one (a pseudo-negation), so "no ... change" is no cue here.
+NEGATED = re.compile(r"\b(no(?! (significant |interval |appreciable )?change)|not|without|negative for|free of|"
+                     r"resolved|removed)\b[^.]*\bpneumothora", re.I)
 
 
 @pytest.fixture(scope="module")
