@@ -29,6 +29,14 @@ CASES = [
     ("Lungs are clear of infiltrate.", [("infiltrate", A)]),
     ("No evidence of pneumonia.", [("pneumonia", A)]),
     ("No acute cardiopulmonary abnormality.", [("acute cardiopulmonary abnormality", A)]),
+    # clinical notes: history and review of systems
+    ("The patient denies a history of tuberculosis.", [("tuberculosis", A)]),
+    ("He denied pneumonia, but reports a rib fracture last year.", [("pneumonia", A), ("rib fracture", P)]),
+    ("She has never had pneumonia.", [("pneumonia", A)]),
+    # "and there is" (a clause end) must not swallow the "no" of "there is no"
+    ("No fever, and there is no pneumothorax.", [("pneumothorax", A)]),
+    # technique words are no negation: "without contrast"
+    ("CT without contrast shows a small pleural effusion.", [("pleural effusion", P)]),
     # negation after the finding
     ("The left pleural effusion has resolved.", [("pleural effusion", A)]),
     ("Resolved right pneumothorax.", [("pneumothorax", A)]),
