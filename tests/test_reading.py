@@ -142,3 +142,14 @@ def test_bad_queries_give_a_clear_result(index, query):
         assert not reading.findings and "no finding" in reading.note
     if query == "left":
         assert reading.side == "left" and not reading.findings
+
+
+def test_tier_gap_turns_the_strict_tiers_into_boosts(index):
+    strict = ids(index.search("no pneumothorax", k=20, mode="dense"))
+    plain = ids(index.search("no pneumothorax", k=20, mode="dense", negation="ignore"))
+    assert strict[0] == "ptx-no" and strict != plain
+    try:
+        index.tier_gap = 0.0  # a boost of nothing: the similarity order comes back
+        assert ids(index.search("no pneumothorax", k=20, mode="dense")) == plain
+    finally:
+        index.tier_gap = None

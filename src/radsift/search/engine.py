@@ -53,6 +53,9 @@ class Index:
         self._encoder = encoder
         self._labeler = None
         self._lock = threading.RLock()
+        #: None: strict reading tiers (the default); a number: calibrated boosts, each tier costing
+        #: that share of the score range (:func:`radsift.ranking.apply_tiers`; benchmarks compare them).
+        self.tier_gap: float | None = None
         self._model_path: Path | None = None
         if model is not None and encoder is None:
             self._model_path = self._checked_model(model)
@@ -239,10 +242,10 @@ class Index:
         report_of = store.units(opts.unit).report_row
         depth = max(opts.k, opts.rerank)
         if opts.level == "sentence":
-            rows, vals = rank(opts.mode, depth, tiers=tiers, **scores)
+            rows, vals = rank(opts.mode, depth, tiers=tiers, gap=self.tier_gap, **scores)
             picked = list(zip(report_of[rows].tolist(), rows.tolist(), np.asarray(vals, np.float64).tolist()))
         else:
-            groups, rows, vals = rank_groups(opts.mode, depth, report_of, tiers=tiers, **scores)
+            groups, rows, vals = rank_groups(opts.mode, depth, report_of, tiers=tiers, gap=self.tier_gap, **scores)
             picked = list(zip(groups.tolist(), rows.tolist(), np.asarray(vals, np.float64).tolist()))
         units = self._units(store, opts.unit, [u for _, u, _ in picked])
         if opts.rerank:
