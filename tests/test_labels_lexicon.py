@@ -216,3 +216,38 @@ def test_negation_end_rules(tmp_path) -> None:
         """)
     with pytest.raises(LexiconError, match=r"rules2\.yaml:3: category NEGATED_EXISTENCE needs direction FORWARD"):
         load_rules(path)
+
+
+def test_descriptions_load_and_are_no_phrases(tmp_path) -> None:
+    path = write(tmp_path, "lex.yaml", """
+        concepts:
+          - name: pneumothorax
+            category: finding
+            synonyms: [PTX]
+            descriptions: [air outside the lung, "a lung that has fallen in"]
+          - name: pleural effusion
+            category: finding
+            descriptions: fluid around the lung
+        """)
+    lexicon = load_lexicon(path)
+    assert lexicon["pneumothorax"].descriptions == ("air outside the lung", "a lung that has fallen in")
+    assert lexicon["pleural effusion"].descriptions == ("fluid around the lung",)
+    assert "air outside the lung" not in lexicon["pneumothorax"].synonyms  # never spotted in reports
+
+
+@pytest.mark.parametrize(("second", "message"), [
+    ("descriptions: [Ptx!]", r"lex.yaml:6: description 'Ptx!' of 'pleural effusion' is a phrase of 'pneumothorax' \(line 4\)"),
+    ("descriptions: [Air outside the lung]", r"lex.yaml:6: description 'Air outside the lung' of 'pleural effusion' is also a "
+                                             r"description of 'pneumothorax' \(line 5\)"),
+])
+def test_a_description_that_words_another_concept_is_an_error_naming_both(tmp_path, second, message) -> None:
+    path = write(tmp_path, "lex.yaml", f"""
+        concepts:
+          - name: pneumothorax
+            category: finding
+            synonyms: [PTX]
+            descriptions: [air outside the lung]
+          - {{name: pleural effusion, category: finding, {second}}}
+        """)
+    with pytest.raises(LexiconError, match=message):
+        load_lexicon(path)

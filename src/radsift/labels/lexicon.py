@@ -17,6 +17,9 @@ File format (YAML; the packaged chest X-ray lexicon is ``data/chest_xray.yaml``)
         normal_subjects:            # optional: what "is normal" / "normal ..." describes
           - lung expansion          #   ("heart size" for cardiomegaly: "heart size is normal")
         description: free text      # optional
+        descriptions:               # optional: how a referring clinician or a layperson would
+          - air outside the lung that makes it fall in   #   describe it, without naming it;
+                                    #   queries are linked to the concept by them (radsift.search.concepts)
 
 Phrases match case-insensitively, singular and plural alike (``effusion`` also matches
 ``effusions``). A hyphenated word matches with or without its hyphen, and a hyphenated
@@ -29,7 +32,10 @@ finding as *absent* when a normal-state predicate of the rules file follows or p
 its own it is not a mention.
 
 Unknown keys, a repeated concept name, or one phrase listed twice (in any concept, after
-normalization) are :class:`~radsift.errors.LexiconError` naming the file and line.
+normalization) are :class:`~radsift.errors.LexiconError` naming the file and line. A
+description is not a phrase (it is never spotted in reports), but one that equals a phrase or a
+description of another concept is an error naming both concepts: a query worded so would link
+to two concepts.
 """
 
 from __future__ import annotations
@@ -48,7 +54,8 @@ PACKAGED_LEXICON = "chest_xray.yaml"
 MAX_GAP = 4  # words a "*" in a phrase may stand for
 
 _TOP_KEYS = {"version", "name", "description", "categories", "concepts"}
-_CONCEPT_KEYS = {"name", "category", "synonyms", "absent_phrases", "normal_subjects", "description"}
+_CONCEPT_KEYS = {"name", "category", "synonyms", "absent_phrases", "normal_subjects", "description",
+                 "descriptions"}
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
 
 
@@ -68,6 +75,7 @@ class Concept:
         absent_phrases: Phrases that state it is absent.
         normal_subjects: Phrases that, described as normal, state it is absent.
         description: Optional free text.
+        descriptions: Plain-language descriptions a non-radiologist would type (query linking).
         line: Line of the concept in its file.
     """
 
@@ -77,6 +85,7 @@ class Concept:
     absent_phrases: tuple[str, ...] = ()
     normal_subjects: tuple[str, ...] = ()
     description: str | None = None
+    descriptions: tuple[str, ...] = ()
     line: int = 0
 
     @property
@@ -133,6 +142,28 @@ def _check_phrase(key: tuple[str, ...], phrase: str, source: str, line: int) -> 
         raise LexiconError(f"{source}:{line}: phrase {phrase!r} has two '*' in a row")
 
 
+def _description_key(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.casefold()))
+
+
+def _check_descriptions(raw, phrases: dict, source: str) -> None:
+    """A description that words another concept's phrase or description is an error naming both."""
+    by_words = {_description_key(phrase): (phrase, line, owner) for phrase, line, owner in phrases.values()}
+    seen: dict[str, tuple[str, int, str]] = {}
+    for _, name, _, lists in raw:
+        for text, line in lists["descriptions"]:
+            key = _description_key(text)
+            other = by_words.get(key)
+            if other is not None and other[2] != name:
+                raise LexiconError(f"{source}:{line}: description {text!r} of {name!r} is a phrase of {other[2]!r} "
+                                   f"(line {other[1]}): a query worded so would link to both")
+            first = seen.get(key)
+            if first is not None and first[2] != name:
+                raise LexiconError(f"{source}:{line}: description {text!r} of {name!r} is also a description of "
+                                   f"{first[2]!r} (line {first[1]})")
+            seen.setdefault(key, (text, line, name))
+
+
 def parse_lexicon(text: str, source: str) -> Lexicon:
     """Parse lexicon YAML text (see the module docstring for the format).
 
@@ -172,19 +203,20 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
             )
         lists = {
             key: string_list(node, key, source, f"concept {name!r}")
-            for key in ("synonyms", "absent_phrases", "normal_subjects")
+            for key in ("synonyms", "absent_phrases", "normal_subjects", "descriptions")
         }
         raw.append((node, name, category, lists))
 
     # Irregular plurals come from the lexicon's own vocabulary, so derive them before keying phrases.
     vocabulary = phrase_words(
-        [name for _, name, _, _ in raw] + [p for *_, lists in raw for items in lists.values() for p, _ in items]
+        [name for _, name, _, _ in raw]
+        + [p for *_, lists in raw for key, items in lists.items() if key != "descriptions" for p, _ in items]
     )
     normalizer = Normalizer(derive_irregulars(vocabulary))
 
     names: dict[str, int] = {}
     slugs: dict[str, str] = {}
-    phrases: dict[tuple[str, ...], tuple[str, int]] = {}
+    phrases: dict[tuple[str, ...], tuple[str, int, str]] = {}
     concepts = []
     for node, name, category, lists in raw:
         line = node.line
@@ -202,7 +234,7 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
             )
         slugs[slug] = name
         entries = [(name, node.line_of("name"), "synonyms")] + [
-            (p, ln, key) for key, items in lists.items() for p, ln in items
+            (p, ln, key) for key, items in lists.items() if key != "descriptions" for p, ln in items
         ]
         for phrase, ln, key in entries:
             pkey = normalizer.phrase(phrase)
@@ -210,12 +242,12 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
             if key == "normal_subjects" and GAP in pkey:
                 raise LexiconError(f"{source}:{ln}: normal subject {phrase!r} cannot contain '*'")
             if pkey in phrases:
-                first, first_line = phrases[pkey]
+                first, first_line, _ = phrases[pkey]
                 raise LexiconError(
                     f"{source}:{ln}: duplicate phrase {phrase!r} in {name!r} "
                     f"(same as {first!r} at line {first_line}; plurals, case and hyphens are folded)"
                 )
-            phrases[pkey] = (phrase, ln)
+            phrases[pkey] = (phrase, ln, name)
         description = node.get("description")
         concepts.append(
             Concept(
@@ -225,9 +257,11 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
                 absent_phrases=tuple(p for p, _ in lists["absent_phrases"]),
                 normal_subjects=tuple(p for p, _ in lists["normal_subjects"]),
                 description=description.strip() if isinstance(description, str) else None,
+                descriptions=tuple(p for p, _ in lists["descriptions"]),
                 line=line,
             )
         )
+    _check_descriptions(raw, phrases, source)
     return Lexicon(
         concepts=tuple(concepts),
         source=source,
