@@ -1,0 +1,112 @@
+"""The description benchmark queries: well-formed, and none names the finding it describes.
+
+``benchmarks/data/description_queries.tsv`` holds queries that *describe* a chest X-ray
+finding the way a layperson, a referring clinician or a radiologist would, without naming
+it. A query that named its finding (or one of its synonyms) would test phrase spotting,
+not description matching, so every query is checked against the labeler and against the
+lexicon's synonyms here.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from radsift.labels import Labeler
+from radsift.labels.lexicon import load_lexicon
+
+TSV = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "description_queries.tsv"
+COLUMNS = ["qid", "query", "finding", "style", "split"]
+STYLES = {"lay", "clinician", "radiology"}
+SPLITS = {"dev", "test"}
+NEGATION_RE = re.compile(r"\b(?:no|not|without|absent|never|negative)\b|n't", re.IGNORECASE)
+_WORD_RE = re.compile(r"\*|[^\W_]+(?:['-][^\W_]+)*")
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict[str, str]]:
+    with TSV.open(encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        assert reader.fieldnames == COLUMNS
+        out = list(reader)
+    for row in out:
+        assert None not in row and all(row[c] is not None for c in COLUMNS), row  # no extra / missing cells
+    return out
+
+
+@pytest.fixture(scope="module")
+def labeler() -> Labeler:
+    return Labeler()
+
+
+def synonym_pattern(phrase: str) -> re.Pattern[str]:
+    """A whole-word, case-insensitive pattern for a lexicon phrase: a trailing plural ``s``/``es``
+    allowed on each word, a hyphen also matching a space or nothing, ``*`` up to four words."""
+    parts: list[str] = []
+    for word in _WORD_RE.findall(phrase.lower()):
+        if word == "*":
+            parts.append(r"(?:\s+\S+){0,4}?")
+            continue
+        if parts:
+            parts.append(r"\s+")
+        parts.append(re.escape(word).replace(r"\-", r"[-\s]?") + r"(?:e?s)?")
+    return re.compile(r"(?<![\w-])" + "".join(parts) + r"(?![\w-])", re.IGNORECASE)
+
+
+def test_synonym_pattern() -> None:
+    assert synonym_pattern("pleural effusion").search("small pleural effusions")
+    assert synonym_pattern("air-space disease").search("airspace disease")
+    assert synonym_pattern("heart * enlarged").search("heart is mildly enlarged")
+    assert not synonym_pattern("PE").search("a pea sized spot")
+    assert not synonym_pattern("mass").search("massive")
+
+
+def test_columns_ids_and_counts(rows) -> None:
+    assert len(rows) >= 120
+    qids = [r["qid"] for r in rows]
+    assert len(set(qids)) == len(qids)
+    assert all(re.fullmatch(r"d\d{3}", q) for q in qids)
+    assert {r["style"] for r in rows} <= STYLES
+    assert {r["split"] for r in rows} <= SPLITS
+    assert sum(r["split"] == "test" for r in rows) == 40
+    assert {r["style"] for r in rows if r["split"] == "test"} == STYLES
+    for r in rows:
+        words = r["query"].split()
+        assert 3 <= len(words) <= 15, r
+        assert r["query"] == r["query"].lower() == r["query"].strip(), r
+        assert not NEGATION_RE.search(r["query"]), r
+
+
+def test_findings_are_lexicon_concepts(rows) -> None:
+    lexicon = load_lexicon()
+    findings = Counter(r["finding"] for r in rows)
+    assert len(findings) >= 35
+    assert set(findings) <= set(lexicon.names)
+    styles = defaultdict(set)
+    for r in rows:
+        styles[r["finding"]].add(r["style"])
+    for finding, n in findings.items():
+        assert 2 <= n <= 5, finding
+        assert len(styles[finding]) >= 2, finding  # described in different styles
+
+
+def test_queries_do_not_name_their_finding(rows, labeler) -> None:
+    lexicon = labeler.lexicon
+    mentions = labeler.label_many([r["query"] for r in rows])
+    named, other = [], []
+    for r, found in zip(rows, mentions):
+        concept = lexicon[r["finding"]]
+        if any(m.finding == concept.name for m in found):
+            named.append((r["qid"], r["query"]))
+        hits = [s for s in concept.synonyms if synonym_pattern(s).search(r["query"])]
+        if hits:
+            named.append((r["qid"], r["query"], hits))
+        if found:
+            other.append((r["qid"], r["query"], [m.finding for m in found]))
+    assert not named, named
+    # No query names another lexicon finding either: each is judged on the described one only.
+    assert not other, other
