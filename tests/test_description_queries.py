@@ -110,3 +110,31 @@ def test_queries_do_not_name_their_finding(rows, labeler) -> None:
     assert not named, named
     # No query names another lexicon finding either: each is judged on the described one only.
     assert not other, other
+
+
+_FUNCTION_WORDS = frozenset("a an the of in on at to for from by with and or my is are it its that this into over "
+                            "under up out".split())
+
+
+def _shared_wording(query: str, description: str) -> set[tuple[str, ...]]:
+    """Word runs the two share: any 4 words, or 3 words of which at least 2 are content words."""
+    def grams(text: str, n: int) -> set[tuple[str, ...]]:
+        words = re.findall(r"[a-z0-9]+", text.lower())
+        return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+    three = {g for g in grams(query, 3) & grams(description, 3) if sum(w not in _FUNCTION_WORDS for w in g) >= 2}
+    return (grams(query, 4) & grams(description, 4)) | three
+
+
+def test_shared_wording_finds_what_it_should() -> None:
+    assert _shared_wording("chalky glands in the middle of my chest", "chalky glands in the middle of the chest")
+    assert not _shared_wording("air leak in the lung", "pus in the lung")  # one content word only
+
+
+def test_the_test_split_shares_no_wording_with_the_lexicon_descriptions(rows) -> None:
+    # The descriptions serve concept linking and training; the test split measures both on wording never seen.
+    lexicon = load_lexicon()
+    shared = [(row["qid"], c.name, d, sorted(_shared_wording(row["query"], d)))
+              for row in rows if row["split"] == "test" for c in lexicon for d in c.descriptions
+              if _shared_wording(row["query"], d)]
+    assert shared == []
