@@ -159,3 +159,22 @@ def test_combined_schedule_share():
     assert sum(steps) == 25
     assert not any(steps[i] and steps[i + 1] for i in range(99))  # spread, not bunched
     assert not any(is_pair_step(i, 0.0) for i in range(10)) and all(is_pair_step(i, 1.0) for i in range(10))
+
+
+def test_description_share_uses_lexicon_descriptions_as_queries():
+    import random
+
+    from radsift.labels.weak import NO, YES, Query
+    from radsift.models.training.batching import LexiconSampler
+    from radsift.models.training.data import LabeledSentence, LexiconData
+
+    yes, no = Query(YES, "pneumothorax"), Query(NO, "pneumothorax")
+    sentences = [LabeledSentence("s1", "Small pneumothorax.", frozenset({yes}), frozenset({yes}), frozenset()),
+                 LabeledSentence("s2", "No pneumothorax.", frozenset({no}), frozenset({no}), frozenset())]
+    data = LexiconData(sentences, {yes: [0], no: [1]},
+                       descriptions={"pneumothorax": ("air around a collapsed lung",)})
+    always = LexiconSampler(data, 2, 0.5, random.Random(0), description_share=1.0)
+    anchors = {(e.query.polarity, e.anchor) for _ in range(20) for e in always.group()}
+    assert anchors == {(YES, "air around a collapsed lung"), (NO, "no air around a collapsed lung")}
+    never = LexiconSampler(data, 2, 0.5, random.Random(0), description_share=0.0)
+    assert not any("collapsed" in e.anchor for _ in range(20) for e in never.group())

@@ -17,7 +17,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from radsift.labels.weak import Query, phrasings, query_text
+from radsift.labels.weak import YES, Query, phrasings, query_text
 from radsift.models.training.data import LexiconData, SectionPair
 from radsift.models.training.surrogates import mentions_term, swap_span
 
@@ -74,10 +74,13 @@ class LexiconSampler:
         rng: Random source (seeded by the caller).
         partners: Add opposite-negation partners (default True).
         name_swap: Share of groups with a surrogate finding name (needs ``data.surrogates``).
+        description_share: Share of examples whose query is a lexicon description of the finding
+            (needs ``data.descriptions``).
     """
 
     def __init__(self, data: LexiconData, batch_size: int, alpha: float, rng: random.Random,
-                 partners: bool = True, name_swap: float = 0.0) -> None:
+                 partners: bool = True, name_swap: float = 0.0, description_share: float = 0.0) -> None:
+        self.description_share = description_share if data.descriptions else 0.0
         self.data = data
         self.batch_size = batch_size
         self.rng = rng
@@ -88,7 +91,12 @@ class LexiconSampler:
 
     def example(self, query: Query) -> LexiconExample:
         """A random example of ``query``."""
-        return LexiconExample(query, self.rng.choice(phrasings(query)), self.rng.choice(self.data.by_query[query]))
+        anchor = self.rng.choice(phrasings(query))
+        described = self.data.descriptions.get(query.finding)
+        if described and self.description_share and self.rng.random() < self.description_share:
+            text = self.rng.choice(described)
+            anchor = text if query.polarity == YES else f"no {text}"
+        return LexiconExample(query, anchor, self.rng.choice(self.data.by_query[query]))
 
     def compatible(self, a: LexiconExample, b: LexiconExample) -> bool:
         """Whether ``a`` and ``b`` may share a batch (each one's sentence is a true negative for the other)."""
@@ -106,6 +114,8 @@ class LexiconSampler:
             if span is None or mentions_term(sent.text, term):
                 return group
             own = phrasings(e.query)
+            if e.anchor not in own:  # a description names no finding to swap
+                return group
             query = Query(e.query.polarity, term)
             out.append(LexiconExample(query, query_text(query, own.index(e.anchor)), e.positive,
                                       swap_span(sent.text, *span, term)))

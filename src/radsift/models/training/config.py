@@ -117,6 +117,9 @@ class TrainConfig:
             and the matched sentence alike, for a surrogate term of the site's own text that is
             not in the lexicon (:mod:`radsift.models.training.surrogates`): teaches the model to
             copy a name it was never taught instead of pulling it toward a taught one. 0 = off.
+        description_share: Lexicon: share of examples whose query is one of the finding's plain-language
+            lexicon ``descriptions`` ("no " + it for a negative query) instead of a phrasing of its name,
+            so the model learns how non-radiologists describe findings.
         time_limit_minutes: Stop early (and say so in the model card) past this wall time.
         rerank_negatives: ``rerank``: negatives per positive pair.
         rerank_depth: ``rerank``: negatives come from this many bi-encoder top hits.
@@ -170,6 +173,8 @@ class TrainConfig:
     # Name swapping in a quarter of the lexicon groups raised mAP on the unseen findings (negative
     # queries +0.03 at 100 steps; a half did worse), the README says by how much.
     name_swap: float = 0.25
+    # Off until measured to help descriptions never seen (docs/measurements.md, "Descriptions as training queries").
+    description_share: float = 0.0
     time_limit_minutes: float | None = 20.0
     # rerank
     rerank_negatives: int = 3
@@ -208,6 +213,8 @@ class TrainConfig:
             )
         if self.learning_rate <= 0 or self.margin < 0 or self.query_margin < 0 or self.scale <= 0 or self.query_sampling_alpha < 0:
             raise ConfigError("learning_rate and scale must be > 0; margin and query_sampling_alpha >= 0")
+        if not 0.0 <= self.description_share <= 1.0:
+            raise ConfigError(f"description_share: {self.description_share} must lie in [0, 1]")
         if not 0.0 <= self.name_swap < 1.0:
             raise ConfigError(f"name_swap: {self.name_swap} must lie in [0, 1) (1 would leave no real finding name)")
         if not 0.0 <= self.base_weight < 1.0:

@@ -75,11 +75,13 @@ class LexiconData:
         by_query: Training query -> indices of its sentences (sentences carrying both
             polarities of the finding are left out: they cannot teach negation).
         surrogates: Surrogate finding names for name swapping (empty when it is off).
+        descriptions: Finding -> its lexicon descriptions (query surrogates; empty when unused).
     """
 
     sentences: list[LabeledSentence]
     by_query: dict[Query, list[int]]
     surrogates: list[str] = field(default_factory=list)
+    descriptions: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def n_entries(self) -> int:
@@ -203,6 +205,8 @@ def prepare_data(
         lexicon.surrogates = surrogate_terms(texts, labeler.lexicon, labeler.rules)
         names = NameFinder(labeler.lexicon)
         lexicon.sentences = [replace(s, names=names(weak.sentence(s.id))) for s in lexicon.sentences]
+    if config.description_share > 0:
+        lexicon.descriptions = {c.name: c.descriptions for c in labeler.lexicon if c.descriptions}
     heldout_sentences = [_labeled(s, set()) for s in weak.sentences if any(r in held for r in s.report_ids)]
     pairs = _pairs(reports, train, config)
     heldout_pairs = _pairs(reports, held, config)

@@ -55,6 +55,10 @@ class MinedBatch:
         out = []
         for e in self.examples:
             own = phrasings(e.query)
+            if e.anchor not in own:
+                # a lexicon description (LexiconSampler's description_share): "no " + it, or without its "no "
+                out.append(e.anchor[3:] if e.anchor.startswith("no ") else f"no {e.anchor}")
+                continue
             variant = own.index(e.anchor) if e.anchor in own else 0
             out.append(query_text(opposite(e.query), variant))
         return out
@@ -146,7 +150,7 @@ class LexiconRecipe:
         self.config = config
         self.rng = rng
         self.sampler = LexiconSampler(data, config.batch_size, config.query_sampling_alpha, rng,
-                                      name_swap=config.name_swap)
+                                      name_swap=config.name_swap, description_share=config.description_share)
         self._loss: torch.nn.Module | None = None
         self.queue: list[MinedBatch] = []
         # When the mined negative joins the in-batch candidates (MNRL's negative column) it must be a
