@@ -275,26 +275,32 @@ def test_index_build_with_the_real_model_prints_no_third_party_bars(tmp_path):
 
 @pytest.mark.slow
 def test_demo_runs_the_main_job_end_to_end(tmp_path):
-    """``radsift demo`` (what ``make demo`` runs, here on 150 reports and without the web page)."""
+    """``radsift demo`` (what ``make demo`` runs, here on 250 reports, 2 adapt steps, no web page)."""
     import re
 
     from radsift.search import Index
 
     out = tmp_path / "demo"
-    res = CliRunner().invoke(app, ["demo", "--out", str(out), "--n", "150", "--no-serve"])
+    res = CliRunner().invoke(app, ["demo", "--out", str(out), "--n", "250", "--no-serve", "--adapt-steps", "2"])
     assert res.exit_code == 0, res.output
-    for step in ("1. demo corpus", "2. index", "3. example searches", "4. how well", "5. your own reports"):
+    for step in ("1. demo corpus", "2. index", "3. example searches", "4. how well", "5. adapt the model",
+                 "6. your own reports"):
         assert step in res.output
     index = Index.open(out / "index")
-    assert index.manifest.counts["reports"] == 150
+    assert index.manifest.counts["reports"] == 250
     from radsift.demo_runner import EXAMPLE_SEARCHES
 
     for query in EXAMPLE_SEARCHES:
         assert index.search(query, k=3), query
-    # the evaluation table: one row per mode with four figures in [0, 1]; hybrid ranks the demo's
-    # queries better than chance (a broken index or qrels mismatch gives 0)
-    rows = {m: [float(x) for x in re.findall(r"\d\.\d{3}", line)]
-            for line in res.output.splitlines() for m in ("bm25", "dense", "hybrid")
-            if line.strip("│ ").startswith(m + " ")}
-    assert set(rows) == {"bm25", "dense", "hybrid"} and all(len(v) == 4 for v in rows.values()), res.output
+    adapted = Index.open(out / "index-adapted")
+    assert "index-adapted/models/adapted-" in adapted.manifest.model_path
+    # the evaluation table: one row per (model, mode) with four figures in [0, 1]; every mode ranks
+    # the demo's queries better than chance (a broken index or qrels mismatch gives 0)
+    rows = {}
+    for line in res.output.splitlines():
+        cells = [c.strip() for c in line.strip().strip("│").split("│")]
+        if len(cells) == 6 and cells[1] in ("bm25", "dense", "hybrid"):
+            rows[(cells[0].split(" ")[0], cells[1])] = [float(x) for x in cells[2:]]
+    assert set(rows) == {("general", "bm25"), ("general", "dense"), ("general", "hybrid"),
+                         ("adapted", "dense"), ("adapted", "hybrid")}, res.output
     assert all(0.3 < x <= 1 for v in rows.values() for x in v), rows

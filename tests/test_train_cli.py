@@ -38,6 +38,10 @@ def test_cli_trains_a_model_that_loads_offline_and_indexes(tmp_path: Path, monke
     assert info["data"]["heldout_reports"] > 0 and info["config"]["heldout_fraction"] == 0.2
     card = (out / "README.md").read_text()
     assert "`combined`" in card and "## Data" in card and "## Configuration" in card
+    from radsift.models.settings import TRAINED, load_search_settings, packaged_settings
+
+    # the search settings measured for trained models travel with the model
+    assert load_search_settings(out).to_dict() == packaged_settings(TRAINED).to_dict()
 
     # a non-empty --out is refused without --overwrite (exit status 2, one-line error)
     again = runner.invoke(app, args)

@@ -243,6 +243,14 @@ ReadingOpt = Annotated[Optional[list[str]], typer.Option(
     "--reading", metavar="FINDING=STATUS",
     help="Override how the query is read (repeatable): STATUS is present, absent, uncertain or ignore, "
          "e.g. --reading cardiomegaly=absent; FINDING=side for the side.")]
+AlphaOpt = Annotated[Optional[float], typer.Option(
+    "--alpha", metavar="WEIGHT",
+    help="The dense share of hybrid, 0 to 1 (default: the model's own, measured for it; see radsift index info).")]
+ConceptsOpt = Annotated[bool, typer.Option(
+    "--concepts/--no-concepts",
+    help="Link a query that describes a lexicon finding without naming it to that finding (\"understood as\").")]
+PrfOpt = Annotated[bool, typer.Option(
+    "--prf", help="Pseudo-relevance feedback: expand the query from its first-pass top hits (RM3, Rocchio).")]
 CorpusOpt = Annotated[list[Path], typer.Option("--corpus", metavar="PATH", help="Corpus file or folder (repeatable).")]
 
 
@@ -262,7 +270,8 @@ def _report_read_stats(stats) -> None:
 # ---------------------------------------------------------------------------------------------
 # index build / add / info
 # ---------------------------------------------------------------------------------------------
-@command(index_app, "build", example=f"radsift index build my-index reports.csv {OPENI}")
+@command(index_app, "build", example=[f"radsift index build my-index reports.csv {OPENI}",
+                                       f"radsift index build my-index reports.csv {OPENI} --adapt"])
 @reader_flags()
 def index_build(
     index_dir: Annotated[Path, typer.Argument(metavar="INDEX_DIR", help="Index directory to create.")],
@@ -274,13 +283,29 @@ def index_build(
         "--lexicon", metavar="FILE", help="Finding lexicon YAML for sentence labels (default: packaged).")] = None,
     labels: Annotated[bool, typer.Option("--labels/--no-labels", help="Label findings and negation in sentences "
                                          "(enables negation-aware search).")] = True,
+    adapt: Annotated[bool, typer.Option(
+        "--adapt", help="First tune the model on these reports (the default training recipe, no labels needed), "
+                        "then index with it; the model is kept in INDEX_DIR/models/.")] = False,
+    adapt_steps: Annotated[int, typer.Option(
+        "--adapt-steps", metavar="N", help="Training steps of --adapt (more: slower, closer to a full "
+                                           "'radsift train').")] = 100,
 ) -> None:
-    """Build an index from a corpus (encodes sentences and sections, labels findings, builds BM25)."""
+    """Build an index from a corpus (encodes sentences and sections, labels findings, builds BM25);
+    with --adapt, tune the model on the corpus first."""
     from radsift.index import build_index
 
     reports, stats = _read(corpus, reader)
-    summary = build_index(index_dir, reports, model=model, threads=threads, batch_size=batch_size,
-                          overwrite=overwrite, lexicon=lexicon, label=labels)
+    if adapt:
+        from radsift.index.adapt import build_adapted_index
+
+        if not labels:
+            raise ConfigError("--adapt trains on the sentence labels: it cannot be used with --no-labels")
+        summary, _ = build_adapted_index(index_dir, reports, steps=adapt_steps, base_model=model, threads=threads,
+                                         batch_size=batch_size, overwrite=overwrite, lexicon=lexicon,
+                                         say=lambda m: err_console.print(m, highlight=False))
+    else:
+        summary = build_index(index_dir, reports, model=model, threads=threads, batch_size=batch_size,
+                              overwrite=overwrite, lexicon=lexicon, label=labels)
     _report_read_stats(stats)
     console.print(f"built: {summary.describe()}", highlight=False)
 
@@ -328,7 +353,8 @@ def search_cmd(
     mode: ModeOpt = "hybrid", level: LevelOpt = "report", where: WhereOpt = None, target: TargetOpt = None,
     unit: UnitOpt = "sentence", negation: NegationOpt = "aware", model: ModelOpt = None,
     threads: ThreadsOpt = None, as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable hits.")] = False,
-    rerank: RerankOpt = 0, reranker: RerankerOpt = None, reading: ReadingOpt = None,
+    rerank: RerankOpt = 0, reranker: RerankerOpt = None, reading: ReadingOpt = None, alpha: AlphaOpt = None,
+    concepts: ConceptsOpt = True, prf: PrfOpt = False,
 ) -> None:
     """Search an index: prints how the query was read, then each hit with the status of the query's
     findings in it and the matched words highlighted."""
@@ -337,7 +363,7 @@ def search_cmd(
 
     index = Index.open(index_dir, model=model, threads=threads, reranker=reranker if rerank else None)
     hits = index.search(query, k=k, mode=mode, level=level, where=where, target=target, unit=unit,
-                        negation=negation, rerank=rerank, reading=reading)
+                        negation=negation, rerank=rerank, reading=reading, alpha=alpha, concepts=concepts, prf=prf)
     if as_json:
         typer.echo(json.dumps({"query": query, "mode": mode, "level": level, "reading": hits.reading.to_dict(),
                                "hits": [h.to_dict() for h in hits]}, ensure_ascii=False))
@@ -353,7 +379,8 @@ def run_cmd(
     k: Annotated[int, typer.Option("-k", "--k", metavar="N", help="Depth of the run per query.")] = 1000,
     mode: ModeOpt = "hybrid", level: LevelOpt = "report", where: WhereOpt = None, target: TargetOpt = None,
     unit: UnitOpt = "sentence", negation: NegationOpt = "aware", model: ModelOpt = None,
-    threads: ThreadsOpt = None, rerank: RerankOpt = 0, reranker: RerankerOpt = None,
+    threads: ThreadsOpt = None, rerank: RerankOpt = 0, reranker: RerankerOpt = None, alpha: AlphaOpt = None,
+    concepts: ConceptsOpt = True, prf: PrfOpt = False,
     tag: Annotated[Optional[str], typer.Option("--tag", metavar="NAME", help="Run tag (default radsift-MODE).")] = None,
 ) -> None:
     """Run a file of queries and write a TREC run (docid = report id, or sentence uid at sentence level)."""
@@ -362,7 +389,8 @@ def run_cmd(
 
     index = Index.open(index_dir, model=model, threads=threads, reranker=reranker if rerank else None)
     n = run_queries(index, queries, out, k=k, mode=mode, level=level, where=where, target=target, unit=unit,
-                    negation=negation, rerank=rerank, tag=tag or f"radsift-{mode}")
+                    negation=negation, rerank=rerank, alpha=alpha, concepts=concepts, prf=prf,
+                    tag=tag or f"radsift-{mode}")
     console.print(f"wrote {n} queries to {out}", highlight=False)
 
 
@@ -580,11 +608,13 @@ def demo_cmd(
     n: Annotated[int, typer.Option("--n", metavar="N", help="Number of synthetic reports.")] = 2000,
     serve: Annotated[bool, typer.Option("--serve/--no-serve", help="Start the web page at the end.")] = False,
     port: Annotated[int, typer.Option("--port", metavar="PORT", help="TCP port of the web page.")] = 8000,
+    adapt_steps: Annotated[int, typer.Option(
+        "--adapt-steps", metavar="N", help="Training steps of the adapt step (0 skips it).")] = 40,
 ) -> None:
-    """The main job on the bundled demo corpus: generate, index, search (and serve)."""
+    """The main job on the bundled demo corpus: generate, index, search, adapt the model (and serve)."""
     from radsift.demo_runner import run_demo
 
-    run_demo(out, n=n, serve=serve, port=port, console=console)
+    run_demo(out, n=n, serve=serve, port=port, adapt_steps=adapt_steps, console=console)
 
 
 @command(app, "demo-corpus", example="radsift demo-corpus --out demo-corpus --n 500")

@@ -109,9 +109,13 @@ class ReadFinding:
         finding: The lexicon finding ("cardiomegaly") or, outside the lexicon, the phrase
             ("intracranial hemorrhage").
         status: What the query asks for: ``present``, ``absent`` or ``uncertain``.
-        source: ``lexicon`` (the packaged or the index's lexicon) or ``open`` (the open-vocabulary reader).
+        source: ``lexicon`` (the query names a phrase of the index's lexicon), ``linked`` (the query
+            describes a lexicon concept: :mod:`radsift.search.concepts`) or ``open`` (the
+            open-vocabulary reader).
         cue: The query words that decided the status ("no", "possible"), if any.
         side: The query's side (``left``, ``right``, ``bilateral``) or None.
+        via: For ``linked``: the concept's name, synonym or description the query matched.
+        score: For ``linked``: the cosine of that match.
     """
 
     finding: str
@@ -119,10 +123,18 @@ class ReadFinding:
     source: str
     cue: str | None = None
     side: str | None = None
+    via: str | None = None
+    score: float | None = None
+
+    @property
+    def labeled(self) -> bool:
+        """Whether the stored lexicon labels say which units state it (``lexicon`` or ``linked``)."""
+        return self.source in ("lexicon", "linked")
 
     def to_dict(self) -> dict[str, Any]:
         return {"finding": self.finding, "status": self.status, "source": self.source, "cue": self.cue,
-                "side": self.side}
+                "side": self.side, "via": self.via,
+                "score": None if self.score is None else round(float(self.score), 4)}
 
 
 @dataclass(frozen=True)
@@ -148,8 +160,8 @@ class QueryReading:
 
     def describe(self) -> str:
         """One line: ``cardiomegaly: absent (lexicon, cue 'no'); side left``."""
-        parts = [f"{f.finding}: {f.status} ({f.source}{f', cue ' + repr(f.cue) if f.cue else ''})"
-                 for f in self.findings]
+        parts = [f"{f.finding}: {f.status} ({f.source}{f', cue ' + repr(f.cue) if f.cue else ''}"
+                 f"{f', understood from ' + repr(f.via) if f.source == 'linked' else ''})" for f in self.findings]
         if self.side:
             parts.append(f"side {self.side}")
         text = "; ".join(parts) or "no finding"

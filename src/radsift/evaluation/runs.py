@@ -15,7 +15,8 @@ from radsift.progress import progress_bar
 
 def run_queries(index, queries_path: str | Path, out: str | Path, *, k: int = 1000, mode: str = "hybrid",
                 level: str = "report", where: Iterable[str] | None = None, target: str | None = None,
-                unit: str = "sentence", negation: str = "aware", rerank: int = 0, tag: str = "radsift") -> int:
+                unit: str = "sentence", negation: str = "aware", rerank: int = 0, alpha: float | None = None,
+                concepts: bool = True, prf: bool = False, tag: str = "radsift") -> int:
     """Search every ``qid<TAB>query`` line of ``queries_path`` and write a TREC run to ``out``.
 
     docid is the report id given at ingestion (``level="report"``) or the sentence uid
@@ -35,7 +36,8 @@ def run_queries(index, queries_path: str | Path, out: str | Path, *, k: int = 10
 
     m = index.manifest
     check_options("check", k=k, mode=mode, level=level, unit=unit, negation=negation, rerank=rerank,
-                  target=target, where=where, sections=m.sections, metadata_keys=m.metadata_keys)
+                  target=target, where=where, sections=m.sections, metadata_keys=m.metadata_keys, alpha=alpha,
+                  concepts=concepts, prf=prf)
     queries = read_queries(queries_path)
     vectors = None
     if NEEDS_DENSE[mode] and queries:
@@ -45,7 +47,8 @@ def run_queries(index, queries_path: str | Path, out: str | Path, *, k: int = 10
         task = bar.add_task("running queries", total=len(queries))
         for i, (qid, text) in enumerate(queries.items()):
             hits = index.search(text, k=k, mode=mode, level=level, where=where, target=target, unit=unit,
-                                include_report=False, negation=negation, rerank=rerank,
+                                include_report=False, negation=negation, rerank=rerank, alpha=alpha,
+                                concepts=concepts, prf=prf, mentions=False,
                                 query_vector=None if vectors is None else vectors[i])
             if level == "sentence":
                 run[qid] = [(h.sentence.uid, h.score) for h in hits]

@@ -110,6 +110,11 @@ class BuildOptions:
     label: bool = True
 
 
+#: Folders radsift keeps beside the generations of an index: an adapted model (``index build --adapt``)
+#: and caches (concept vectors). A folder holding only these may become an index.
+SIDE_FOLDERS = ("models", "cache")
+
+
 def build_index(
     index_dir: str | Path,
     reports: Iterable[Report],
@@ -146,7 +151,7 @@ def build_index(
             f"{index_dir} already holds an index: use `radsift index add` to add reports, or --overwrite to rebuild it"
         )
     if index_dir.exists() and not (index_dir / CURRENT).exists() and any(
-        p for p in index_dir.iterdir() if not p.name.startswith(".")
+        p for p in index_dir.iterdir() if not p.name.startswith(".") and p.name not in SIDE_FOLDERS
     ):
         raise IndexStoreError(f"{index_dir} exists and is not a radsift index: choose an empty or new directory")
     return _write(index_dir, reports, None, BuildOptions(model, encoder, threads, batch_size, progress,

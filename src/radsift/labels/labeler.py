@@ -92,6 +92,11 @@ class Labeler:
         with self._lock:
             return self.phrase_reader.phrases(query)
 
+    def query_finding_text(self, query: str) -> tuple[str, str, str | None]:
+        """The query without its cue words, with the status and cue it asks for (concept linking)."""
+        with self._lock:
+            return self.phrase_reader.finding_text(query)
+
     def read_phrase(self, phrase: Phrase, texts: Iterable[str]) -> list[list[Mention]]:
         """Mentions of an open-vocabulary ``phrase`` in each text, with statuses (cached)."""
         texts = list(texts)

@@ -86,13 +86,31 @@ class PhraseReader:
         self.detector = detector
 
     # -- the query -----------------------------------------------------------------------------
-    def phrases(self, query: str) -> list[Phrase]:
-        """The finding phrases of a query, each with the status the query asks for."""
+    def _cues(self, query: str):
+        """The query as a doc, and the token positions of its ConText cues."""
         doc = self._doc(query)
         self.detector.context(doc)
         in_cue = set()
         for mod in doc._.context_graph.modifiers:
             in_cue.update(range(*mod.modifier_span))
+        return doc, in_cue
+
+    def finding_text(self, query: str) -> tuple[str, str, str | None]:
+        """The query without its cue words, and the status and cue the query asks for.
+
+        ``"no fluid around the lungs"`` -> ``("fluid around the lungs", "absent", "no")``: what a
+        concept linker compares with concept descriptions (:mod:`radsift.search.concepts`). The
+        status is that of the query's first finding phrase (``present`` when it has none).
+        """
+        doc, in_cue = self._cues(query)
+        text = " ".join(t.text for i, t in enumerate(doc) if i not in in_cue and _WORD.search(t.text))
+        phrases = self.phrases(query)
+        status, cue = (phrases[0].status, phrases[0].cue) if phrases else ("present", None)
+        return text, status, cue
+
+    def phrases(self, query: str) -> list[Phrase]:
+        """The finding phrases of a query, each with the status the query asks for."""
+        doc, in_cue = self._cues(query)
         groups: list[list[int]] = [[]]
         for i, token in enumerate(doc):
             if i in in_cue or token.lower_ in _SPLIT or not _WORD.search(token.text):

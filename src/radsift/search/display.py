@@ -31,9 +31,12 @@ def reading_text(reading: QueryReading) -> Text:
     for i, f in enumerate(reading.findings):
         if i:
             line.append(" · ", style="dim")
+        if f.source == "linked":
+            line.append("understood as ", style="dim")
         line.append(f.finding + " ")
         line.append(f.status, style=STATUS_STYLE.get(f.status, ""))
-        line.append(f" ({f.source}{f', cue ' + repr(f.cue) if f.cue else ''})", style="dim")
+        via = f", from {f.via!r} {f.score:.2f}" if f.source == "linked" and f.score is not None else ""
+        line.append(f" ({f.source}{f', cue ' + repr(f.cue) if f.cue else ''}{via})", style="dim")
     if reading.side:
         line.append(f"{' · ' if reading.findings else ''}side {reading.side}")
     if reading.negation != "aware":

@@ -52,6 +52,8 @@ class Index:
         self._backend_name = backend
         self._encoder = encoder
         self._labeler = None
+        self._settings = None
+        self._linker = None
         self._lock = threading.RLock()
         #: None: strict reading tiers (the default); a number: calibrated boosts, each tier costing
         #: that share of the score range (:func:`radsift.ranking.apply_tiers`; benchmarks compare them).
@@ -92,7 +94,8 @@ class Index:
         return {"path": str(self.path), "format_version": m.format_version, "generation": m.generation,
                 "model": m.model_name, "model_path": m.model_path, "dim": m.dim, "counts": dict(m.counts),
                 "sections": list(m.sections), "metadata_keys": list(m.metadata_keys), "created": m.created,
-                "updated": m.updated, "radsift_version": m.radsift_version}
+                "updated": m.updated, "radsift_version": m.radsift_version,
+                "search_settings": {**self.settings.to_dict(), "source": self.settings.source}}
 
     def get_report(self, report_id: str) -> Report | None:
         """The stored report, or None when the id is not in the index."""
@@ -139,6 +142,28 @@ class Index:
         return self._encoder
 
     @property
+    def settings(self):
+        """The search settings of the index's model (:mod:`radsift.models.settings`): its dense
+        weight in ``hybrid`` and its concept-link threshold. Reading them never loads the model."""
+        if self._settings is None:
+            from radsift.models.settings import load_search_settings
+
+            from radsift.models.encoder import model_display_name
+
+            path = self._model_path if self._model_path is not None else getattr(self._encoder, "path", None)
+            if path is None:
+                m = self.store.manifest
+                path = m.model_path if m.model_path and Path(m.model_path).is_dir() else None
+                self._settings = load_search_settings(path, m.model_name)
+            else:
+                self._settings = load_search_settings(path, model_display_name(Path(path).resolve()))
+        return self._settings
+
+    @settings.setter
+    def settings(self, value) -> None:
+        self._settings = value
+
+    @property
     def labeler(self):
         """The lexicon labeler that labeled this index's sentences (loaded on first use)."""
         if self._labeler is None:
@@ -151,7 +176,7 @@ class Index:
         return self._labeler
 
     def read(self, query: str, negation: str = "aware", reading: Mapping[str, str] | Iterable[str] | None = None,
-             ) -> QueryReading:
+             mode: str = "hybrid", concepts: bool = True) -> QueryReading:
         """How a query is read: its findings with the status it asks for, and its side.
 
         Args:
@@ -159,11 +184,43 @@ class Index:
             negation: ``aware`` or ``ignore`` (the reading is still returned; the ranking ignores it).
             reading: Overrides, finding by finding: ``{"cardiomegaly": "absent", "side": "ignore"}``
                 or ``["cardiomegaly=absent"]`` (the page's chips).
+            mode: The search mode: concept linking needs the encoder, so ``bm25`` never links.
+            concepts: Whether to link a query that describes a concept (as :meth:`search`).
         """
-        from radsift.search.query import NEGATION, check_choice, normalize_query
+        from radsift.search.query import MODES, NEGATION, check_choice, normalize_query
 
-        return read_query(normalize_query(query), self.labeler, negation=check_choice("negation", negation, NEGATION),
-                          override=parse_override(reading), lexicon=self.store.manifest.lexicon is not None)
+        query = normalize_query(query)
+        return read_query(query, self.labeler, negation=check_choice("negation", negation, NEGATION),
+                          override=parse_override(reading), lexicon=self.store.manifest.lexicon is not None,
+                          link=self._link_function(check_choice("mode", mode, MODES), query, None) if concepts else None)
+
+    @property
+    def linker(self):
+        """The concept linker of this index's lexicon and model (:mod:`radsift.search.concepts`; built on
+        first use, its phrase vectors kept under ``INDEX/cache/``)."""
+        if self._linker is None:
+            with self._lock:
+                if self._linker is None:
+                    from radsift.search.concepts import ConceptLinker
+
+                    self._linker = ConceptLinker.for_lexicon(
+                        self.labeler.lexicon, self.encoder, cache_dir=self.path / "cache",
+                        fingerprint=self.store.manifest.model_fingerprint)
+        return self._linker
+
+    def _link_function(self, mode: str, query: str, query_vector):
+        """finding text -> :class:`~radsift.search.concepts.Link` or None; None where linking is off
+        (a mode without the encoder, an index without lexicon labels, or a model with no threshold)."""
+        threshold = self.settings.link_threshold
+        if not NEEDS_DENSE[mode] or self.store.manifest.lexicon is None or threshold > 1.0:
+            return None
+
+        def link(text: str):
+            # The query itself often is its finding text: its vector is already there.
+            vec = query_vector if text == query and query_vector is not None else self.encoder.encode_query(text)
+            return self.linker.link(vec, threshold)
+
+        return link
 
     def _tiers(self, store: IndexStore, opts: SearchOptions, reading: QueryReading) -> np.ndarray | None:
         """The reading tier of every unit of ``opts.unit`` (see :func:`~radsift.search.reading.reading_tiers`)."""
@@ -194,7 +251,8 @@ class Index:
                target: str | None = None, where: Mapping | Iterable[str] | None = None, unit: str = "sentence",
                fields: Sequence[str] | None = None, include_report: bool = True,
                query_vector: np.ndarray | None = None, negation: str = "aware", rerank: int = 0,
-               reading: Mapping[str, str] | Iterable[str] | None = None) -> "SearchResult":
+               reading: Mapping[str, str] | Iterable[str] | None = None, alpha: float | None = None,
+               concepts: bool = True, prf: bool = False, mentions: bool = True) -> "SearchResult":
         """Search the index.
 
         Args:
@@ -216,6 +274,13 @@ class Index:
             reading: Override the query's reading finding by finding (see :meth:`read`).
             rerank: Re-score the first stage's top ``rerank`` hits with the cross-encoder
                 (``reranker=`` of :meth:`open`) and return the best ``k`` of them; 0 = off.
+            alpha: The dense share of ``hybrid`` (0 to 1); None = the model's own (:attr:`settings`).
+            concepts: Link a query that describes a lexicon concept without naming it to that concept
+                (:mod:`radsift.search.concepts`; modes that use the encoder only).
+            prf: Expand the query from its first-pass top units (RM3 on BM25, Rocchio on the dense side:
+                :mod:`radsift.ranking.prf`), then rank again.
+            mentions: Attach to each hit what its unit states about the query's findings (status, cue,
+                offsets: ``Hit.reading``); False skips reading the hits (batch runs, benchmarks).
 
         Returns:
             Hits, best first; scores decrease with rank. The list's ``.reading`` says how the query was read.
@@ -227,16 +292,21 @@ class Index:
         m = store.manifest
         opts = check_options(query, k=k, mode=mode, level=level, unit=unit, negation=negation, rerank=rerank,
                              target=target, where=where, sections=m.sections, metadata_keys=m.metadata_keys,
-                             reading=reading)
+                             reading=reading, alpha=alpha, concepts=concepts, prf=prf)
         if opts.k < 1:
             return SearchResult([], QueryReading(negation=opts.negation))
         if opts.rerank and self.reranker is None:
             raise ConfigError("rerank needs a reranker: pass --reranker DIR (a folder written by "
                               "'radsift train --recipe rerank') or set RADSIFT_RERANKER")
+        if NEEDS_DENSE[opts.mode] and query_vector is None:
+            query_vector = self.encoder.encode_query(opts.query)
         reading = read_query(opts.query, self.labeler, negation=opts.negation, override=dict(opts.reading),
-                             lexicon=m.lexicon is not None)
+                             lexicon=m.lexicon is not None,
+                             link=self._link_function(opts.mode, opts.query, query_vector) if opts.concepts else None)
         tiers = self._tiers(store, opts, reading)
-        scores = self._scores(store, opts, query_vector)
+        scores = self._scores(store, opts, query_vector, reading)
+        if opts.prf:
+            scores = self._feedback(store, opts, scores, tiers, query_vector, reading)
         if tiers is not None and reading.findings:
             scores["keep"] = stating(tiers)
         report_of = store.units(opts.unit).report_row
@@ -250,18 +320,47 @@ class Index:
         units = self._units(store, opts.unit, [u for _, u, _ in picked])
         if opts.rerank:
             picked = self._rerank(opts, picked, units, tiers)
-        return SearchResult(self._hits(store, opts.query, picked[:opts.k], units, fields, include_report, reading),
-                            reading)
+        return SearchResult(self._hits(store, opts.query, picked[:opts.k], units, fields, include_report,
+                                       reading if mentions else QueryReading()), reading)
 
-    def _scores(self, store: IndexStore, opts: SearchOptions, query_vector) -> dict:
-        """The query's dense and BM25 scores (only those its mode uses) and the eligible units."""
-        out: dict = {"mask": self._mask(store, opts)}
+    def _scores(self, store: IndexStore, opts: SearchOptions, query_vector, reading: QueryReading) -> dict:
+        """The query's dense and BM25 scores (only those its mode uses) and the eligible units.
+
+        The BM25 side of a query linked to a concept also holds the concept's name and short
+        synonyms (the words reports use for it)."""
+        out: dict = {"mask": self._mask(store, opts),
+                     "alpha": opts.alpha if opts.alpha is not None else self.settings.dense_weight}
         if NEEDS_DENSE[opts.mode]:
-            qv = query_vector if query_vector is not None else self.encoder.encode_query(opts.query)
-            out["dense"] = self._backend(store, opts.unit).scores(qv)
+            out["dense"] = self._backend(store, opts.unit).scores(query_vector)
         if NEEDS_BM25[opts.mode]:
             n = store.units(opts.unit).report_row.shape[0]
-            out["bm25"] = bm25_scores(store.bm25(opts.unit), opts.query, n)
+            out["bm25"] = bm25_scores(store.bm25(opts.unit), self._bm25_query(opts, reading), n)
+        return out
+
+    def _bm25_query(self, opts: SearchOptions, reading: QueryReading) -> str:
+        """The query's BM25 text: with a linked concept's name and short synonyms."""
+        words = [opts.query] + [self.linker.expansion(f.finding) for f in reading.findings if f.source == "linked"]
+        return " ".join(words)
+
+    def _feedback(self, store: IndexStore, opts: SearchOptions, scores: dict, tiers, query_vector,
+                  reading: QueryReading) -> dict:
+        """Scores again after pseudo-relevance feedback from the first pass's top units (:mod:`radsift.ranking.prf`)."""
+        from radsift.ranking.prf import FB_DOCS, rm3_weights, rocchio, weighted_bm25_scores
+        from radsift.text.tokens import tokenize
+
+        rows, vals = rank(opts.mode, FB_DOCS, tiers=tiers, gap=self.tier_gap, **scores)
+        if not len(rows):
+            return scores
+        out = dict(scores)
+        units = store.units(opts.unit)
+        if "dense" in scores:
+            moved = rocchio(query_vector, np.asarray(units.vectors[np.sort(rows)]))
+            out["dense"] = self._backend(store, opts.unit).scores(moved)
+        if "bm25" in scores:
+            texts = self._units(store, opts.unit, rows.tolist())
+            weights = rm3_weights(tokenize(self._bm25_query(opts, reading)), [tokenize(texts[r].text) for r in rows.tolist()],
+                                  np.asarray(vals, dtype=np.float64))
+            out["bm25"] = weighted_bm25_scores(store.bm25(opts.unit), weights, units.report_row.shape[0])
         return out
 
     @staticmethod
@@ -321,7 +420,7 @@ class Index:
             return ()
         from radsift.text.sentences import split_sentences
 
-        lexicon = {f.finding for f in reading.findings if f.source == "lexicon"}
+        lexicon = {f.finding for f in reading.findings if f.labeled}
         phrases = [p for f in reading.findings if f.source == "open" for p in self.labeler.query_phrases(f.finding)[:1]]
         spans = split_sentences(text) or [(0, len(text))]
         out = []

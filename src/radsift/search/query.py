@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
+import numpy as np
+
 from radsift.errors import ConfigError
 from radsift.ranking import MODES
 from radsift.search.reading import parse_override
@@ -53,6 +55,9 @@ class SearchOptions:
     target: str | None  # None = the whole report
     filters: tuple[Filter, ...]
     reading: tuple[tuple[str, str], ...] = ()  # overrides of the query's reading: (finding, status)
+    alpha: float | None = None  # the hybrid's dense share; None = the model's own (radsift.models.settings)
+    concepts: bool = True  # link a query that describes a lexicon concept to it (radsift.search.concepts)
+    prf: bool = False  # pseudo-relevance feedback (radsift.ranking.prf)
 
 
 def normalize_query(query: str) -> str:
@@ -132,9 +137,22 @@ def check_target(target: str | None, sections: Sequence[str]) -> str | None:
     return target
 
 
+def check_alpha(alpha: float | None) -> float | None:
+    """The hybrid's dense share: None (the model's own) or a number within [0, 1]."""
+    if alpha is None:
+        return None
+    try:
+        value = float(alpha)
+    except (TypeError, ValueError):
+        raise ConfigError(f"alpha: must be a number within [0, 1], not {str(alpha)[:40]!r}") from None
+    if not 0.0 <= value <= 1.0:  # also refuses NaN
+        raise ConfigError(f"alpha: must be within [0, 1] (the dense share of the hybrid), not {value:g}")
+    return value
+
+
 def check_options(query: str, *, k: int, mode: str, level: str, unit: str, negation: str, rerank: int,
                   target: str | None, where, sections: Sequence[str], metadata_keys: Sequence[str],
-                  reading=None) -> SearchOptions:
+                  reading=None, alpha: float | None = None, concepts: bool = True, prf: bool = False) -> SearchOptions:
     """Every check of a search request, in one place.
 
     Raises:
@@ -147,5 +165,12 @@ def check_options(query: str, *, k: int, mode: str, level: str, unit: str, negat
         level=check_choice("level", level, LEVELS), unit=check_choice("unit", unit, UNITS),
         negation=check_choice("negation", negation, NEGATION), rerank=int(rerank),
         target=check_target(target, sections), filters=parse_where(where, metadata_keys),
-        reading=tuple(parse_override(reading).items()),
+        reading=tuple(parse_override(reading).items()), alpha=check_alpha(alpha),
+        concepts=_check_bool("concepts", concepts), prf=_check_bool("prf", prf),
     )
+
+
+def _check_bool(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ConfigError(f"{name}: must be true or false, not {str(value)[:40]!r}")
+    return bool(value)

@@ -2,7 +2,9 @@
 
 The reading comes from the labeler that labeled the index: lexicon findings first (the
 spotter and ConText rules, :class:`~radsift.labels.Labeler`); when the query names none, the
-open-vocabulary reader (:mod:`radsift.labels.phrases`) reads its finding phrases. Side words
+concept linker (:mod:`radsift.search.concepts`) may find the lexicon concept it describes
+("a breathing tube in the windpipe"); failing that, the open-vocabulary reader
+(:mod:`radsift.labels.phrases`) reads its finding phrases. Side words
 (left, right, bilateral) are read on their own. A reading can be overridden finding by finding
 (the page's chips: present / absent / uncertain / ignore).
 
@@ -16,13 +18,16 @@ use it, so what is measured is what users get.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from radsift.errors import ConfigError
 from radsift.ranking import STATUS_CODES, side_tiers, stated_tiers, unit_tiers
 from radsift.records import QueryReading, ReadFinding
+
+if TYPE_CHECKING:
+    from radsift.search.concepts import Link
 
 #: At most this many findings of one query are read (the rest are named in the reading's note).
 MAX_FINDINGS = 10
@@ -59,7 +64,7 @@ def parse_override(items: Iterable[str] | Mapping[str, str] | None) -> dict[str,
 
 
 def read_query(query: str, labeler, *, negation: str = "aware", override: Mapping[str, str] | None = None,
-               lexicon: bool = True) -> QueryReading:
+               lexicon: bool = True, link: Callable[[str], "Link | None"] | None = None) -> QueryReading:
     """Read a query (see the module docstring).
 
     Args:
@@ -68,6 +73,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         negation: ``aware`` or ``ignore`` (the reading is still shown, the ranking ignores it).
         override: ``{finding: status or "ignore"}``; ``side`` is the side's key.
         lexicon: Whether the index has lexicon labels (False: the open-vocabulary reader only).
+        link: The query's finding text -> the concept it describes, or None (no linking).
 
     Raises:
         ConfigError: The override names a finding the query was not read to name.
@@ -79,6 +85,12 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     if lexicon:
         for m in labeler.label(query):
             found.setdefault(m.finding, ReadFinding(m.finding, m.status, "lexicon", m.cue, side))
+    if not found and lexicon and link is not None:
+        text, status, cue = labeler.query_finding_text(query)
+        linked = link(text) if text else None
+        if linked is not None:
+            found[linked.concept] = ReadFinding(linked.concept, status, "linked", cue, side, linked.phrase,
+                                                linked.score)
     if not found:
         for p in labeler.query_phrases(query):
             found.setdefault(p.text.lower(), ReadFinding(p.text.lower(), p.status, "open", p.cue, side))
@@ -128,7 +140,7 @@ def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple
     if reading.findings:
         columns = []
         for f in reading.findings:
-            if f.source == "lexicon":
+            if f.labeled:
                 code = finding_codes.get(f.finding, -1)
                 row, finding, status = labels
                 sel = finding == code

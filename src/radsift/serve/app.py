@@ -43,8 +43,8 @@ log = logging.getLogger("radsift.serve")
 STATIC_DIR = Path(str(files("radsift.serve") / "static"))
 
 SEARCH_PARAMS = frozenset({"q", "k", "mode", "level", "target", "where", "fields", "unit", "rerank", "negation",
-                           "reading"})
-REPORT_PARAMS = frozenset({"q", "negation", "reading"})
+                           "reading", "alpha", "concepts", "prf"})
+REPORT_PARAMS = frozenset({"q", "negation", "reading", "mode"})
 
 # The page and the API never need anything from elsewhere; say so to the browser.
 SECURITY_HEADERS = {
@@ -78,7 +78,10 @@ class MentionOut(BaseModel):
 class ReadFindingOut(BaseModel):
     finding: str
     status: str = Field(description="What the query asks for: present, absent or uncertain.")
-    source: str = Field(description="lexicon, or open (the open-vocabulary reader).")
+    source: str = Field(description="lexicon (the query names it), linked (the query describes it: understood "
+                                    "as this concept) or open (the open-vocabulary reader).")
+    via: str | None = Field(None, description="linked: the concept's name, synonym or description the query matched.")
+    score: float | None = Field(None, description="linked: the cosine of that match.")
     cue: str | None = Field(description="The query words that decided the status (\"no\", \"possible\").")
     side: str | None = Field(description="The query's side: left, right, bilateral, or null.")
 
@@ -273,6 +276,12 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
                                                                 "the server was started with (0 = off).")] = 0,
         negation: Annotated[Literal["aware", "ignore"], Query(description=NEGATION_PARAM)] = "aware",
         reading: Annotated[list[str] | None, Query(description=READING_PARAM)] = None,
+        alpha: Annotated[float | None, Query(ge=0, le=1, description="The dense share of hybrid (0 to 1); default: "
+                                                                     "the model's own.")] = None,
+        concepts: Annotated[bool, Query(description="Link a query that describes a lexicon finding without naming "
+                                                    "it to that finding (source linked in the reading).")] = True,
+        prf: Annotated[bool, Query(description="Pseudo-relevance feedback: expand the query from its first-pass "
+                                               "top hits (RM3 on BM25, Rocchio on the dense side).")] = False,
     ) -> dict:
         idx = service.index
         manifest = idx.manifest
@@ -282,10 +291,10 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
         start = time.perf_counter()
         hits = idx.search(q, k=k, mode=mode, level=level, target=target, where=filters, unit=unit,
                           fields=picked.sections, include_report=picked.include_report, rerank=rerank,
-                          negation=negation, reading=overrides)
+                          negation=negation, reading=overrides, alpha=alpha, concepts=concepts, prf=prf)
         took = (time.perf_counter() - start) * 1000
         read = hits.reading.to_dict()
-        read_as = idx.read(q, negation).to_dict() if overrides else read
+        read_as = idx.read(q, negation, mode=mode, concepts=concepts).to_dict() if overrides else read
         out = []
         for hit in hits:
             d = hit.to_dict()
@@ -298,7 +307,7 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
                 "search", client=_client(request), token_id=service.token_id, query=query,
                 params={"k": k, "mode": mode, "level": level, "target": target, "unit": unit,
                         "where": [str(f) for f in filters], "rerank": rerank, "negation": negation,
-                        "reading": overrides},
+                        "reading": overrides, "alpha": alpha, "concepts": concepts, "prf": prf},
                 result_ids=[h.report_id for h in hits],
             )
         return {"query": query, "k": k, "mode": mode, "level": level, "target": target, "unit": unit,
@@ -316,12 +325,14 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
                                                    "(`mentions`) and says how it was read (`reading`).")] = None,
         negation: Annotated[Literal["aware", "ignore"], Query(description=NEGATION_PARAM)] = "aware",
         reading: Annotated[list[str] | None, Query(description=READING_PARAM)] = None,
+        mode: Annotated[Literal["dense", "bm25", "hybrid", "hybrid-rrf"], Query(
+            description="The search's mode (with q): bm25 never links a query to a concept.")] = "hybrid",
     ) -> dict:
         idx = service.index
         read = None
         overrides = _overrides(reading)
         if q is not None:
-            read = idx.read(q, negation, overrides)  # a bad override is refused before the report is looked up
+            read = idx.read(q, negation, overrides, mode=mode)  # a bad override is refused before the report is looked up
         elif overrides:
             raise ConfigError("reading: needs q (the query whose reading it overrides)")
         found = idx.get_report(report_id)

@@ -12,6 +12,7 @@ search`` calls, so a bench figure measures the ranking users get.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -106,11 +107,20 @@ class RankedSystem(System):
         self.negation = negation
         self._labels: dict[str, tuple] = {}
         self._labeler = None
+        self._alpha: float | None = None
+
+    @property
+    def alpha(self) -> float:
+        """The hybrid's dense share: the dense model's own (:mod:`radsift.models.settings`), as
+        ``radsift search`` uses it."""
+        if self._alpha is None:
+            self._alpha = DENSE_WEIGHT if self.dense is None else dense_settings(self.dense).dense_weight
+        return self._alpha
 
     def describe(self) -> str:
         parts = {"dense": lambda: self.dense.describe(), "bm25": lambda: self.bm25.describe(),
-                 "hybrid": lambda: (f"hybrid: {DENSE_WEIGHT} x min-max of [{self.dense.describe()}] + "
-                                    f"{1 - DENSE_WEIGHT:g} x min-max of [bm25]"),
+                 "hybrid": lambda: (f"hybrid: {self.alpha:g} x min-max of [{self.dense.describe()}] + "
+                                    f"{1 - self.alpha:g} x min-max of [bm25]"),
                  "hybrid-rrf": lambda: f"hybrid-rrf: reciprocal rank fusion (k={RRF_K}) of [{self.dense.describe()}] "
                                        "and [bm25]"}
         text = parts[self.mode]()
@@ -206,12 +216,27 @@ class RankedSystem(System):
                 tiers = self.tiers(query, candidates, group_of)
                 if tiers is not None:
                     scores["keep"] = stating(tiers)
+                if self.mode == "hybrid":
+                    scores["alpha"] = self.alpha
                 if group_of is None:
                     rows, vals = rank(self.mode, k, mask=mask, tiers=tiers, **scores)
                     out.append((rows, rows, vals))
                 else:
                     out.append(rank_groups(self.mode, k, group_of, mask=mask, tiers=tiers, **scores))
         return out
+
+
+def dense_settings(dense: "DenseSystem"):
+    """The search settings of a dense system's model: its folder's, the packaged model's, or those of the
+    encoder's folder (a test's hashing encoder)."""
+    from radsift.models.encoder import DEFAULT_MODEL_NAME, model_display_name, resolve_model_path
+    from radsift.models.settings import load_search_settings, packaged_settings
+
+    folder = dense.model or getattr(dense.cache.encoder, "path", None)
+    if folder is None:
+        return packaged_settings(DEFAULT_MODEL_NAME)
+    path = resolve_model_path(folder) if dense.model else Path(folder)
+    return load_search_settings(path, model_display_name(path.resolve()))
 
 
 class DenseSystem(RankedSystem):

@@ -130,6 +130,11 @@ def train(
         say(f"weights interpolated with the base model (base share {config.base_weight})")
     model.max_seq_length = config.section_max_seq_length  # indexes encode sections too
     model.save(str(out))
+    from radsift.models.settings import TRAINED, packaged_settings, write_search_settings
+
+    # The search settings measured for this recipe's models travel with the model (radsift.models.settings).
+    write_search_settings(out, packaged_settings(TRAINED), note="measured for radsift train's bi-encoders: "
+                                                                 "docs/measurements.md")
 
     evaluation: dict[str, Any] = {}
     if config.evaluate and evaluator is not None:

@@ -345,8 +345,10 @@
     (result.reading.findings || []).forEach((f) => { now[f.finding] = f.status; });
     asRead.findings.forEach((f) => {
       const status = now[f.finding] || "ignore";
-      chips.append(readingChip(f.finding, f.source === "open" ? "read outside the lexicon" : "lexicon finding",
-        f.cue, status, STATUSES, f.status));
+      const source = f.source === "open" ? "read outside the lexicon"
+        : f.source === "linked" ? "understood from “" + f.via + "” (similarity " + Number(f.score).toFixed(2) + ")"
+          : "lexicon finding";
+      chips.append(readingChip(f.finding, source, f.cue, status, STATUSES, f.status, f.source === "linked"));
     });
     if (asRead.side) {
       chips.append(readingChip("side", "side words in the query", null, result.reading.side ? asRead.side : "ignore",
@@ -360,7 +362,7 @@
   }
 
   // One chip: the finding, where its reading came from, and a menu to flip its status.
-  function readingChip(finding, source, cue, status, choices, readStatus) {
+  function readingChip(finding, source, cue, status, choices, readStatus, linked) {
     const select = el("select", {
       class: "chip-status st-" + status, "aria-label": "Read " + finding + " as",
       onchange: () => {
@@ -375,6 +377,7 @@
       (status !== readStatus ? "; read as " + readStatus + ", changed by you" : "");
     return el("li", { class: "chip reading-chip" + (status !== readStatus ? " flipped" : ""), "data-finding": finding,
       "data-status": status, title },
+    linked ? el("span", { class: "chip-op", text: "understood as" }) : null, linked ? " " : null,
     el("span", { class: "chip-key", text: finding }), " ", select);
   }
 
@@ -495,6 +498,7 @@
       if (last && last.result.reading.findings.length) {
         params.set("q", last.p.q);
         params.set("negation", last.p.negation);
+        params.set("mode", last.p.mode);
         overrideParams(last.p.q).forEach((o) => params.append("reading", o));
       }
       const query = params.toString();

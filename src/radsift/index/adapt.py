@@ -1,0 +1,127 @@
+"""``radsift index build --adapt``: tune the default recipe on the corpus, then index with the tuned model.
+
+A site's own reports turn the general model into a domain-tuned one without labels (the weak
+labels of the lexicon and the findings->impression pairs: ``radsift train``'s ``combined``
+recipe). With ``--adapt`` one command does both: it reads the corpus once, says how long the
+work will take before it starts, trains a short run of the default recipe
+(:data:`DEFAULT_ADAPT_STEPS` steps, chosen from the table in ``docs/measurements.md``,
+"Adapting in the main path"), saves the model inside the index folder (``INDEX/models/``,
+outside the generations, so ``index add`` and the server keep finding it) and builds the index
+with it. A corpus too small to train on is indexed with the general model, and the message
+says how many reports adapting needs.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable, Iterable
+
+from radsift.errors import CorpusError
+from radsift.records import Report
+
+#: Steps of the quick default recipe (see docs/measurements.md, "Adapting in the main path").
+DEFAULT_ADAPT_STEPS = 100
+#: Fewer reports than this are not adapted on (the weak labels need enough findings and pairs).
+MIN_ADAPT_REPORTS = 200
+#: Seconds per step of the default recipe on the development machine (2 cores), and the seconds
+#: it took there to encode :data:`_PROBE` once: the estimate scales the first by this machine's
+#: time for the second.
+_REF_STEP_S = 1.35
+_REF_PROBE_S = 0.60
+_REF_SENTENCES_PER_S = 330.0
+_PROBE = ["No focal consolidation, pleural effusion or pneumothorax is seen in either lung."] * 64
+
+
+def adapted_model_dir(index_dir: Path) -> Path:
+    """A new folder for an adapted model, inside the index folder."""
+    return Path(index_dir) / "models" / time.strftime("adapted-%Y%m%d-%H%M%S")
+
+
+def estimate(reports: list[Report], steps: int, encoder) -> dict[str, float]:
+    """Seconds the training and the indexing will take here: reference timings scaled by a probe."""
+    from radsift.text import report_sentences
+
+    t = time.perf_counter()
+    encoder.encode(_PROBE, batch_size=64)
+    ratio = max(0.25, (time.perf_counter() - t) / _REF_PROBE_S)
+    n_sentences = sum(len(report_sentences(r)) for r in reports)
+    return {"train_s": steps * _REF_STEP_S * ratio, "index_s": n_sentences / _REF_SENTENCES_PER_S * ratio,
+            "sentences": n_sentences}
+
+
+def build_adapted_index(index_dir: str | Path, reports: Iterable[Report], *, steps: int = DEFAULT_ADAPT_STEPS,
+                        base_model: str | Path | None = None, threads: int | None = None, batch_size: int = 64,
+                        overwrite: bool = False, lexicon: str | Path | None = None,
+                        say: Callable[[str], None] = print, progress: bool = True):
+    """Train the default recipe on ``reports`` for ``steps`` steps, then build the index with the model.
+
+    Args:
+        index_dir: The index directory (created if missing).
+        reports: The corpus (read once, kept in memory for both passes).
+        steps: Training steps (>= 1).
+        base_model: The model to adapt (None = the packaged all-MiniLM-L6-v2).
+        say: Receives one-line messages (the estimate, a too-small corpus, where the model went).
+
+    Returns:
+        ``(BuildSummary, model folder or None)``: None when the corpus was too small and the general
+        model indexed it.
+
+    Raises:
+        ConfigError, CorpusError, IndexStoreError: as ``radsift train`` and ``radsift index build``.
+    """
+    from radsift.errors import ConfigError
+    from radsift.index.builder import build_index
+    from radsift.index.store import CURRENT
+    from radsift.models.encoder import Encoder
+    from radsift.models.training.config import TrainConfig
+    from radsift.models.training.runner import train
+
+    if int(steps) < 1:
+        raise ConfigError(f"--adapt-steps: must be a positive number of steps, not {steps}")
+    index_dir = Path(index_dir)
+    if (index_dir / CURRENT).exists() and not overwrite:  # fail before the long work
+        raise ConfigError(f"{index_dir} already holds an index: use --overwrite to rebuild it with --adapt")
+    reports = list(reports)
+    general = Encoder.load(base_model, threads=threads)
+    with_text = sum(1 for r in reports if any(t.strip() for t in r.sections.values()))
+    if with_text < MIN_ADAPT_REPORTS:
+        say(f"--adapt needs at least {MIN_ADAPT_REPORTS} reports with text to train on; this corpus has "
+            f"{with_text}: indexing with the general model ({general.name}) instead")
+        return build_index(index_dir, reports, encoder=general, batch_size=batch_size, progress=progress,
+                           overwrite=overwrite, lexicon=lexicon), None
+    guess = estimate(reports, steps, general)
+    say(f"adapting {general.name} to {len(reports):,} reports: about {_minutes(guess['train_s'])} of training "
+        f"({steps} steps), then about {_minutes(guess['index_s'])} to index {guess['sentences']:,} sentences")
+    config = TrainConfig(base_model=None if base_model is None else str(base_model), max_steps=int(steps),
+                         evaluate=False, threads=threads, time_limit_minutes=None)
+    out = adapted_model_dir(index_dir)
+    labeler = None
+    if lexicon is not None:
+        from radsift.labels import Labeler
+
+        labeler = Labeler(lexicon)
+    try:
+        result = train(reports, config, out, labeler=labeler, progress=progress, log=None)
+    except CorpusError as exc:
+        _remove_empty(out)
+        say(f"--adapt: nothing to train on ({exc}): indexing with the general model ({general.name}) instead")
+        return build_index(index_dir, reports, encoder=general, batch_size=batch_size, progress=progress,
+                           overwrite=overwrite, lexicon=lexicon), None
+    say(f"adapted model: {out} ({result.training.get('steps', steps)} steps, {result.seconds:.0f} s)")
+    summary = build_index(index_dir, reports, model=out, threads=threads, batch_size=batch_size, progress=progress,
+                          overwrite=overwrite, lexicon=lexicon)
+    return summary, out
+
+
+def _remove_empty(folder: Path) -> None:
+    import shutil
+
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+__all__ = ["DEFAULT_ADAPT_STEPS", "MIN_ADAPT_REPORTS", "build_adapted_index", "estimate"]

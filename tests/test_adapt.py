@@ -1,0 +1,71 @@
+"""``radsift index build --adapt``: tune the default recipe on the corpus, then index with the tuned model.
+
+Real training on the demo generator's reports (written by this project), a few steps only so the
+test stays short: what is checked is the path (estimate, model inside the index, the index built
+with it, the fall-back for a small corpus), not the gain, which docs/measurements.md measures.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from typer.testing import CliRunner
+
+from radsift.cli import app, index_build
+from radsift.index.adapt import DEFAULT_ADAPT_STEPS, MIN_ADAPT_REPORTS
+
+pytestmark = pytest.mark.slow
+
+
+def _demo_csv(tmp_path, n: int):
+    from radsift.demo import write_demo_corpus
+
+    return write_demo_corpus(tmp_path / "demo", n=n, seed=3)
+
+
+def test_the_cli_default_is_the_measured_quick_default():
+    assert inspect.signature(index_build).parameters["adapt_steps"].default == DEFAULT_ADAPT_STEPS
+
+
+def test_adapt_trains_on_the_corpus_and_indexes_with_the_tuned_model(tmp_path):
+    from radsift.models.encoder import model_fingerprint
+    from radsift.search import Index
+
+    corpus = _demo_csv(tmp_path, MIN_ADAPT_REPORTS + 50)
+    res = CliRunner().invoke(app, ["index", "build", str(tmp_path / "idx"), str(corpus.reports_csv),
+                                   "--id-column", "uid", "--section", "findings=findings",
+                                   "--section", "impression=impression", "--adapt", "--adapt-steps", "2"])
+    assert res.exit_code == 0, res.output
+    assert "adapting all-MiniLM-L6-v2 to 250 reports: about" in res.output and "of training (2 steps)" in res.output
+    (model,) = (tmp_path / "idx" / "models").iterdir()
+    assert (model / "model.safetensors").exists() and (model / "radsift_training.json").exists()
+    idx = Index.open(tmp_path / "idx")
+    assert idx.manifest.model_path == str(model.resolve())
+    assert idx.manifest.model_fingerprint == model_fingerprint(model.resolve())
+    assert idx.manifest.counts["reports"] == 250
+    assert idx.search("pneumothorax", k=3, mode="hybrid")
+
+
+def test_a_corpus_too_small_to_adapt_is_indexed_with_the_general_model(tmp_path):
+    from radsift.search import Index
+
+    corpus = _demo_csv(tmp_path, 20)
+    res = CliRunner().invoke(app, ["index", "build", str(tmp_path / "idx"), str(corpus.reports_csv),
+                                   "--id-column", "uid", "--section", "findings=findings",
+                                   "--section", "impression=impression", "--adapt"])
+    assert res.exit_code == 0, res.output
+    assert f"--adapt needs at least {MIN_ADAPT_REPORTS} reports with text" in res.output
+    assert "this corpus has 20" in res.output
+    assert Index.open(tmp_path / "idx").manifest.model_name == "all-MiniLM-L6-v2"
+    assert not (tmp_path / "idx" / "models").exists()
+
+
+def test_adapt_refuses_what_cannot_work(tmp_path):
+    corpus = _demo_csv(tmp_path, 20)
+    base = ["index", "build", str(tmp_path / "idx"), str(corpus.reports_csv), "--id-column", "uid",
+            "--section", "findings=findings", "--adapt"]
+    res = CliRunner().invoke(app, [*base, "--adapt-steps", "0"])
+    assert res.exit_code == 2 and "--adapt-steps: must be a positive number of steps" in res.output
+    res = CliRunner().invoke(app, [*base, "--no-labels"])
+    assert res.exit_code == 2 and "--adapt trains on the sentence labels" in res.output
