@@ -22,7 +22,8 @@ Parts:
              development queries and of the Open-i weak-label queries (negation ignored, so the
              weight alone decides) by weight; BM25 alone for comparison.
 ``systems``  The table: BM25, each model dense and hybrid, with and without concept linking and
-             pseudo-relevance feedback, on both splits (mAP, P@10).
+             pseudo-relevance feedback, on both splits (mAP, P@10); linking at the threshold the
+             ``link`` part chose (or ``--threshold``), the model's own dense weight.
 
 Models: the packaged all-MiniLM-L6-v2 and every ``--trained`` folder (e.g. ``models/default``
 from ``radsift train``). Indexes are built once into ``--work`` and reused.
@@ -213,7 +214,9 @@ def main() -> int:
                 log(f"  alpha {a:.1f}: descriptions (dev) {d:.3f}  weak-label queries {w:.3f}")
             res["alpha"] = sweep
         if "systems" in args.parts:
-            threshold = (args.threshold[i] if args.threshold and i < len(args.threshold) else None)
+            # The threshold: given, else the one the link part just chose on the development split.
+            threshold = (args.threshold[i] if args.threshold and i < len(args.threshold)
+                         else res.get("link", {}).get("chosen"))
             if threshold is not None:
                 from dataclasses import replace
 

@@ -288,7 +288,7 @@ def index_build(
                         "then index with it; the model is kept in INDEX_DIR/models/.")] = False,
     adapt_steps: Annotated[int, typer.Option(
         "--adapt-steps", metavar="N", help="Training steps of --adapt (more: slower, closer to a full "
-                                           "'radsift train').")] = 100,
+                                           "'radsift train').")] = 200,
 ) -> None:
     """Build an index from a corpus (encodes sentences and sections, labels findings, builds BM25);
     with --adapt, tune the model on the corpus first."""

@@ -21,15 +21,16 @@ from radsift.errors import CorpusError
 from radsift.records import Report
 
 #: Steps of the quick default recipe (see docs/measurements.md, "Adapting in the main path").
-DEFAULT_ADAPT_STEPS = 100
+DEFAULT_ADAPT_STEPS = 200
 #: Fewer reports than this are not adapted on (the weak labels need enough findings and pairs).
 MIN_ADAPT_REPORTS = 200
-#: Seconds per step of the default recipe on the development machine (2 cores), and the seconds
-#: it took there to encode :data:`_PROBE` once: the estimate scales the first by this machine's
-#: time for the second.
-_REF_STEP_S = 1.35
-_REF_PROBE_S = 0.60
-_REF_SENTENCES_PER_S = 330.0
+#: Seconds per step of the default recipe on the development machine (2 cores, idle: 50 steps in
+#: 65 s, 100 in 123 s), the seconds it took there to encode :data:`_PROBE` once (0.19 s), and its
+#: indexing speed (Open-i: 22,000 sentences in 70 s): the estimate scales them by this machine's
+#: time for the probe.
+_REF_STEP_S = 1.25
+_REF_PROBE_S = 0.19
+_REF_SENTENCES_PER_S = 314.0
 _PROBE = ["No focal consolidation, pleural effusion or pneumothorax is seen in either lung."] * 64
 
 
@@ -42,6 +43,7 @@ def estimate(reports: list[Report], steps: int, encoder) -> dict[str, float]:
     """Seconds the training and the indexing will take here: reference timings scaled by a probe."""
     from radsift.text import report_sentences
 
+    encoder.encode(_PROBE[:8], batch_size=8)  # warm up: the first call after loading is slower
     t = time.perf_counter()
     encoder.encode(_PROBE, batch_size=64)
     ratio = max(0.25, (time.perf_counter() - t) / _REF_PROBE_S)
