@@ -44,6 +44,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_negation: the shared index builder
 QUERIES = ROOT / "benchmarks" / "data" / "description_queries.tsv"
 OUTSIDE = ROOT / "benchmarks" / "data" / "open_vocab_findings.tsv"
 THRESHOLDS = [round(x, 2) for x in np.arange(0.30, 0.91, 0.05)]
@@ -66,20 +67,12 @@ def outside_findings(path: Path = OUTSIDE) -> list[str]:
 
 def open_index(work: Path, csv_path: Path, model: str | None):
     """An Open-i index built with ``model`` (None = the packaged model), cached under ``work``."""
-    from radsift.corpus import ReaderOptions, read_corpus
-    from radsift.index import build_index
+    from bench_negation import openi_index
+
     from radsift.models import Encoder
-    from radsift.search import Index
 
     name = "general" if model is None else hashlib.sha1(str(Path(model).resolve()).encode()).hexdigest()[:10]
-    path = work / f"openi-{name}"
-    encoder = Encoder.load(model)
-    if not (path / "CURRENT").exists():
-        log(f"building {path} with {encoder.name} ...")
-        options = ReaderOptions(format="csv", id_column="uid",
-                                sections={"findings": "findings", "impression": "impression"})
-        build_index(path, read_corpus([csv_path], options), encoder=encoder, progress=True)
-    return Index.open(path, encoder=encoder)
+    return openi_index(work, csv_path, Encoder.load(model), name=f"openi-{name}")
 
 
 def relevant_reports(idx, finding: str) -> set[str]:

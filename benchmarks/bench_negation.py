@@ -69,14 +69,15 @@ def percentile(xs, p: float) -> float:
 
 
 # -- indexes ------------------------------------------------------------------------------------
-def openi_index(work: Path, csv_path: Path, encoder):
+def openi_index(work: Path, csv_path: Path, encoder, name: str = "openi"):
+    """The Open-i index ``work/name`` built with ``encoder`` (built once, then reused)."""
     from radsift.corpus import ReaderOptions, read_corpus
     from radsift.index import build_index
     from radsift.search import Index
 
-    path = work / "openi"
+    path = work / name
     if not (path / "CURRENT").exists():
-        log(f"building {path} ...")
+        log(f"building {path} with {encoder.name} ...")
         options = ReaderOptions(format="csv", id_column="uid",
                                 sections={"findings": "findings", "impression": "impression"})
         build_index(path, read_corpus([csv_path], options), encoder=encoder, progress=True)

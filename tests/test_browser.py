@@ -95,13 +95,19 @@ def _app(demo_index, **kwargs):
     return create_app(Index.open(path, encoder=enc), **kwargs)
 
 
+def _open_page(browser, srv) -> tuple:
+    """A wide page on the server's search page, its script errors collected."""
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(srv.url + "/")
+    sync_api.expect(page.locator("#index-info")).to_contain_text("301 reports")
+    return page, errors
+
+
 def test_search_highlights_and_full_report(demo_index, browser):
     with BackgroundServer(_app(demo_index)) as srv:
-        page = browser.new_page(viewport={"width": 1440, "height": 900})
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.goto(srv.url + "/")
-        sync_api.expect(page.locator("#index-info")).to_contain_text("301 reports")
+        page, errors = _open_page(browser, srv)
 
         page.locator("#q").fill("small right pneumothorax")
         page.locator("#q").press("Enter")
@@ -216,11 +222,7 @@ def test_token_is_asked_once_and_errors_are_shown(demo_index, browser):
 
 def test_reading_chips_flip_the_ranking_and_mark_every_mention(demo_index, browser):
     with BackgroundServer(_app(demo_index)) as srv:
-        page = browser.new_page(viewport={"width": 1440, "height": 900})
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.goto(srv.url + "/")
-        sync_api.expect(page.locator("#index-info")).to_contain_text("301 reports")
+        page, errors = _open_page(browser, srv)
         page.locator("#k").select_option("10")
         page.locator("#q").fill("pneumothorax")
         page.locator("#q").press("Enter")
