@@ -201,6 +201,7 @@ def test_interrupted_build_leaves_previous_index_intact(built, encoder, tmp_path
 def test_reader_keeps_consistent_view_and_reloads(built, encoder):
     index_dir, _ = built
     idx = Index.open(index_dir, encoder=encoder)
+    idx.follow = False  # the default follows the live generation by itself (tests/test_faults.py)
     assert idx.stats()["counts"]["reports"] == 4
     add_to_index(index_dir, [Report("r7", {"findings": "Right rib fracture."})], encoder=encoder, progress=False)
     assert idx.get_report("r7") is None  # still the old generation

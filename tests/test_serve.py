@@ -222,7 +222,7 @@ def test_page_script_never_writes_html_strings():
 
 
 # -- reload ---------------------------------------------------------------------------------------
-def test_reload_makes_an_added_report_visible_and_never_touches_the_index(tmp_path):
+def test_the_server_follows_adds_by_itself_and_never_touches_the_index(tmp_path):
     enc = HashingEncoder(tmp_path / "model")
     idx_dir = tmp_path / "idx"
     build_index(idx_dir, REPORTS, encoder=enc, progress=False)
@@ -233,6 +233,19 @@ def test_reload_makes_an_added_report_visible_and_never_touches_the_index(tmp_pa
     snapshot = {p: p.stat().st_mtime_ns for p in idx_dir.rglob("*")}
     assert snapshot == before  # the server wrote nothing into the index
 
+    add_to_index(idx_dir, [NEW_REPORT], encoder=enc, progress=False)
+    assert search(client, q="rib fracture", mode="bm25")["hits"][0]["report_id"] == "z9"  # no reload needed
+    assert client.get("/api/reports/z9").status_code == 200
+    assert client.get("/api/health").json()["index"]["counts"]["reports"] == len(REPORTS) + 1
+
+
+def test_reload_makes_an_added_report_visible_when_not_following(tmp_path):
+    enc = HashingEncoder(tmp_path / "model")
+    idx_dir = tmp_path / "idx"
+    build_index(idx_dir, REPORTS, encoder=enc, progress=False)
+    index = Index.open(idx_dir, encoder=enc)
+    index.follow = False
+    client = TestClient(create_app(index))
     add_to_index(idx_dir, [NEW_REPORT], encoder=enc, progress=False)
     assert search(client, q="rib fracture", mode="bm25")["hits"] == []  # still the old generation
     assert client.get("/api/reports/z9").status_code == 404

@@ -25,7 +25,7 @@ import typer
 from rich.console import Console
 from typer.core import TyperCommand, TyperGroup
 
-from radsift.errors import ConfigError, RadsiftError
+from radsift.errors import ConfigError, IndexDamagedError, RadsiftError
 
 #: ``radsift --help`` lists the commands in the order a user runs them, then the demo.
 COMMAND_ORDER = ("index", "search", "label", "train", "bench", "run", "eval", "serve", "demo", "demo-corpus")
@@ -99,7 +99,7 @@ class RadsiftGroup(TyperGroup):
             return super().main(*args, **kwargs)
         except RadsiftError as exc:
             err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-            sys.exit(2)
+            sys.exit(1 if isinstance(exc, IndexDamagedError) else 2)
 
     def get_params(self, ctx):
         return _no_python_types(super().get_params(ctx))
@@ -286,6 +286,8 @@ def index_build(
     adapt: Annotated[bool, typer.Option(
         "--adapt", help="First tune the model on these reports (the default training recipe, no labels needed), "
                         "then index with it; the model is kept in INDEX_DIR/models/.")] = False,
+    allow_empty: Annotated[bool, typer.Option("--allow-empty", help="Build an index even when the corpus holds "
+                                                                   "no report.")] = False,
     adapt_steps: Annotated[int, typer.Option(
         "--adapt-steps", metavar="N", help="Training steps of --adapt (more: slower, closer to a full "
                                            "'radsift train').")] = 200,
@@ -305,7 +307,7 @@ def index_build(
                                          say=lambda m: err_console.print(m, highlight=False))
     else:
         summary = build_index(index_dir, reports, model=model, threads=threads, batch_size=batch_size,
-                              overwrite=overwrite, lexicon=lexicon, label=labels)
+                              overwrite=overwrite, lexicon=lexicon, label=labels, allow_empty=allow_empty)
     _report_read_stats(stats)
     console.print(f"built: {summary.describe()}", highlight=False)
 
@@ -336,6 +338,35 @@ def index_info(index_dir: IndexArg) -> None:
     from radsift.search import Index
 
     console.print_json(json.dumps(Index.open(index_dir).stats()))
+
+
+@command(index_app, "verify", example=["radsift index verify my-index", "radsift index verify my-index --deep"])
+def index_verify(
+    index_dir: IndexArg,
+    deep: Annotated[bool, typer.Option("--deep", help="Also recompute every file's checksum and read every vector "
+                                                     "and the SQLite file (slower: reads the whole index).")] = False,
+) -> None:
+    """Check the live generation's files: sizes and array shapes against its manifest (--deep: checksums,
+    vectors, SQLite). Exits 1 naming each bad file; recover with 'radsift index rollback' or a rebuild."""
+    from radsift.index.store import verify_index
+
+    problems = verify_index(index_dir, deep=deep)
+    only_notes = all("records no checksums" in p.reason for p in problems)
+    for p in problems:
+        err_console.print(f"{'note' if only_notes else 'bad'}: {p}", highlight=False, soft_wrap=True)
+    if problems and not only_notes:
+        sys.exit(1)
+    console.print(f"ok: {index_dir} ({'checksums, vectors and SQLite' if deep else 'sizes and shapes'} checked)",
+                  highlight=False)
+
+
+@command(index_app, "rollback", example="radsift index rollback my-index")
+def index_rollback(index_dir: IndexArg) -> None:
+    """Make the previous generation live again (after a bad add, or a damaged live generation)."""
+    from radsift.index.store import rollback
+
+    old, new = rollback(index_dir)
+    console.print(f"rolled back {index_dir}: {old} -> {new} (a running server follows by itself)", highlight=False)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Exceptions radsift raises for problems a user can fix.
 
-The CLI prints these as a one-line message (no traceback) and exits with status 2.
+The CLI prints these as a one-line message (no traceback) and exits with status 2, or 1 for a
+damaged index (:class:`IndexDamagedError`: the input was fine, the stored data is not).
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ class CorpusError(RadsiftError):
 
 class IndexStoreError(RadsiftError):
     """An index directory is missing, corrupt, of another format version or model."""
+
+
+class IndexDamagedError(IndexStoreError):
+    """A file of an index generation is missing, truncated, changed or holds impossible values."""
 
 
 class LexiconError(RadsiftError):

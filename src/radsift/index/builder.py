@@ -12,10 +12,11 @@ from typing import Iterable
 
 import numpy as np
 
-from radsift.errors import IndexStoreError
+from radsift.errors import CorpusError, IndexStoreError
 from radsift.index.manifest import FORMAT_VERSION, Manifest, now_iso
-from radsift.index.store import (CURRENT, GenerationData, IndexStore, LabelRecord, ReportRecord, SectionRecord,
-                                 SentenceRecord, write_generation, write_lock)
+from radsift.index.store import (CURRENT, GEN_PREFIX, MARKER, TMP_PREFIX, GenerationData, IndexStore, LabelRecord,
+                                 ReportRecord, SectionRecord, SentenceRecord, mark_index_dir, write_generation,
+                                 write_lock)
 from radsift.text.tokens import TOKENIZER_VERSION, tokenize
 from radsift.records import Report
 
@@ -35,6 +36,8 @@ class BuildSummary:
     seconds: float = 0.0
 
     def describe(self) -> str:
+        if self.added == 0 and not self.replaced and self.reports:
+            return f"nothing to add: {self.index_dir} is unchanged ({self.reports} reports)"
         parts = [f"{self.reports} reports ({self.added} added", f"{self.replaced} replaced)" if self.replaced else ")"]
         text = parts[0] + (", " + parts[1] if self.replaced else parts[1])
         text += f", {self.sentences} sentences, {self.sections} sections in {self.index_dir}"
@@ -108,6 +111,7 @@ class BuildOptions:
     replace: bool = False
     lexicon: str | Path | None = None
     label: bool = True
+    allow_empty: bool = False
 
 
 #: Folders radsift keeps beside the generations of an index: an adapted model (``index build --adapt``)
@@ -127,6 +131,7 @@ def build_index(
     overwrite: bool = False,
     lexicon: str | Path | None = None,
     label: bool = True,
+    allow_empty: bool = False,
 ) -> BuildSummary:
     """Build a new index at ``index_dir`` from ``reports``.
 
@@ -141,21 +146,35 @@ def build_index(
         overwrite: Replace an existing index (atomically: the old one stays live until the new one is complete).
         lexicon: Finding lexicon for the sentence labels (None = the packaged chest X-ray lexicon).
         label: Label sentences with findings and their negation status (enables negation-aware search).
+        allow_empty: Build an index of no report (otherwise an empty corpus is an error).
+
+    A folder radsift created for a build that died before its first commit (it holds the
+    ``.radsift-index`` marker, or only generation folders without ``CURRENT``) is built again.
 
     Raises:
         IndexStoreError: The directory already holds an index and ``overwrite`` is false, or ids repeat.
+        CorpusError: No report, unless ``allow_empty``.
     """
     index_dir = Path(index_dir)
     if (index_dir / CURRENT).exists() and not overwrite:
         raise IndexStoreError(
             f"{index_dir} already holds an index: use `radsift index add` to add reports, or --overwrite to rebuild it"
         )
-    if index_dir.exists() and not (index_dir / CURRENT).exists() and any(
-        p for p in index_dir.iterdir() if not p.name.startswith(".") and p.name not in SIDE_FOLDERS
-    ):
+    if index_dir.exists() and not (index_dir / CURRENT).exists() and not _ours(index_dir):
         raise IndexStoreError(f"{index_dir} exists and is not a radsift index: choose an empty or new directory")
+    mark_index_dir(index_dir)
     return _write(index_dir, reports, None, BuildOptions(model, encoder, threads, batch_size, progress,
-                                                         replace=False, lexicon=lexicon, label=label))
+                                                         replace=False, lexicon=lexicon, label=label,
+                                                         allow_empty=allow_empty))
+
+
+def _ours(index_dir: Path) -> bool:
+    """Whether a folder without ``CURRENT`` may become an index: empty but for radsift's own things."""
+    if (index_dir / MARKER).exists():
+        return True
+    return not any(p for p in index_dir.iterdir()
+                   if not p.name.startswith(".") and p.name not in SIDE_FOLDERS
+                   and not (p.is_dir() and (p.name.startswith(GEN_PREFIX) or p.name.startswith(TMP_PREFIX))))
 
 
 def add_to_index(
@@ -219,6 +238,16 @@ def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, o
     start = time.perf_counter()
     with write_lock(index_dir):
         new = _collect(reports)
+        if not new and old is not None:  # nothing to add: no new generation
+            summary = BuildSummary(index_dir=index_dir, added=0, reports=len(old.report_ids),
+                                   sentences=old.manifest.counts.get("sentences", 0),
+                                   sections=old.manifest.counts.get("sections", 0),
+                                   empty_ids=list(old.manifest.empty_ids), seconds=time.perf_counter() - start)
+            old.close()
+            return summary
+        if not new and not opts.allow_empty:
+            raise CorpusError("the corpus holds no report (a header-only or empty file?): nothing to index; "
+                              "pass --allow-empty to build an empty index anyway")
         with _step(opts, "loading the model"):
             encoder = _load_encoder(opts, old)
         summary = BuildSummary(index_dir=index_dir, added=len(new))

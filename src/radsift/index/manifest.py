@@ -40,6 +40,7 @@ class Manifest:
     empty_ids: list[str] = field(default_factory=list)  # stored reports with no searchable text
     findings: list[str] = field(default_factory=list)  # lexicon findings seen in the sentences
     lexicon: str | None = None  # lexicon used to label sentences (None = none)
+    files: dict[str, dict] = field(default_factory=dict)  # relative path -> {"size", "sha256"} (radsift.index.integrity)
 
     def check_model(self, path: Path, index_dir: Path) -> None:
         """Refuse a model folder other than the one that built the index (the one model check).
@@ -71,8 +72,12 @@ class Manifest:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise IndexStoreError(f"{path.parent}: no {MANIFEST_NAME}: not a radsift index") from None
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise IndexStoreError(f"{path}: corrupt manifest ({exc})") from None
+        except OSError as exc:
+            raise IndexStoreError(f"{path}: cannot read the manifest ({exc.strerror or exc})") from None
+        if not isinstance(data, dict):
+            raise IndexStoreError(f"{path}: corrupt manifest (not a JSON object)")
         version = data.get("format_version")
         if version != FORMAT_VERSION:
             raise IndexStoreError(
@@ -80,4 +85,7 @@ class Manifest:
                 f"(it reads version {FORMAT_VERSION}); rebuild the index with `radsift index build`"
             )
         known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in data.items() if k in known})
+        try:
+            return cls(**{k: v for k, v in data.items() if k in known})
+        except TypeError as exc:  # a required field missing: a damaged manifest
+            raise IndexStoreError(f"{path}: corrupt manifest ({exc})") from None

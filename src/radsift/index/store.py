@@ -22,6 +22,14 @@ at any point before that leaves the previous generation live and untouched; left
 removed by the next writer. Generations are never modified once written, so readers open
 them read-only (SQLite ``immutable``) and a reader that opened an older generation keeps a
 consistent view until it reloads.
+
+Readers hold a **lease** on the generation they read: a shared ``flock`` on its ``.readers``
+file, held while the :class:`IndexStore` is open. A writer removes an old generation only when
+it can take that lock exclusively (no reader holds it), and never removes the live generation
+or the one it replaced (kept for ``radsift index rollback``). The manifest records every file's
+size and SHA-256 (:mod:`radsift.index.integrity`), checked cheaply on open and fully by
+``radsift index verify --deep``. ``INDEX_DIR/.radsift-index`` marks a folder radsift created,
+so a first build that died before its first commit can be built again.
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from radsift.errors import IndexStoreError
+from radsift.errors import IndexDamagedError, IndexStoreError
 from radsift.index.manifest import MANIFEST_NAME, Manifest
 from radsift.ranking.bm25 import build_bm25, load_bm25, save_bm25
 from radsift.ranking.tiers import STATUS_CODES
@@ -49,6 +57,10 @@ CURRENT = "CURRENT"
 GEN_PREFIX = "gen-"
 TMP_PREFIX = ".tmp-"
 LOCK_NAME = ".write.lock"
+#: In each generation: the file readers hold a shared lock on while they read it.
+READERS = ".readers"
+#: In each index folder radsift created (written before anything else).
+MARKER = ".radsift-index"
 UNIT_KINDS = ("sentence", "section")
 
 SCHEMA = """
@@ -175,18 +187,35 @@ def _section_codes(names: Sequence[str], vocab: list[str]) -> np.ndarray:
     return np.fromiter((lookup[n] for n in names), dtype=np.int16, count=len(names))
 
 
+def mark_index_dir(index_dir: Path) -> None:
+    """Create the index folder with its marker first, so a build that dies early is recognised as radsift's."""
+    index_dir.mkdir(parents=True, exist_ok=True)
+    (index_dir / MARKER).touch()
+
+
+def live_generation(index_dir: Path) -> Path | None:
+    """The live generation, or None when ``CURRENT`` is missing or names nothing usable."""
+    try:
+        return read_current(index_dir)
+    except IndexStoreError:
+        return None
+
+
 def write_generation(index_dir: Path, data: GenerationData, manifest: Manifest) -> Path:
     """Write ``data`` as a new generation and make it live atomically. Caller holds the write lock."""
+    from radsift.index.integrity import record_files
 
     index_dir = Path(index_dir)
-    index_dir.mkdir(parents=True, exist_ok=True)
+    mark_index_dir(index_dir)
     _remove_leftovers(index_dir)
+    live = live_generation(index_dir)
     previous = _generation_numbers(index_dir)
     number = (max(previous) if previous else 0) + 1
     manifest.generation = number
     final = index_dir / f"{GEN_PREFIX}{number:06d}"
     tmp = index_dir / f"{TMP_PREFIX}{GEN_PREFIX}{number:06d}-{os.getpid()}"
     tmp.mkdir()
+    (tmp / READERS).touch()
 
     db = sqlite3.connect(tmp / "store.sqlite")
     db.executescript(SCHEMA)
@@ -221,7 +250,9 @@ def write_generation(index_dir: Path, data: GenerationData, manifest: Manifest) 
         np.save(tmp / f"{name}.npy", arr)
     for kind, tokens in (("sentences", data.sentence_tokens), ("sections", data.section_tokens)):
         save_bm25(build_bm25(tokens, manifest.bm25), tmp / f"bm25_{kind}")
+    manifest.files = record_files(tmp)
     (tmp / MANIFEST_NAME).write_text(manifest.to_json(), encoding="utf-8")
+    _fault_point("before-rename")
 
     for f in tmp.rglob("*"):
         if f.is_file():
@@ -229,17 +260,107 @@ def write_generation(index_dir: Path, data: GenerationData, manifest: Manifest) 
                 os.fsync(fh.fileno())
     os.rename(tmp, final)
     _fsync_dir(index_dir)
+    _fault_point("before-commit")
+    _point_current(index_dir, final)  # the commit point
+    _fault_point("after-commit")
+    # Keep the new generation and the one it replaced (for rollback); drop the others no reader holds.
+    keep = {final.name} | ({live.name} if live is not None else set())
+    remove_unread_generations(index_dir, keep)
+    return final
+
+
+def verify_index(index_dir: str | Path, deep: bool = False) -> list:
+    """Every problem of the live generation (:mod:`radsift.index.integrity`); empty when it is whole."""
+    from radsift.index.integrity import Problem, check_generation
+
+    index_dir = Path(index_dir)
+    gen = read_current(index_dir)
+    try:
+        manifest = Manifest.read(gen / MANIFEST_NAME)
+    except IndexStoreError as exc:
+        return [Problem(gen / MANIFEST_NAME, str(exc))]
+    problems = check_generation(gen, manifest, deep=deep)
+    if not manifest.files:
+        problems.append(Problem(gen / MANIFEST_NAME, "records no checksums (written before radsift recorded them): "
+                                                    "only shapes were checked"))
+    if deep and not problems:
+        try:
+            with sqlite3.connect(f"file:{gen / 'store.sqlite'}?mode=ro&immutable=1", uri=True) as db:
+                result = db.execute("PRAGMA integrity_check").fetchone()[0]
+            if result != "ok":
+                problems.append(Problem(gen / "store.sqlite", f"SQLite integrity check: {result}"))
+        except sqlite3.DatabaseError as exc:
+            problems.append(Problem(gen / "store.sqlite", str(exc)))
+    return problems
+
+
+def rollback(index_dir: str | Path) -> tuple[str, str]:
+    """Make the generation before the live one live again (atomically, under the write lock).
+
+    Returns:
+        ``(from, to)`` generation names.
+
+    Raises:
+        IndexStoreError: No earlier generation is left, or it is damaged too.
+    """
+    from radsift.index.integrity import check_generation
+
+    index_dir = Path(index_dir)
+    with write_lock(index_dir):
+        live = read_current(index_dir)
+        number = int(live.name[len(GEN_PREFIX):])
+        earlier = sorted(n for n in _generation_numbers(index_dir) if n < number)
+        if not earlier:
+            raise IndexStoreError(f"{index_dir}: no generation before {live.name} is left to roll back to; "
+                                  "rebuild the index with `radsift index build --overwrite`")
+        target = index_dir / f"{GEN_PREFIX}{earlier[-1]:06d}"
+        problems = check_generation(target, Manifest.read(target / MANIFEST_NAME), deep=True)
+        if problems:
+            raise IndexDamagedError(f"cannot roll back to {target.name}: {problems[0]}")
+        _point_current(index_dir, target)
+    return live.name, target.name
+
+
+def _point_current(index_dir: Path, gen: Path) -> None:
+    """Replace ``CURRENT`` atomically (temp file, fsync, rename, fsync of the folder)."""
     pointer = index_dir / f"{TMP_PREFIX}{CURRENT}"
     with open(pointer, "w", encoding="utf-8") as fh:
-        fh.write(final.name + "\n")
+        fh.write(gen.name + "\n")
         fh.flush()
         os.fsync(fh.fileno())
-    os.replace(pointer, index_dir / CURRENT)  # the commit point
+    os.replace(pointer, index_dir / CURRENT)
     _fsync_dir(index_dir)
-    # Keep the generation just replaced (a reader may be opening it right now); drop older ones.
-    for old in sorted(previous)[:-1]:
-        shutil.rmtree(index_dir / f"{GEN_PREFIX}{old:06d}", ignore_errors=True)
-    return final
+
+
+def remove_unread_generations(index_dir: Path, keep: set[str]) -> list[str]:
+    """Delete generations not in ``keep`` that no reader holds (their lease taken exclusively first)."""
+    removed = []
+    for number in sorted(_generation_numbers(index_dir)):
+        gen = index_dir / f"{GEN_PREFIX}{number:06d}"
+        if gen.name in keep:
+            continue
+        lease = gen / READERS
+        try:
+            fh = open(lease, "a")
+        except OSError:
+            fh = None  # no lease file (an older generation, or an orphan): nobody can hold it
+        try:
+            if fh is not None:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(gen, ignore_errors=True)
+            removed.append(gen.name)
+        except BlockingIOError:
+            continue  # a reader still uses it: a later writer removes it
+        finally:
+            if fh is not None:
+                fh.close()
+    return removed
+
+
+def _fault_point(name: str) -> None:
+    """Tests only: ``RADSIFT_FAULT=NAME`` kills the process here (SIGKILL), as a crash would."""
+    if os.environ.get("RADSIFT_FAULT") == name:
+        os.kill(os.getpid(), 9)
 
 
 def _generation_numbers(index_dir: Path) -> list[int]:
@@ -261,15 +382,36 @@ def _remove_leftovers(index_dir: Path) -> None:
             p.unlink(missing_ok=True)
 
 
-class IndexStore:
-    """Read-only view of the live generation of an index directory."""
+def _take_lease(gen_dir: Path):
+    """A shared lock on the generation's ``.readers`` (None where it cannot be had: read-only media)."""
+    try:
+        fh = open(gen_dir / READERS, "a")
+    except FileNotFoundError:
+        raise
+    except OSError:
+        return None
+    fcntl.flock(fh, fcntl.LOCK_SH)
+    return fh
 
-    def __init__(self, index_dir: Path, gen_dir: Path, manifest: Manifest) -> None:
+
+class IndexStore:
+    """Read-only view of the live generation of an index directory.
+
+    While open it holds a reader lease on its generation (see the module docstring), released by
+    :meth:`close` or when the store is garbage-collected.
+    """
+
+    def __init__(self, index_dir: Path, gen_dir: Path, manifest: Manifest, lease=None) -> None:
         self.index_dir = index_dir
         self.gen_dir = gen_dir
         self.manifest = manifest
+        self._lease = lease
         uri = f"file:{gen_dir / 'store.sqlite'}?mode=ro&immutable=1"
-        self.db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        try:
+            self.db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise IndexDamagedError(f"{gen_dir / 'store.sqlite'}: cannot be opened ({exc}); see `radsift index "
+                                    "verify`") from None
         self._units: dict[str, UnitArrays] = {}
         self._bm25: dict[str, object] = {}
         self._report_ids: list[str] | None = None
@@ -279,14 +421,68 @@ class IndexStore:
         self._cache_lock = threading.Lock()
 
     @classmethod
-    def open(cls, index_dir: str | Path) -> "IndexStore":
+    def open(cls, index_dir: str | Path, *, check: bool = True) -> "IndexStore":
+        """Open the live generation, with a reader lease, after the cheap integrity checks.
+
+        Raises:
+            IndexStoreError: No index, or a damaged file (named): missing, another size than recorded,
+                an array of the wrong shape or ``dim``.
+        """
+        from radsift.index.integrity import check_generation
+
         index_dir = Path(index_dir)
-        gen = read_current(index_dir)
-        manifest = Manifest.read(gen / MANIFEST_NAME)
-        return cls(index_dir, gen, manifest)
+        for _ in range(5):  # a writer may remove the generation between reading CURRENT and the lease
+            gen = read_current(index_dir)
+            try:
+                lease = _take_lease(gen)
+            except FileNotFoundError:
+                if gen.exists():
+                    lease = None  # an older generation written before leases
+                    break
+                continue
+            if gen.exists() and live_generation(index_dir) == gen:
+                break
+            if lease is not None:
+                lease.close()
+        else:
+            raise IndexStoreError(f"{index_dir}: the live generation keeps changing; try again")
+        try:
+            manifest = Manifest.read(gen / MANIFEST_NAME)
+            if check:
+                problems = check_generation(gen, manifest)
+                if problems:
+                    raise IndexDamagedError(f"{problems[0]}; the index is damaged: run `radsift index verify "
+                                          f"{index_dir}` and rebuild it or `radsift index rollback {index_dir}`")
+            return cls(index_dir, gen, manifest, lease)
+        except BaseException:
+            if lease is not None:
+                lease.close()
+            raise
 
     def close(self) -> None:
         self.db.close()
+        if self._lease is not None:
+            self._lease.close()
+            self._lease = None
+
+    def __del__(self) -> None:  # a dropped store (after a reload) gives its lease back
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    @contextmanager
+    def guard(self) -> Iterator[None]:
+        """Turn a damaged file met while reading (SQLite, arrays, BM25) into an :class:`IndexStoreError`
+        naming the generation, instead of a raw traceback."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise IndexDamagedError(f"{self.gen_dir / 'store.sqlite'}: {exc}; the index is damaged: run "
+                                    f"`radsift index verify {self.index_dir}`") from None
+        except (ValueError, OSError, EOFError, KeyError) as exc:
+            raise IndexDamagedError(f"{self.gen_dir}: a file cannot be read ({type(exc).__name__}: {exc}); run "
+                                    f"`radsift index verify {self.index_dir}`") from None
 
     def is_current(self) -> bool:
         """False once a writer has made another generation live."""
@@ -416,13 +612,14 @@ class IndexStore:
             by_key.setdefault(f.key, []).append(f)
         clauses, params = [], []
         for key, group in by_key.items():
+            # json_each compares the key as a plain string: any character works (a JSON path would not).
             ors = []
             for f in group:
                 if f.op == "~":
-                    ors.append("instr(lower(CAST(json_extract(metadata, ?) AS TEXT)), lower(?)) > 0")
+                    ors.append("(m.key = ? AND instr(lower(CAST(m.value AS TEXT)), lower(?)) > 0)")
                 else:
-                    ors.append("json_extract(metadata, ?) = ?")
-                params += [f'$."{key}"', f.value]
-            clauses.append("(" + " OR ".join(ors) + ")")
+                    ors.append("(m.key = ? AND m.value = ?)")
+                params += [key, f.value]
+            clauses.append("EXISTS (SELECT 1 FROM json_each(reports.metadata) AS m WHERE " + " OR ".join(ors) + ")")
         sql = "SELECT row FROM reports" + (" WHERE " + " AND ".join(clauses) if clauses else "")
         return np.fromiter((r[0] for r in self.db.execute(sql, params)), dtype=np.int64)

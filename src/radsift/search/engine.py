@@ -8,6 +8,7 @@ widens only its cut-off until ``k`` reports are found; an optional cross-encoder
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -23,6 +24,8 @@ from radsift.records import Hit, HitMention, QueryReading, Report, Sentence
 from radsift.search.highlight import highlight_spans
 from radsift.search.query import SearchOptions, check_options
 from radsift.search.reading import parse_override, read_query, reading_tiers
+
+log = logging.getLogger("radsift.search")
 
 
 class Index:
@@ -55,6 +58,9 @@ class Index:
         self._settings = None
         self._linker = None
         self._lock = threading.RLock()
+        #: Follow the live generation: switch to a new one when a writer commits it (see :meth:`live_store`).
+        self.follow = True
+        self._follow_error = ""
         #: None: strict reading tiers (the default); a number: calibrated boosts, each tier costing
         #: that share of the score range (:func:`radsift.ranking.apply_tiers`; benchmarks compare them).
         self.tier_gap: float | None = None
@@ -90,7 +96,7 @@ class Index:
 
     def stats(self) -> dict:
         """Counts, model and version of the live generation."""
-        m = self.store.manifest
+        m = self.live_store().manifest
         return {"path": str(self.path), "format_version": m.format_version, "generation": m.generation,
                 "model": m.model_name, "model_path": m.model_path, "dim": m.dim, "counts": dict(m.counts),
                 "sections": list(m.sections), "metadata_keys": list(m.metadata_keys), "created": m.created,
@@ -99,7 +105,9 @@ class Index:
 
     def get_report(self, report_id: str) -> Report | None:
         """The stored report, or None when the id is not in the index."""
-        return self.store.get_report(str(report_id))
+        store = self.live_store()
+        with store.guard():
+            return store.get_report(str(report_id))
 
     def reload(self) -> bool:
         """Switch to the newest generation if a writer replaced it; True when something changed."""
@@ -110,9 +118,25 @@ class Index:
             if fresh.manifest.model_fingerprint != self.store.manifest.model_fingerprint:
                 fresh.close()
                 raise IndexStoreError(f"{self.path} was rebuilt with another model: restart to use it")
-            # In-flight searches hold their own reference to the old store; it closes when they drop it.
+            # In-flight searches hold their own reference to the old store (and its reader lease);
+            # it closes, and gives the lease back, when they drop it.
             self.store = fresh
             return True
+
+    def live_store(self) -> IndexStore:
+        """The store to answer from: with ``follow`` (the default), the index's live generation, switched
+        to when a writer commits a new one (one read of ``CURRENT`` per call). A generation that cannot be
+        switched to (damaged, another model) is reported once and the current one keeps serving."""
+        store = self.store
+        if self.follow and not store.is_current():
+            try:
+                self.reload()
+            except IndexStoreError as exc:
+                if str(exc) != self._follow_error:
+                    self._follow_error = str(exc)
+                    log.error("not switching to the new generation of %s: %s", self.path, exc)
+            store = self.store
+        return store
 
     # -- encoding ----------------------------------------------------------------------------
     def _checked_model(self, model: str | Path) -> Path:
@@ -288,7 +312,13 @@ class Index:
         Raises:
             ConfigError: A bad option (naming it and the allowed values), or ``rerank`` without a reranker.
         """
-        store = self.store  # no lock: a search works on the store it started with; reload() swaps it
+        store = self.live_store()  # no lock: a search works on the store it started with; reload() swaps it
+        with store.guard():
+            return self._search(store, query, k, mode, level, target, where, unit, fields, include_report,
+                                query_vector, negation, rerank, reading, alpha, concepts, prf, mentions)
+
+    def _search(self, store, query, k, mode, level, target, where, unit, fields, include_report, query_vector,
+                negation, rerank, reading, alpha, concepts, prf, mentions) -> "SearchResult":
         m = store.manifest
         opts = check_options(query, k=k, mode=mode, level=level, unit=unit, negation=negation, rerank=rerank,
                              target=target, where=where, sections=m.sections, metadata_keys=m.metadata_keys,
@@ -331,7 +361,7 @@ class Index:
         out: dict = {"mask": self._mask(store, opts),
                      "alpha": opts.alpha if opts.alpha is not None else self.settings.dense_weight}
         if NEEDS_DENSE[opts.mode]:
-            out["dense"] = self._backend(store, opts.unit).scores(query_vector)
+            out["dense"] = _checked_cosines(self._backend(store, opts.unit).scores(query_vector), store, opts.unit)
         if NEEDS_BM25[opts.mode]:
             n = store.units(opts.unit).report_row.shape[0]
             out["bm25"] = bm25_scores(store.bm25(opts.unit), self._bm25_query(opts, reading), n)
@@ -446,6 +476,18 @@ class Index:
             raise KeyError(report_id)
         read = self.read(query, negation, reading)
         return {name: list(self.mentions_in(text, read)) for name, text in report.sections.items()}
+
+
+def _checked_cosines(scores: np.ndarray, store: IndexStore, unit: str) -> np.ndarray:
+    """Cosines of unit vectors lie in [-1, 1]: anything else (NaN, 6e30) is a damaged vector file, not a score."""
+    scores = np.asarray(scores)
+    if scores.size and not (np.isfinite(scores).all() and float(np.abs(scores).max()) <= 1.001):
+        from radsift.errors import IndexDamagedError
+
+        raise IndexDamagedError(f"{store.gen_dir / f'{unit}_vectors.npy'}: holds vectors that are not unit length "
+                                f"(NaN or out-of-range scores): the file is damaged; run `radsift index verify "
+                                f"--deep {store.index_dir}` and rebuild or roll back")
+    return scores
 
 
 class SearchResult(list):

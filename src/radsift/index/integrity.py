@@ -1,0 +1,147 @@
+"""Verified generations: what a generation's files must be, checked cheaply on open and fully on demand.
+
+Each generation's manifest records the size and SHA-256 of every file the writer wrote
+(``files``). Opening a generation checks what costs nothing: every recorded file is there with
+its recorded size, and the arrays have the shapes the manifest promises (vectors ``(n, dim)``
+with the manifest's ``dim`` and counts, one row map entry per unit, label arrays of one length).
+``radsift index verify`` does the same, and with ``--deep`` recomputes every checksum. A
+problem is an :class:`~radsift.errors.IndexStoreError` that names the file, never a raw
+traceback or a wrong answer; ``docs/recovery`` in the README says how to recover (rebuild, or
+``radsift index rollback`` to the previous generation).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+#: Files a writer does not record: the manifest itself and the reader leases.
+UNRECORDED = ("manifest.json", ".readers")
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a generation: the file and what is wrong with it."""
+
+    path: Path
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def record_files(gen_dir: Path) -> dict[str, dict]:
+    """``{relative path: {"size", "sha256"}}`` of every file of a generation (what the manifest records)."""
+    out = {}
+    for f in sorted(gen_dir.rglob("*")):
+        rel = f.relative_to(gen_dir).as_posix()
+        if f.is_file() and rel not in UNRECORDED:
+            out[rel] = {"size": f.stat().st_size, "sha256": sha256(f)}
+    return out
+
+
+def check_files(gen_dir: Path, files: dict[str, dict], deep: bool = False) -> list[Problem]:
+    """Recorded files that are missing, of another size, or (``deep``) of another checksum."""
+    problems = []
+    for rel, info in files.items():
+        path = gen_dir / rel
+        try:
+            size = path.stat().st_size
+        except OSError:
+            problems.append(Problem(path, "missing"))
+            continue
+        if size != info.get("size"):
+            problems.append(Problem(path, f"{size} bytes, the manifest recorded {info.get('size')}"))
+        elif deep and sha256(path) != info.get("sha256"):
+            problems.append(Problem(path, "checksum differs from the manifest's (the file was changed or damaged)"))
+    return problems
+
+
+def _array(path: Path):
+    try:
+        return np.load(path, mmap_mode="r", allow_pickle=False), None
+    except FileNotFoundError:
+        return None, Problem(path, "missing")
+    except (ValueError, OSError, EOFError) as exc:
+        return None, Problem(path, f"not a readable array ({exc})")
+
+
+def check_arrays(gen_dir: Path, manifest) -> list[Problem]:
+    """The arrays' headers against the manifest: shapes, ``dim``, counts, one length per label array."""
+    problems: list[Problem] = []
+    counts = manifest.counts
+    for kind in ("sentence", "section"):
+        n = counts.get(f"{kind}s")
+        vec, p = _array(gen_dir / f"{kind}_vectors.npy")
+        if p:
+            problems.append(p)
+        elif vec.ndim != 2 or vec.dtype != np.float32:
+            problems.append(Problem(gen_dir / f"{kind}_vectors.npy", f"shape {vec.shape} {vec.dtype}, expected "
+                                                                      "a float32 matrix"))
+        else:
+            if vec.shape[1] != manifest.dim:
+                problems.append(Problem(gen_dir / f"{kind}_vectors.npy",
+                                        f"{vec.shape[1]} dimensions, the manifest says dim {manifest.dim}"))
+            if n is not None and vec.shape[0] != n:
+                problems.append(Problem(gen_dir / f"{kind}_vectors.npy", f"{vec.shape[0]} rows, the manifest "
+                                                                           f"counts {n} {kind}s"))
+            n = vec.shape[0] if n is None else n
+        for suffix in ("report", "section"):
+            arr, p = _array(gen_dir / f"{kind}_{suffix}.npy")
+            if p:
+                problems.append(p)
+            elif n is not None and arr.shape != (n,):
+                problems.append(Problem(gen_dir / f"{kind}_{suffix}.npy", f"shape {arr.shape}, expected ({n},)"))
+    lengths = {}
+    for name in ("label_row", "label_finding", "label_status"):
+        arr, p = _array(gen_dir / f"{name}.npy")
+        if p:
+            problems.append(p)
+        else:
+            lengths[name] = arr.shape
+    if len(set(lengths.values())) > 1:
+        problems.append(Problem(gen_dir / "label_row.npy", f"label arrays of different shapes {lengths}"))
+    return problems
+
+
+def check_vectors(path: Path, chunk: int = 65536) -> Problem | None:
+    """Every row of a vector file finite and of unit length (or zero): what search scores rely on."""
+    vec, p = _array(path)
+    if p:
+        return p
+    for start in range(0, vec.shape[0], chunk):
+        block = np.asarray(vec[start:start + chunk], dtype=np.float64)
+        if not np.isfinite(block).all():
+            return Problem(path, f"non-finite values (NaN or infinity) from row {start}")
+        norms = np.linalg.norm(block, axis=1)
+        bad = np.flatnonzero((np.abs(norms - 1.0) > 1e-2) & (norms > 0))
+        if bad.size:
+            return Problem(path, f"row {start + int(bad[0])} has length {norms[bad[0]]:.4g}, not 1 (damaged)")
+    return None
+
+
+def check_generation(gen_dir: Path, manifest, deep: bool = False) -> list[Problem]:
+    """Every problem of a generation: recorded files (sizes; checksums when ``deep``) and array shapes;
+    ``deep`` also reads every vector (finite, unit length)."""
+    problems = check_files(gen_dir, getattr(manifest, "files", None) or {}, deep=deep)
+    bad = {p.path for p in problems}
+    problems += [p for p in check_arrays(gen_dir, manifest) if p.path not in bad]
+    if deep:
+        bad = {p.path for p in problems}
+        for kind in ("sentence", "section"):
+            path = gen_dir / f"{kind}_vectors.npy"
+            if path not in bad and (p := check_vectors(path)) is not None:
+                problems.append(p)
+    return problems
