@@ -622,12 +622,22 @@ def serve_cmd(
     audit_log: Annotated[Optional[Path], typer.Option(
         "--audit-log", metavar="FILE", help="Append every query and report view to this JSON-lines file.")] = None,
     model: ModelOpt = None, reranker: RerankerOpt = None,
+    header_timeout: Annotated[float, typer.Option(
+        "--header-timeout", metavar="SECONDS", help="Close a connection that has not sent a whole request line "
+        "and headers this long after connecting (or after its previous answer).")] = 10.0,
+    keepalive_timeout: Annotated[float, typer.Option(
+        "--keepalive-timeout", metavar="SECONDS", help="Close an idle keep-alive connection after this long.")] = 5.0,
+    max_connections: Annotated[int, typer.Option(
+        "--max-connections", metavar="N", help="Open connections served at once; past them a request gets 503.")] = 64,
 ) -> None:
     """Serve the search page and JSON API (127.0.0.1 unless a token is set; Ctrl-C stops)."""
     from radsift.serve import run_server
+    from radsift.serve.server import ServerLimits
 
+    limits = ServerLimits(header_timeout=header_timeout, keepalive_timeout=keepalive_timeout,
+                          max_connections=max_connections)
     run_server(index_dir, host=host, port=port, token_file=token_file, audit_log=audit_log, model=model,
-               reranker=reranker, console=console)
+               reranker=reranker, console=console, limits=limits)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ Endpoints (all under ``/api`` need ``Authorization: Bearer <token>`` when the ap
 * ``GET /openapi.json`` the OpenAPI document; ``GET /`` the search page.
 
 Logs name the method, the route template, the status and the time only: never a query, a report
-id or report text. Queries go to the audit log alone, when one is configured.
+id or report text. Queries go to the audit log alone, when one is configured; a search or report
+view whose audit line cannot be written is answered 503 (no audit line, no result).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from radsift.errors import ConfigError, IndexStoreError, RadsiftError
 from radsift.search import Index
 from radsift.search.query import MAX_QUERY_CHARS, parse_where
 from radsift.search.reading import parse_override
-from radsift.serve.audit import AuditLog
+from radsift.serve.audit import AuditLog, AuditLogError
 from radsift.serve.auth import bearer_matches, token_id
 from radsift.serve.params import parse_fields
 
@@ -383,6 +384,12 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
 
     @app.exception_handler(IndexStoreError)
     async def on_store(request: Request, exc: IndexStoreError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=503)
+
+    @app.exception_handler(AuditLogError)
+    async def on_audit(request: Request, exc: AuditLogError) -> JSONResponse:
+        # Handled here, inside the middleware below, so the answer carries the security headers
+        # (an unhandled error would be a bare text/plain 500 from outside it). AuditLog logs it.
         return JSONResponse({"detail": str(exc)}, status_code=503)
 
     @app.exception_handler(RadsiftError)
