@@ -7,6 +7,7 @@ folder (for example one written by ``radsift train``) can be given instead.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -46,7 +47,24 @@ def resolve_model_path(model: str | Path | None) -> Path:
         raise ConfigError(f"model folder not found: {path} (radsift loads models from local folders only)")
     if not (path / "modules.json").exists() and not (path / "config.json").exists():
         raise ConfigError(f"{path} is not a sentence-transformers model folder (no modules.json or config.json)")
+    _check_modules(path / "modules.json")
     return path.resolve()
+
+
+def _check_modules(path: Path) -> None:
+    """``modules.json``, when there, must be a list of modules with a ``path`` and a ``type`` each."""
+    if not path.exists():
+        return
+    try:
+        modules = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: not readable JSON ({exc}): the model folder is damaged") from None
+    if isinstance(modules, dict) and "radsift_hashing_encoder" in modules:
+        return  # radsift's own no-torch test encoder (radsift.models.hashing) marks its folder so
+    if not isinstance(modules, list) or not all(isinstance(m, dict) and isinstance(m.get("path"), str)
+                                                 and isinstance(m.get("type"), str) for m in modules):
+        raise ConfigError(f"{path}: expected a list of modules, each with a 'path' and a 'type': the model folder "
+                          "is damaged or not a sentence-transformers model")
 
 
 def model_display_name(path: Path) -> str:
@@ -84,7 +102,11 @@ class Encoder:
         set_threads(threads)
         from sentence_transformers import SentenceTransformer
 
-        st = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        try:
+            st = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        except Exception as exc:  # a damaged or foreign folder: transformers raises many kinds
+            raise ConfigError(f"{path}: cannot be loaded as a sentence-transformers model "
+                              f"({type(exc).__name__}: {str(exc)[:200]})") from None
         if max_seq_length:
             st.max_seq_length = int(max_seq_length)
         st.eval()

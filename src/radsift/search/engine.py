@@ -323,8 +323,6 @@ class Index:
         opts = check_options(query, k=k, mode=mode, level=level, unit=unit, negation=negation, rerank=rerank,
                              target=target, where=where, sections=m.sections, metadata_keys=m.metadata_keys,
                              reading=reading, alpha=alpha, concepts=concepts, prf=prf)
-        if opts.k < 1:
-            return SearchResult([], QueryReading(negation=opts.negation))
         if opts.rerank and self.reranker is None:
             raise ConfigError("rerank needs a reranker: pass --reranker DIR (a folder written by "
                               "'radsift train --recipe rerank') or set RADSIFT_RERANKER")

@@ -6,6 +6,7 @@ so they refuse the same things with the same words.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
@@ -60,11 +61,28 @@ class SearchOptions:
     prf: bool = False  # pseudo-relevance feedback (radsift.ranking.prf)
 
 
+#: Characters a query may not carry: C0/C1 controls (tabs and newlines become spaces first) and the
+#: invisible format characters (zero-width space, joiners, BOM, bidi marks).
+_INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+#: Most hits one search may ask for.
+MAX_K = 10000
+
+
 def normalize_query(query: str) -> str:
-    """Collapse whitespace; an empty query is an error."""
-    text = " ".join(str(query).split())
+    """The query's text: controls and invisible characters out, whitespace collapsed.
+
+    Raises:
+        ConfigError: Not text (None, bytes, a list ...), not valid UTF-8, empty once cleaned, or too long.
+    """
+    if not isinstance(query, str):
+        raise ConfigError(f"the query must be text, not {type(query).__name__}")
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: bytes that were not UTF-8 on the command line
+        raise ConfigError("the query is not valid UTF-8 text") from None
+    text = " ".join(_INVISIBLE.sub("", query).split())
     if not text:
-        raise ConfigError("the query is empty")
+        raise ConfigError("the query is empty (nothing but spaces, control or invisible characters)")
     if len(text) > MAX_QUERY_CHARS:
         raise ConfigError(f"the query is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}")
     return text
@@ -72,7 +90,7 @@ def normalize_query(query: str) -> str:
 
 def check_choice(name: str, value: str, allowed: Iterable[str]) -> str:
     allowed = tuple(allowed)
-    if value not in allowed:
+    if not isinstance(value, str) or value not in allowed:
         raise ConfigError(f"{name} must be one of {', '.join(allowed)}, not {str(value)[:80]!r}")
     return value
 
@@ -137,6 +155,15 @@ def check_target(target: str | None, sections: Sequence[str]) -> str | None:
     return target
 
 
+def check_k(k) -> int:
+    """A number of hits: a whole number from 1 to :data:`MAX_K` (True, 1.5 or "10" are errors)."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise ConfigError(f"k: must be a whole number of hits, not {str(k)[:40]!r}")
+    if not 1 <= int(k) <= MAX_K:
+        raise ConfigError(f"k: must be from 1 to {MAX_K}, not {int(k)}")
+    return int(k)
+
+
 def check_alpha(alpha: float | None) -> float | None:
     """The hybrid's dense share: None (the model's own) or a number within [0, 1]."""
     if alpha is None:
@@ -158,10 +185,14 @@ def check_options(query: str, *, k: int, mode: str, level: str, unit: str, negat
     Raises:
         ConfigError: Naming the option and the allowed values.
     """
-    if rerank < 0:
-        raise ConfigError(f"rerank: must be 0 (off) or a positive number of candidates, not {rerank}")
+    if isinstance(rerank, bool) or not isinstance(rerank, (int, np.integer)) or rerank < 0:
+        raise ConfigError(f"rerank: must be 0 (off) or a positive number of candidates, not {str(rerank)[:40]!r}")
+    if where is not None and not isinstance(where, (Mapping, list, tuple)):
+        raise ConfigError(f"where: must be a list of KEY=VALUE / KEY~VALUE filters, not {type(where).__name__}")
+    if target is not None and not isinstance(target, str):
+        raise ConfigError(f"target: must be a section name, not {type(target).__name__}")
     return SearchOptions(
-        query=normalize_query(query), k=int(k), mode=check_choice("mode", mode, MODES),
+        query=normalize_query(query), k=check_k(k), mode=check_choice("mode", mode, MODES),
         level=check_choice("level", level, LEVELS), unit=check_choice("unit", unit, UNITS),
         negation=check_choice("negation", negation, NEGATION), rerank=int(rerank),
         target=check_target(target, sections), filters=parse_where(where, metadata_keys),
