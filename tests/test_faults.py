@@ -270,3 +270,39 @@ def test_a_rebuild_keeps_the_generation_it_replaced_for_rollback(idx_dir, enc):
     assert _gens(idx_dir) == ["gen-000001", "gen-000002"]
     assert rollback(idx_dir) == ("gen-000002", "gen-000001")
     assert Index.open(idx_dir, encoder=enc).get_report("r1") is not None
+
+
+def _sql(gen: Path, statement: str) -> None:
+    import sqlite3
+
+    with sqlite3.connect(gen / "store.sqlite") as db:
+        db.execute(statement)
+
+
+def test_a_changed_record_is_an_error_when_read_never_shown(idx_dir, enc):
+    _sql(read_current(idx_dir), """UPDATE reports SET sections = '{"findings": "tampered"}' WHERE id = 'r3'""")
+    _sql(read_current(idx_dir), "UPDATE sentences SET text = 'tampered' WHERE row = 0")
+    index = Index.open(idx_dir, encoder=enc)
+    with pytest.raises(IndexDamagedError, match="store.sqlite: a reports row .* does not match its checksum"):
+        index.get_report("r3")
+    with pytest.raises(IndexDamagedError, match="sentences row"):
+        index.search("finding number 0", k=20, mode="bm25", level="sentence")
+    assert index.get_report("r4").sections["findings"].startswith("Finding number 4")  # the others read fine
+
+
+def test_an_index_written_before_row_checksums_still_reads(idx_dir, enc):
+    gen = read_current(idx_dir)
+    for table in ("reports", "sentences", "sections"):
+        _sql(gen, f"ALTER TABLE {table} DROP COLUMN crc")
+    manifest = json.loads((gen / "manifest.json").read_text())
+    manifest["files"] = {}  # an older manifest recorded no files either
+    (gen / "manifest.json").write_text(json.dumps(manifest))
+    index = Index.open(idx_dir, encoder=enc)
+    assert index.get_report("r3") is not None and index.search("pneumothorax", k=3, mode="hybrid")
+
+
+def test_deep_verify_reads_every_row_against_its_checksum(idx_dir):
+    _sql(read_current(idx_dir), "UPDATE sections SET text = 'tampered' WHERE row = 2")
+    assert verify_index(idx_dir) == []  # same size: the cheap check cannot see it
+    (problem,) = [p for p in verify_index(idx_dir, deep=True) if "sections row" in p.reason]
+    assert problem.path.name == "store.sqlite"

@@ -40,6 +40,7 @@ import os
 import shutil
 import sqlite3
 import threading
+import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,14 +64,22 @@ READERS = ".readers"
 MARKER = ".radsift-index"
 UNIT_KINDS = ("sentence", "section")
 
+# Each row carries the CRC-32 of its fields (row_crc): a damaged page that SQLite itself does not
+# notice (zeroed text, say) is an error when the row is read, never a wrong report shown.
 SCHEMA = """
 CREATE TABLE reports (row INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, sections TEXT NOT NULL,
-                      metadata TEXT NOT NULL);
+                      metadata TEXT NOT NULL, crc INTEGER NOT NULL);
 CREATE TABLE sentences (row INTEGER PRIMARY KEY, report_row INTEGER NOT NULL, section TEXT NOT NULL,
-                        idx INTEGER NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL, text TEXT NOT NULL);
+                        idx INTEGER NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL, text TEXT NOT NULL,
+                        crc INTEGER NOT NULL);
 CREATE TABLE sections (row INTEGER PRIMARY KEY, report_row INTEGER NOT NULL, section TEXT NOT NULL,
-                       text TEXT NOT NULL);
+                       text TEXT NOT NULL, crc INTEGER NOT NULL);
 """
+
+
+def row_crc(*fields) -> int:
+    """CRC-32 of a stored row's fields (what the ``crc`` column holds)."""
+    return zlib.crc32("\x1f".join(map(str, fields)).encode("utf-8", "surrogatepass"))
 
 
 
@@ -219,12 +228,17 @@ def write_generation(index_dir: Path, data: GenerationData, manifest: Manifest) 
 
     db = sqlite3.connect(tmp / "store.sqlite")
     db.executescript(SCHEMA)
-    db.executemany("INSERT INTO reports (row, id, sections, metadata) VALUES (?, ?, ?, ?)",
-                   ((i, r.id, r.sections, r.metadata) for i, r in enumerate(data.reports)))
-    db.executemany('INSERT INTO sentences (row, report_row, section, idx, start, "end", text) VALUES (?,?,?,?,?,?,?)',
-                   ((i, s.report_row, s.section, s.idx, s.start, s.end, s.text) for i, s in enumerate(data.sentences)))
-    db.executemany("INSERT INTO sections (row, report_row, section, text) VALUES (?, ?, ?, ?)",
-                   ((i, s.report_row, s.section, s.text) for i, s in enumerate(data.sections)))
+    db.executemany("INSERT INTO reports (row, id, sections, metadata, crc) VALUES (?, ?, ?, ?, ?)",
+                   ((i, r.id, r.sections, r.metadata, row_crc(r.id, r.sections, r.metadata))
+                    for i, r in enumerate(data.reports)))
+    db.executemany('INSERT INTO sentences (row, report_row, section, idx, start, "end", text, crc) '
+                   "VALUES (?,?,?,?,?,?,?,?)",
+                   ((i, s.report_row, s.section, s.idx, s.start, s.end, s.text,
+                     row_crc(s.report_row, s.section, s.idx, s.start, s.end, s.text))
+                    for i, s in enumerate(data.sentences)))
+    db.executemany("INSERT INTO sections (row, report_row, section, text, crc) VALUES (?, ?, ?, ?, ?)",
+                   ((i, s.report_row, s.section, s.text, row_crc(s.report_row, s.section, s.text))
+                    for i, s in enumerate(data.sections)))
     db.commit()
     db.close()
 
@@ -291,6 +305,18 @@ def verify_index(index_dir: str | Path, deep: bool = False) -> list:
                 problems.append(Problem(gen / "store.sqlite", f"SQLite integrity check: {result}"))
         except sqlite3.DatabaseError as exc:
             problems.append(Problem(gen / "store.sqlite", str(exc)))
+    if deep:  # every row against its checksum (says which table, where the file checksum cannot)
+        try:
+            store = IndexStore(index_dir, gen, manifest)
+        except IndexStoreError as exc:
+            problems.append(Problem(gen / "store.sqlite", str(exc)))
+            return problems
+        try:
+            store.all_reports(), store.all_sentences(), store.all_sections()
+        except (IndexDamagedError, sqlite3.DatabaseError) as exc:
+            problems.append(Problem(gen / "store.sqlite", str(exc).split(": ", 1)[-1]))
+        finally:
+            store.close()
     return problems
 
 
@@ -417,6 +443,7 @@ class IndexStore:
         self._report_ids: list[str] | None = None
         self._report_rows: dict[str, int] | None = None
         self._labels: LabelArrays | None = None
+        self._has_crc: bool | None = None
         self._cache: dict = {}
         self._cache_lock = threading.Lock()
 
@@ -552,20 +579,44 @@ class IndexStore:
             self._report_rows = {rid: i for i, rid in enumerate(self.report_ids)}
         return self._report_rows.get(report_id)
 
+    @property
+    def _crc(self) -> str:
+        """``, crc`` where the tables carry row checksums (indexes written before them do not)."""
+        if self._has_crc is None:
+            self._has_crc = any(c[1] == "crc" for c in self.db.execute("PRAGMA table_info(reports)"))
+        return ", crc" if self._has_crc else ""
+
+    def _checked(self, table: str, rows):
+        """Each row's fields, after comparing them with its stored CRC (the last column) when there is one."""
+        if not self._has_crc:
+            return [tuple(r) for r in rows]
+        out = []
+        for r in rows:
+            *fields, crc = r
+            if row_crc(*fields[1:]) != crc:  # fields[0] is the row number
+                raise IndexDamagedError(f"{self.gen_dir / 'store.sqlite'}: a {table} row (row {fields[0]}) does not "
+                                        f"match its checksum: the file is damaged; run `radsift index verify --deep "
+                                        f"{self.index_dir}`")
+            out.append(tuple(fields))
+        return out
+
     def reports_by_rows(self, rows: Sequence[int]) -> dict[int, Report]:
         if not rows:
             return {}
         marks = ",".join("?" * len(rows))
-        cur = self.db.execute(f"SELECT row, id, sections, metadata FROM reports WHERE row IN ({marks})",
+        cur = self.db.execute(f"SELECT row, id, sections, metadata{self._crc} FROM reports WHERE row IN ({marks})",
                               [int(r) for r in rows])
-        return {row: Report(rid, json.loads(sec), json.loads(meta)) for row, rid, sec, meta in cur}
+        return {row: Report(rid, json.loads(sec), json.loads(meta))
+                for row, rid, sec, meta in self._checked("reports", cur)}
 
     def get_report(self, report_id: str) -> Report | None:
-        row = self.db.execute("SELECT id, sections, metadata FROM reports WHERE id = ?", (report_id,)).fetchone()
-        return None if row is None else Report(row[0], json.loads(row[1]), json.loads(row[2]))
+        cur = self.db.execute(f"SELECT row, id, sections, metadata{self._crc} FROM reports WHERE id = ?", (report_id,))
+        found = self._checked("reports", cur.fetchall())
+        return None if not found else Report(found[0][1], json.loads(found[0][2]), json.loads(found[0][3]))
 
     def iter_reports(self) -> Iterator[tuple[int, Report]]:
-        for row, rid, sec, meta in self.db.execute("SELECT row, id, sections, metadata FROM reports ORDER BY row"):
+        cur = self.db.execute(f"SELECT row, id, sections, metadata{self._crc} FROM reports ORDER BY row")
+        for row, rid, sec, meta in self._checked("reports", cur):
             yield row, Report(rid, json.loads(sec), json.loads(meta))
 
     def sentences_by_rows(self, rows: Sequence[int]) -> dict[int, Sentence]:
@@ -573,33 +624,36 @@ class IndexStore:
             return {}
         marks = ",".join("?" * len(rows))
         cur = self.db.execute(
-            f'SELECT s.row, r.id, s.section, s.idx, s.start, s."end", s.text FROM sentences s '
-            f"JOIN reports r ON r.row = s.report_row WHERE s.row IN ({marks})",
+            f'SELECT s.row, s.report_row, s.section, s.idx, s.start, s."end", s.text{self._crc.replace("crc", "s.crc")} '
+            f"FROM sentences s WHERE s.row IN ({marks})",
             [int(r) for r in rows],
         )
-        return {row: Sentence(rid, sec, idx, start, end, text) for row, rid, sec, idx, start, end, text in cur}
+        ids = self.report_ids
+        return {row: Sentence(ids[rep], sec, idx, start, end, text)
+                for row, rep, sec, idx, start, end, text in self._checked("sentences", cur)}
 
     def sections_by_rows(self, rows: Sequence[int]) -> dict[int, tuple[str, str, str]]:
         """Section units by row: (report id, section name, text)."""
         if not len(rows):
             return {}
         marks = ",".join("?" * len(rows))
-        cur = self.db.execute(
-            f"SELECT s.row, r.id, s.section, s.text FROM sections s JOIN reports r ON r.row = s.report_row "
-            f"WHERE s.row IN ({marks})",
-            [int(r) for r in rows],
-        )
-        return {row: (rid, sec, text) for row, rid, sec, text in cur}
+        cur = self.db.execute(f"SELECT row, report_row, section, text{self._crc} FROM sections WHERE row IN ({marks})",
+                              [int(r) for r in rows])
+        ids = self.report_ids
+        return {row: (ids[rep], sec, text) for row, rep, sec, text in self._checked("sections", cur)}
 
     def all_reports(self) -> list[ReportRecord]:
-        return [ReportRecord(*r) for r in self.db.execute("SELECT id, sections, metadata FROM reports ORDER BY row")]
+        cur = self.db.execute(f"SELECT row, id, sections, metadata{self._crc} FROM reports ORDER BY row")
+        return [ReportRecord(*r[1:]) for r in self._checked("reports", cur)]
 
     def all_sentences(self) -> list[SentenceRecord]:
-        return [SentenceRecord(*r) for r in
-                self.db.execute('SELECT report_row, section, idx, start, "end", text FROM sentences ORDER BY row')]
+        cur = self.db.execute(f'SELECT row, report_row, section, idx, start, "end", text{self._crc} FROM sentences '
+                              "ORDER BY row")
+        return [SentenceRecord(*r[1:]) for r in self._checked("sentences", cur)]
 
     def all_sections(self) -> list[SectionRecord]:
-        return [SectionRecord(*r) for r in self.db.execute("SELECT report_row, section, text FROM sections ORDER BY row")]
+        cur = self.db.execute(f"SELECT row, report_row, section, text{self._crc} FROM sections ORDER BY row")
+        return [SectionRecord(*r[1:]) for r in self._checked("sections", cur)]
 
     def report_rows_where(self, filters: Sequence) -> np.ndarray:
         """Rows of reports whose metadata match the filters (:class:`radsift.search.query.Filter`).
