@@ -86,3 +86,13 @@ def test_a_malformed_model_folder_is_a_clear_error_everywhere(index, tmp_path):
         (tmp_path / "none.csv").write_text("id,findings\nz,Cardiomegaly.\n")
         res = CliRunner().invoke(app, args)
         assert res.exit_code == 2 and "modules.json: expected a list of modules" in res.output, res.output
+
+
+def test_opening_something_that_is_no_index_folder_is_a_clear_error(tmp_path):
+    from radsift.errors import IndexStoreError
+
+    (tmp_path / "a-file").write_text("x")
+    for path, message in ((tmp_path / "a-file", "is a file, not an index folder"),
+                          (tmp_path / "nothing", "index not found"), (tmp_path, "no CURRENT file")):
+        with pytest.raises(IndexStoreError, match=message):
+            Index.open(path)

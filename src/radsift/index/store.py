@@ -166,10 +166,14 @@ def read_current(index_dir: Path) -> Path:
     index_dir = Path(index_dir)
     if not index_dir.exists():
         raise IndexStoreError(f"index not found: {index_dir} (build one with `radsift index build {index_dir} CORPUS`)")
+    if not index_dir.is_dir():
+        raise IndexStoreError(f"{index_dir} is a file, not an index folder")
     try:
         name = (index_dir / CURRENT).read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         raise IndexStoreError(f"{index_dir} is not a radsift index (no {CURRENT} file)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise IndexDamagedError(f"{index_dir / CURRENT}: cannot be read ({exc})") from None
     gen = index_dir / name
     if not name.startswith(GEN_PREFIX) or not gen.is_dir():
         raise IndexStoreError(f"{index_dir}: {CURRENT} names a missing generation {name!r}: the index is corrupt")
