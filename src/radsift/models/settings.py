@@ -98,6 +98,17 @@ def load_search_settings(folder: str | Path | None, name: str | None = None) -> 
     return packaged_settings(name)
 
 
+def settings_of_model(folder: str | Path | None, name: str | None = None) -> SearchSettings:
+    """The settings of the model in ``folder`` (its own file, else the packaged table under its display
+    name); without a folder, the packaged table's entry for ``name`` (default: the packaged model)."""
+    from radsift.models.encoder import DEFAULT_MODEL_NAME, model_display_name
+
+    if folder is None:
+        return packaged_settings(name or DEFAULT_MODEL_NAME)
+    path = Path(folder)
+    return load_search_settings(path, model_display_name(path.resolve()))
+
+
 def write_search_settings(folder: str | Path, settings: SearchSettings, note: str = "") -> Path:
     """Write ``settings`` beside a model (what :func:`load_search_settings` reads)."""
     path = Path(folder) / SETTINGS_FILE

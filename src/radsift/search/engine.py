@@ -170,17 +170,13 @@ class Index:
         """The search settings of the index's model (:mod:`radsift.models.settings`): its dense
         weight in ``hybrid`` and its concept-link threshold. Reading them never loads the model."""
         if self._settings is None:
-            from radsift.models.settings import load_search_settings
+            from radsift.models.settings import settings_of_model
 
-            from radsift.models.encoder import model_display_name
-
+            m = self.store.manifest
             path = self._model_path if self._model_path is not None else getattr(self._encoder, "path", None)
-            if path is None:
-                m = self.store.manifest
-                path = m.model_path if m.model_path and Path(m.model_path).is_dir() else None
-                self._settings = load_search_settings(path, m.model_name)
-            else:
-                self._settings = load_search_settings(path, model_display_name(Path(path).resolve()))
+            if path is None and m.model_path and Path(m.model_path).is_dir():
+                path = m.model_path
+            self._settings = settings_of_model(path, m.model_name)
         return self._settings
 
     @settings.setter

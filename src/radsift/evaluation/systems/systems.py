@@ -12,7 +12,6 @@ search`` calls, so a bench figure measures the ranking users get.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -229,14 +228,11 @@ class RankedSystem(System):
 def dense_settings(dense: "DenseSystem"):
     """The search settings of a dense system's model: its folder's, the packaged model's, or those of the
     encoder's folder (a test's hashing encoder)."""
-    from radsift.models.encoder import DEFAULT_MODEL_NAME, model_display_name, resolve_model_path
-    from radsift.models.settings import load_search_settings, packaged_settings
+    from radsift.models.encoder import resolve_model_path
+    from radsift.models.settings import settings_of_model
 
-    folder = dense.model or getattr(dense.cache.encoder, "path", None)
-    if folder is None:
-        return packaged_settings(DEFAULT_MODEL_NAME)
-    path = resolve_model_path(folder) if dense.model else Path(folder)
-    return load_search_settings(path, model_display_name(path.resolve()))
+    folder = resolve_model_path(dense.model) if dense.model else getattr(dense.cache.encoder, "path", None)
+    return settings_of_model(folder)
 
 
 class DenseSystem(RankedSystem):
