@@ -204,6 +204,10 @@ class Hit:
         sections: The report's sections (may be empty when fields were not requested).
         metadata: The report's metadata.
         reading: What the unit states about each of the query's findings (negation-aware search).
+        band: ``states``, ``related`` or ``unlikely``: where the hit lies against the end of the
+            relevant reports (:mod:`radsift.ranking.bands`); None where not computed.
+        relevance: The calibrated estimate the band comes from (probability that the report states
+            what the query asks for), or None.
     """
 
     report_id: str
@@ -215,6 +219,8 @@ class Hit:
     sections: Mapping[str, str] = field(default_factory=dict)
     metadata: Mapping[str, str] = field(default_factory=dict)
     reading: tuple[HitMention, ...] = ()
+    band: str | None = None
+    relevance: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sections", _frozen_map(self.sections))
@@ -235,4 +241,6 @@ class Hit:
             "sections": dict(self.sections),
             "metadata": dict(self.metadata),
             "reading": [m.to_dict() for m in self.reading],
+            "band": self.band,
+            "relevance": self.relevance,
         }

@@ -5,7 +5,8 @@ what is measured is what users get. The steps, each in its own module:
 
 1. the scores: dense cosine (a vector backend) and BM25 (:mod:`.bm25`), computed by the caller;
 2. fusion of the two (:mod:`.fusion`): ``hybrid`` is their convex combination, ``hybrid-rrf``
-   reciprocal rank fusion of their top :data:`~.fusion.HYBRID_DEPTH`;
+   reciprocal rank fusion of their whole rankings (every eligible unit, so that a page deep in
+   the list ranks exactly as it does on the first page);
 3. reading tiers (:mod:`.tiers`): negation-aware ranking orders units by what they state about
    the query's findings (the same reading first, the opposite last), then by score;
 4. top-k (:mod:`.topk`), then optionally the best unit per report (:mod:`.aggregate`);
@@ -19,8 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from radsift.ranking.aggregate import best_per_group
-from radsift.ranking.fusion import (DENSE_WEIGHT, HYBRID_DEPTH, RERANK_WEIGHT, convex_combination, fused_order,
-                                    reciprocal_rank_fusion)
+from radsift.ranking.fusion import DENSE_WEIGHT, RERANK_WEIGHT, RRF_K, convex_combination, fused_order
 from radsift.ranking.tiers import apply_tiers
 from radsift.ranking.topk import top_k
 
@@ -67,18 +67,49 @@ def rank(mode: str, n: int | None, *, dense: np.ndarray | None = None, bm25: np.
     if mode == "bm25":
         return top_k(apply_tiers(bm25, tiers, gap), n, _and(mask, matched))
     if mode == "hybrid-rrf":
-        depth = None if n is None else max(HYBRID_DEPTH, n)
-        d_rows, _ = top_k(apply_tiers(dense, tiers, gap), depth, mask)
-        b_rows, _ = top_k(apply_tiers(bm25, tiers, gap), depth, _and(mask, matched))
-        rows, scores = reciprocal_rank_fusion([d_rows, b_rows])
-        if tiers is not None and len(rows):
+        d_rows, _ = top_k(apply_tiers(dense, tiers, gap), None, mask)
+        b_rows, _ = top_k(apply_tiers(bm25, tiers, gap), None, _and(mask, matched))
+        scores, listed = _rrf(len(dense), d_rows, b_rows)
+        if tiers is not None:
             # Ranks carry no score gap: a unit of a worse tier high on one side could still out-fuse
             # a unit on only one list, so the tiers apply again to the fused scores.
-            scores = apply_tiers(scores, np.asarray(tiers)[rows], gap)
-            order = np.lexsort((rows, -scores))
-            rows, scores = rows[order], scores[order]
-        return (rows, scores) if n is None else (rows[:n], scores[:n])
+            scores = apply_tiers(scores, tiers, gap)
+        return top_k(scores, n, listed)
     raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+
+
+def _rrf(n_units: int, *rankings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Reciprocal rank fusion of whole rankings, vectorised: ``sum 1 / (RRF_K + rank)`` per unit
+    (float32, as :func:`~.fusion.reciprocal_rank_fusion`) and which units any ranking lists."""
+    fused = np.zeros(n_units, dtype=np.float64)
+    listed = np.zeros(n_units, dtype=bool)
+    for rows in rankings:
+        rows = np.asarray(rows, dtype=np.int64)
+        fused[rows] += 1.0 / (RRF_K + np.arange(1, rows.size + 1, dtype=np.float64))
+        listed[rows] = True
+    return fused.astype(np.float32), listed
+
+
+def eligible(mode: str, *, bm25: np.ndarray | None = None, mask: np.ndarray | None = None,
+             keep: np.ndarray | None = None, n_units: int) -> np.ndarray:
+    """Which units :func:`rank` ranks at all (with ``n=None``): the mask, and for ``bm25`` the units
+    sharing a term with the query (or in ``keep``). The counts of a search come from it."""
+    out = np.ones(n_units, dtype=bool) if mask is None else np.asarray(mask, dtype=bool).copy()
+    if mode == "bm25" and bm25 is not None:
+        out &= (bm25 > 0) if keep is None else ((bm25 > 0) | keep)
+    return out
+
+
+def base_scores(mode: str, *, dense: np.ndarray | None = None, bm25: np.ndarray | None = None,
+                alpha: float = DENSE_WEIGHT) -> np.ndarray:
+    """Every unit's score before reading tiers, on the scale relevance bands read (:mod:`.bands`):
+    the cosine (``dense``), BM25 (``bm25``), or the convex combination (both hybrids: a rank fusion
+    has no score distribution to read)."""
+    if mode == "dense":
+        return np.asarray(dense)
+    if mode == "bm25":
+        return np.asarray(bm25)
+    return convex_combination(dense, bm25, alpha)
 
 
 def rank_groups(mode: str, k: int | None, group_of: np.ndarray, **scores) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -97,7 +128,8 @@ def rank_groups(mode: str, k: int | None, group_of: np.ndarray, **scores) -> tup
         ``(groups, unit_rows, scores)``, best first.
     """
     total = int(np.asarray(group_of).shape[0])
-    n = None if k is None else max(10 * k, 100)
+    # A rank fusion ranks every unit anyway (see rank): no cut-off to widen.
+    n = None if k is None or mode == "hybrid-rrf" else max(10 * k, 100)
     while True:
         rows, vals = rank(mode, n, **scores)
         picked = best_per_group(rows, vals, group_of, k)

@@ -28,8 +28,6 @@ from radsift.errors import ConfigError
 RRF_K = 60
 #: Share of the dense side in :func:`convex_combination` (2-fold cross-validated on Open-i).
 DENSE_WEIGHT = 0.75
-#: Reciprocal rank fusion fuses at least this many candidates from each side (more when k is larger).
-HYBRID_DEPTH = 200
 #: Share of the cross-encoder in :func:`fuse` (chosen among 0.3, 0.5 and 0.7 on held-out Open-i).
 RERANK_WEIGHT = 0.3
 

@@ -181,3 +181,44 @@ def unit_tiers(stated: np.ndarray | None, statuses: Sequence[str], sides: np.nda
         report = combine(_resolve(best, statuses))
         tiers = report[group_of] * (int(tiers.max()) + 1) + tiers
     return tiers
+
+
+#: What a unit (or a report) states about the query's whole reading (:func:`reading_classes`).
+STATES, PARTIAL, OPPOSITE, NO_READING_CLASS = 0, 1, 2, 3
+CLASS_NAMES = ("states", "partial", "opposite", "none")
+
+
+def reading_classes(stated: np.ndarray, statuses: Sequence[str], group_of: np.ndarray | None = None,
+                    n_groups: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """What each unit, and each report, states about the query's findings, as one class each:
+
+    ``STATES`` every finding with the wanted status; ``OPPOSITE`` the opposite of any of them (and
+    not all of them as wanted); ``PARTIAL`` anything else (some of them, uncertainly, or nothing).
+    A report is judged on its whole text: per finding, the best any of its units states (so
+    "Heart size is normal." anywhere in a report makes it state "no cardiomegaly"). Sides are not
+    read here: they order units within a class.
+
+    Args:
+        stated: :func:`stated_tiers` (``UNSTATED`` where a unit says nothing of a finding).
+        statuses: The wanted status of each column.
+        group_of: Report of every unit, or None (no report classes).
+        n_groups: Number of reports (default: the largest in ``group_of`` plus one).
+
+    Returns:
+        ``(unit classes, report classes or None)``, int8.
+    """
+    def classify(per: np.ndarray) -> np.ndarray:
+        per = _resolve(per, statuses)
+        out = np.full(per.shape[0], PARTIAL, dtype=np.int8)
+        out[(per == OPPOSITE_TIER).any(axis=1)] = OPPOSITE
+        out[(per == 0).all(axis=1)] = STATES
+        return out
+
+    units = classify(stated)
+    if group_of is None:
+        return units, None
+    group_of = np.asarray(group_of, dtype=np.int64)
+    n = int(group_of.max(initial=-1)) + 1 if n_groups is None else int(n_groups)
+    best = np.full((n, stated.shape[1]), UNSTATED, dtype=np.int8)
+    np.minimum.at(best, group_of, stated)
+    return units, classify(best)

@@ -20,10 +20,13 @@ from radsift.index.backends import create_backend
 from radsift.index.store import IndexStore
 from radsift.ranking import (NEEDS_BM25, NEEDS_DENSE, bm25_scores, rank, rank_groups, rerank as rerank_core, stating,
                              units_with_terms)
+from radsift.ranking.bands import BandTable, band_of, relative_scores, score_kind
+from radsift.ranking.core import base_scores, eligible
+from radsift.ranking.tiers import CLASS_NAMES, STATES
 from radsift.records import Hit, HitMention, QueryReading, Report, Sentence
 from radsift.search.highlight import highlight_spans
 from radsift.search.query import SearchOptions, check_options
-from radsift.search.reading import parse_override, read_query, reading_tiers
+from radsift.search.reading import ReadingTiers, parse_override, read_query, reading_tiers
 
 log = logging.getLogger("radsift.search")
 
@@ -242,10 +245,11 @@ class Index:
 
         return link
 
-    def _tiers(self, store: IndexStore, opts: SearchOptions, reading: QueryReading) -> np.ndarray | None:
-        """The reading tier of every unit of ``opts.unit`` (see :func:`~radsift.search.reading.reading_tiers`)."""
+    def _tiers(self, store: IndexStore, opts: SearchOptions, reading: QueryReading) -> ReadingTiers:
+        """The reading tier of every unit of ``opts.unit`` and what each states (see
+        :func:`~radsift.search.reading.reading_tiers`)."""
         if not reading.active:
-            return None
+            return ReadingTiers(None)
         labels = store.labels()
         sentence_bm25 = store.bm25("sentence")
         n_sentences = store.units("sentence").report_row.shape[0]
@@ -259,7 +263,7 @@ class Index:
             side_flags=lambda: store.cached(("sides", opts.unit), lambda: _side_flags(store, opts.unit)),
             unit_of=None if opts.unit == "sentence" else store.cached(("section_of_sentence",),
                                                                        lambda: _section_of_sentence(store)),
-            group_of=units.report_row if opts.level == "report" else None,
+            group_of=units.report_row if opts.level == "report" else None, classes=True,
         )
 
     def _backend(self, store: IndexStore, kind: str):
@@ -272,7 +276,7 @@ class Index:
                fields: Sequence[str] | None = None, include_report: bool = True,
                query_vector: np.ndarray | None = None, negation: str = "aware", rerank: int = 0,
                reading: Mapping[str, str] | Iterable[str] | None = None, alpha: float | None = None,
-               concepts: bool = True, prf: bool = False, mentions: bool = True) -> "SearchResult":
+               concepts: bool = True, prf: bool = False, mentions: bool = True, offset: int = 0) -> "SearchResult":
         """Search the index.
 
         Args:
@@ -301,9 +305,15 @@ class Index:
                 :mod:`radsift.ranking.prf`), then rank again.
             mentions: Attach to each hit what its unit states about the query's findings (status, cue,
                 offsets: ``Hit.reading``); False skips reading the hits (batch runs, benchmarks).
+            offset: Skip this many hits of the ranked list (paging: the page after ``offset=0, k=25``
+                is ``offset=25, k=25``; pages never repeat or miss a hit). Past the end: no hits.
 
         Returns:
-            Hits, best first; scores decrease with rank. The list's ``.reading`` says how the query was read.
+            Hits, best first; scores decrease with rank; ``Hit.rank`` counts from ``offset + 1``. The
+            list's ``.reading`` says how the query was read, ``.total`` how many reports (sentences at
+            sentence level) the whole ranked list holds and ``.matching`` how many of them state the
+            query's reading (None when nothing is read); each hit carries a relevance estimate and
+            band (:mod:`radsift.ranking.bands`).
 
         Raises:
             ConfigError: A bad option (naming it and the allowed values), or ``rerank`` without a reranker.
@@ -311,14 +321,14 @@ class Index:
         store = self.live_store()  # no lock: a search works on the store it started with; reload() swaps it
         with store.guard():
             return self._search(store, query, k, mode, level, target, where, unit, fields, include_report,
-                                query_vector, negation, rerank, reading, alpha, concepts, prf, mentions)
+                                query_vector, negation, rerank, reading, alpha, concepts, prf, mentions, offset)
 
     def _search(self, store, query, k, mode, level, target, where, unit, fields, include_report, query_vector,
-                negation, rerank, reading, alpha, concepts, prf, mentions) -> "SearchResult":
+                negation, rerank, reading, alpha, concepts, prf, mentions, offset) -> "SearchResult":
         m = store.manifest
         opts = check_options(query, k=k, mode=mode, level=level, unit=unit, negation=negation, rerank=rerank,
                              target=target, where=where, sections=m.sections, metadata_keys=m.metadata_keys,
-                             reading=reading, alpha=alpha, concepts=concepts, prf=prf)
+                             reading=reading, alpha=alpha, concepts=concepts, prf=prf, offset=offset)
         if opts.rerank and self.reranker is None:
             raise ConfigError("rerank needs a reranker: pass --reranker DIR (a folder written by "
                               "'radsift train --recipe rerank') or set RADSIFT_RERANKER")
@@ -327,14 +337,15 @@ class Index:
         reading = read_query(opts.query, self.labeler, negation=opts.negation, override=dict(opts.reading),
                              lexicon=m.lexicon is not None,
                              link=self._link_function(opts.mode, opts.query, query_vector) if opts.concepts else None)
-        tiers = self._tiers(store, opts, reading)
+        read_tiers = self._tiers(store, opts, reading)
+        tiers = read_tiers.tiers
         scores = self._scores(store, opts, query_vector, reading)
         if opts.prf:
             scores = self._feedback(store, opts, scores, tiers, query_vector, reading)
         if tiers is not None and reading.findings:
             scores["keep"] = stating(tiers)
         report_of = store.units(opts.unit).report_row
-        depth = max(opts.k, opts.rerank)
+        depth = max(opts.offset + opts.k, opts.rerank)
         if opts.level == "sentence":
             rows, vals = rank(opts.mode, depth, tiers=tiers, gap=self.tier_gap, **scores)
             picked = list(zip(report_of[rows].tolist(), rows.tolist(), np.asarray(vals, np.float64).tolist()))
@@ -344,8 +355,13 @@ class Index:
         units = self._units(store, opts.unit, [u for _, u, _ in picked])
         if opts.rerank:
             picked = self._rerank(opts, picked, units, tiers)
-        return SearchResult(self._hits(store, opts.query, picked[:opts.k], units, fields, include_report,
-                                       reading if mentions else QueryReading()), reading)
+        page = picked[opts.offset:opts.offset + opts.k]
+        counts = _Counts.of(store, opts, scores, read_tiers)
+        hits = self._hits(store, opts.query, page, units, fields, include_report,
+                          reading if mentions else QueryReading(), first_rank=opts.offset + 1,
+                          bands=counts.bands(opts, scores, page))
+        return SearchResult(hits, reading, offset=opts.offset, k=opts.k, total=counts.total,
+                            matching=counts.matching, lower_bound=counts.lower_bound)
 
     def _scores(self, store: IndexStore, opts: SearchOptions, query_vector, reading: QueryReading) -> dict:
         """The query's dense and BM25 scores (only those its mode uses) and the eligible units.
@@ -417,20 +433,22 @@ class Index:
         return {row: Sentence(rid, sec, -1, 0, len(text), text)
                 for row, (rid, sec, text) in store.sections_by_rows(rows).items()}
 
-    def _hits(self, store, query, picked, units, fields, include_report, reading: QueryReading) -> list[Hit]:
+    def _hits(self, store, query, picked, units, fields, include_report, reading: QueryReading, first_rank: int = 1,
+              bands: Sequence[tuple[str, float]] = ()) -> list[Hit]:
         reports = store.reports_by_rows([r for r, _, _ in picked]) if include_report else {}
         hits = []
-        for rank_, (rep_row, unit_row, score) in enumerate(picked, start=1):
+        for i, (rep_row, unit_row, score) in enumerate(picked):
+            band, relevance = bands[i] if bands else (None, None)
             sent = units[unit_row]
             report = reports.get(rep_row)
             sections = {}
             if report is not None:
                 sections = {k: v for k, v in report.sections.items() if fields is None or k in fields}
             hits.append(Hit(
-                report_id=sent.report_id, score=score, rank=rank_, sentence=sent,
+                report_id=sent.report_id, score=score, rank=first_rank + i, sentence=sent,
                 highlights=highlight_spans(query, sent.text), section=sent.section, sections=sections,
                 metadata=report.metadata if report is not None else {},
-                reading=self.mentions_in(sent.text, reading),
+                reading=self.mentions_in(sent.text, reading), band=band, relevance=relevance,
             ))
         return hits
 
@@ -485,11 +503,92 @@ def _checked_cosines(scores: np.ndarray, store: IndexStore, unit: str) -> np.nda
 
 
 class SearchResult(list):
-    """The hits of a search (a list, best first) and how the query was read (``.reading``)."""
+    """The hits of a search (a list, best first), how the query was read and what the whole list holds.
 
-    def __init__(self, hits: Iterable[Hit], reading: QueryReading) -> None:
+    Attributes:
+        reading: How the query was read.
+        offset: Hits of the ranked list skipped before this page.
+        k: The page size asked for.
+        total: Reports (sentences at sentence level) in the whole ranked list: every eligible one for
+            the dense and hybrid modes, those sharing a term with the query (or stating its reading)
+            for ``bm25``.
+        matching: How many of them state the query's reading (the ``states`` band); None when the
+            ranking reads nothing (no finding named, or ``negation="ignore"``).
+        lower_bound: True when ``matching`` may be short: an open-vocabulary phrase had more
+            candidate sentences than the reader reads (:data:`~radsift.search.reading.OPEN_CANDIDATES`).
+    """
+
+    def __init__(self, hits: Iterable[Hit], reading: QueryReading, *, offset: int = 0, k: int | None = None,
+                 total: int | None = None, matching: int | None = None, lower_bound: bool = False) -> None:
         super().__init__(hits)
         self.reading = reading
+        self.offset = offset
+        self.k = len(self) if k is None else k
+        self.total = len(self) if total is None else total
+        self.matching = matching
+        self.lower_bound = lower_bound
+
+    @property
+    def more(self) -> bool:
+        """Whether the ranked list goes on after this page."""
+        return self.offset + len(self) < self.total
+
+    def page_dict(self) -> dict:
+        """The counts and paging of this result, as the CLI's ``--json`` and the API give them."""
+        return {"offset": self.offset, "k": self.k, "total": self.total, "matching": self.matching,
+                "matching_is_lower_bound": self.lower_bound, "more": self.more}
+
+
+class _Counts:
+    """How many reports (or sentences) the whole ranked list holds and how many state the reading,
+    and each unit's class for its relevance band."""
+
+    def __init__(self, total: int, matching: int | None, lower_bound: bool, classes: np.ndarray | None,
+                 eligible_units: np.ndarray, by_report: bool) -> None:
+        self.total, self.matching, self.lower_bound = total, matching, lower_bound
+        self.classes, self.eligible_units, self.by_report = classes, eligible_units, by_report
+
+    @classmethod
+    def of(cls, store: IndexStore, opts: SearchOptions, scores: dict, read_tiers: ReadingTiers) -> "_Counts":
+        units = store.units(opts.unit)
+        n_units = units.report_row.shape[0]
+        ok = eligible(opts.mode, bm25=scores.get("bm25"), mask=scores.get("mask"), keep=scores.get("keep"),
+                      n_units=n_units)
+        rows = np.flatnonzero(ok)
+        by_report = opts.level == "report"
+        n_reports = int(store.manifest.counts.get("reports", 0)) if by_report else 0
+        if by_report:
+            seen = np.zeros(n_reports, dtype=bool)
+            seen[units.report_row[rows]] = True
+            total = int(seen.sum())
+        else:
+            total = int(rows.size)
+        unit_class, report_class = read_tiers.classes(rows, units.report_row if by_report else None, n_reports)
+        matching, classes = None, None
+        if unit_class is not None:
+            if by_report:
+                matching = int(((report_class == STATES) & seen).sum())
+                classes = report_class
+            else:
+                matching = int((unit_class == STATES).sum())
+                classes = np.full(n_units, -1, dtype=np.int8)
+                classes[rows] = unit_class
+        return cls(total, matching, read_tiers.capped, classes, ok, by_report)
+
+    def bands(self, opts: SearchOptions, scores: dict, page: list) -> list[tuple[str, float]]:
+        """(band, relevance estimate) of each hit of the page (:mod:`radsift.ranking.bands`)."""
+        if not page:
+            return []
+        base = base_scores(opts.mode, dense=scores.get("dense"), bm25=scores.get("bm25"), alpha=scores["alpha"])
+        relative = relative_scores(base, [u for _, u, _ in page], self.eligible_units)
+        table, kind = BandTable.packaged(), score_kind(opts.mode)
+        out = []
+        for (rep_row, unit_row, _), rel in zip(page, relative.tolist()):
+            code = -1 if self.classes is None else int(self.classes[rep_row if self.by_report else unit_row])
+            name = CLASS_NAMES[code] if code >= 0 else "none"
+            estimate = table.estimate(kind, name, rel)
+            out.append((band_of(name, estimate), round(estimate, 3)))
+        return out
 
 
 _BILATERAL = ("bilateral", "bilaterally", "both", "bibasilar", "bibasal")

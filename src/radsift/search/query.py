@@ -26,7 +26,7 @@ WHOLE_REPORT = "report"
 #: ``KEY=VALUE`` matches exactly; ``KEY~VALUE`` case-insensitively by substring.
 FILTER_OPS = ("=", "~")
 
-__all__ = ["LEVELS", "MODES", "UNITS", "NEGATION", "Filter", "SearchOptions", "check_choice", "check_options",
+__all__ = ["LEVELS", "MODES", "UNITS", "NEGATION", "Filter", "SearchOptions", "check_choice", "check_offset", "check_options",
            "normalize_query", "parse_where"]
 
 
@@ -59,6 +59,7 @@ class SearchOptions:
     alpha: float | None = None  # the hybrid's dense share; None = the model's own (radsift.models.settings)
     concepts: bool = True  # link a query that describes a lexicon concept to it (radsift.search.concepts)
     prf: bool = False  # pseudo-relevance feedback (radsift.ranking.prf)
+    offset: int = 0  # hits of the ranked list skipped (paging)
 
 
 #: Characters a query may not carry: C0/C1 controls (tabs and newlines become spaces first) and the
@@ -66,6 +67,8 @@ class SearchOptions:
 _INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
 #: Most hits one search may ask for.
 MAX_K = 10000
+#: Deepest a page may start (a deeper offset is refused; one past the end of the list gives an empty page).
+MAX_OFFSET = 1_000_000
 
 
 def normalize_query(query: str) -> str:
@@ -164,6 +167,15 @@ def check_k(k) -> int:
     return int(k)
 
 
+def check_offset(offset) -> int:
+    """Hits to skip: a whole number from 0 to :data:`MAX_OFFSET`."""
+    if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)):
+        raise ConfigError(f"offset: must be a whole number of hits to skip, not {str(offset)[:40]!r}")
+    if not 0 <= int(offset) <= MAX_OFFSET:
+        raise ConfigError(f"offset: must be from 0 to {MAX_OFFSET}, not {int(offset)}")
+    return int(offset)
+
+
 def check_alpha(alpha: float | None) -> float | None:
     """The hybrid's dense share: None (the model's own) or a number within [0, 1]."""
     if alpha is None:
@@ -179,7 +191,8 @@ def check_alpha(alpha: float | None) -> float | None:
 
 def check_options(query: str, *, k: int, mode: str, level: str, unit: str, negation: str, rerank: int,
                   target: str | None, where, sections: Sequence[str], metadata_keys: Sequence[str],
-                  reading=None, alpha: float | None = None, concepts: bool = True, prf: bool = False) -> SearchOptions:
+                  reading=None, alpha: float | None = None, concepts: bool = True, prf: bool = False,
+                  offset: int = 0) -> SearchOptions:
     """Every check of a search request, in one place.
 
     Raises:
@@ -197,7 +210,7 @@ def check_options(query: str, *, k: int, mode: str, level: str, unit: str, negat
         negation=check_choice("negation", negation, NEGATION), rerank=int(rerank),
         target=check_target(target, sections), filters=parse_where(where, metadata_keys),
         reading=tuple(parse_override(reading).items()), alpha=check_alpha(alpha),
-        concepts=_check_bool("concepts", concepts), prf=_check_bool("prf", prf),
+        concepts=_check_bool("concepts", concepts), prf=_check_bool("prf", prf), offset=check_offset(offset),
     )
 
 

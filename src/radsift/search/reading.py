@@ -17,13 +17,14 @@ use it, so what is measured is what users get.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from radsift.errors import ConfigError
 from radsift.ranking import STATUS_CODES, side_tiers, stated_tiers, unit_tiers
+from radsift.ranking.tiers import reading_classes
 from radsift.records import QueryReading, ReadFinding
 
 if TYPE_CHECKING:
@@ -115,12 +116,43 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     return QueryReading(tuple(findings), side, negation, note)
 
 
+@dataclass(frozen=True)
+class ReadingTiers:
+    """A reading applied to every unit (:func:`reading_tiers` with ``classes=True``).
+
+    Attributes:
+        tiers: The ranking tier of every unit (None when the ranking reads nothing).
+        stated: What every unit states of each finding (:func:`~radsift.ranking.tiers.stated_tiers`),
+            or None when the query names no finding.
+        statuses: The wanted status of each finding.
+        capped: True when an open-vocabulary phrase had more candidate sentences than were read
+            (:data:`OPEN_CANDIDATES`): counts from it are then lower bounds.
+    """
+
+    tiers: np.ndarray | None
+    stated: np.ndarray | None = None
+    statuses: tuple[str, ...] = ()
+    capped: bool = False
+
+    def classes(self, rows: np.ndarray, group_of: np.ndarray | None = None, n_groups: int | None = None):
+        """What the units ``rows`` state, and what each report states judged on those units only
+        (:func:`~radsift.ranking.tiers.reading_classes`); ``(None, None)`` when no finding is read."""
+        if self.stated is None:
+            return None, None
+        return reading_classes(self.stated[rows], self.statuses, None if group_of is None else group_of[rows],
+                               n_groups)
+
+
 def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple[np.ndarray, np.ndarray, np.ndarray],
                   finding_codes: Mapping[str, int], sentence_texts: Callable[[Sequence[int]], Mapping[int, str]],
                   open_candidates: Callable[[Sequence[str]], np.ndarray],
                   side_flags: Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None,
-                  unit_of: np.ndarray | None = None, group_of: np.ndarray | None = None) -> np.ndarray | None:
+                  unit_of: np.ndarray | None = None, group_of: np.ndarray | None = None,
+                  classes: bool = False):
     """The ranking tier of every unit for a reading (None when the ranking reads nothing).
+
+    With ``classes``, a :class:`ReadingTiers` instead: the tiers and what every unit states
+    of each finding, for counts and relevance bands.
 
     Args:
         reading: From :func:`read_query`.
@@ -135,8 +167,9 @@ def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple
         group_of: Report of each unit (report level), None at sentence level.
     """
     if not reading.active:
-        return None
+        return ReadingTiers(None) if classes else None
     raw = None
+    capped = False
     if reading.findings:
         columns = []
         for f in reading.findings:
@@ -146,7 +179,9 @@ def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple
                 sel = finding == code
                 columns.append((row[sel], status[sel]))
             else:
-                columns.append(_open_mentions(f.finding, labeler, sentence_texts, open_candidates))
+                rows_, status_, over = _open_mentions(f.finding, labeler, sentence_texts, open_candidates)
+                columns.append((rows_, status_))
+                capped = capped or over
         rows = np.concatenate([c[0] for c in columns]).astype(np.int64) if columns else np.zeros(0, np.int64)
         codes = np.concatenate([np.full(len(c[0]), j) for j, c in enumerate(columns)]).astype(np.int64)
         status = np.concatenate([c[1] for c in columns]).astype(np.int64)
@@ -156,15 +191,20 @@ def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple
     sides = None
     if reading.side and side_flags is not None:
         sides = side_tiers(reading.side, *side_flags())
-    return unit_tiers(raw, [f.status for f in reading.findings], sides, group_of)
+    statuses = [f.status for f in reading.findings]
+    tiers = unit_tiers(raw, statuses, sides, group_of)
+    return ReadingTiers(tiers, raw, tuple(statuses), capped) if classes else tiers
 
 
-def _open_mentions(finding: str, labeler, sentence_texts, open_candidates) -> tuple[np.ndarray, np.ndarray]:
+def _open_mentions(finding: str, labeler, sentence_texts, open_candidates) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Sentence rows and statuses of the phrase's mentions, and whether candidates were left unread."""
     phrases = labeler.query_phrases(finding)
     if not phrases:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), False
     phrase = phrases[0]
-    rows = np.asarray(open_candidates(phrase.stems), dtype=np.int64)[:OPEN_CANDIDATES]
+    rows = np.asarray(open_candidates(phrase.stems), dtype=np.int64)
+    capped = rows.size > OPEN_CANDIDATES
+    rows = rows[:OPEN_CANDIDATES]
     texts = sentence_texts(rows.tolist())
     out_rows, out_status = [], []
     order = [r for r in rows.tolist() if r in texts]
@@ -172,4 +212,4 @@ def _open_mentions(finding: str, labeler, sentence_texts, open_candidates) -> tu
         for m in mentions:
             out_rows.append(row)
             out_status.append(STATUS_CODES[m.status])
-    return np.asarray(out_rows, np.int64), np.asarray(out_status, np.int64)
+    return np.asarray(out_rows, np.int64), np.asarray(out_status, np.int64), capped
