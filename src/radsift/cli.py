@@ -386,20 +386,188 @@ def search_cmd(
     threads: ThreadsOpt = None, as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable hits.")] = False,
     rerank: RerankOpt = 0, reranker: RerankerOpt = None, reading: ReadingOpt = None, alpha: AlphaOpt = None,
     concepts: ConceptsOpt = True, prf: PrfOpt = False,
+    offset: Annotated[int, typer.Option("--offset", metavar="N", help="Skip the first N hits (the next page).")] = 0,
 ) -> None:
-    """Search an index: prints how the query was read, then each hit with the status of the query's
-    findings in it and the matched words highlighted."""
+    """Search an index: prints how the query was read and how many reports state it, then each hit
+    with its relevance band, the status of the query's findings in it and the matched words highlighted."""
     from radsift.search import Index
     from radsift.search.display import print_hits
 
     index = Index.open(index_dir, model=model, threads=threads, reranker=reranker if rerank else None)
     hits = index.search(query, k=k, mode=mode, level=level, where=where, target=target, unit=unit,
-                        negation=negation, rerank=rerank, reading=reading, alpha=alpha, concepts=concepts, prf=prf)
+                        negation=negation, rerank=rerank, reading=reading, alpha=alpha, concepts=concepts, prf=prf,
+                        offset=offset)
     if as_json:
         typer.echo(json.dumps({"query": query, "mode": mode, "level": level, "reading": hits.reading.to_dict(),
-                               "hits": [h.to_dict() for h in hits]}, ensure_ascii=False))
+                               **hits.page_dict(), "hits": [h.to_dict() for h in hits]}, ensure_ascii=False))
     else:
         print_hits(console, query, hits)
+
+
+IncludeOpt = Annotated[Optional[str], typer.Option(
+    "--include", metavar="BANDS",
+    help="states (reports stating the query's reading; the default when it names a finding), related "
+         "(and those likely relevant; the default otherwise) or all (the whole ranked list).")]
+MaxRowsOpt = Annotated[int, typer.Option(
+    "--max-rows", metavar="N", help="Refuse a cohort of more reports than this (nothing is written).")]
+
+
+@command(app, "export", example=['radsift export my-index "pneumothorax" --out cohort.csv',
+                                 'radsift export my-index "no pleural effusion" --out cohort.jsonl --include related'])
+def export_cmd(
+    index_dir: IndexArg,
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="Free-text query, e.g. \"pneumothorax\".")],
+    out: Annotated[Path, typer.Option("--out", metavar="FILE", help="Cohort file to write: .csv or .jsonl.")],
+    fmt: Annotated[Optional[str], typer.Option("--format", metavar="csv|jsonl", help="Default: from --out's suffix.")] = None,
+    include: IncludeOpt = None, max_rows: MaxRowsOpt = 10000,
+    mode: ModeOpt = "hybrid", where: WhereOpt = None, target: TargetOpt = None, negation: NegationOpt = "aware",
+    reading: ReadingOpt = None, alpha: AlphaOpt = None, concepts: ConceptsOpt = True, model: ModelOpt = None,
+    threads: ThreadsOpt = None,
+    audit_log: Annotated[Optional[Path], typer.Option(
+        "--audit-log", metavar="FILE", help="Audit trail to append the export to (default INDEX_DIR/audit/exports.jsonl).")] = None,
+) -> None:
+    """Export every report that states the query's reading (a cohort) with its evidence sentences,
+    offsets, status, cue, score and band, plus a provenance sidecar (FILE.provenance.json)."""
+    from radsift.search import Index
+    from radsift.search.cohort import collect_cohort, cohort_format, write_cohort
+
+    cohort_format(out, fmt)  # a bad --out or --format fails before the search
+    audit = _export_audit(index_dir, audit_log)
+    index = Index.open(index_dir, model=model, threads=threads)
+    cohort = collect_cohort(index, query, include=include, max_rows=max_rows, mode=mode, where=where, target=target,
+                            negation=negation, reading=reading, alpha=alpha, concepts=concepts)
+    path, side = write_cohort(cohort, out, fmt, command=_command_line())
+    audit.write("export", client="cli", token_id=None, user=cohort.provenance()["user"], query=cohort.query,
+                params=cohort.options, include=cohort.include, rows=len(cohort.rows), file=str(path.resolve()),
+                generation=cohort.index.get("generation"))
+    _print_cohort_summary(cohort)
+    console.print(f"wrote {len(cohort.rows)} reports to {path} (provenance: {side.name})", highlight=False)
+
+
+def _export_audit(index_dir: Path, audit_log: Optional[Path]):
+    from radsift.serve.audit import AuditLog
+
+    return AuditLog(audit_log if audit_log is not None else Path(index_dir) / "audit" / "exports.jsonl")
+
+
+def _command_line() -> str:
+    import shlex
+
+    return " ".join(shlex.quote(a) for a in ["radsift", *sys.argv[1:]])
+
+
+def _print_cohort_summary(cohort) -> None:
+    from radsift.search.display import reading_text
+
+    console.print(reading_text(cohort.reading))
+    if cohort.matching is not None:
+        console.print(f"{cohort.matching} of {cohort.total} ranked reports state the reading; "
+                      f"kept: {cohort.include}", highlight=False)
+
+
+saved_app = typer.Typer(help="Saved searches: run again later, list what is new.", no_args_is_help=True,
+                        cls=RadsiftGroup, epilog=_examples('radsift saved add my-index ptx "pneumothorax"',
+                                                           "radsift saved run my-index ptx --new"))
+app.add_typer(saved_app, name="saved")
+SavedDirOpt = Annotated[Optional[Path], typer.Option(
+    "--saved-dir", metavar="DIR", help="Folder of saved searches (default INDEX_DIR/saved).")]
+NameArg = Annotated[str, typer.Argument(metavar="NAME", help="Name: letters, digits, '.', '_', '-'.", show_default=False)]
+
+
+@command(saved_app, "add", example='radsift saved add my-index ptx "pneumothorax" --mode hybrid')
+def saved_add(
+    index_dir: IndexArg, name: NameArg,
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="The query to save.")],
+    include: IncludeOpt = None, mode: ModeOpt = "hybrid", where: WhereOpt = None, target: TargetOpt = None,
+    negation: NegationOpt = "aware", reading: ReadingOpt = None, alpha: AlphaOpt = None, concepts: ConceptsOpt = True,
+    model: ModelOpt = None, saved_dir: SavedDirOpt = None,
+    replace: Annotated[bool, typer.Option("--replace", help="Replace a saved search of that name.")] = False,
+) -> None:
+    """Save a search by name (checked against the index first)."""
+    from radsift.search import Index
+    from radsift.search.saved import SavedSearches
+
+    index = Index.open(index_dir, model=model)
+    saved = SavedSearches.of_index(index_dir, saved_dir).add(
+        index, name, query, include=include, replace=replace, mode=mode, where=where, target=target,
+        negation=negation, reading=reading, alpha=alpha, concepts=concepts)
+    console.print(f"saved {saved.name!r}: {saved.query!r}", highlight=False)
+
+
+@command(saved_app, "list", example="radsift saved list my-index")
+def saved_list(index_dir: IndexArg, saved_dir: SavedDirOpt = None,
+               as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable searches.")] = False) -> None:
+    """List the saved searches of an index, with when each last ran."""
+    from radsift.search.saved import SavedSearches
+
+    searches = SavedSearches.of_index(index_dir, saved_dir).list()
+    if as_json:
+        typer.echo(json.dumps([s.to_dict() for s in searches], ensure_ascii=False))
+        return
+    if not searches:
+        console.print("no saved searches", highlight=False)
+    for s in searches:
+        last = s.last_run or {}
+        when = f"last run {last['time']} ({last.get('rows', 0)} reports)" if last else "never run"
+        console.print(f"{s.name}: {s.query!r} [{s.options.get('mode', 'hybrid')}] {when}", highlight=False)
+
+
+@command(saved_app, "run", example=["radsift saved run my-index ptx", "radsift saved run my-index ptx --new --out new.csv"])
+def saved_run(
+    index_dir: IndexArg, name: NameArg,
+    new: Annotated[bool, typer.Option("--new", help="Only reports added to the index since the last run.")] = False,
+    out: Annotated[Optional[Path], typer.Option("--out", metavar="FILE", help="Also export the rows (.csv or .jsonl).")] = None,
+    mark: Annotated[bool, typer.Option("--mark/--no-mark", help="Record this run for the next --new.")] = True,
+    max_rows: MaxRowsOpt = 10000, model: ModelOpt = None, threads: ThreadsOpt = None, saved_dir: SavedDirOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable rows.")] = False,
+    audit_log: Annotated[Optional[Path], typer.Option(
+        "--audit-log", metavar="FILE", help="With --out: the audit trail (default INDEX_DIR/audit/exports.jsonl).")] = None,
+) -> None:
+    """Run a saved search: its reports, or with --new only those added since its last run."""
+    from radsift.search import Index
+    from radsift.search.cohort import cohort_format, write_cohort
+    from radsift.search.saved import SavedSearches
+
+    if out is not None:
+        cohort_format(out, None)
+    audit = _export_audit(index_dir, audit_log) if out is not None else None
+    index = Index.open(index_dir, model=model, threads=threads)
+    run = SavedSearches.of_index(index_dir, saved_dir).run(index, name, new=new, mark=mark, max_rows=max_rows)
+    for warning in run.warnings:
+        err_console.print(f"warning: {warning}", highlight=False)
+    rows = run.rows
+    if as_json:
+        typer.echo(json.dumps({"name": run.search.name, "query": run.search.query, "new_only": new,
+                               "first_run": run.first_run, "warnings": run.warnings, "matching": run.cohort.matching,
+                               "rows": [r.to_dict() for r in rows]}, ensure_ascii=False))
+    else:
+        _print_cohort_summary(run.cohort)
+        what = "new since the last run" if new and not run.first_run else "in all"
+        if new and run.first_run:
+            console.print("first run: every report counts as new", highlight=False)
+        console.print(f"{len(rows)} reports {what}", highlight=False)
+        for r in rows:
+            e = r.evidence[0] if r.evidence else None
+            text = e.text if e is not None else (r.hit.sentence.text if r.hit.sentence is not None else "")
+            console.print(f"{r.hit.rank:>5}. {r.hit.report_id}  [{r.hit.band}] {text}", highlight=False, soft_wrap=True)
+    if out is not None:
+        from radsift.search.cohort import Cohort
+
+        part = Cohort(**{**run.cohort.__dict__, "rows": rows})
+        path, side = write_cohort(part, out, command=_command_line(), saved_search=name, new_only=new)
+        audit.write("export", client="cli", token_id=None, user=part.provenance()["user"], query=part.query,
+                    params=part.options, include=part.include, rows=len(rows), file=str(path.resolve()),
+                    saved_search=name, new_only=new)
+        console.print(f"wrote {len(rows)} reports to {path} (provenance: {side.name})", highlight=False)
+
+
+@command(saved_app, "rm", example="radsift saved rm my-index ptx")
+def saved_rm(index_dir: IndexArg, name: NameArg, saved_dir: SavedDirOpt = None) -> None:
+    """Remove a saved search."""
+    from radsift.search.saved import SavedSearches
+
+    SavedSearches.of_index(index_dir, saved_dir).remove(name)
+    console.print(f"removed {name!r}", highlight=False)
 
 
 @command(app, "run", example="radsift run my-index --queries queries.tsv --out run.trec --mode bm25")
@@ -620,8 +788,8 @@ def serve_cmd(
     token_file: Annotated[Optional[Path], typer.Option(
         "--token-file", metavar="FILE", help="File holding the API token (else $RADSIFT_TOKEN).")] = None,
     audit_log: Annotated[Optional[Path], typer.Option(
-        "--audit-log", metavar="FILE", help="Append every query and report view to this JSON-lines file.")] = None,
-    model: ModelOpt = None, reranker: RerankerOpt = None,
+        "--audit-log", metavar="FILE", help="Append every query, report view and export to this JSON-lines file.")] = None,
+    model: ModelOpt = None, reranker: RerankerOpt = None, saved_dir: SavedDirOpt = None,
     header_timeout: Annotated[float, typer.Option(
         "--header-timeout", metavar="SECONDS", help="Close a connection that has not sent a whole request line "
         "and headers this long after connecting (or after its previous answer).")] = 10.0,
@@ -637,7 +805,7 @@ def serve_cmd(
     limits = ServerLimits(header_timeout=header_timeout, keepalive_timeout=keepalive_timeout,
                           max_connections=max_connections)
     run_server(index_dir, host=host, port=port, token_file=token_file, audit_log=audit_log, model=model,
-               reranker=reranker, console=console, limits=limits)
+               reranker=reranker, console=console, limits=limits, saved_dir=saved_dir)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -114,9 +114,10 @@ class BuildOptions:
     allow_empty: bool = False
 
 
-#: Folders radsift keeps beside the generations of an index: an adapted model (``index build --adapt``)
-#: and caches (concept vectors). A folder holding only these may become an index.
-SIDE_FOLDERS = ("models", "cache")
+#: Folders radsift keeps beside the generations of an index: an adapted model (``index build --adapt``),
+#: caches (concept vectors), saved searches and the export audit log. A rebuild keeps them; a folder
+#: holding only these may become an index.
+SIDE_FOLDERS = ("models", "cache", "saved", "audit")
 
 
 def build_index(

@@ -46,18 +46,58 @@ def reading_text(reading: QueryReading) -> Text:
     return line
 
 
+#: Terminal style of each relevance band.
+BAND_STYLE = {"states": "bold green", "related": "yellow", "unlikely": "dim"}
+#: The line drawn where a band ends (where the relevant reports end).
+BAND_END = {"states": "the reports stating the query's reading end here",
+            "related": "the related reports end here: the rest are unlikely to be relevant"}
+
+
+def counts_text(hits) -> Text | None:
+    """``12 reports state the reading · 3,955 ranked · showing 1-10``, or None for a plain list."""
+    total = getattr(hits, "total", None)
+    if total is None:
+        return None
+    line = Text()
+    matching = getattr(hits, "matching", None)
+    if matching is not None:
+        line.append(f"{'at least ' if getattr(hits, 'lower_bound', False) else ''}{matching:,}", style="bold")
+        line.append(" state the reading · ")
+    line.append(f"{total:,} ranked")
+    if hits:
+        line.append(f" · showing {hits.offset + 1}-{hits.offset + len(hits)}")
+        if hits.more:
+            line.append(f" (next page: --offset {hits.offset + len(hits)})", style="dim")
+    elif hits.offset:
+        line.append(f" · nothing after {hits.offset}", style="dim")
+    return line
+
+
 def print_hits(console: Console, query: str, hits: Sequence[Hit]) -> None:
-    """Print how the query was read, then one block per hit: rank, report id, score, section, the
-    status of the query's findings in it, highlighted sentence."""
+    """Print how the query was read and the counts, then one block per hit: rank, report id, band,
+    score, section, the status of the query's findings in it, highlighted sentence; a line marks
+    where a relevance band ends."""
     reading = getattr(hits, "reading", None)
     if reading is not None:
         console.print(reading_text(reading))
+    counts = counts_text(hits)
+    if counts is not None:
+        console.print(counts)
     if not hits:
         console.print(f"no match for {query!r}", highlight=False)
         return
+    previous = None
     for hit in hits:
+        if previous is not None and hit.band != previous and previous in BAND_END:
+            console.print(Text(f"  ── {BAND_END[previous]} ──", style="bold magenta"))
+        previous = hit.band
         head = Text(f"{hit.rank:>3}. ", style="dim")
         head.append(hit.report_id, style="bold cyan")
+        if hit.band:
+            head.append(f"  [{hit.band}", style=BAND_STYLE.get(hit.band, ""))
+            if hit.relevance is not None:
+                head.append(f" {hit.relevance:.2f}", style=BAND_STYLE.get(hit.band, ""))
+            head.append("]", style=BAND_STYLE.get(hit.band, ""))
         head.append(f"  score {hit.score:.4f}", style="green")
         if hit.section:
             head.append(f"  [{hit.section}]", style="magenta")

@@ -8,6 +8,8 @@ Endpoints (all under ``/api`` need ``Authorization: Bearer <token>`` when the ap
   only, ``reading=FINDING=STATUS`` (repeatable) overrides the reading finding by finding;
 * ``GET /api/reports/{id}`` one report (404 when the id is not indexed); with ``q`` (and
   ``negation``, ``reading``) also every mention of the query's findings in it, by section;
+* ``GET /api/export``, ``/api/saved`` a search's cohort with evidence and provenance, and saved
+  searches (:mod:`radsift.serve.cohorts`);
 * ``GET /api/health`` index counts, model and version;
 * ``POST /api/reload`` switch to the newest index generation (after ``radsift index add``);
 * ``GET /openapi.json`` the OpenAPI document; ``GET /`` the search page.
@@ -34,7 +36,7 @@ from pydantic import BaseModel, Field
 from radsift import __version__
 from radsift.errors import ConfigError, IndexStoreError, RadsiftError
 from radsift.search import Index
-from radsift.search.query import MAX_QUERY_CHARS, parse_where
+from radsift.search.query import MAX_OFFSET, MAX_QUERY_CHARS, parse_where
 from radsift.search.reading import parse_override
 from radsift.serve.audit import AuditLog, AuditLogError
 from radsift.serve.auth import bearer_matches, token_id
@@ -44,7 +46,7 @@ log = logging.getLogger("radsift.serve")
 STATIC_DIR = Path(str(files("radsift.serve") / "static"))
 
 SEARCH_PARAMS = frozenset({"q", "k", "mode", "level", "target", "where", "fields", "unit", "rerank", "negation",
-                           "reading", "alpha", "concepts", "prf"})
+                           "reading", "alpha", "concepts", "prf", "offset"})
 REPORT_PARAMS = frozenset({"q", "negation", "reading", "mode"})
 
 # The page and the API never need anything from elsewhere; say so to the browser.
@@ -112,6 +114,10 @@ class HitOut(BaseModel):
     reading: list[MentionOut] = Field(default_factory=list,
                                       description="What the matched sentence states about the query's findings "
                                                   "(offsets within sentence.text).")
+    band: str | None = Field(None, description="states (the report states the query's reading), related or unlikely: "
+                                               "where the relevant reports end.")
+    relevance: float | None = Field(None, description="Calibrated estimate that the report states what the query "
+                                                      "asks for (the band comes from it).")
 
 
 class SearchOut(BaseModel):
@@ -127,7 +133,14 @@ class SearchOut(BaseModel):
     reading: ReadingOut = Field(description="How the query was read (after the overrides); the ranking uses it "
                                             "when negation is aware.")
     read_as: ReadingOut = Field(description="How the query itself was read, before the overrides (what to flip from).")
-    count: int
+    count: int = Field(description="Hits on this page.")
+    offset: int = Field(description="Hits of the ranked list skipped before this page.")
+    total: int = Field(description="Reports (sentences at sentence level) in the whole ranked list.")
+    matching: int | None = Field(description="How many of them state the query's reading (the states band); null "
+                                             "when nothing is read.")
+    matching_is_lower_bound: bool = Field(description="True when matching may be short (a phrase outside the lexicon "
+                                                      "had more candidate sentences than are read).")
+    more: bool = Field(description="Whether the ranked list goes on after this page (next: offset + count).")
     took_ms: float
     hits: list[HitOut]
 
@@ -208,31 +221,36 @@ class _Service:
     overlaps a reload answers from the generation it started on, and two reloads do not interleave.
     """
 
-    def __init__(self, index: Index, token: str | None, audit: AuditLog | None) -> None:
+    def __init__(self, index: Index, token: str | None, audit: AuditLog | None, saved_dir: str | Path | None = None) -> None:
+        from radsift.serve.cohorts import saved_searches
+
         self.index = index
         self.token = token
         self.token_id = token_id(token)
         self.audit = audit
+        self.saved = saved_searches(index, saved_dir)
 
     def info(self) -> IndexInfo:
         s = self.index.stats()
         return IndexInfo(**{k: s.get(k) for k in IndexInfo.model_fields})
 
 
-def create_app(index: Index | str | Path, *, token: str | None = None, audit_log: str | Path | None = None) -> "FastAPI":
+def create_app(index: Index | str | Path, *, token: str | None = None, audit_log: str | Path | None = None,
+               saved_dir: str | Path | None = None) -> "FastAPI":
     """Build the FastAPI app serving ``index``.
 
     Args:
         index: An opened :class:`radsift.search.Index`, or an index directory to open (read-only).
         token: When set, every ``/api`` call needs ``Authorization: Bearer <token>``.
-        audit_log: A JSON-lines file to append each search and report view to (with the query).
+        audit_log: A JSON-lines file to append each search, report view and export to (with the query).
+        saved_dir: The folder of saved searches (default ``INDEX/saved``).
 
     Returns:
         The app (run it with uvicorn, or test it with ``fastapi.testclient.TestClient``).
     """
     if not isinstance(index, Index):
         index = Index.open(index)
-    service = _Service(index, token, AuditLog(audit_log) if audit_log is not None else None)
+    service = _Service(index, token, AuditLog(audit_log) if audit_log is not None else None, saved_dir)
 
     app = FastAPI(
         title="radsift",
@@ -283,6 +301,8 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
                                                     "it to that finding (source linked in the reading).")] = True,
         prf: Annotated[bool, Query(description="Pseudo-relevance feedback: expand the query from its first-pass "
                                                "top hits (RM3 on BM25, Rocchio on the dense side).")] = False,
+        offset: Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Hits of the ranked list to skip (paging); "
+                                                                     "past the end: an empty page.")] = 0,
     ) -> dict:
         idx = service.index
         manifest = idx.manifest
@@ -292,7 +312,8 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
         start = time.perf_counter()
         hits = idx.search(q, k=k, mode=mode, level=level, target=target, where=filters, unit=unit,
                           fields=picked.sections, include_report=picked.include_report, rerank=rerank,
-                          negation=negation, reading=overrides, alpha=alpha, concepts=concepts, prf=prf)
+                          negation=negation, reading=overrides, alpha=alpha, concepts=concepts, prf=prf,
+                          offset=offset)
         took = (time.perf_counter() - start) * 1000
         read = hits.reading.to_dict()
         read_as = idx.read(q, negation, mode=mode, concepts=concepts).to_dict() if overrides else read
@@ -308,12 +329,12 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
                 "search", client=_client(request), token_id=service.token_id, query=query,
                 params={"k": k, "mode": mode, "level": level, "target": target, "unit": unit,
                         "where": [str(f) for f in filters], "rerank": rerank, "negation": negation,
-                        "reading": overrides, "alpha": alpha, "concepts": concepts, "prf": prf},
+                        "reading": overrides, "alpha": alpha, "concepts": concepts, "prf": prf, "offset": offset},
                 result_ids=[h.report_id for h in hits],
             )
         return {"query": query, "k": k, "mode": mode, "level": level, "target": target, "unit": unit,
                 "where": [str(f) for f in filters], "negation": negation, "overrides": overrides, "reading": read,
-                "read_as": read_as, "count": len(out), "took_ms": round(took, 2), "hits": out}
+                "read_as": read_as, "count": len(out), **hits.page_dict(), "took_ms": round(took, 2), "hits": out}
 
     @api.get("/reports/{report_id:path}", response_model=ReportOut, response_model_exclude_unset=True,
              dependencies=[only_params(REPORT_PARAMS)],
@@ -365,6 +386,9 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
         log.info("reload: %s (generation %s)", "switched" if changed else "already current", info.generation)
         return {"reloaded": changed, "index": info}
 
+    from radsift.serve.cohorts import cohort_router
+
+    api.include_router(cohort_router(service, only_params, _client))
     app.include_router(api)
 
     @app.get("/", include_in_schema=False)

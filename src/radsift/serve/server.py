@@ -231,6 +231,7 @@ def run_server(
     reranker: str | Path | None = None,
     console: Console | None = None,
     limits: ServerLimits | None = None,
+    saved_dir: str | Path | None = None,
 ) -> None:
     """Serve the index at ``index_dir`` until interrupted (Ctrl-C).
 
@@ -240,7 +241,8 @@ def run_server(
         port: TCP port (0 picks a free one; the address printed says which).
         token: The API token; when None, read from ``token_file`` or ``$RADSIFT_TOKEN``.
         token_file: A file whose first line is the API token.
-        audit_log: Append each search (with its query) and report view to this JSON-lines file.
+        audit_log: Append each search (with its query), report view and export to this JSON-lines file.
+        saved_dir: The folder of saved searches (default ``INDEX/saved``).
         model: Model folder to encode queries with (default: the index's own model).
         reranker: Cross-encoder folder for ``/api/search?rerank=N`` (loaded at start).
         console: Where to print the address.
@@ -261,7 +263,7 @@ def run_server(
     token = resolve_token(token, token_file)
     check_bind(host, token)
     index = Index.open(index_dir, model=model, reranker=reranker)
-    app = create_app(index, token=token, audit_log=audit_log)
+    app = create_app(index, token=token, audit_log=audit_log, saved_dir=saved_dir)
     with console.status("loading the query encoder"):
         index.encoder  # load the model now so the first search is not the slow one  # noqa: B018
         index.reranker  # noqa: B018  (a bad reranker folder fails here, not on the first request)

@@ -1,0 +1,118 @@
+"""Cohort endpoints of the web service: export a search's reports with evidence, and saved searches.
+
+* ``GET /api/export`` every report stating the query's reading (or the bands ``include`` names) with
+  its evidence, as CSV or JSON lines to download (``format``); the provenance (query, reading,
+  options, model fingerprint, index generation, version, time) comes in the ``X-Radsift-Provenance``
+  header, and whole with the rows for ``format=json``. Each export is an audit line (query, rows).
+* ``GET /api/saved`` the saved searches; ``POST /api/saved`` save one (JSON body);
+  ``GET /api/saved/{name}`` run one (``new=true``: only reports added since its last run from the
+  CLI; the server never moves that mark); ``DELETE /api/saved/{name}`` remove one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, Field
+
+from radsift.search.cohort import DEFAULT_MAX_ROWS, MAX_ROWS_LIMIT, collect_cohort, render_cohort
+from radsift.search.query import MAX_QUERY_CHARS, parse_where
+from radsift.search.saved import SavedSearches
+
+EXPORT_PARAMS = frozenset({"q", "mode", "target", "where", "negation", "reading", "alpha", "concepts", "include",
+                           "max_rows", "format"})
+MEDIA = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8"}
+
+
+class SavedIn(BaseModel):
+    name: str = Field(description="Letters, digits, '.', '_' or '-' (1 to 64), starting with a letter or digit.")
+    q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    mode: Literal["dense", "bm25", "hybrid", "hybrid-rrf"] = "hybrid"
+    target: str | None = None
+    where: list[str] | None = None
+    negation: Literal["aware", "ignore"] = "aware"
+    reading: list[str] | None = None
+    alpha: float | None = Field(None, ge=0, le=1)
+    concepts: bool = True
+    include: Literal["states", "related", "all"] | None = None
+    replace: bool = False
+
+
+def cohort_router(service, only_params, client) -> APIRouter:
+    """The export and saved-search endpoints over ``service`` (the app's :class:`_Service`)."""
+    router = APIRouter()
+
+    def audit(request: Request, event: str, **details: Any) -> None:
+        if service.audit is not None:
+            service.audit.write(event, client=client(request), token_id=service.token_id, **details)
+
+    @router.get("/export", dependencies=[only_params(EXPORT_PARAMS)],
+                responses={200: {"description": "The cohort: CSV, JSON lines, or JSON with its provenance.",
+                                 "content": {"text/csv": {}, "application/x-ndjson": {}, "application/json": {}}}})
+    def export(
+        request: Request,
+        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS)],
+        mode: Literal["dense", "bm25", "hybrid", "hybrid-rrf"] = "hybrid",
+        target: str = "report",
+        where: Annotated[list[str] | None, Query()] = None,
+        negation: Literal["aware", "ignore"] = "aware",
+        reading: Annotated[list[str] | None, Query()] = None,
+        alpha: Annotated[float | None, Query(ge=0, le=1)] = None,
+        concepts: bool = True,
+        include: Annotated[Literal["states", "related", "all"] | None, Query(
+            description="states (reports stating the reading; default when the query names a finding), related, all.")] = None,
+        max_rows: Annotated[int, Query(ge=1, le=MAX_ROWS_LIMIT, description="Refuse a larger cohort.")] = DEFAULT_MAX_ROWS,
+        format: Literal["csv", "jsonl", "json"] = "csv",
+    ) -> Response:
+        filters = parse_where(where)
+        cohort = collect_cohort(service.index, q, include=include, max_rows=max_rows, mode=mode, target=target,
+                                where=filters, negation=negation, reading=reading, alpha=alpha, concepts=concepts)
+        provenance = cohort.provenance(format=format, via="GET /api/export", client=client(request),
+                                       token_id=service.token_id)
+        audit(request, "export", query=cohort.query, params=cohort.options, include=cohort.include,
+              rows=len(cohort.rows), generation=cohort.index.get("generation"))
+        if format == "json":
+            return Response(json.dumps({"provenance": provenance, "rows": [r.to_dict() for r in cohort.rows]},
+                                       ensure_ascii=False), media_type="application/json")
+        name = f"cohort.{format}"
+        return Response(render_cohort(cohort, format), media_type=MEDIA[format], headers={
+            "Content-Disposition": f'attachment; filename="{name}"',
+            # ASCII JSON: a header carries no raw UTF-8
+            "X-Radsift-Provenance": json.dumps(provenance, ensure_ascii=True, separators=(",", ":"))})
+
+    @router.get("/saved", dependencies=[only_params(frozenset())])
+    def saved_list() -> dict:
+        return {"saved": [s.to_dict() for s in service.saved.list()]}
+
+    @router.post("/saved", dependencies=[only_params(frozenset())])
+    def saved_add(request: Request, body: SavedIn) -> dict:
+        options = body.model_dump(exclude={"name", "q", "include", "replace"})
+        saved = service.saved.add(service.index, body.name, body.q, include=body.include, replace=body.replace,
+                                  **options)
+        audit(request, "saved-add", name=saved.name, query=saved.query, params=saved.options)
+        return saved.to_dict()
+
+    @router.get("/saved/{name}", dependencies=[only_params(frozenset({"new", "max_rows"}))])
+    def saved_run(request: Request, name: str, new: bool = False,
+                  max_rows: Annotated[int, Query(ge=1, le=MAX_ROWS_LIMIT)] = DEFAULT_MAX_ROWS) -> dict:
+        run = service.saved.run(service.index, name, new=new, mark=False, max_rows=max_rows)
+        audit(request, "saved-run", name=name, query=run.search.query, new_only=new, rows=len(run.rows))
+        return {"name": run.search.name, "query": run.search.query, "options": run.search.options,
+                "new_only": new, "first_run": run.first_run, "warnings": run.warnings,
+                "matching": run.cohort.matching, "total": run.cohort.total, "last_run": run.search.last_run,
+                "rows": [r.to_dict() for r in run.rows]}
+
+    @router.delete("/saved/{name}", dependencies=[only_params(frozenset())])
+    def saved_rm(request: Request, name: str) -> dict:
+        service.saved.remove(name)
+        audit(request, "saved-rm", name=name)
+        return {"removed": name}
+
+    return router
+
+
+def saved_searches(index, folder=None) -> SavedSearches:
+    return SavedSearches.of_index(index.path, folder)
