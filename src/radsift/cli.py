@@ -436,7 +436,7 @@ def export_cmd(
     index = Index.open(index_dir, model=model, threads=threads)
     cohort = collect_cohort(index, query, include=include, max_rows=max_rows, mode=mode, where=where, target=target,
                             negation=negation, reading=reading, alpha=alpha, concepts=concepts)
-    path, side = write_cohort(cohort, out, fmt, command=_command_line())
+    path, side = write_cohort(cohort, out, fmt)
     audit.write("export", client="cli", token_id=None, user=cohort.provenance()["user"], query=cohort.query,
                 params=cohort.options, include=cohort.include, rows=len(cohort.rows), file=str(path.resolve()),
                 generation=cohort.index.get("generation"))
@@ -448,12 +448,6 @@ def _export_audit(index_dir: Path, audit_log: Optional[Path]):
     from radsift.serve.audit import AuditLog
 
     return AuditLog(audit_log if audit_log is not None else Path(index_dir) / "audit" / "exports.jsonl")
-
-
-def _command_line() -> str:
-    import shlex
-
-    return " ".join(shlex.quote(a) for a in ["radsift", *sys.argv[1:]])
 
 
 def _print_cohort_summary(cohort) -> None:
@@ -554,7 +548,7 @@ def saved_run(
         from radsift.search.cohort import Cohort
 
         part = Cohort(**{**run.cohort.__dict__, "rows": rows})
-        path, side = write_cohort(part, out, command=_command_line(), saved_search=name, new_only=new)
+        path, side = write_cohort(part, out, saved_search=name, new_only=new)
         audit.write("export", client="cli", token_id=None, user=part.provenance()["user"], query=part.query,
                     params=part.options, include=part.include, rows=len(rows), file=str(path.resolve()),
                     saved_search=name, new_only=new)

@@ -105,7 +105,8 @@ class Cohort:
         """Everything needed to reproduce (and audit) the cohort."""
         from radsift import __version__
 
-        return {"query": self.query, "reading": self.reading.to_dict(), "reading_text": self.reading.describe(),
+        return {"query": self.query, "command": export_command(self), "reading": self.reading.to_dict(),
+                "reading_text": self.reading.describe(),
                 "options": self.options, "include": self.include, "rows": len(self.rows),
                 "matching": self.matching, "ranked_total": self.total, "index": self.index,
                 "radsift_version": __version__, "created": self.created, "user": _user(), **extra}
@@ -183,6 +184,27 @@ def collect_cohort(index, query: str, *, include: str | None = None, max_rows: i
                   "reports": store_info["counts"].get("reports"), "updated": store_info["updated"]}
     return Cohort(query=" ".join(query.split()), reading=reading, rows=rows, options=plain_options(options),
                   include=include, matching=first.matching, total=first.total, index=index_info, created=created)
+
+
+def export_command(cohort: "Cohort", out: str | Path | None = None) -> str:
+    """The ``radsift export`` command line that reproduces a cohort (on the same index generation)."""
+    import shlex
+
+    words = ["radsift", "export", str(cohort.index.get("path", "INDEX")), cohort.query]
+    if out is not None:
+        words += ["--out", str(out)]
+    words += ["--include", cohort.include]
+    flags = {"mode": "--mode", "target": "--target", "negation": "--negation", "alpha": "--alpha"}
+    for key, flag in flags.items():
+        value = cohort.options.get(key)
+        if value is not None:
+            words += [flag, str(value)]
+    for key, flag in (("where", "--where"), ("reading", "--reading")):
+        for value in cohort.options.get(key) or []:
+            words += [flag, str(value)]
+    if cohort.options.get("concepts") is False:
+        words.append("--no-concepts")
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def _too_many(count, max_rows: int) -> ConfigError:
