@@ -239,3 +239,15 @@ def test_states_band_on_real_openi_reports_is_what_the_judge_reads(shared_data, 
                 judged += 1
                 stated += judge(texts[h.report_id], variants) in RELEVANT_VERDICTS[polarity]
     assert judged > 50 and stated / judged >= 0.9
+
+
+def test_an_empty_class_takes_its_share_over_every_score_kind():
+    from radsift.ranking.bands import BIN_EDGES, BandTable, fit_table
+
+    data = fit_table([("bm25", "opposite", 0.95, False)] * 30 + [("bm25", "opposite", 0.95, True)] * 3)
+    table = BandTable.from_dict(data)
+    pooled = table.estimate("hybrid", "opposite", 0.95)  # no hybrid "opposite" hit: bm25's share
+    assert 0.05 < pooled < 0.15
+    empty = BandTable.from_dict(fit_table([]))
+    assert empty.estimate("hybrid", "opposite", 0.9) == 0.0 and empty.estimate("hybrid", "partial", 0.9) == 0.5
+    assert len(BIN_EDGES) == 5

@@ -45,6 +45,8 @@ BIN_EDGES = (0.5, 0.6, 0.7, 0.8, 0.9)
 #: Pseudo-hits that pull a cell's share towards its class's share.
 SHRINK = 5.0
 SCORE_KINDS = ("dense", "bm25", "hybrid")
+#: The estimate of a class no calibration hit fell into.
+EMPTY_CLASS = {"opposite": 0.0}
 
 
 def score_kind(mode: str) -> str:
@@ -110,10 +112,21 @@ class BandTable:
         return cls(cells, source)
 
     def estimate(self, kind: str, cls_name: str, relative: float) -> float:
-        """P(relevant) of a hit: its cell's share of relevant hits, shrunk towards its class's share."""
+        """P(relevant) of a hit: its cell's share of relevant hits, shrunk towards its class's share.
+
+        A class no development hit of this score kind fell into takes its share over every score
+        kind (negation-aware dense rankings put no report stating the opposite in a top 50, BM25's
+        do); a class with no hit at all takes :data:`EMPTY_CLASS` (0 for ``opposite``, which no
+        calibration can make relevant, 0.5 for the others: nothing is known).
+        """
         row = self.cells[kind][cls_name]
         hits = sum(n for n, _ in row)
         relevant = sum(r for _, r in row)
+        if hits == 0:
+            hits = sum(n for k in self.cells for n, _ in self.cells[k][cls_name])
+            relevant = sum(r for k in self.cells for _, r in self.cells[k][cls_name])
+        if hits == 0:
+            return EMPTY_CLASS.get(cls_name, 0.5)
         prior = (relevant + 1.0) / (hits + 2.0)
         n, r = row[score_bin(relative)]
         return float((r + SHRINK * prior) / (n + SHRINK))
