@@ -17,8 +17,11 @@
   const panelTitle = $("report-title");
 
   // overrides: {finding: status} flipped on the reading chips; they belong to the query in readFor.
+  // view: what the results area shows ("search", or "saved" for a saved search's run); exportParams:
+  // the /api/export parameters of what it shows; reportQuery: the query an opened report is read with.
   const state = { filters: [], hits: [], health: null, openId: null, lastFocus: null, searching: 0,
-    overrides: {}, readFor: null, last: null };
+    overrides: {}, readFor: null, last: null, view: null, exportParams: null, exportInclude: null,
+    reportQuery: null, saved: [], hashOffset: 0 };
   const STATUSES = ["present", "absent", "uncertain", "ignore"];
 
   // -- DOM helpers --------------------------------------------------------------------------
@@ -98,31 +101,45 @@
     }
   }
 
-  async function api(path, options) {
-    const headers = { Accept: "application/json" };
+  // One call with the token (asked for, then the call repeated, on a 401); the raw response.
+  async function send(path, options) {
+    const opts = options || {};
+    const headers = Object.assign({ Accept: "application/json" }, opts.headers || {});
     const token = sessionStorage.getItem(TOKEN_KEY);
     if (token) headers.Authorization = "Bearer " + token;
     let response;
     try {
-      response = await fetch(path, Object.assign({ headers, cache: "no-store" }, options || {}));
+      response = await fetch(path, Object.assign({ cache: "no-store" }, opts, { headers }));
     } catch (err) {
       throw new ApiError(0, "The radsift server cannot be reached. Is it still running?");
     }
+    if (response.status === 401) {
+      await askForToken(token ? "That token was not accepted. Check it and try again." : null);
+      return send(path, options);
+    }
+    return response;
+  }
+
+  // The error of a failed response: its JSON "detail" when it has one.
+  async function failure(response) {
     let body = null;
     try {
       body = await response.json();
     } catch (err) {
       body = null;
     }
-    if (response.status === 401) {
-      await askForToken(token ? "That token was not accepted. Check it and try again." : null);
-      return api(path, options);
+    const detail = body && body.detail ? (typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail)) : "";
+    return new ApiError(response.status, detail || "The server answered " + response.status + ".");
+  }
+
+  async function api(path, options) {
+    const response = await send(path, options);
+    if (!response.ok) throw await failure(response);
+    try {
+      return await response.json();
+    } catch (err) {
+      return null;
     }
-    if (!response.ok) {
-      const detail = body && body.detail ? (typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail)) : "";
-      throw new ApiError(response.status, detail || "The server answered " + response.status + ".");
-    }
-    return body;
   }
 
   let tokenWaiters = null;
@@ -248,17 +265,21 @@
     return Object.entries(state.overrides).map(([f, s]) => f + "=" + s);
   }
 
-  function saveToHash(p) {
+  function saveToHash(p, offset) {
     // The fragment never reaches the server, so queries stay out of its logs.
     const h = new URLSearchParams({ q: p.q, target: p.target, mode: p.mode, level: p.level, k: p.k });
     if (p.negation === "ignore") h.set("negation", "ignore");
     overrideParams(p.q).forEach((o) => h.append("reading", o));
+    if (offset > 0) h.set("offset", String(offset));
     history.replaceState(null, "", "#" + h.toString());
   }
 
+  // The search in the link (false when it names none); its page's offset in state.hashOffset.
   function loadFromHash() {
     const h = new URLSearchParams(location.hash.slice(1));
     if (!h.get("q")) return false;
+    const offset = Number(h.get("offset"));
+    state.hashOffset = Number.isInteger(offset) && offset > 0 ? offset : 0;
     qInput.value = h.get("q");
     const radio = $("target-" + h.get("target"));
     if (radio) radio.checked = true;
@@ -277,18 +298,27 @@
     return true;
   }
 
-  async function search() {
+  // Run the search in the form; offset: the page (hits to skip). Anything but the pager starts
+  // at the first page, so a changed query or option never lands on a later page of another list.
+  async function search(offset) {
+    offset = Number.isInteger(offset) && offset > 0 ? offset : 0;
     const p = currentParams();
     if (!p.q) {
       qInput.focus();
       return;
     }
     if (state.readFor !== p.q) state.overrides = {}; // a new query is read afresh
-    saveToHash(p);
+    saveToHash(p, offset);
     const params = new URLSearchParams({ q: p.q, k: p.k, mode: p.mode, level: p.level, target: p.target,
       negation: p.negation });
     state.filters.forEach((f) => params.append("where", f.key + f.op + f.value));
     overrideParams(p.q).forEach((o) => params.append("reading", o));
+    const key = params.toString(); // the search without its page
+    // The band of the hit just before this page, when it is the page shown now (paging forward).
+    const last = state.view === "search" ? state.last : null;
+    const before = last && last.key === key && last.result.hits.length &&
+      last.result.offset + last.result.count === offset ? last.result.hits[last.result.hits.length - 1].band : null;
+    if (offset) params.set("offset", String(offset));
     const ticket = ++state.searching;
     document.body.classList.add("busy");
     setStatus("Searching…");
@@ -296,19 +326,38 @@
       const result = await api("/api/search?" + params.toString());
       if (ticket !== state.searching) return; // a newer search has started
       state.readFor = p.q;
-      state.last = { result, p };
+      state.last = { result, p, key };
+      state.view = "search";
+      state.exportParams = exportParamsOf(p.q, { mode: p.mode, target: p.target, negation: p.negation,
+        where: state.filters.map((f) => f.key + f.op + f.value), reading: overrideParams(p.q) });
+      state.exportInclude = null; // the Cohort menu decides
+      state.reportQuery = result.reading.findings.length
+        ? { q: p.q, negation: p.negation, mode: p.mode, reading: overrideParams(p.q) } : null;
       renderReading(result);
-      renderResults(result, p);
+      renderResults(result, p, before);
     } catch (err) {
       if (ticket !== state.searching) return;
       if (err.status === 422 && Object.keys(state.overrides).length && /^reading:/.test(err.message)) {
         state.overrides = {}; // an override the query no longer names (an edited link): read it afresh
-        return search();
+        return search(offset);
       }
       showError(err);
     } finally {
       if (ticket === state.searching) document.body.classList.remove("busy");
     }
+  }
+
+  // /api/export parameters for a query and its options (mode, target, negation, where, reading,
+  // alpha, concepts: those a search and a saved search share).
+  function exportParamsOf(q, options) {
+    const params = new URLSearchParams({ q });
+    for (const name of ["mode", "target", "negation", "alpha", "concepts"]) {
+      const value = options[name];
+      if (value !== null && value !== undefined && value !== "") params.set(name, String(value));
+    }
+    (options.where || []).forEach((w) => params.append("where", w));
+    (options.reading || []).forEach((r) => params.append("reading", r));
+    return params;
   }
 
   function setStatus(text, kind) {
@@ -317,13 +366,19 @@
     if (text) statusBox.append(text);
   }
 
-  function showError(err) {
-    welcome.hidden = true;
-    clear(hitList);
+  // An error in the status box; a failed search also clears the results, a failed export
+  // (keepResults, with its own title) leaves them.
+  function showError(err, keepResults, title) {
+    if (!keepResults) {
+      welcome.hidden = true;
+      clear(hitList);
+      hideResultBar();
+    }
     clear(statusBox);
     statusBox.className = "status error";
     statusBox.append(
-      el("strong", { text: err.status ? "The search service reported an error (" + err.status + ")" : "Connection problem" }),
+      el("strong", { text: err.status ? (title || "The search service reported an error") + " (" + err.status + ")"
+        : "Connection problem" }),
       el("div", { text: err.message }));
   }
 
@@ -389,12 +444,21 @@
   const TARGET_WORDS = { findings: "findings", impression: "impressions", report: "whole reports" };
   const MODE_WORDS = { hybrid: "hybrid", dense: "semantic", bm25: "keyword" };
 
-  function renderResults(result, p) {
+  // before: the band of the hit ranked just before this page, when known.
+  function renderResults(result, p, before) {
     welcome.hidden = true;
     clear(hitList);
     state.hits = result.hits;
     const filtersNote = state.filters.length ? " with " + state.filters.length + " filter" + (state.filters.length > 1 ? "s" : "") : "";
+    $("saved-notes").hidden = true;
+    if (!result.hits.length && result.offset > 0) {
+      // Past the end of the list (a link to a page that no longer exists): the pager leads back.
+      setStatus("No more results: the ranked list holds " + fmt(result.total) + ".", "empty");
+      showResultBar(result, true);
+      return;
+    }
     if (!result.hits.length) {
+      hideResultBar();
       clear(statusBox);
       statusBox.className = "status empty";
       statusBox.append(
@@ -411,7 +475,106 @@
     const plural = result.count === 1 ? unit : unit + "s";
     setStatus(result.count + " " + plural + " · " + TARGET_WORDS[p.target] + " · " + MODE_WORDS[p.mode] +
       filtersNote + " · " + Math.round(result.took_ms) + " ms");
-    result.hits.forEach((hit, i) => hitList.append(renderHit(hit, i)));
+    showResultBar(result, true);
+    // Every report stating the reading ranks first: when this page starts (or ends) exactly where
+    // they end, the boundary lies on the page's edge.
+    const statesEnd = result.matching !== null && result.matching !== undefined && !result.matching_is_lower_bound
+      ? result.matching : null;
+    if (!before && result.offset > 0 && statesEnd === result.offset) before = "states";
+    let previous = before;
+    result.hits.forEach((hit, i) => {
+      const boundary = bandBoundary(previous, hit.band);
+      if (boundary) hitList.append(boundary);
+      hitList.append(renderHit(hit, i));
+      previous = hit.band;
+    });
+    if (previous === "states" && result.more && statesEnd === result.offset + result.count) {
+      hitList.append(bandBoundary("states", "next-page")); // what follows is on the next page
+    }
+  }
+
+  function fmt(n) {
+    return Number(n).toLocaleString();
+  }
+
+  // "23 reports state the reading · 3,826 ranked · showing 1–25"
+  function countsText(result) {
+    const unit = result.level === "sentence" ? "sentence" : "report";
+    const parts = [];
+    if (result.matching !== null && result.matching !== undefined) {
+      const n = result.matching;
+      parts.push((result.matching_is_lower_bound ? "at least " : "") + fmt(n) + " " + unit + (n === 1 ? "" : "s") +
+        (n === 1 ? " states" : " state") + " the reading");
+    }
+    parts.push(fmt(result.total) + " ranked");
+    if (result.count) parts.push("showing " + fmt(result.offset + 1) + "–" + fmt(result.offset + result.count));
+    return parts.join(" · ");
+  }
+
+  // The bar above the hits: counts, Export, and the pager (paging: whether this view pages).
+  function showResultBar(result, paging) {
+    $("result-bar").hidden = false;
+    $("counts").textContent = countsText(result);
+    $("export-note").textContent = "";
+    const hasPrev = paging && result.offset > 0;
+    const hasNext = paging && !!result.more;
+    $("pager").hidden = !paging;
+    $("pager-bottom").hidden = !paging || !result.count || !(hasPrev || hasNext);
+    for (const suffix of ["", "-bottom"]) {
+      $("prev" + suffix).disabled = !hasPrev;
+      $("next" + suffix).disabled = !hasNext;
+    }
+  }
+
+  function hideResultBar() {
+    $("result-bar").hidden = true;
+    $("pager-bottom").hidden = true;
+    $("saved-notes").hidden = true;
+  }
+
+  function turnPage(direction, fromBottom) {
+    const last = state.last;
+    if (state.view !== "search" || !last) return;
+    const r = last.result;
+    const offset = direction > 0 ? r.offset + r.count : Math.max(0, r.offset - r.k);
+    if (direction > 0 && !r.more) return;
+    search(offset).then(() => {
+      if (fromBottom) $("results").scrollIntoView({ block: "start" });
+    });
+  }
+
+  $("prev").addEventListener("click", () => turnPage(-1, false));
+  $("next").addEventListener("click", () => turnPage(1, false));
+  $("prev-bottom").addEventListener("click", () => turnPage(-1, true));
+  $("next-bottom").addEventListener("click", () => turnPage(1, true));
+
+  // A line across the list where one band ends: the reports stating the reading, or the related ones.
+  const BOUNDARY_WORDS = {
+    states: "The reports stating the query's reading end here",
+    related: "Related reports end here",
+  };
+
+  function bandBoundary(from, to) {
+    if (!from || !to || from === to) return null;
+    if (!(from === "states" || (from === "related" && to === "unlikely"))) return null;
+    const words = BOUNDARY_WORDS[from];
+    return el("li", { class: "band-boundary", role: "separator", "aria-label": words, "data-testid": "band-boundary",
+      "data-from": from, "data-to": to }, el("span", { text: words }));
+  }
+
+  const BAND_TITLES = {
+    states: "States the query's reading",
+    related: "Does not state the reading, but reports like it were often relevant",
+    unlikely: "Unlikely to be relevant (or states the opposite)",
+  };
+
+  // "states · 95%": the hit's band and its relevance estimate.
+  function bandLabel(band, relevance) {
+    if (!band) return null;
+    const pct = relevance === null || relevance === undefined ? "" : " · " + Math.round(relevance * 100) + "%";
+    return el("span", { class: "band-label band-" + band, "data-band": band,
+      title: (BAND_TITLES[band] || band) + (pct ? "; estimated relevance " + Math.round(relevance * 100) + "%" : "") },
+    band + pct);
   }
 
   function renderHit(hit, i) {
@@ -440,6 +603,7 @@
       el("span", { class: "rank", text: hit.rank }),
       el("span", { class: "report-id", text: hit.report_id }),
       sectionName ? el("span", { class: "badge badge-" + sectionName, text: titleCase(sectionName) }) : null,
+      bandLabel(hit.band, hit.relevance),
       el("span", { class: "score", title: "retrieval score (comparable within this search only)", text: hit.score.toFixed(3) })),
     el("p", { class: "sentence" },
       sentence ? marked(sentence.text, mentionRanges(hit.reading).concat(highlightRanges(hit.highlights))) : ""),
@@ -493,13 +657,13 @@
     panelBody.append(el("p", { class: "muted", text: "Loading report…" }));
     try {
       // With the query (and its flipped reading): every mention of its findings comes back with its status.
-      const last = state.last;
+      const rq = state.reportQuery;
       const params = new URLSearchParams();
-      if (last && last.result.reading.findings.length) {
-        params.set("q", last.p.q);
-        params.set("negation", last.p.negation);
-        params.set("mode", last.p.mode);
-        overrideParams(last.p.q).forEach((o) => params.append("reading", o));
+      if (rq) {
+        params.set("q", rq.q);
+        params.set("negation", rq.negation || "aware");
+        params.set("mode", rq.mode || "hybrid");
+        (rq.reading || []).forEach((o) => params.append("reading", o));
       }
       const query = params.toString();
       const report = await api("/api/reports/" + encodeURIComponent(hit.report_id) + (query ? "?" + query : ""));
@@ -546,16 +710,17 @@
     if (matched) panelBody.scrollTop = Math.max(0, matched.offsetTop - panelBody.clientHeight / 3);
   }
 
-  function closeReport() {
+  // quietly: leave the focus where it is (the results are being replaced).
+  function closeReport(quietly) {
     if (panel.hidden) return;
     panel.hidden = true;
     state.openId = null;
     document.body.classList.remove("panel-open");
     document.querySelectorAll(".hit.active").forEach((n) => n.classList.remove("active"));
-    if (state.lastFocus && document.body.contains(state.lastFocus)) state.lastFocus.focus();
+    if (quietly !== true && state.lastFocus && document.body.contains(state.lastFocus)) state.lastFocus.focus();
   }
 
-  $("report-close").addEventListener("click", closeReport);
+  $("report-close").addEventListener("click", () => closeReport());
 
   // -- keyboard -------------------------------------------------------------------------------
   document.addEventListener("keydown", (event) => {
@@ -606,9 +771,267 @@
       search();
     }));
 
+  // -- export: the cohort of what the results show, as CSV with its provenance ------------------
+  // A file from memory, saved through a temporary link (no page navigation, nothing inline).
+  function download(blob, name) {
+    const url = URL.createObjectURL(blob);
+    const link = el("a", { href: url, download: name, hidden: true });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+  }
+
+  async function exportCohort() {
+    if (!state.exportParams) return;
+    const params = new URLSearchParams(state.exportParams);
+    const include = state.exportInclude !== null ? state.exportInclude : $("include").value;
+    if (include) params.set("include", include);
+    params.set("format", "csv");
+    const button = $("export");
+    const note = $("export-note");
+    button.disabled = true;
+    note.textContent = "Exporting…";
+    try {
+      const response = await send("/api/export?" + params.toString(), { headers: { Accept: "text/csv, application/json" } });
+      if (!response.ok) throw await failure(response);
+      const blob = await response.blob();
+      const header = response.headers.get("X-Radsift-Provenance");
+      let provenance = null;
+      try {
+        provenance = header ? JSON.parse(header) : null;
+      } catch (err) {
+        provenance = null;
+      }
+      download(blob, "cohort.csv");
+      if (header) {
+        const text = provenance ? JSON.stringify(provenance, null, 1) + "\n" : header;
+        download(new Blob([text], { type: "application/json" }), "cohort.csv.provenance.json");
+      }
+      const rows = provenance && Number.isInteger(provenance.rows) ? provenance.rows : null;
+      note.textContent = (rows === null ? "Exported" : "Exported " + fmt(rows) + " report" + (rows === 1 ? "" : "s")) +
+        " to cohort.csv" + (header ? " (provenance: cohort.csv.provenance.json)" : "");
+    } catch (err) {
+      note.textContent = "";
+      showError(err, true, "The export was refused");
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  $("export").addEventListener("click", exportCohort);
+
+  // -- saved searches -----------------------------------------------------------------------------
+  function showSavedError(message) {
+    const box = $("saved-error");
+    box.textContent = message || "";
+    box.hidden = !message;
+  }
+
+  async function loadSaved(fresh) {
+    try {
+      const answer = await api("/api/saved");
+      state.saved = (answer && answer.saved) || [];
+      renderSaved(fresh);
+    } catch (err) {
+      showSavedError("Saved searches could not be loaded: " + err.message);
+    }
+  }
+
+  // "findings · hybrid · 1 filter · negation ignored": a saved search's options in words.
+  function optionWords(options, include) {
+    const o = options || {};
+    const words = [];
+    if (o.target) words.push(TARGET_WORDS[o.target] || o.target);
+    if (o.mode) words.push(MODE_WORDS[o.mode] || o.mode);
+    const where = o.where || [];
+    if (where.length) words.push(where.join(", "));
+    if (o.negation === "ignore") words.push("negation ignored");
+    (o.reading || []).forEach((r) => words.push("read " + r.replace("=", " as ")));
+    if (include) words.push("cohort: " + include);
+    return words.join(" · ");
+  }
+
+  function renderSaved(fresh) {
+    const list = $("saved-list");
+    clear(list);
+    $("saved-count").textContent = state.saved.length ? "(" + state.saved.length + ")" : "";
+    if (!state.saved.length) {
+      list.append(el("li", { class: "saved-empty muted", text: "None yet: search, name it and save it to run it again later." }));
+      return;
+    }
+    state.saved.forEach((s) => {
+      const newOnly = el("input", { type: "checkbox", "data-testid": "saved-new" });
+      const last = s.last_run && s.last_run.time ? "last run " + s.last_run.time.replace("T", " ").replace(/\+00:00$/, " UTC") : "never run";
+      list.append(el("li", { class: "saved-item" + (s.name === fresh ? " fresh" : ""), "data-name": s.name, "data-testid": "saved-item" },
+        el("div", { class: "saved-main" },
+          el("span", { class: "saved-name", text: s.name }),
+          el("span", { class: "saved-query", text: "“" + s.query + "”" }),
+          el("span", { class: "saved-opts", text: [optionWords(s.options, s.include), last].filter(Boolean).join(" · ") })),
+        el("div", { class: "saved-actions" },
+          el("label", { class: "saved-new", title: "Only reports added to the index since this search's last run" },
+            newOnly, " new only"),
+          el("button", { type: "button", class: "secondary", "data-testid": "saved-run", "aria-label": "Run saved search " + s.name,
+            onclick: () => runSaved(s, newOnly.checked) }, "Run"),
+          el("button", { type: "button", class: "secondary danger", "data-testid": "saved-remove",
+            "aria-label": "Remove saved search " + s.name, onclick: () => removeSaved(s.name) }, "Remove"))));
+    });
+  }
+
+  async function saveSearch(event) {
+    event.preventDefault();
+    const name = $("saved-name").value.trim();
+    const p = currentParams();
+    if (!p.q) {
+      showSavedError("Type a query to save first.");
+      qInput.focus();
+      return;
+    }
+    if (!name) {
+      showSavedError("Name the search to save it.");
+      $("saved-name").focus();
+      return;
+    }
+    const include = $("include").value;
+    const body = { name, q: p.q, mode: p.mode, target: p.target, negation: p.negation,
+      where: state.filters.map((f) => f.key + f.op + f.value), reading: overrideParams(p.q), include: include || null };
+    const button = $("save-search");
+    button.disabled = true;
+    try {
+      await api("/api/saved", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+      showSavedError("");
+      $("saved-name").value = "";
+      $("saved-box").open = true;
+      await loadSaved(name);
+    } catch (err) {
+      showSavedError(err.message);
+      $("saved-name").focus();
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  $("save-form").addEventListener("submit", saveSearch);
+
+  async function removeSaved(name) {
+    try {
+      await api("/api/saved/" + encodeURIComponent(name), { method: "DELETE" });
+      showSavedError("");
+    } catch (err) {
+      showSavedError(err.message);
+    }
+    await loadSaved();
+  }
+
+  // Run a saved search: its cohort (or only the reports new since its last run) in the results.
+  async function runSaved(saved, newOnly) {
+    const ticket = ++state.searching; // a search started meanwhile wins, and this one wins over older ones
+    document.body.classList.add("busy");
+    setStatus("Running saved search “" + saved.name + "”…");
+    try {
+      const run = await api("/api/saved/" + encodeURIComponent(saved.name) + "?new=" + (newOnly ? "true" : "false"));
+      if (ticket !== state.searching) return;
+      showSavedError("");
+      renderSavedRun(run, saved);
+    } catch (err) {
+      if (ticket !== state.searching) return;
+      showError(err, false, "The saved search could not be run");
+    } finally {
+      if (ticket === state.searching) document.body.classList.remove("busy");
+    }
+  }
+
+  function renderSavedRun(run, saved) {
+    closeReport(true); // an open report was read with another query
+    welcome.hidden = true;
+    clear(hitList);
+    const o = run.options || {};
+    state.view = "saved";
+    state.hits = [];
+    state.exportParams = exportParamsOf(run.query, o);
+    state.exportInclude = saved.include || ""; // the saved search's own cohort, not the menu's
+    state.reportQuery = { q: run.query, negation: o.negation, mode: o.mode, reading: o.reading || [] };
+    setStatus("Saved search “" + run.name + "”: “" + run.query + "”" + (optionWords(o) ? " · " + optionWords(o) : ""));
+    const rows = run.rows || [];
+    showResultBar({ level: "report", matching: run.matching, matching_is_lower_bound: false, total: run.total,
+      offset: 0, count: 0 }, false);
+    $("counts").textContent = countsText({ level: "report", matching: run.matching, total: run.total, count: 0 }) +
+      " · " + fmt(rows.length) + (run.new_only ? " new" : "") + " in this cohort";
+
+    const notes = $("saved-notes");
+    clear(notes);
+    if (run.new_only && run.first_run) {
+      notes.append(el("p", { class: "note", "data-testid": "saved-first-run",
+        text: "No earlier run of this search is recorded, so every report of its cohort is listed. (“New only” " +
+          "compares with the last run recorded by `radsift saved run`; runs from this page do not move that mark.)" }));
+    } else if (run.first_run) {
+      notes.append(el("p", { class: "note", "data-testid": "saved-first-run",
+        text: "No earlier run of this search is recorded." }));
+    } else if (run.new_only) {
+      const when = run.last_run && run.last_run.time ? " (" + run.last_run.time + ")" : "";
+      notes.append(el("p", { class: "note", text: "Only reports added to the index since the last run" + when + "." }));
+    }
+    (run.warnings || []).forEach((w) => notes.append(el("p", { class: "note warning", role: "alert", text: "Warning: " + w })));
+    notes.hidden = !notes.firstChild;
+
+    if (!rows.length) {
+      hitList.append(el("li", { class: "status empty saved-none",
+        text: run.new_only ? "No new reports since the last run." : "No reports in this cohort." }));
+      return;
+    }
+    let previous = null;
+    rows.forEach((row) => {
+      const boundary = bandBoundary(previous, row.band);
+      if (boundary) hitList.append(boundary);
+      hitList.append(renderRow(row));
+      previous = row.band;
+    });
+  }
+
+  // One row of a saved search's cohort: the report, its band, and the sentences that state the reading.
+  function renderRow(row) {
+    const best = row.best_sentence;
+    const hit = { report_id: row.report_id, rank: row.rank, section: best ? best.section : null, sentence: best,
+      highlights: [] };
+    const evidence = (row.evidence || []).slice(0, 3);
+    const meta = Object.entries(row.metadata || {}).filter(([, v]) => v !== "" && v !== null).slice(0, 4);
+    const item = el("li", {
+      class: "hit saved-row", tabindex: "0", "data-report-id": row.report_id, "aria-label": "Result " + row.rank + ", report " + row.report_id,
+      onclick: (event) => {
+        if (event.target.closest("button")) return;
+        openReport(hit, item);
+      },
+      onkeydown: (event) => {
+        if (event.key === "Enter" || event.key === " ") {
+          event.preventDefault();
+          openReport(hit, item);
+        }
+      },
+    },
+    el("div", { class: "hit-head" },
+      el("span", { class: "rank", text: row.rank }),
+      el("span", { class: "report-id", text: row.report_id }),
+      bandLabel(row.band, row.relevance),
+      row.status ? el("span", { class: "status-tag st-" + row.status, text: row.status + (row.cue ? " · “" + row.cue + "”" : "") }) : null,
+      el("span", { class: "score", title: "retrieval score (comparable within this search only)", text: Number(row.score).toFixed(3) })),
+    evidence.length
+      ? el("ul", { class: "evidence", "aria-label": "Sentences stating the reading" },
+        ...evidence.map((e) => el("li", {},
+          el("span", { class: "context-label", text: titleCase(e.section) + ": " }),
+          marked(e.text, [{ start: e.mention_start - e.start, end: e.mention_end - e.start, cls: "mention st-" + e.status,
+            title: e.finding + ": " + e.status + (e.cue ? " (cue: " + e.cue + ")" : ""),
+            data: { finding: e.finding, status: e.status } }]))))
+      : el("p", { class: "sentence" }, best ? best.text : ""),
+    el("div", { class: "hit-foot" },
+      el("ul", { class: "meta" }, ...meta.map(([k, v]) => el("li", {}, el("span", { class: "meta-key", text: k }), " ", shorten(String(v), 40)))),
+      el("button", { type: "button", class: "link open", onclick: () => openReport(hit, item) }, "Open report →")));
+    return item;
+  }
+
   // -- start ----------------------------------------------------------------------------------
   loadHealth().then(() => {
-    if (loadFromHash()) search();
+    loadSaved();
+    if (loadFromHash()) search(state.hashOffset);
     else qInput.focus();
   });
 })();
