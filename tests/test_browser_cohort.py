@@ -299,10 +299,11 @@ def test_saved_searches(demo_index, browser, tmp_path):  # noqa: F811
         # the index was also rebuilt with another model since: a warning says so.
         (saved_dir / "ptx-followup.seen.json").write_text(json.dumps(ids[2:]), encoding="utf-8")
         meta = json.loads((saved_dir / "ptx-followup.json").read_text(encoding="utf-8"))
-        meta["model_fingerprint"] = "0000000000000000"
+        assert meta["last_run"]  # the page's run was recorded
+        meta["model_fingerprint"] = meta["last_run"]["model_fingerprint"] = "0000000000000000"
         (saved_dir / "ptx-followup.json").write_text(json.dumps(meta), encoding="utf-8")
         item.get_by_test_id("saved-new").check()
-        with page.expect_response(lambda r: "/api/saved/ptx-followup?new=true" in r.url):
+        with page.expect_response(lambda r: "/api/saved/ptx-followup/run?new=true" in r.url):
             item.get_by_test_id("saved-run").click()
         expect(page.locator("#hit-list .hit")).to_have_count(2)
         assert shown_ids(page) == ids[:2]
@@ -310,6 +311,10 @@ def test_saved_searches(demo_index, browser, tmp_path):  # noqa: F811
         expect(notes).to_contain_text("Only reports added to the index since the last run")
         expect(notes).to_contain_text("rebuilt with another model")
         expect(page.get_by_test_id("counts")).to_contain_text("2 new in this cohort")
+        # That run was recorded too: nothing is new any more.
+        with page.expect_response(lambda r: "/api/saved/ptx-followup/run?new=true" in r.url):
+            item.get_by_test_id("saved-run").click()
+        expect(page.get_by_test_id("counts")).to_contain_text("0 new in this cohort")
 
         # Remove: gone from the list and from the server.
         with page.expect_response(lambda r: "/api/saved/ptx-followup" in r.url and r.request.method == "DELETE"):

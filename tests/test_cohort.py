@@ -335,7 +335,10 @@ def test_api_pages_exports_and_saves(built, tmp_path):
     assert [s["name"] for s in client.get("/api/saved").json()["saved"]] == ["ptx"]
     ran = client.get("/api/saved/ptx", params={"new": "true"}).json()
     assert ran["first_run"] and len(ran["rows"]) == one["matching"]
-    assert client.get("/api/saved/ptx", params={"new": "true"}).json()["first_run"]  # the server never marks
+    assert client.get("/api/saved/ptx", params={"new": "true"}).json()["first_run"]  # GET never records a run
+    recorded = client.post("/api/saved/ptx/run", params={"new": "true"}).json()
+    assert recorded["first_run"] and len(recorded["rows"]) == one["matching"]
+    assert client.post("/api/saved/ptx/run", params={"new": "true"}).json()["rows"] == []  # nothing added since
     assert client.delete("/api/saved/ptx").status_code == 200
     events = [json.loads(x)["event"] for x in (tmp_path / "audit.jsonl").read_text().splitlines()]
     assert events.count("export") == 2 and "saved-add" in events and "saved-rm" in events

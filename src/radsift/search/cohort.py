@@ -208,8 +208,8 @@ def export_command(cohort: "Cohort", out: str | Path | None = None) -> str:
 
 
 def _too_many(count, max_rows: int) -> ConfigError:
-    return ConfigError(f"{count} reports match; an export writes at most {max_rows} (raise the limit with "
-                       f"--max-rows N, or max_rows=N in the API, up to {MAX_ROWS_LIMIT})")
+    return ConfigError(f"{count} reports match; an export writes at most {max_rows} (raise the limit, up to "
+                       f"{MAX_ROWS_LIMIT}: --max-rows N on the command line, max_rows=N in the API)")
 
 
 def plain_options(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -113,7 +113,7 @@ class SavedSearches:
         path = self._path(name)
         if not path.is_file():
             known = ", ".join(self.names()) or "none saved"
-            raise ConfigError(f"no saved search {name!r} in {self.folder} (saved: {known})")
+            raise ConfigError(f"no saved search {name!r} (saved: {known})")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -137,7 +137,7 @@ class SavedSearches:
         index.search(query, k=1, mentions=False, include_report=False, **options)  # refuses what it would refuse
         path = self._path(name)
         if path.exists() and not replace:
-            raise ConfigError(f"a saved search named {name!r} exists in {self.folder} (remove it first, or replace it)")
+            raise ConfigError(f"a saved search named {name!r} exists (remove it first, or replace it)")
         from radsift.search.query import normalize_query
 
         m = index.manifest
@@ -151,7 +151,7 @@ class SavedSearches:
     def remove(self, name: str) -> None:
         path = self._path(name)
         if not path.exists():
-            raise ConfigError(f"no saved search {name!r} in {self.folder}")
+            raise ConfigError(f"no saved search {name!r}")
         path.unlink()
         self._path(name, ".seen.json").unlink(missing_ok=True)
 

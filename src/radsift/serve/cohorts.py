@@ -5,8 +5,9 @@
   options, model fingerprint, index generation, version, time) comes in the ``X-Radsift-Provenance``
   header, and whole with the rows for ``format=json``. Each export is an audit line (query, rows).
 * ``GET /api/saved`` the saved searches; ``POST /api/saved`` save one (JSON body);
-  ``GET /api/saved/{name}`` run one (``new=true``: only reports added since its last run from the
-  CLI; the server never moves that mark); ``DELETE /api/saved/{name}`` remove one.
+  ``POST /api/saved/{name}/run`` run one and record the run (``new=true``: only reports added
+  since the last recorded run, from the page or ``radsift saved run``); ``GET /api/saved/{name}``
+  the same without recording it; ``DELETE /api/saved/{name}`` remove one.
 """
 
 from __future__ import annotations
@@ -95,15 +96,25 @@ def cohort_router(service, only_params, client) -> APIRouter:
         audit(request, "saved-add", name=saved.name, query=saved.query, params=saved.options)
         return saved.to_dict()
 
-    @router.get("/saved/{name}", dependencies=[only_params(frozenset({"new", "max_rows"}))])
-    def saved_run(request: Request, name: str, new: bool = False,
-                  max_rows: Annotated[int, Query(ge=1, le=MAX_ROWS_LIMIT)] = DEFAULT_MAX_ROWS) -> dict:
-        run = service.saved.run(service.index, name, new=new, mark=False, max_rows=max_rows)
-        audit(request, "saved-run", name=name, query=run.search.query, new_only=new, rows=len(run.rows))
+    def run_saved(request: Request, name: str, new: bool, max_rows: int, mark: bool) -> dict:
+        run = service.saved.run(service.index, name, new=new, mark=mark, max_rows=max_rows)
+        audit(request, "saved-run", name=name, query=run.search.query, new_only=new, rows=len(run.rows), marked=mark)
         return {"name": run.search.name, "query": run.search.query, "options": run.search.options,
                 "new_only": new, "first_run": run.first_run, "warnings": run.warnings,
                 "matching": run.cohort.matching, "total": run.cohort.total, "last_run": run.search.last_run,
-                "rows": [r.to_dict() for r in run.rows]}
+                "include": run.search.include, "rows": [r.to_dict() for r in run.rows]}
+
+    @router.get("/saved/{name}", dependencies=[only_params(frozenset({"new", "max_rows"}))])
+    def saved_peek(request: Request, name: str, new: bool = False,
+                   max_rows: Annotated[int, Query(ge=1, le=MAX_ROWS_LIMIT)] = DEFAULT_MAX_ROWS) -> dict:
+        """Run a saved search without recording the run (``new``: since the last recorded run)."""
+        return run_saved(request, name, new, max_rows, mark=False)
+
+    @router.post("/saved/{name}/run", dependencies=[only_params(frozenset({"new", "max_rows"}))])
+    def saved_run(request: Request, name: str, new: bool = False,
+                  max_rows: Annotated[int, Query(ge=1, le=MAX_ROWS_LIMIT)] = DEFAULT_MAX_ROWS) -> dict:
+        """Run a saved search and record the run: the next ``new`` lists only reports added after it."""
+        return run_saved(request, name, new, max_rows, mark=True)
 
     @router.delete("/saved/{name}", dependencies=[only_params(frozenset())])
     def saved_rm(request: Request, name: str) -> dict:

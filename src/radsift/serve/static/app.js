@@ -929,7 +929,9 @@
     document.body.classList.add("busy");
     setStatus("Running saved search “" + saved.name + "”…");
     try {
-      const run = await api("/api/saved/" + encodeURIComponent(saved.name) + "?new=" + (newOnly ? "true" : "false"));
+      // POST .../run records the run, so the next "new only" lists only reports added after it.
+      const run = await api("/api/saved/" + encodeURIComponent(saved.name) + "/run?new=" + (newOnly ? "true" : "false"),
+                            { method: "POST" });
       if (ticket !== state.searching) return;
       showSavedError("");
       renderSavedRun(run, saved);
@@ -962,8 +964,8 @@
     clear(notes);
     if (run.new_only && run.first_run) {
       notes.append(el("p", { class: "note", "data-testid": "saved-first-run",
-        text: "No earlier run of this search is recorded, so every report of its cohort is listed. (“New only” " +
-          "compares with the last run recorded by `radsift saved run`; runs from this page do not move that mark.)" }));
+        text: "No earlier run of this search is recorded, so every report of its cohort is listed. This run is " +
+          "recorded: the next “new only” run lists only reports added to the index after it." }));
     } else if (run.first_run) {
       notes.append(el("p", { class: "note", "data-testid": "saved-first-run",
         text: "No earlier run of this search is recorded." }));
