@@ -1,19 +1,106 @@
-"""Create a vector backend by name; optional backends fail with a helpful ImportError."""
+"""Create a vector backend by name; optional backends fail with a message naming their extra.
+
+Names:
+
+- ``numpy``: exact brute force over the memory-mapped float32 vectors (the embedded default).
+- ``hnsw``: an approximate HNSW graph (FAISS, ``pip install 'radsift[scale]'``) re-scored exactly
+  (:mod:`radsift.index.backends.hnsw`); opened from ``graph=`` when that file exists, else built.
+- ``auto``: ``numpy`` below :func:`hnsw_min_rows` rows (``RADSIFT_HNSW_MIN_ROWS``, default
+  :data:`HNSW_MIN_ROWS`), ``hnsw`` at or above it when the extra is installed (else ``numpy``, with
+  a logged note). When the caller names a ``graph`` file that does not exist, ``auto`` stays with
+  ``numpy`` (and says so) rather than building a graph at search time (minutes at 1M rows).
+- ``milvus``: reserved (not available yet).
+"""
 
 from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
 
 import numpy as np
 
 from radsift.errors import ConfigError
 from radsift.index.backends.base import VectorBackend
 
-BACKENDS = ("numpy",)
+log = logging.getLogger("radsift.index.backends")
+
+BACKENDS = ("numpy", "hnsw", "auto")
+#: Names kept for backends that do not ship yet.
+RESERVED = {"milvus": "the 'milvus' vector backend is not available yet; use 'numpy', 'hnsw' or 'auto'"}
+#: ``auto`` picks ``hnsw`` from this many rows on (exact numpy search takes ~10-60 ms a query at 1M rows).
+HNSW_MIN_ROWS = 200_000
+ENV_MIN_ROWS = "RADSIFT_HNSW_MIN_ROWS"
+#: Options :meth:`HnswBackend.open` takes (the others only matter when building).
+OPEN_OPTIONS = ("candidates", "expansion_search", "mmap")
 
 
-def create_backend(name: str, vectors: np.ndarray) -> VectorBackend:
-    """A backend over ``vectors``. Only ``numpy`` (exact, embedded) ships today."""
-    if name == "numpy":
+def hnsw_min_rows() -> int:
+    """The ``auto`` threshold: ``RADSIFT_HNSW_MIN_ROWS`` when set, else :data:`HNSW_MIN_ROWS`."""
+    raw = os.environ.get(ENV_MIN_ROWS, "").strip()
+    if not raw:
+        return HNSW_MIN_ROWS
+    try:
+        value = int(raw.replace("_", ""))
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ConfigError(f"{ENV_MIN_ROWS}={raw!r}: expected a row count (a whole number >= 0)")
+    return value
+
+
+def resolve_backend(name: str, rows: int) -> str:
+    """The concrete backend ``name`` stands for over ``rows`` vectors (``auto`` decides here).
+
+    Raises:
+        ConfigError: An unknown or reserved name.
+    """
+    if name in RESERVED:
+        raise ConfigError(RESERVED[name])
+    if name not in BACKENDS:
+        raise ConfigError(f"unknown vector backend {name!r}; available: {', '.join(BACKENDS)}")
+    if name != "auto":
+        return name
+    threshold = hnsw_min_rows()
+    if rows < threshold:
+        return "numpy"
+    from radsift.index.backends import hnsw
+
+    if hnsw.available():
+        return "hnsw"
+    log.warning("%d vectors (auto switches to hnsw from %d rows, %s): the FAISS extra is not installed, "
+                "so search stays exact (numpy); install it with: %s", rows, threshold, ENV_MIN_ROWS, hnsw.EXTRA)
+    return "numpy"
+
+
+def create_backend(name: str, vectors: np.ndarray, *, graph: str | Path | None = None, **options) -> VectorBackend:
+    """A backend over ``vectors``.
+
+    Args:
+        name: ``numpy``, ``hnsw`` or ``auto`` (see the module docstring).
+        vectors: ``(n, dim)`` float32 unit vectors (memory-mapped is fine).
+        graph: ``hnsw`` only: a graph file saved by :meth:`HnswBackend.save`; opened (memory-mapped)
+            when it exists, else the graph is built in memory (not saved: the caller decides where).
+        **options: ``hnsw`` only: :meth:`HnswBackend.build` / :meth:`HnswBackend.open` options
+            (``candidates``, ``expansion_search``, ``dtype``, ``connectivity``, ``expansion_add``, ...);
+            ignored by ``numpy``.
+
+    Raises:
+        ConfigError: An unknown or reserved name; ``hnsw`` without the extra (a
+            :class:`~radsift.index.backends.hnsw.MissingExtraError`, also an ImportError).
+    """
+    resolved = resolve_backend(name, int(vectors.shape[0]))
+    if resolved == "hnsw" and name == "auto" and graph is not None and not Path(graph).exists():
+        log.warning("%s: no HNSW graph beside these %d vectors: search stays exact (numpy); build the graph "
+                    "to search approximately", graph, vectors.shape[0])
+        resolved = "numpy"
+    if resolved == "numpy":
         from radsift.index.backends.numpy_backend import NumpyBackend
 
         return NumpyBackend(vectors)
-    raise ConfigError(f"unknown vector backend {name!r}; available: {', '.join(BACKENDS)}")
+    from radsift.index.backends.hnsw import HnswBackend, faiss_module
+
+    faiss_module()  # the missing-extra error before anything else
+    if graph is not None and Path(graph).exists():
+        return HnswBackend.open(graph, vectors, **{k: v for k, v in options.items() if k in OPEN_OPTIONS})
+    return HnswBackend.build(vectors, **{k: v for k, v in options.items() if k != "mmap"})
