@@ -215,6 +215,9 @@ def reader_flags(dest: str = "reader", *, prefix: str = "", panel: str = "Reader
 # ---------------------------------------------------------------------------------------------
 # Options shared by several commands
 # ---------------------------------------------------------------------------------------------
+BackendOpt = Annotated[str, typer.Option(
+    "--backend", metavar="NAME", help="Vector search: auto (exact below 200,000 units, the HNSW graph above; "
+    "RADSIFT_HNSW_MIN_ROWS), numpy (exact) or hnsw (approximate, needs the 'scale' extra).")]
 IndexArg = Annotated[Path, typer.Argument(metavar="INDEX_DIR", help="Index directory.", show_default=False)]
 ModelOpt = Annotated[Optional[str], typer.Option(
     "--model", metavar="DIR", help="sentence-transformers model folder (default: packaged all-MiniLM-L6-v2).")]
@@ -291,6 +294,7 @@ def index_build(
     adapt_steps: Annotated[int, typer.Option(
         "--adapt-steps", metavar="N", help="Training steps of --adapt (more: slower, closer to a full "
                                            "'radsift train').")] = 200,
+    backend: BackendOpt = "auto",
 ) -> None:
     """Build an index from a corpus (encodes sentences and sections, labels findings, builds BM25);
     with --adapt, tune the model on the corpus first."""
@@ -310,6 +314,15 @@ def index_build(
                               overwrite=overwrite, lexicon=lexicon, label=labels, allow_empty=allow_empty)
     _report_read_stats(stats)
     console.print(f"built: {summary.describe()}", highlight=False)
+    _graphs(index_dir, backend)
+
+
+def _graphs(index_dir: Path, backend: str) -> None:
+    """The HNSW graphs of the new generation, when the backend calls for them (radsift.index.graphs)."""
+    from radsift.index.graphs import build_graphs
+
+    for path in build_graphs(index_dir, backend, say=lambda m: err_console.print(m, highlight=False)):
+        console.print(f"HNSW graph: {path}", highlight=False)
 
 
 @command(index_app, "add", example="radsift index add my-index new-reports.csv --id-column uid "
@@ -321,6 +334,7 @@ def index_add(
     reader: Any = None,
     model: ModelOpt = None, threads: ThreadsOpt = None, batch_size: BatchOpt = 64,
     replace: Annotated[bool, typer.Option("--replace", help="Replace reports whose id is already indexed.")] = False,
+    backend: BackendOpt = "auto",
 ) -> None:
     """Add reports to an index without re-encoding the reports already in it."""
     from radsift.index import add_to_index
@@ -330,6 +344,7 @@ def index_add(
                            batch_size=batch_size)
     _report_read_stats(stats)
     console.print(f"updated: {summary.describe()}", highlight=False)
+    _graphs(index_dir, backend)
 
 
 @command(index_app, "info", example="radsift index info my-index")
@@ -387,13 +402,15 @@ def search_cmd(
     rerank: RerankOpt = 0, reranker: RerankerOpt = None, reading: ReadingOpt = None, alpha: AlphaOpt = None,
     concepts: ConceptsOpt = True, prf: PrfOpt = False,
     offset: Annotated[int, typer.Option("--offset", metavar="N", help="Skip the first N hits (the next page).")] = 0,
+    backend: BackendOpt = "auto",
 ) -> None:
     """Search an index: prints how the query was read and how many reports state it, then each hit
     with its relevance band, the status of the query's findings in it and the matched words highlighted."""
     from radsift.search import Index
     from radsift.search.display import print_hits
 
-    index = Index.open(index_dir, model=model, threads=threads, reranker=reranker if rerank else None)
+    index = Index.open(index_dir, model=model, threads=threads, reranker=reranker if rerank else None,
+                       backend=backend)
     hits = index.search(query, k=k, mode=mode, level=level, where=where, target=target, unit=unit,
                         negation=negation, rerank=rerank, reading=reading, alpha=alpha, concepts=concepts, prf=prf,
                         offset=offset)
@@ -575,12 +592,14 @@ def run_cmd(
     threads: ThreadsOpt = None, rerank: RerankOpt = 0, reranker: RerankerOpt = None, alpha: AlphaOpt = None,
     concepts: ConceptsOpt = True, prf: PrfOpt = False,
     tag: Annotated[Optional[str], typer.Option("--tag", metavar="NAME", help="Run tag (default radsift-MODE).")] = None,
+    backend: BackendOpt = "auto",
 ) -> None:
     """Run a file of queries and write a TREC run (docid = report id, or sentence uid at sentence level)."""
     from radsift.evaluation.runs import run_queries
     from radsift.search import Index
 
-    index = Index.open(index_dir, model=model, threads=threads, reranker=reranker if rerank else None)
+    index = Index.open(index_dir, model=model, threads=threads, reranker=reranker if rerank else None,
+                       backend=backend)
     n = run_queries(index, queries, out, k=k, mode=mode, level=level, where=where, target=target, unit=unit,
                     negation=negation, rerank=rerank, alpha=alpha, concepts=concepts, prf=prf,
                     tag=tag or f"radsift-{mode}")
@@ -783,7 +802,7 @@ def serve_cmd(
         "--token-file", metavar="FILE", help="File holding the API token (else $RADSIFT_TOKEN).")] = None,
     audit_log: Annotated[Optional[Path], typer.Option(
         "--audit-log", metavar="FILE", help="Append every query, report view and export to this JSON-lines file.")] = None,
-    model: ModelOpt = None, reranker: RerankerOpt = None, saved_dir: SavedDirOpt = None,
+    model: ModelOpt = None, reranker: RerankerOpt = None, saved_dir: SavedDirOpt = None, backend: BackendOpt = "auto",
     header_timeout: Annotated[float, typer.Option(
         "--header-timeout", metavar="SECONDS", help="Close a connection that has not sent a whole request line "
         "and headers this long after connecting (or after its previous answer).")] = 10.0,
@@ -799,7 +818,7 @@ def serve_cmd(
     limits = ServerLimits(header_timeout=header_timeout, keepalive_timeout=keepalive_timeout,
                           max_connections=max_connections)
     run_server(index_dir, host=host, port=port, token_file=token_file, audit_log=audit_log, model=model,
-               reranker=reranker, console=console, limits=limits, saved_dir=saved_dir)
+               reranker=reranker, console=console, limits=limits, saved_dir=saved_dir, backend=backend)
 
 
 # ---------------------------------------------------------------------------------------------

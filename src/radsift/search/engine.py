@@ -44,14 +44,19 @@ class Index:
         model: Model folder to encode queries with (None = the model that built the index); a
             folder given here is checked against the index on open.
         threads: torch threads for query encoding.
-        backend: Vector backend name (``numpy``: exact, embedded).
+        backend: Vector backend: ``auto`` (default: exact ``numpy`` below
+            :data:`~radsift.index.backends.factory.HNSW_MIN_ROWS` units, the generation's HNSW graph at
+            or above it when one was built), ``numpy`` or ``hnsw`` (see :mod:`radsift.index.backends`).
         encoder: An already loaded encoder (tests, the demo): used as is.
         reranker: Cross-encoder folder (``radsift train --recipe rerank``) or a loaded
             :class:`~radsift.models.reranker.Reranker`, used by ``search(..., rerank=N)``.
     """
 
     def __init__(self, store: IndexStore, *, model: str | Path | None = None, threads: int | None = None,
-                 backend: str = "numpy", encoder=None, reranker=None) -> None:
+                 backend: str = "auto", encoder=None, reranker=None) -> None:
+        from radsift.index.backends.factory import resolve_backend
+
+        resolve_backend(backend, 0)  # an unknown or reserved name fails on open, not on the first query
         self.store = store
         self._reranker = reranker
         self._threads = threads
@@ -73,7 +78,7 @@ class Index:
 
     @classmethod
     def open(cls, path: str | Path, *, model: str | Path | None = None, threads: int | None = None,
-             backend: str = "numpy", encoder=None, reranker=None) -> "Index":
+             backend: str = "auto", encoder=None, reranker=None) -> "Index":
         """Open the live generation of the index at ``path`` (read-only)."""
         return cls(IndexStore.open(path), model=model, threads=threads, backend=backend, encoder=encoder,
                    reranker=reranker)
@@ -267,8 +272,11 @@ class Index:
         )
 
     def _backend(self, store: IndexStore, kind: str):
+        from radsift.index.graphs import graph_path
+
         return store.cached(("backend", self._backend_name, kind),
-                            lambda: create_backend(self._backend_name, store.units(kind).vectors))
+                            lambda: create_backend(self._backend_name, store.units(kind).vectors,
+                                                   graph=graph_path(store.index_dir, store.gen_dir, kind)))
 
     # -- search ----------------------------------------------------------------------------
     def search(self, query: str, k: int = 10, mode: str = "hybrid", level: str = "report",
@@ -371,7 +379,11 @@ class Index:
         out: dict = {"mask": self._mask(store, opts),
                      "alpha": opts.alpha if opts.alpha is not None else self.settings.dense_weight}
         if NEEDS_DENSE[opts.mode]:
-            out["dense"] = _checked_cosines(self._backend(store, opts.unit).scores(query_vector), store, opts.unit)
+            backend = self._backend(store, opts.unit)
+            # An approximate backend draws its candidates from the eligible units when told which.
+            dense = backend.scores(query_vector, out["mask"]) if getattr(backend, "name", "") == "hnsw" \
+                else backend.scores(query_vector)
+            out["dense"] = _checked_cosines(dense, store, opts.unit)
         if NEEDS_BM25[opts.mode]:
             n = store.units(opts.unit).report_row.shape[0]
             out["bm25"] = bm25_scores(store.bm25(opts.unit), self._bm25_query(opts, reading), n)

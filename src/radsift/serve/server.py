@@ -232,6 +232,7 @@ def run_server(
     console: Console | None = None,
     limits: ServerLimits | None = None,
     saved_dir: str | Path | None = None,
+    backend: str = "auto",
 ) -> None:
     """Serve the index at ``index_dir`` until interrupted (Ctrl-C).
 
@@ -243,6 +244,7 @@ def run_server(
         token_file: A file whose first line is the API token.
         audit_log: Append each search (with its query), report view and export to this JSON-lines file.
         saved_dir: The folder of saved searches (default ``INDEX/saved``).
+        backend: The vector backend (``auto``, ``numpy``, ``hnsw``: :class:`radsift.Index`).
         model: Model folder to encode queries with (default: the index's own model).
         reranker: Cross-encoder folder for ``/api/search?rerank=N`` (loaded at start).
         console: Where to print the address.
@@ -262,7 +264,7 @@ def run_server(
     check_port(port)  # before the index and the model load, not after
     token = resolve_token(token, token_file)
     check_bind(host, token)
-    index = Index.open(index_dir, model=model, reranker=reranker)
+    index = Index.open(index_dir, model=model, reranker=reranker, backend=backend)
     app = create_app(index, token=token, audit_log=audit_log, saved_dir=saved_dir)
     with console.status("loading the query encoder"):
         index.encoder  # load the model now so the first search is not the slow one  # noqa: B018
