@@ -218,6 +218,7 @@ def run_hnsw(x, queries, kth, lat_queries, dtype, args, workdir: Path) -> dict:
     gc.collect()
     if not args.keep:
         path.unlink()
+        path.with_name(path.name + ".dups.npz").unlink(missing_ok=True)
     return res
 
 

@@ -320,8 +320,8 @@ def test_engine_searches_with_hnsw_backend(tmp_path, monkeypatch):
     build_index(tmp_path / "idx", reports, encoder=enc, progress=False)
     real_create = engine.create_backend
     monkeypatch.setattr(engine, "create_backend",
-                        lambda name, vectors: real_create(name, vectors, candidates=30) if name == "hnsw"
-                        else real_create(name, vectors))
+                        lambda name, vectors, **kw: real_create(name, vectors, candidates=30, **kw) if name == "hnsw"
+                        else real_create(name, vectors, **kw))
     exact = Index.open(tmp_path / "idx", encoder=enc)
     approx = Index.open(tmp_path / "idx", encoder=enc, backend="hnsw")
     for query in ("left pneumothorax", "no pleural effusion"):
