@@ -379,10 +379,8 @@ class Index:
         out: dict = {"mask": self._mask(store, opts),
                      "alpha": opts.alpha if opts.alpha is not None else self.settings.dense_weight}
         if NEEDS_DENSE[opts.mode]:
-            backend = self._backend(store, opts.unit)
-            # An approximate backend draws its candidates from the eligible units when told which.
-            dense = backend.scores(query_vector, out["mask"]) if getattr(backend, "name", "") == "hnsw" \
-                else backend.scores(query_vector)
+            # An approximate backend draws its candidates from the eligible units.
+            dense = self._backend(store, opts.unit).scores(query_vector, out["mask"])
             out["dense"] = _checked_cosines(dense, store, opts.unit)
         if NEEDS_BM25[opts.mode]:
             n = store.units(opts.unit).report_row.shape[0]

@@ -20,8 +20,11 @@ class VectorBackend(ABC):
     name: str = "base"
 
     @abstractmethod
-    def scores(self, query: np.ndarray) -> np.ndarray:
-        """Cosine similarity of ``query`` to every row, as a float32 array."""
+    def scores(self, query: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+        """Cosine similarity of ``query`` to every row, as a float32 array.
+
+        ``mask`` says which rows the caller will rank (filters, targets): an exact backend ignores
+        it; an approximate one draws its candidates from those rows."""
 
     def top(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` best rows (optionally only rows where ``mask`` is true), best first.

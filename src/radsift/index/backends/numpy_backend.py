@@ -15,7 +15,7 @@ class NumpyBackend(VectorBackend):
     def __init__(self, vectors: np.ndarray) -> None:
         self.vectors = vectors
 
-    def scores(self, query: np.ndarray) -> np.ndarray:
+    def scores(self, query: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         if self.vectors.shape[0] == 0:
             return np.zeros(0, dtype=np.float32)
         return self.vectors @ np.asarray(query, dtype=np.float32)
