@@ -577,17 +577,10 @@
     band + pct);
   }
 
-  function renderHit(hit, i) {
-    const sentence = hit.sentence;
-    const sectionName = hit.section || (sentence && sentence.section) || "";
-    // Show the other half of the findings/impression pair beside the match: the diagnosis
-    // that goes with matched findings, or the findings behind a matched impression.
-    const other = sectionName === "findings" ? "impression" : sectionName === "impression" ? "findings" : null;
-    const context = other && hit.sections && hit.sections[other] ? hit.sections[other] : null;
-    const meta = Object.entries(hit.metadata || {}).filter(([, v]) => v !== "" && v !== null).slice(0, 4);
-
+  // A result line that opens its report on click, Enter or Space (buttons inside it keep their own action).
+  function hitItem(hit, className, ...children) {
     const item = el("li", {
-      class: "hit", tabindex: "0", "data-report-id": hit.report_id, "aria-label": "Result " + hit.rank + ", report " + hit.report_id,
+      class: className, tabindex: "0", "data-report-id": hit.report_id, "aria-label": "Result " + hit.rank + ", report " + hit.report_id,
       onclick: (event) => {
         if (event.target.closest("button")) return;
         openReport(hit, item);
@@ -598,7 +591,20 @@
           openReport(hit, item);
         }
       },
-    },
+    }, ...children);
+    return item;
+  }
+
+  function renderHit(hit, i) {
+    const sentence = hit.sentence;
+    const sectionName = hit.section || (sentence && sentence.section) || "";
+    // Show the other half of the findings/impression pair beside the match: the diagnosis
+    // that goes with matched findings, or the findings behind a matched impression.
+    const other = sectionName === "findings" ? "impression" : sectionName === "impression" ? "findings" : null;
+    const context = other && hit.sections && hit.sections[other] ? hit.sections[other] : null;
+    const meta = Object.entries(hit.metadata || {}).filter(([, v]) => v !== "" && v !== null).slice(0, 4);
+
+    const item = hitItem(hit, "hit",
     el("div", { class: "hit-head" },
       el("span", { class: "rank", text: hit.rank }),
       el("span", { class: "report-id", text: hit.report_id }),
@@ -997,19 +1003,7 @@
       highlights: [] };
     const evidence = (row.evidence || []).slice(0, 3);
     const meta = Object.entries(row.metadata || {}).filter(([, v]) => v !== "" && v !== null).slice(0, 4);
-    const item = el("li", {
-      class: "hit saved-row", tabindex: "0", "data-report-id": row.report_id, "aria-label": "Result " + row.rank + ", report " + row.report_id,
-      onclick: (event) => {
-        if (event.target.closest("button")) return;
-        openReport(hit, item);
-      },
-      onkeydown: (event) => {
-        if (event.key === "Enter" || event.key === " ") {
-          event.preventDefault();
-          openReport(hit, item);
-        }
-      },
-    },
+    const item = hitItem(hit, "hit saved-row",
     el("div", { class: "hit-head" },
       el("span", { class: "rank", text: row.rank }),
       el("span", { class: "report-id", text: row.report_id }),
