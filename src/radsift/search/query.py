@@ -158,22 +158,23 @@ def check_target(target: str | None, sections: Sequence[str]) -> str | None:
     return target
 
 
+def _whole_number(name: str, value, low: int, high: int, what: str) -> int:
+    """``value`` as an int within [low, high]; True, 1.5 or "10" are errors naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ConfigError(f"{name}: must be a whole number of {what}, not {str(value)[:40]!r}")
+    if not low <= int(value) <= high:
+        raise ConfigError(f"{name}: must be from {low} to {high}, not {int(value)}")
+    return int(value)
+
+
 def check_k(k) -> int:
     """A number of hits: a whole number from 1 to :data:`MAX_K` (True, 1.5 or "10" are errors)."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise ConfigError(f"k: must be a whole number of hits, not {str(k)[:40]!r}")
-    if not 1 <= int(k) <= MAX_K:
-        raise ConfigError(f"k: must be from 1 to {MAX_K}, not {int(k)}")
-    return int(k)
+    return _whole_number("k", k, 1, MAX_K, "hits")
 
 
 def check_offset(offset) -> int:
     """Hits to skip: a whole number from 0 to :data:`MAX_OFFSET`."""
-    if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)):
-        raise ConfigError(f"offset: must be a whole number of hits to skip, not {str(offset)[:40]!r}")
-    if not 0 <= int(offset) <= MAX_OFFSET:
-        raise ConfigError(f"offset: must be from 0 to {MAX_OFFSET}, not {int(offset)}")
-    return int(offset)
+    return _whole_number("offset", offset, 0, MAX_OFFSET, "hits to skip")
 
 
 def check_alpha(alpha: float | None) -> float | None:
