@@ -24,7 +24,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(PIP) install -q -e '.[dev,scale]'
+	$(PIP) install -q -e '.[dev,scale,fast]'
 	touch $@
 
 install-dev: $(VENV)/.installed-dev

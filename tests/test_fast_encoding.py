@@ -215,3 +215,70 @@ def test_missing_packages_are_named(monkeypatch, tmp_path, missing):
     assert isinstance(info.value, ConfigError)  # the CLI reports ConfigError as a one-line error
     assert not oe.fast_encoding_available()
     assert list(tmp_path.iterdir()) == []  # nothing half-made
+
+
+# --- radsift index build|add --encoder (the fast encoder wired into indexing) ---------------------
+
+from radsift.records import Report  # noqa: E402
+
+REPORTS = [Report(f"e{i}", {"findings": a, "impression": b})
+           for i, (a, b) in enumerate(zip(SENTENCES[0::2], SENTENCES[1::2]))]
+
+
+def test_an_unknown_build_encoder_is_refused_naming_the_choices():
+    with pytest.raises(ConfigError, match=r"--encoder 'onnx-fp16'.*torch, onnx, onnx-int8"):
+        oe.load_build_encoder("onnx-fp16")
+
+
+def test_the_onnx_build_encoder_without_the_extra_names_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # None in sys.modules: the import fails
+    with pytest.raises(oe.FastEncoderUnavailable, match=r"radsift\[fast\]"):
+        oe.load_build_encoder("onnx")
+
+
+@needs_onnx
+def test_an_index_built_with_onnx_stores_the_torch_vectors_and_says_so(tmp_path, cache_dir):
+    from radsift.index import add_to_index, build_index
+    from radsift.index.store import IndexStore
+
+    torch_dir, onnx_dir = tmp_path / "torch", tmp_path / "onnx"
+    build_index(torch_dir, REPORTS[:-1], progress=False)
+    build_index(onnx_dir, REPORTS[:-1], progress=False, encoder_kind="onnx", encoder_cache=cache_dir, threads=1)
+    a, b = IndexStore.open(torch_dir), IndexStore.open(onnx_dir)
+    try:
+        assert a.manifest.build_encoders == ["torch"] and b.manifest.build_encoders == ["onnx"]
+        va, vb = np.asarray(a.units("sentence").vectors), np.asarray(b.units("sentence").vectors)
+        assert va.shape == vb.shape
+        assert float(np.min(np.sum(va * vb, axis=1))) > 0.99999
+    finally:
+        a.close(), b.close()
+    # An add with another encoder is recorded after the first one.
+    add_to_index(onnx_dir, REPORTS[-1:], progress=False, encoder_kind="onnx-int8", encoder_cache=cache_dir,
+                 threads=1)
+    c = IndexStore.open(onnx_dir)
+    try:
+        assert c.manifest.build_encoders == ["onnx", "onnx-int8"]
+        assert c.manifest.counts["reports"] == len(REPORTS)
+    finally:
+        c.close()
+
+
+@needs_onnx
+def test_cli_index_build_encoder_flag(tmp_path, cache_dir):
+    from typer.testing import CliRunner
+
+    from radsift.cli import app
+
+    corpus = tmp_path / "r.csv"
+    corpus.write_text("id,findings,impression\n" + "".join(
+        f'{r.id},"{r.sections["findings"]}","{r.sections["impression"]}"\n' for r in REPORTS), encoding="utf-8")
+    sections = ["--section", "findings=findings", "--section", "impression=impression"]
+    out = CliRunner().invoke(app, ["index", "build", str(tmp_path / "idx"), str(corpus), *sections,
+                                   "--encoder", "onnx-int8", "--encoder-cache", str(cache_dir), "--threads", "1"])
+    assert out.exit_code == 0, out.output
+    info = CliRunner().invoke(app, ["index", "info", str(tmp_path / "idx")])
+    assert json.loads(info.output)["build_encoders"] == ["onnx-int8"]
+    bad = CliRunner().invoke(app, ["index", "build", str(tmp_path / "idx2"), str(corpus), *sections,
+                                   "--encoder", "gpu"])
+    assert bad.exit_code != 0 and "unknown encoder" in bad.output
+    assert not (tmp_path / "idx2").exists()

@@ -223,6 +223,13 @@ ModelOpt = Annotated[Optional[str], typer.Option(
     "--model", metavar="DIR", help="sentence-transformers model folder (default: packaged all-MiniLM-L6-v2).")]
 ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", metavar="N", help="torch threads for encoding.")]
 BatchOpt = Annotated[int, typer.Option("--batch-size", metavar="N", help="Encoding batch size.")]
+EncoderOpt = Annotated[str, typer.Option(
+    "--encoder", metavar="NAME", help="How reports are encoded: torch (reference), onnx (ONNX Runtime: same vectors, "
+    "~2.6x faster on 2 cores) or onnx-int8 (~5x, vectors within 0.008 in cosine); onnx needs the 'fast' extra. "
+    "Queries are always encoded by torch.")]
+EncoderCacheOpt = Annotated[Optional[Path], typer.Option(
+    "--encoder-cache", metavar="DIR", help="Where ONNX exports of the model are kept (default: "
+    "$RADSIFT_CACHE_DIR/onnx or ~/.cache/radsift/onnx).")]
 RerankOpt = Annotated[int, typer.Option(
     "--rerank", metavar="N", help="Rerank the top N hits with the cross-encoder of --reranker (0 = off).")]
 RerankerOpt = Annotated[Optional[Path], typer.Option(
@@ -295,6 +302,8 @@ def index_build(
         "--adapt-steps", metavar="N", help="Training steps of --adapt (more: slower, closer to a full "
                                            "'radsift train').")] = 200,
     backend: BackendOpt = "auto",
+    encoder: EncoderOpt = "torch",
+    encoder_cache: EncoderCacheOpt = None,
 ) -> None:
     """Build an index from a corpus (encodes sentences and sections, labels findings, builds BM25);
     with --adapt, tune the model on the corpus first."""
@@ -308,10 +317,12 @@ def index_build(
             raise ConfigError("--adapt trains on the sentence labels: it cannot be used with --no-labels")
         summary, _ = build_adapted_index(index_dir, reports, steps=adapt_steps, base_model=model, threads=threads,
                                          batch_size=batch_size, overwrite=overwrite, lexicon=lexicon,
-                                         say=lambda m: err_console.print(m, highlight=False))
+                                         say=lambda m: err_console.print(m, highlight=False),
+                                         encoder_kind=encoder, encoder_cache=encoder_cache)
     else:
         summary = build_index(index_dir, reports, model=model, threads=threads, batch_size=batch_size,
-                              overwrite=overwrite, lexicon=lexicon, label=labels, allow_empty=allow_empty)
+                              overwrite=overwrite, lexicon=lexicon, label=labels, allow_empty=allow_empty,
+                              encoder_kind=encoder, encoder_cache=encoder_cache)
     _report_read_stats(stats)
     console.print(f"built: {summary.describe()}", highlight=False)
     _graphs(index_dir, backend)
@@ -335,13 +346,15 @@ def index_add(
     model: ModelOpt = None, threads: ThreadsOpt = None, batch_size: BatchOpt = 64,
     replace: Annotated[bool, typer.Option("--replace", help="Replace reports whose id is already indexed.")] = False,
     backend: BackendOpt = "auto",
+    encoder: EncoderOpt = "torch",
+    encoder_cache: EncoderCacheOpt = None,
 ) -> None:
     """Add reports to an index without re-encoding the reports already in it."""
     from radsift.index import add_to_index
 
     reports, stats = _read(corpus, reader)
     summary = add_to_index(index_dir, reports, replace=replace, model=model, threads=threads,
-                           batch_size=batch_size)
+                           batch_size=batch_size, encoder_kind=encoder, encoder_cache=encoder_cache)
     _report_read_stats(stats)
     console.print(f"updated: {summary.describe()}", highlight=False)
     _graphs(index_dir, backend)

@@ -55,7 +55,8 @@ def estimate(reports: list[Report], steps: int, encoder) -> dict[str, float]:
 def build_adapted_index(index_dir: str | Path, reports: Iterable[Report], *, steps: int = DEFAULT_ADAPT_STEPS,
                         base_model: str | Path | None = None, threads: int | None = None, batch_size: int = 64,
                         overwrite: bool = False, lexicon: str | Path | None = None,
-                        say: Callable[[str], None] = print, progress: bool = True):
+                        say: Callable[[str], None] = print, progress: bool = True, encoder_kind: str = "torch",
+                        encoder_cache: str | Path | None = None):
     """Train the default recipe on ``reports`` for ``steps`` steps, then build the index with the model.
 
     Args:
@@ -64,6 +65,7 @@ def build_adapted_index(index_dir: str | Path, reports: Iterable[Report], *, ste
         steps: Training steps (>= 1).
         base_model: The model to adapt (None = the packaged all-MiniLM-L6-v2).
         say: Receives one-line messages (the estimate, a too-small corpus, where the model went).
+        encoder_kind, encoder_cache: How the reports are encoded (see :func:`radsift.index.build_index`).
 
     Returns:
         ``(BuildSummary, model folder or None)``: None when the corpus was too small and the general
@@ -90,8 +92,10 @@ def build_adapted_index(index_dir: str | Path, reports: Iterable[Report], *, ste
     if with_text < MIN_ADAPT_REPORTS:
         say(f"--adapt needs at least {MIN_ADAPT_REPORTS} reports with text to train on; this corpus has "
             f"{with_text}: indexing with the general model ({general.name}) instead")
-        return build_index(index_dir, reports, encoder=general, batch_size=batch_size, progress=progress,
-                           overwrite=overwrite, lexicon=lexicon), None
+        return build_index(index_dir, reports, encoder=general if encoder_kind == "torch" else None,
+                           model=base_model, threads=threads, batch_size=batch_size, progress=progress,
+                           overwrite=overwrite, lexicon=lexicon, encoder_kind=encoder_kind,
+                           encoder_cache=encoder_cache), None
     guess = estimate(reports, steps, general)
     say(f"adapting {general.name} to {len(reports):,} reports: about {_minutes(guess['train_s'])} of training "
         f"({steps} steps), then about {_minutes(guess['index_s'])} to index {guess['sentences']:,} sentences")
@@ -108,11 +112,14 @@ def build_adapted_index(index_dir: str | Path, reports: Iterable[Report], *, ste
     except CorpusError as exc:
         _remove_empty(out)
         say(f"--adapt: nothing to train on ({exc}): indexing with the general model ({general.name}) instead")
-        return build_index(index_dir, reports, encoder=general, batch_size=batch_size, progress=progress,
-                           overwrite=overwrite, lexicon=lexicon), None
+        return build_index(index_dir, reports, encoder=general if encoder_kind == "torch" else None,
+                           model=base_model, threads=threads, batch_size=batch_size, progress=progress,
+                           overwrite=overwrite, lexicon=lexicon, encoder_kind=encoder_kind,
+                           encoder_cache=encoder_cache), None
     say(f"adapted model: {out} ({result.training.get('steps', steps)} steps, {result.seconds:.0f} s)")
     summary = build_index(index_dir, reports, model=out, threads=threads, batch_size=batch_size, progress=progress,
-                          overwrite=overwrite, lexicon=lexicon)
+                          overwrite=overwrite, lexicon=lexicon, encoder_kind=encoder_kind,
+                          encoder_cache=encoder_cache)
     return summary, out
 
 

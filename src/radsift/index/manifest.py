@@ -41,6 +41,9 @@ class Manifest:
     findings: list[str] = field(default_factory=list)  # lexicon findings seen in the sentences
     lexicon: str | None = None  # lexicon used to label sentences (None = none)
     files: dict[str, dict] = field(default_factory=dict)  # relative path -> {"size", "sha256"} (radsift.index.integrity)
+    # How the stored vectors were encoded, in order of use (radsift.models.onnx_encoder.BUILD_ENCODERS):
+    # ["torch"], or ["onnx-int8"], or ["torch", "onnx"] after an add with another encoder.
+    build_encoders: list[str] = field(default_factory=lambda: ["torch"])
 
     def check_model(self, path: Path, index_dir: Path) -> None:
         """Refuse a model folder other than the one that built the index (the one model check).

@@ -106,7 +106,8 @@ class Index:
         """Counts, model and version of the live generation."""
         m = self.live_store().manifest
         return {"path": str(self.path), "format_version": m.format_version, "generation": m.generation,
-                "model": m.model_name, "model_path": m.model_path, "dim": m.dim, "counts": dict(m.counts),
+                "model": m.model_name, "model_path": m.model_path, "dim": m.dim,
+                "build_encoders": list(m.build_encoders), "counts": dict(m.counts),
                 "sections": list(m.sections), "metadata_keys": list(m.metadata_keys), "created": m.created,
                 "updated": m.updated, "radsift_version": m.radsift_version,
                 "search_settings": {**self.settings.to_dict(), "source": self.settings.source}}
