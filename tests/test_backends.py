@@ -249,7 +249,7 @@ def test_numpy_backend_unchanged():
 
 def test_unknown_and_reserved_names():
     x = clustered(10, dim=8)
-    with pytest.raises(ConfigError, match="not available yet"):
+    with pytest.raises(ConfigError, match="milvus"):  # no longer reserved: it needs its extra and milvus=
         create_backend("milvus", x)
     with pytest.raises(ConfigError, match="unknown vector backend 'annoy'.*numpy, hnsw, auto"):
         create_backend("annoy", x)

@@ -217,7 +217,13 @@ def reader_flags(dest: str = "reader", *, prefix: str = "", panel: str = "Reader
 # ---------------------------------------------------------------------------------------------
 BackendOpt = Annotated[str, typer.Option(
     "--backend", metavar="NAME", help="Vector search: auto (exact below 200,000 units, the HNSW graph above; "
-    "RADSIFT_HNSW_MIN_ROWS), numpy (exact) or hnsw (approximate, needs the 'scale' extra).")]
+    "RADSIFT_HNSW_MIN_ROWS; the Milvus collection of an index pushed to Milvus), numpy (exact), hnsw (approximate, "
+    "needs the 'scale' extra) or milvus (vectors in Milvus, needs the 'milvus' extra).")]
+MilvusUriOpt = Annotated[Optional[str], typer.Option(
+    "--milvus-uri", metavar="URI", envvar="RADSIFT_MILVUS_URI",
+    help="Milvus for --backend milvus: a server (http://HOST:19530) or a milvus-lite file (PATH.db; default "
+    "INDEX_DIR/cache/milvus/vectors.db). Searches default to the URI recorded with the index. Token: "
+    "$RADSIFT_MILVUS_TOKEN.")]
 IndexArg = Annotated[Path, typer.Argument(metavar="INDEX_DIR", help="Index directory.", show_default=False)]
 ModelOpt = Annotated[Optional[str], typer.Option(
     "--model", metavar="DIR", help="sentence-transformers model folder (default: packaged all-MiniLM-L6-v2).")]
@@ -304,11 +310,13 @@ def index_build(
     backend: BackendOpt = "auto",
     encoder: EncoderOpt = "torch",
     encoder_cache: EncoderCacheOpt = None,
+    milvus_uri: MilvusUriOpt = None,
 ) -> None:
     """Build an index from a corpus (encodes sentences and sections, labels findings, builds BM25);
     with --adapt, tune the model on the corpus first."""
     from radsift.index import build_index
 
+    _check_milvus(index_dir, backend, milvus_uri)
     reports, stats = _read(corpus, reader)
     if adapt:
         from radsift.index.adapt import build_adapted_index
@@ -325,14 +333,35 @@ def index_build(
                               encoder_kind=encoder, encoder_cache=encoder_cache)
     _report_read_stats(stats)
     console.print(f"built: {summary.describe()}", highlight=False)
-    _graphs(index_dir, backend)
+    _graphs(index_dir, backend, milvus_uri)
 
 
-def _graphs(index_dir: Path, backend: str) -> None:
-    """The HNSW graphs of the new generation, when the backend calls for them (radsift.index.graphs)."""
+def _check_milvus(index_dir: Path, backend: str, uri: Optional[str]) -> None:
+    """Before anything is written: --backend milvus needs its extra and a Milvus server that answers."""
+    if backend != "milvus":
+        return
+    from radsift.index.backends import milvus
+
+    milvus.pymilvus_module()
+    uri = milvus.resolve_uri(index_dir, uri or (milvus.pushed_before(index_dir) or {}).get("uri"))
+    if not milvus.is_local(uri):
+        milvus.connect(uri).close()
+
+
+def _graphs(index_dir: Path, backend: str, milvus_uri: Optional[str] = None) -> None:
+    """The HNSW graphs of the new generation, when the backend calls for them (radsift.index.graphs); its
+    vectors pushed to Milvus with --backend milvus, or auto on an index pushed there before."""
+    from radsift.index.backends import milvus
     from radsift.index.graphs import build_graphs
 
-    for path in build_graphs(index_dir, backend, say=lambda m: err_console.print(m, highlight=False)):
+    say = lambda m: err_console.print(m, highlight=False)  # noqa: E731
+    if backend == "milvus" or (backend == "auto" and milvus.pushed_before(index_dir) is not None
+                               and milvus.available()):
+        side = milvus.push_generation(index_dir, milvus_uri, say=say)
+        console.print(f"Milvus: {', '.join(json.loads(side.read_text())['collections'].values())} ({side})",
+                      highlight=False)
+        return
+    for path in build_graphs(index_dir, backend, say=say):
         console.print(f"HNSW graph: {path}", highlight=False)
 
 
@@ -348,16 +377,18 @@ def index_add(
     backend: BackendOpt = "auto",
     encoder: EncoderOpt = "torch",
     encoder_cache: EncoderCacheOpt = None,
+    milvus_uri: MilvusUriOpt = None,
 ) -> None:
     """Add reports to an index without re-encoding the reports already in it."""
     from radsift.index import add_to_index
 
+    _check_milvus(index_dir, backend, milvus_uri)
     reports, stats = _read(corpus, reader)
     summary = add_to_index(index_dir, reports, replace=replace, model=model, threads=threads,
                            batch_size=batch_size, encoder_kind=encoder, encoder_cache=encoder_cache)
     _report_read_stats(stats)
     console.print(f"updated: {summary.describe()}", highlight=False)
-    _graphs(index_dir, backend)
+    _graphs(index_dir, backend, milvus_uri)
 
 
 @command(index_app, "info", example="radsift index info my-index")
@@ -415,7 +446,7 @@ def search_cmd(
     rerank: RerankOpt = 0, reranker: RerankerOpt = None, reading: ReadingOpt = None, alpha: AlphaOpt = None,
     concepts: ConceptsOpt = True, prf: PrfOpt = False,
     offset: Annotated[int, typer.Option("--offset", metavar="N", help="Skip the first N hits (the next page).")] = 0,
-    backend: BackendOpt = "auto",
+    backend: BackendOpt = "auto", milvus_uri: MilvusUriOpt = None,
 ) -> None:
     """Search an index: prints how the query was read and how many reports state it, then each hit
     with its relevance band, the status of the query's findings in it and the matched words highlighted."""
@@ -423,7 +454,7 @@ def search_cmd(
     from radsift.search.display import print_hits
 
     index = Index.open(index_dir, model=model, threads=threads, reranker=reranker if rerank else None,
-                       backend=backend)
+                       backend=backend, milvus_uri=milvus_uri)
     hits = index.search(query, k=k, mode=mode, level=level, where=where, target=target, unit=unit,
                         negation=negation, rerank=rerank, reading=reading, alpha=alpha, concepts=concepts, prf=prf,
                         offset=offset)
@@ -605,14 +636,14 @@ def run_cmd(
     threads: ThreadsOpt = None, rerank: RerankOpt = 0, reranker: RerankerOpt = None, alpha: AlphaOpt = None,
     concepts: ConceptsOpt = True, prf: PrfOpt = False,
     tag: Annotated[Optional[str], typer.Option("--tag", metavar="NAME", help="Run tag (default radsift-MODE).")] = None,
-    backend: BackendOpt = "auto",
+    backend: BackendOpt = "auto", milvus_uri: MilvusUriOpt = None,
 ) -> None:
     """Run a file of queries and write a TREC run (docid = report id, or sentence uid at sentence level)."""
     from radsift.evaluation.runs import run_queries
     from radsift.search import Index
 
     index = Index.open(index_dir, model=model, threads=threads, reranker=reranker if rerank else None,
-                       backend=backend)
+                       backend=backend, milvus_uri=milvus_uri)
     n = run_queries(index, queries, out, k=k, mode=mode, level=level, where=where, target=target, unit=unit,
                     negation=negation, rerank=rerank, alpha=alpha, concepts=concepts, prf=prf,
                     tag=tag or f"radsift-{mode}")
@@ -816,6 +847,7 @@ def serve_cmd(
     audit_log: Annotated[Optional[Path], typer.Option(
         "--audit-log", metavar="FILE", help="Append every query, report view and export to this JSON-lines file.")] = None,
     model: ModelOpt = None, reranker: RerankerOpt = None, saved_dir: SavedDirOpt = None, backend: BackendOpt = "auto",
+    milvus_uri: MilvusUriOpt = None,
     header_timeout: Annotated[float, typer.Option(
         "--header-timeout", metavar="SECONDS", help="Close a connection that has not sent a whole request line "
         "and headers this long after connecting (or after its previous answer).")] = 10.0,
@@ -830,6 +862,8 @@ def serve_cmd(
 
     limits = ServerLimits(header_timeout=header_timeout, keepalive_timeout=keepalive_timeout,
                           max_connections=max_connections)
+    if milvus_uri:  # the server opens its Index itself: the engine reads the override from the environment
+        os.environ["RADSIFT_MILVUS_URI"] = milvus_uri
     run_server(index_dir, host=host, port=port, token_file=token_file, audit_log=audit_log, model=model,
                reranker=reranker, console=console, limits=limits, saved_dir=saved_dir, backend=backend)
 

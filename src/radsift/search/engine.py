@@ -46,14 +46,17 @@ class Index:
         threads: torch threads for query encoding.
         backend: Vector backend: ``auto`` (default: exact ``numpy`` below
             :data:`~radsift.index.backends.factory.HNSW_MIN_ROWS` units, the generation's HNSW graph at
-            or above it when one was built), ``numpy`` or ``hnsw`` (see :mod:`radsift.index.backends`).
+            or above it when one was built; its Milvus collection when it was pushed to Milvus),
+            ``numpy``, ``hnsw`` or ``milvus`` (see :mod:`radsift.index.backends`).
         encoder: An already loaded encoder (tests, the demo): used as is.
         reranker: Cross-encoder folder (``radsift train --recipe rerank``) or a loaded
             :class:`~radsift.models.reranker.Reranker`, used by ``search(..., rerank=N)``.
+        milvus_uri: The ``milvus`` backend's URI when it is not the one recorded with the index
+            (else ``$RADSIFT_MILVUS_URI``, else the recorded one).
     """
 
     def __init__(self, store: IndexStore, *, model: str | Path | None = None, threads: int | None = None,
-                 backend: str = "auto", encoder=None, reranker=None) -> None:
+                 backend: str = "auto", encoder=None, reranker=None, milvus_uri: str | None = None) -> None:
         from radsift.index.backends.factory import resolve_backend
 
         resolve_backend(backend, 0)  # an unknown or reserved name fails on open, not on the first query
@@ -61,6 +64,8 @@ class Index:
         self._reranker = reranker
         self._threads = threads
         self._backend_name = backend
+        #: Overrides the Milvus URI recorded with the index (else ``$RADSIFT_MILVUS_URI``, else the recorded one).
+        self._milvus_uri = milvus_uri
         self._encoder = encoder
         self._labeler = None
         self._settings = None
@@ -78,10 +83,10 @@ class Index:
 
     @classmethod
     def open(cls, path: str | Path, *, model: str | Path | None = None, threads: int | None = None,
-             backend: str = "auto", encoder=None, reranker=None) -> "Index":
+             backend: str = "auto", encoder=None, reranker=None, milvus_uri: str | None = None) -> "Index":
         """Open the live generation of the index at ``path`` (read-only)."""
         return cls(IndexStore.open(path), model=model, threads=threads, backend=backend, encoder=encoder,
-                   reranker=reranker)
+                   reranker=reranker, milvus_uri=milvus_uri)
 
     @property
     def reranker(self):
@@ -275,9 +280,13 @@ class Index:
     def _backend(self, store: IndexStore, kind: str):
         from radsift.index.graphs import graph_path
 
+        from radsift.index.backends.milvus import MilvusPlace
+
         return store.cached(("backend", self._backend_name, kind),
                             lambda: create_backend(self._backend_name, store.units(kind).vectors,
-                                                   graph=graph_path(store.index_dir, store.gen_dir, kind)))
+                                                   graph=graph_path(store.index_dir, store.gen_dir, kind),
+                                                   milvus=MilvusPlace(store.index_dir, store.gen_dir, kind,
+                                                                      self._milvus_uri)))
 
     # -- search ----------------------------------------------------------------------------
     def search(self, query: str, k: int = 10, mode: str = "hybrid", level: str = "report",
@@ -381,7 +390,10 @@ class Index:
                      "alpha": opts.alpha if opts.alpha is not None else self.settings.dense_weight}
         if NEEDS_DENSE[opts.mode]:
             # An approximate backend draws its candidates from the eligible units.
-            dense = self._backend(store, opts.unit).scores(query_vector, out["mask"])
+            backend = self._backend(store, opts.unit)
+            # A backend that pushes filters down (Milvus) takes them with the mask they make.
+            hints = {"target": opts.target, "filters": opts.filters} if getattr(backend, "pushdown", False) else {}
+            dense = backend.scores(query_vector, out["mask"], **hints)
             out["dense"] = _checked_cosines(dense, store, opts.unit)
         if NEEDS_BM25[opts.mode]:
             n = store.units(opts.unit).report_row.shape[0]

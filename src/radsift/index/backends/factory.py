@@ -9,7 +9,12 @@ Names:
   :data:`HNSW_MIN_ROWS`), ``hnsw`` at or above it when the extra is installed (else ``numpy``, with
   a logged note). When the caller names a ``graph`` file that does not exist, ``auto`` stays with
   ``numpy`` (and says so) rather than building a graph at search time (minutes at 1M rows).
-- ``milvus``: reserved (not available yet).
+  An index whose live generation was pushed to Milvus (``INDEX/cache/milvus/<gen>.json``, see
+  :mod:`radsift.index.backends.milvus`) resolves ``auto`` to ``milvus`` when the caller says where
+  (``milvus=``).
+- ``milvus``: the generation's vectors in a Milvus collection (pymilvus, ``pip install
+  'radsift[milvus]'``; milvus-lite for a local ``.db`` file), filters pushed down as Milvus
+  expressions; opened from ``milvus=`` (a :class:`~radsift.index.backends.milvus.MilvusPlace`).
 """
 
 from __future__ import annotations
@@ -25,9 +30,9 @@ from radsift.index.backends.base import VectorBackend
 
 log = logging.getLogger("radsift.index.backends")
 
-BACKENDS = ("numpy", "hnsw", "auto")
+BACKENDS = ("numpy", "hnsw", "auto", "milvus")
 #: Names kept for backends that do not ship yet.
-RESERVED = {"milvus": "the 'milvus' vector backend is not available yet; use 'numpy', 'hnsw' or 'auto'"}
+RESERVED: dict[str, str] = {}
 #: ``auto`` picks ``hnsw`` from this many rows on (exact numpy search takes ~10-60 ms a query at 1M rows).
 HNSW_MIN_ROWS = 200_000
 ENV_MIN_ROWS = "RADSIFT_HNSW_MIN_ROWS"
@@ -73,23 +78,44 @@ def resolve_backend(name: str, rows: int) -> str:
     return "numpy"
 
 
-def create_backend(name: str, vectors: np.ndarray, *, graph: str | Path | None = None, **options) -> VectorBackend:
+def create_backend(name: str, vectors: np.ndarray, *, graph: str | Path | None = None, milvus=None,
+                   **options) -> VectorBackend:
     """A backend over ``vectors``.
 
     Args:
-        name: ``numpy``, ``hnsw`` or ``auto`` (see the module docstring).
+        name: ``numpy``, ``hnsw``, ``milvus`` or ``auto`` (see the module docstring).
         vectors: ``(n, dim)`` float32 unit vectors (memory-mapped is fine).
         graph: ``hnsw`` only: a graph file saved by :meth:`HnswBackend.save`; opened (memory-mapped)
             when it exists, else the graph is built in memory (not saved: the caller decides where).
         **options: ``hnsw`` only: :meth:`HnswBackend.build` / :meth:`HnswBackend.open` options
             (``candidates``, ``expansion_search``, ``dtype``, ``connectivity``, ``expansion_add``, ...);
-            ignored by ``numpy``.
+            ignored by ``numpy``; ``milvus`` takes ``candidates`` and ``ef``.
+        milvus: Where the generation's vectors would be in Milvus (a
+            :class:`~radsift.index.backends.milvus.MilvusPlace`): needed by ``milvus``; ``auto`` picks
+            ``milvus`` when that generation was pushed there.
 
     Raises:
         ConfigError: An unknown or reserved name; ``hnsw`` without the extra (a
-            :class:`~radsift.index.backends.hnsw.MissingExtraError`, also an ImportError).
+            :class:`~radsift.index.backends.hnsw.MissingExtraError`, also an ImportError); ``milvus``
+            without the extra, without ``milvus=`` or on a generation never pushed to Milvus.
+        MilvusUnavailableError: The Milvus URI does not answer (a ConfigError).
     """
+    if name == "auto" and milvus is not None and milvus.recorded() is not None:
+        from radsift.index.backends import milvus as milvus_mod
+
+        if milvus_mod.available():
+            name = "milvus"
+        else:
+            log.warning("%s: this generation's vectors are in Milvus, but pymilvus is not installed: searching the "
+                        "local copy instead; install it with: %s", milvus.index_dir, milvus_mod.EXTRA)
     resolved = resolve_backend(name, int(vectors.shape[0]))
+    if resolved == "milvus":
+        from radsift.index.backends.milvus import MilvusBackend, pymilvus_module
+
+        pymilvus_module()  # the missing-extra error before anything else
+        if milvus is None:
+            raise ConfigError("the 'milvus' backend needs to know the index and generation (milvus=MilvusPlace(...))")
+        return MilvusBackend.open(milvus, vectors, **{k: v for k, v in options.items() if k in ("candidates", "ef")})
     if resolved == "hnsw" and name == "auto" and graph is not None and not Path(graph).exists():
         log.warning("%s: no HNSW graph beside these %d vectors: search stays exact (numpy); build the graph "
                     "to search approximately", graph, vectors.shape[0])
