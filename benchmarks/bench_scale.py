@@ -5,7 +5,9 @@ build, and of the saved graph opened memory-mapped after the queries), latency p
 the query vector given (p50/p99 over single queries: ``top(q, 10)``; the engine's path,
 ``scores(q)`` with 1000 exact candidates; FAISS with 1 OpenMP thread and with its default), recall@10
 against exact search, and masked ``top`` at several selectivities (latency, recall, how often the
-filtered graph search had to widen or fell back to exact search over the masked rows).
+filtered graph search had to widen or fell back to exact search over the masked rows). Milvus via
+milvus-lite (``--systems milvus``) is measured by ``bench_scale_milvus.py`` the same way, its filters
+pushed down as Milvus expressions.
 
 Data sets:
 
@@ -249,7 +251,10 @@ def main(argv=None) -> int:
     ap.add_argument("--openi", default=OPENI)
     ap.add_argument("--queries", type=int, default=500)
     ap.add_argument("--masked-queries", type=int, default=100)
-    ap.add_argument("--systems", default="numpy,f32,i8", help="comma list of numpy, f32, f16, i8")
+    ap.add_argument("--systems", default="numpy,f32,i8", help="comma list of numpy, f32, f16, i8, milvus "
+                    "(milvus-lite: bench_scale_milvus.py, needs pip install 'radsift[milvus]')")
+    ap.add_argument("--milvus-index", default="HNSW", choices=("HNSW", "FLAT", "IVF_FLAT"),
+                    help="milvus: the collection's vector index (HNSW with --connectivity/--expansion-add)")
     ap.add_argument("--connectivity", type=int, default=16)
     ap.add_argument("--expansion-add", type=int, default=128)
     ap.add_argument("--expansion-search", type=int, default=64)
@@ -279,6 +284,10 @@ def main(argv=None) -> int:
         if system == "numpy":
             lat_queries = queries if x.shape[0] <= 2_000_000 else queries[:20]
             result["systems"][system] = run_numpy(x, queries, kth, lat_queries, threads=None)
+        elif system == "milvus":
+            from bench_scale_milvus import run_milvus
+
+            result["systems"][system] = run_milvus(x, queries, kth, queries, args, workdir)
         else:
             result["systems"][system] = run_hnsw(x, queries, kth, queries, system, args, workdir)
         result["systems"][system]["load_after"] = os.getloadavg()
@@ -302,6 +311,11 @@ def table(result: dict, args) -> str:
             t = r["top10"]
             lines.append(f"| numpy (exact) | 0 | - | - | {t['p50_ms']}/{t['p99_ms']} (exact, {t['recall10']}) | "
                          f"same | - |")
+            continue
+        if name == "milvus":
+            from bench_scale_milvus import table_row
+
+            lines.append(table_row(r, args))
             continue
         tops = "; ".join(f"ef{ef}: {r[f'top10_ef{ef}_1thread']['p50_ms']}/{r[f'top10_ef{ef}_1thread']['p99_ms']} "
                          f"({r[f'top10_ef{ef}_1thread']['recall10']})" for ef in args.efs)

@@ -26,7 +26,8 @@ Filters are pushed down as a Milvus boolean expression (:func:`expression`): the
 (exact equality is compared case-insensitively), so Milvus's candidates are intersected with the
 mask; when fewer than needed survive, the search widens (x4) up to Milvus's limit of
 :data:`MAX_LIMIT` rows, then falls back to exact scoring of the masked rows from the local vectors
-(as it does at once for selective masks that cannot be pushed down). ``stats`` counts these.
+(as it does at once for selective masks, where that costs about what a filtered graph search
+visits, and milvus-lite's filtered HNSW search misses rows). ``stats`` counts these.
 
 milvus-lite (a ``.db`` path) is served in-process and locks its folder: one process at a time
 (a running ``radsift serve`` holds it; an ``index add`` in another process is refused with a
@@ -543,20 +544,23 @@ class MilvusBackend(VectorBackend):
         need = min(count, masked)
         if masked == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        if masked * masked <= EXACT_RATIO * count * n:
+            # Selective: exact over the masked rows costs about what a filtered graph search visits, and
+            # a filtered HNSW search (milvus-lite's) misses rows of selective filters.
+            return self._exact_masked(q, mask, count)
         if expr is not None:
             with self._lock:
                 self.stats["pushed"] += 1
-        elif masked * masked <= EXACT_RATIO * count * n:  # selective and not pushed down: exact is cheaper
-            return self._exact_masked(q, mask, count)
         limit = count
         while True:
             rows, cos = self._search(q, min(limit, MAX_LIMIT, n), expr)
             keep = mask[rows]
             with self._lock:
                 self.stats["overfetch"] += int(rows.size - np.count_nonzero(keep))
-            exhausted = rows.size < min(limit, MAX_LIMIT, n)
             rows, cos = rows[keep], cos[keep]
-            if rows.size >= need or exhausted:
+            # Short of rows although the mask has them: the filtered search fell short, or the mask
+            # dropped rows the expression let through; widen (x4, search breadth too), then go exact.
+            if rows.size >= need:
                 return rows, cos
             if limit >= MAX_LIMIT or limit >= n:
                 return self._exact_masked(q, mask, count)
