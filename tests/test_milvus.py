@@ -309,10 +309,19 @@ def test_index_built_for_another_backend(tmp_path):
     enc = HashingEncoder(tmp_path / "model")
     build_index(tmp_path / "idx", reports(20), encoder=enc, progress=False)
     index = Index.open(tmp_path / "idx", encoder=enc, backend="milvus")
-    with pytest.raises(ConfigError, match="no vectors in Milvus.*--backend milvus"):
+    with pytest.raises(ConfigError, match="no vectors in Milvus.*radsift index push"):
         index.search("left pneumothorax", k=3, mode="dense")
     assert isinstance(Index.open(tmp_path / "idx", encoder=enc)._backend(index.store, "sentence"), NumpyBackend)
+    # the documented conversion: `radsift index push` copies the vectors; then milvus (and auto) search there
+    from typer.testing import CliRunner
+
+    from radsift.cli import app
+
+    res = CliRunner().invoke(app, ["index", "push", str(tmp_path / "idx"), "--milvus-uri", str(tmp_path / "v.db")])
+    assert res.exit_code == 0, res.output
+    converted = Index.open(tmp_path / "idx", encoder=enc, backend="milvus")
+    assert isinstance(converted._backend(converted.store, "sentence"), mv.MilvusBackend)
+    assert len(converted.search("left pneumothorax", k=3, mode="dense")) == 3
     # the other way round is always possible: a Milvus index keeps its float32 vectors (numpy, hnsw read them)
-    mv.push_generation(tmp_path / "idx")
     exact = Index.open(tmp_path / "idx", encoder=enc, backend="numpy")
     assert len(exact.search("left pneumothorax", k=3, mode="dense")) == 3

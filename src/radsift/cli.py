@@ -391,6 +391,15 @@ def index_add(
     _graphs(index_dir, backend, milvus_uri)
 
 
+@command(index_app, "push", example=["radsift index push my-index",
+                                      "radsift index push my-index --milvus-uri http://milvus.example.org:19530"])
+def index_push(index_dir: IndexArg, milvus_uri: MilvusUriOpt = None) -> None:
+    """Copy the live generation's vectors into Milvus, so that --backend milvus (and auto) searches there:
+    converts an index built for numpy/hnsw, and finishes a push that was interrupted."""
+    _check_milvus(index_dir, "milvus", milvus_uri)
+    _graphs(index_dir, "milvus", milvus_uri)
+
+
 @command(index_app, "info", example="radsift index info my-index")
 def index_info(index_dir: IndexArg) -> None:
     """Print an index's manifest (model, counts, sections, metadata keys, times) as JSON."""

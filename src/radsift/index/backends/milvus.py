@@ -145,8 +145,8 @@ def read_side(index_dir: str | Path, gen_dir: str | Path) -> dict | None:
         if info.get("format") != FORMAT or not isinstance(info.get("collections"), dict):
             raise ValueError("unknown format")
     except (OSError, ValueError) as exc:
-        raise IndexDamagedError(f"{path}: unreadable Milvus side file ({exc}); push the vectors again with "
-                                f"`radsift index build|add --backend milvus`") from exc
+        raise IndexDamagedError(f"{path}: unreadable Milvus side file ({exc}); copy the vectors again with "
+                                f"`radsift index push {index_dir}`") from exc
     return info
 
 
@@ -463,8 +463,8 @@ class MilvusBackend(VectorBackend):
         if info is None:
             raise ConfigError(
                 f"{place.index_dir}: its live generation ({place.gen_dir.name}) has no vectors in Milvus (it was built "
-                f"for another backend); push them with `radsift index build --overwrite ... --backend milvus` or "
-                f"`radsift index add ... --backend milvus --milvus-uri URI`, or search it with --backend numpy|hnsw")
+                f"for another backend); copy them there with `radsift index push {place.index_dir} --milvus-uri URI`, "
+                "or search it with --backend numpy|hnsw")
         uri = place.uri or os.environ.get(ENV_URI, "").strip() or info["uri"]
         if is_local(uri) and not Path(uri).is_absolute():
             uri = str(place.index_dir / uri)
@@ -472,13 +472,13 @@ class MilvusBackend(VectorBackend):
         client = client if client is not None else connect(uri)
         if name is None or not client.has_collection(name):
             raise IndexDamagedError(f"{side_file(place.index_dir, place.gen_dir)}: names Milvus collection {name!r} at "
-                                    f"{uri}, which does not exist there; push the vectors again with "
-                                    f"`radsift index add ... --backend milvus --milvus-uri {uri}`")
+                                    f"{uri}, which does not exist there; copy the vectors again with "
+                                    f"`radsift index push {place.index_dir} --milvus-uri URI`")
         held = _row_count(client, name)
         if held != int(vectors.shape[0]) or int(info.get("dim", vectors.shape[1])) != int(vectors.shape[1]):
             raise IndexDamagedError(f"Milvus collection {name} at {uri} holds {held} rows of dim {info.get('dim')}, the "
-                                    f"index's {place.kind} vectors {vectors.shape[0]} of dim {vectors.shape[1]}: push "
-                                    "the vectors again")
+                                    f"index's {place.kind} vectors {vectors.shape[0]} of dim {vectors.shape[1]}: copy "
+                                    f"them again with `radsift index push {place.index_dir}`")
         client.load_collection(name)
         return cls(client, name, vectors, fields=info.get("fields"), sections=info.get("sections", ()),
                    candidates=candidates, ef=ef, uri=uri)
