@@ -34,11 +34,13 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 from radsift.errors import ConfigError
 from radsift.splits import DEFAULT_FOLDS, DEFAULT_HOLDOUT_FRACTION, DEFAULT_SEED
 
-RECIPES = ("combined", "lexicon-triplet", "lexicon-mnrl", "findings-impression", "rerank")
+RECIPES = ("combined", "lexicon-triplet", "lexicon-mnrl", "findings-impression", "rerank", "entity-aspect")
 #: The recipe ``radsift train`` runs when none is named (the best on Open-i; see the README).
 DEFAULT_RECIPE = "combined"
 LOSSES = ("triplet", "mnrl", "cached-mnrl", "mnrl+triplet")
 NEGATIVES = ("hardest", "random")
+#: What ``entity-aspect`` trains: a bi-encoder, a poly-encoder or a cross-encoder.
+MODEL_TYPES = ("bi", "poly", "cross")
 
 #: The settings of the default recipe's lexicon term that the other recipes do not share.
 _PLAIN_LEXICON = {"loss": "triplet", "query_margin": 0.0, "name_swap": 0.0}
@@ -51,6 +53,8 @@ RECIPE_DEFAULTS: dict[str, dict[str, Any]] = {
     "findings-impression": dict(_PLAIN_LEXICON),
     "combined": {},
     "rerank": {**_PLAIN_LEXICON, "batch_size": 32, "learning_rate": 5e-5, "max_steps": 400},
+    # CAPR: MNRL over (entity, aspect) queries; passages up to 256 word pieces.
+    "entity-aspect": {**_PLAIN_LEXICON, "loss": "mnrl", "batch_size": 16, "max_steps": 300, "symmetric": False},
 }
 
 
@@ -123,6 +127,15 @@ class TrainConfig:
         time_limit_minutes: Stop early (and say so in the model card) past this wall time.
         rerank_negatives: ``rerank``: negatives per positive pair.
         rerank_depth: ``rerank``: negatives come from this many bi-encoder top hits.
+        medquad_dir: ``entity-aspect``: MedQuAD folder (None = ``../shared/data/medquad`` when present).
+        cdv_dir: ``entity-aspect``: the CDV test split folder whose documents are never trained on
+            (None = ``../shared/data/medquad-cdv-test`` when present).
+        medquad_share: ``entity-aspect``: share of examples drawn from MedQuAD (the rest from the notes).
+        entity_hard_negatives: ``entity-aspect``: one hard negative per example from its own note.
+        dev_fraction: ``entity-aspect``: share of MedQuAD training documents held out as the development split.
+        model_type: ``entity-aspect``: ``bi`` (bi-encoder), ``poly`` (poly-encoder) or ``cross`` (cross-encoder).
+        poly_codes: Codes of a poly-encoder (CAPR and Humeau et al.: m).
+        dev_max_queries: Development queries evaluated at the end (a seeded sample).
         threads: torch threads (None = torch's default).
         evaluate: Evaluate on the held-out reports at the end (figures in the model card).
     """
@@ -179,6 +192,15 @@ class TrainConfig:
     # rerank
     rerank_negatives: int = 3
     rerank_depth: int = 20
+    # entity-aspect (CAPR)
+    medquad_dir: str | None = None
+    cdv_dir: str | None = None
+    medquad_share: float = 0.5
+    entity_hard_negatives: bool = True
+    dev_fraction: float = 0.1
+    model_type: str = "bi"
+    poly_codes: int = 16
+    dev_max_queries: int = 400
     # runtime
     threads: int | None = None
     evaluate: bool = True
@@ -190,6 +212,12 @@ class TrainConfig:
             raise ConfigError(f"recipe: {self.recipe!r} is not one of {', '.join(RECIPES)}")
         if self.loss not in LOSSES:
             raise ConfigError(f"loss: {self.loss!r} is not one of {', '.join(LOSSES)}")
+        if self.model_type not in MODEL_TYPES:
+            raise ConfigError(f"model_type: {self.model_type!r} is not one of {', '.join(MODEL_TYPES)}")
+        if not 0.0 <= self.medquad_share <= 1.0 or not 0.0 <= self.dev_fraction < 1.0:
+            raise ConfigError("medquad_share must lie in [0, 1] and dev_fraction in [0, 1)")
+        if self.poly_codes < 1 or self.dev_max_queries < 1:
+            raise ConfigError("poly_codes and dev_max_queries: must be positive integers")
         if self.negatives not in NEGATIVES:
             raise ConfigError(f"negatives: {self.negatives!r} is not one of {', '.join(NEGATIVES)}")
         for name in ("max_seq_length", "section_max_seq_length", "batch_size", "mega_batch_size", "max_steps",

@@ -29,6 +29,12 @@ _RECIPE_TEXT = {
         "the configuration; with query_margin > 0 each sentence is also held closer to its own query phrasing "
         "than to the opposite-negation phrasing) and of findings-impression pairs (RadSearch)."
     ),
+    "entity-aspect": (
+        "CAPR (Grundmann, Arnold & Löser): notes split into passages by their headings, entities found by "
+        "dictionary NER, self-supervised (entity, aspect = normalised heading) queries with the passage as "
+        "positive, one hard negative from the same note, listwise in-batch cross-entropy; MedQuAD training "
+        "documents outside the CDV test split add (focus entity, question type) queries."
+    ),
     "rerank": (
         "A cross-encoder (one logit) built from the base MiniLM weights with a fresh head, trained with "
         "binary cross-entropy on weak-label (query, sentence) pairs whose negatives are mined by a bi-encoder."

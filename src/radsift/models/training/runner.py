@@ -101,6 +101,10 @@ def train(
     _prepare_out(out, overwrite)
     set_threads(config.threads)
     seed_everything(config.seed)
+    if config.recipe == "entity-aspect":  # CAPR: its own data (passages, MedQuAD), no weak labels
+        from radsift.models.training.entity_aspect import train_entity_aspect
+
+        return train_entity_aspect(reports, config, out, base_path, progress=progress, log=say, start=start)
 
     data = prepare_data(reports, config, labeler=labeler, progress=progress)
     stats = data.stats()

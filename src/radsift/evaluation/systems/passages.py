@@ -1,0 +1,351 @@
+"""Passage scorers of ``radsift bench --protocol passages``: each scores a query's own candidate passages.
+
+CAPR's protocol (Grundmann et al.) gives every query its own short list of candidates, so these
+systems score ``(query, candidate rows)`` rather than rank one shared list; the order is then
+:func:`radsift.ranking.top_k` (the ranking core), ties broken by candidate position.
+
+Specs (``--systems``, optionally ``NAME=SPEC``):
+
+- ``bm25``: Lucene BM25 over the whole passage pool (:mod:`radsift.ranking.bm25`);
+- ``tfidf``: cosine of sublinear TF-IDF vectors (radsift's tokenizer, idf from the pool);
+- ``dense[:MODEL]``: bi-encoder cosine (packaged MiniLM by default);
+- ``poly:MODEL``: a poly-encoder folder (:mod:`radsift.models.poly_encoder`);
+- ``cross:RERANKER``: a cross-encoder scoring every candidate;
+- ``rerank:[FIRST:]RERANKER``: the cross-encoder re-scores the top :data:`RERANK_TOP` of a first
+  stage (``dense`` by default; ``FIRST`` is ``dense``, a model folder, or ``poly=FOLDER``), the
+  others keep their first-stage order below them.
+
+A passage is read as far as the model reads it (256 word pieces for MiniLM), as CAPR truncates;
+with ``max_windows`` > 1 a longer passage scores by its best window among its first
+``max_windows`` overlapping windows of :data:`radsift.text.aspects.WINDOW_WORDS` words
+(:func:`radsift.text.aspects.passage_windows`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from radsift.errors import ConfigError
+from radsift.text.aspects import WINDOW_OVERLAP, WINDOW_WORDS, passage_windows
+
+KINDS = ("bm25", "tfidf", "dense", "poly", "cross", "rerank")
+#: Candidates the cross-encoder re-scores in ``rerank:`` systems.
+RERANK_TOP = 16
+
+
+@dataclass(frozen=True)
+class PassageSpec:
+    """A passage system to build: kind, model folders, display name."""
+
+    kind: str
+    model: str | None = None
+    reranker: str | None = None
+    name: str | None = None
+    first_poly: bool = False
+
+    @property
+    def label(self) -> str:
+        if self.name:
+            return self.name
+        if self.kind in ("bm25", "tfidf"):
+            return self.kind
+        if self.kind == "dense" and self.model is None:
+            return "dense"
+        if self.kind == "rerank":
+            return f"rerank:{Path(self.reranker or '?').name}"
+        return f"{self.kind}:{Path(self.model or self.reranker or '?').name}"
+
+
+def parse_passage_system(text: str) -> PassageSpec:
+    """Parse a ``--systems`` entry of the passages protocol (see the module docstring).
+
+    Raises:
+        ConfigError: Unknown kind or a missing folder argument.
+    """
+    raw = str(text).strip()
+    name = None
+    head, eq, tail = raw.partition("=")
+    if eq and head and not any(c in head for c in ":/\\"):
+        name, raw = head.strip(), tail.strip()
+    kind, colon, rest = raw.partition(":")
+    kind = kind.strip().lower()
+    rest = rest.strip()
+    if kind not in KINDS:
+        raise ConfigError(f"--systems {text!r}: the passages protocol knows {', '.join(KINDS)} "
+                          "(dense[:MODEL], poly:MODEL, cross:RERANKER, rerank:[FIRST:]RERANKER)")
+    if kind in ("bm25", "tfidf"):
+        if colon:
+            raise ConfigError(f"--systems {text!r}: {kind} takes no model")
+        return PassageSpec(kind, name=name)
+    if kind == "dense":
+        return PassageSpec(kind, model=rest or None, name=name)
+    if not rest:
+        raise ConfigError(f"--systems {text!r}: give the model folder, {kind}:FOLDER")
+    if kind == "poly":
+        return PassageSpec(kind, model=rest, name=name)
+    if kind == "cross":
+        return PassageSpec(kind, reranker=rest, name=name)
+    first, _, reranker = rest.rpartition(":")
+    first_poly = first.startswith("poly=")
+    first = first[len("poly="):] if first_poly else first
+    return PassageSpec("rerank", model=(first or None) if first != "dense" else None, reranker=reranker, name=name,
+                       first_poly=first_poly)
+
+
+def check_passage_specs(specs: Sequence[PassageSpec]) -> None:
+    """Fail before any work: unique names, folders that exist."""
+    from radsift.models.poly_encoder import is_poly_encoder
+
+    seen = set()
+    for s in specs:
+        if s.label in seen:
+            raise ConfigError(f"two systems are named {s.label!r}: name them, e.g. --systems mine=dense:PATH")
+        seen.add(s.label)
+        for p in (s.model, s.reranker):
+            if p is not None and not Path(p).expanduser().is_dir():
+                raise ConfigError(f"--systems {s.label}: model folder not found: {p}")
+        if (s.kind == "poly" or s.first_poly) and not is_poly_encoder(s.model):
+            raise ConfigError(f"--systems {s.label}: {s.model} is not a poly-encoder folder")
+
+
+class PassageSystem:
+    """Scores candidate passages of a fixed pool for queries.
+
+    Call :meth:`prepare` once with the pool, then :meth:`score` per query kind.
+    """
+
+    name = "system"
+    kind = "system"
+
+    def prepare(self, passages: Sequence[str]) -> None:
+        self.passages = list(passages)
+
+    def score(self, queries: Sequence[str], candidates: Sequence[Sequence[int]]) -> list[np.ndarray]:
+        """Per query, one score per candidate row (higher is better)."""
+        raise NotImplementedError
+
+
+class BM25Passages(PassageSystem):
+    kind = "bm25"
+
+    def __init__(self, name: str = "bm25") -> None:
+        self.name = name
+
+    def prepare(self, passages: Sequence[str]) -> None:
+        from radsift.ranking import build_bm25_texts
+
+        super().prepare(passages)
+        self.retriever = build_bm25_texts(self.passages)
+
+    def full_scores(self, query: str) -> np.ndarray:
+        from radsift.ranking import bm25_scores
+
+        return bm25_scores(self.retriever, query, len(self.passages))
+
+    def score(self, queries, candidates):
+        return [self.full_scores(q)[np.asarray(c, dtype=np.int64)] for q, c in zip(queries, candidates)]
+
+
+class TfidfPassages(PassageSystem):
+    """Cosine of sublinear TF-IDF vectors (1 + log tf, idf = log(N / df) + 1), radsift's tokenizer."""
+
+    kind = "tfidf"
+
+    def __init__(self, name: str = "tfidf") -> None:
+        self.name = name
+
+    def _vector(self, tokens: Sequence[str]) -> dict[int, float]:
+        vec = {self.vocab[t]: (1 + math.log(c)) * self.idf[self.vocab[t]]
+               for t, c in Counter(tokens).items() if t in self.vocab}
+        norm = math.sqrt(sum(v * v for v in vec.values())) or 1.0
+        return {k: v / norm for k, v in vec.items()}
+
+    def prepare(self, passages):
+        from scipy.sparse import csr_matrix
+
+        from radsift.text.tokens import tokenize
+
+        super().prepare(passages)
+        toks = [tokenize(p) for p in self.passages]
+        df = Counter(t for ts in toks for t in set(ts))
+        self.vocab = {t: i for i, t in enumerate(sorted(df))}
+        n = len(toks)
+        self.idf = np.array([math.log(n / df[t]) + 1 for t in sorted(df)])
+        rows, cols, vals = [], [], []
+        for r, ts in enumerate(toks):
+            for c, v in self._vector(ts).items():
+                rows.append(r), cols.append(c), vals.append(v)
+        self.matrix = csr_matrix((vals, (rows, cols)), shape=(n, len(self.vocab)), dtype=np.float64)
+
+    def score(self, queries, candidates):
+        from radsift.text.tokens import tokenize
+
+        out = []
+        for q, c in zip(queries, candidates):
+            qv = self._vector(tokenize(q))
+            idx = np.asarray(c, dtype=np.int64)
+            sub = self.matrix[idx]
+            s = np.zeros(len(idx))
+            for col, w in qv.items():
+                s += w * sub[:, col].toarray().ravel()
+            out.append(s.astype(np.float32))
+        return out
+
+
+#: Windows per passage the dense and poly systems read (1 = the passage truncated by the model).
+MAX_WINDOWS = 1
+
+
+def _windows(passages: Sequence[str], max_windows: int | None = None) -> tuple[list[str], np.ndarray]:
+    """The first ``max_windows`` windows of every passage, and each window's passage row."""
+    limit = MAX_WINDOWS if max_windows is None else max_windows
+    texts, owner = [], []
+    for i, p in enumerate(passages):
+        windows = [p] if limit <= 1 else passage_windows(p, WINDOW_WORDS, WINDOW_OVERLAP)[:limit]
+        for w in windows:
+            texts.append(w)
+            owner.append(i)
+    return texts, np.asarray(owner, dtype=np.int64)
+
+
+def _best_window(window_scores: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
+    out = np.full(n, -np.inf, dtype=np.float32)
+    np.maximum.at(out, owner, window_scores.astype(np.float32))
+    return out
+
+
+class DensePassages(PassageSystem):
+    """Bi-encoder cosine; a passage scores by its best window."""
+
+    kind = "dense"
+
+    def __init__(self, name: str, encoder, batch_size: int = 64) -> None:
+        self.name, self.encoder, self.batch_size = name, encoder, batch_size
+
+    def prepare(self, passages):
+        super().prepare(passages)
+        texts, self.owner = _windows(self.passages)
+        self.vectors = self.encoder.encode(texts, batch_size=self.batch_size, progress=len(texts) > 256,
+                                           desc="encoding passages")
+        self._qcache: dict[str, np.ndarray] = {}
+
+    def score(self, queries, candidates):
+        missing = [q for q in dict.fromkeys(queries) if q not in self._qcache]
+        if missing:
+            for q, v in zip(missing, self.encoder.encode(missing, batch_size=self.batch_size)):
+                self._qcache[q] = v
+        out = []
+        n = len(self.passages)
+        for q, c in zip(queries, candidates):
+            idx = np.asarray(c, dtype=np.int64)
+            sel = np.isin(self.owner, idx)
+            best = _best_window(self.vectors[sel] @ self._qcache[q], self.owner[sel], n)
+            out.append(best[idx])
+        return out
+
+
+class PolyPassages(PassageSystem):
+    """Poly-encoder: passage codes computed once per window, queries attend over them."""
+
+    kind = "poly"
+
+    def __init__(self, name: str, poly, batch_size: int = 32) -> None:
+        self.name, self.poly, self.batch_size = name, poly, batch_size
+
+    def prepare(self, passages):
+        super().prepare(passages)
+        texts, self.owner = _windows(self.passages)
+        self.codes = self.poly.encode_passages(texts, batch_size=self.batch_size)
+
+    def score(self, queries, candidates):
+        qv = self.poly.encode_queries(list(queries))
+        out = []
+        n = len(self.passages)
+        for i, c in enumerate(candidates):
+            idx = np.asarray(c, dtype=np.int64)
+            sel = np.flatnonzero(np.isin(self.owner, idx))
+            s = self.poly.score(qv[i:i + 1], self.codes[sel])[0]
+            out.append(_best_window(s, self.owner[sel], n)[idx])
+        return out
+
+
+class CrossPassages(PassageSystem):
+    """Cross-encoder on (query, passage) pairs; with a first stage, only its top ``top`` are re-scored."""
+
+    kind = "cross"
+
+    def __init__(self, name: str, reranker, first: PassageSystem | None = None, top: int = RERANK_TOP) -> None:
+        self.name, self.reranker, self.first, self.top = name, reranker, first, top
+        self.kind = "rerank" if first is not None else "cross"
+
+    def prepare(self, passages):
+        super().prepare(passages)
+        if self.first is not None and not hasattr(self.first, "passages"):
+            self.first.prepare(passages)
+
+    def score(self, queries, candidates):
+        from radsift.ranking import top_k
+
+        firsts = self.first.score(queries, candidates) if self.first is not None else None
+        out = []
+        for i, (q, c) in enumerate(zip(queries, candidates)):
+            idx = np.asarray(c, dtype=np.int64)
+            if firsts is None:
+                out.append(self.reranker.score(q, [self.passages[j] for j in idx]))
+                continue
+            rows, _ = top_k(firsts[i], self.top)
+            cross = self.reranker.score(q, [self.passages[idx[r]] for r in rows])
+            # Re-scored rows above all others (by cross score), the rest in first-stage order below.
+            s = np.asarray(firsts[i], dtype=np.float64)
+            s = (s - s.min()) / (s.max() - s.min() + 1e-9) - 2.0
+            s[rows] = cross.astype(np.float64)
+            out.append(s.astype(np.float32))
+        return out
+
+
+def build_passage_systems(specs: Sequence[PassageSpec], *, threads: int | None = None,
+                          batch_size: int = 64, encoders: dict | None = None) -> list[PassageSystem]:
+    """Build the systems of ``specs`` (model folders loaded once each)."""
+    from radsift.evaluation.systems.cache import load_encoder
+
+    encoders = dict(encoders or {})
+    polys: dict[str, object] = {}
+
+    def encoder(model):
+        if model not in encoders:
+            encoders[model] = load_encoder(model, threads=threads)
+        return encoders[model]
+
+    def poly(model):
+        from radsift.models.poly_encoder import PolyEncoder
+
+        if model not in polys:
+            polys[model] = PolyEncoder.load(model, threads=threads)
+        return polys[model]
+
+    out: list[PassageSystem] = []
+    for s in specs:
+        if s.kind == "bm25":
+            out.append(BM25Passages(s.label))
+        elif s.kind == "tfidf":
+            out.append(TfidfPassages(s.label))
+        elif s.kind == "dense":
+            out.append(DensePassages(s.label, encoder(s.model), batch_size))
+        elif s.kind == "poly":
+            out.append(PolyPassages(s.label, poly(s.model)))
+        else:
+            from radsift.models.reranker import Reranker
+
+            rr = Reranker.load(s.reranker, threads=threads, max_length=256)
+            first = None
+            if s.kind == "rerank":
+                first = (PolyPassages("first", poly(s.model)) if s.first_poly
+                         else DensePassages("first", encoder(s.model), batch_size))
+            out.append(CrossPassages(s.label, rr, first))
+    return out

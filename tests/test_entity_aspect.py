@@ -1,0 +1,337 @@
+"""Issue 21 (CAPR): aspects, passages, dictionary NER, entity-aspect examples, poly-encoder, the passages protocol."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from radsift.corpus import medquad as medquad_reader
+from radsift.corpus.medquad import MedQuADDocument, QAPair, read_cdv_test, read_document
+from radsift.errors import ConfigError, CorpusError
+from radsift.records import Report
+from radsift.text.aspects import (OTHER, UNSPECIFIED, AspectError, aspect_map, entity_aspect_text, load_aspect_map,
+                                  note_passages, passage_windows)
+
+
+# ------------------------------------------------------------------ aspects and passages
+@pytest.mark.parametrize("heading, aspect", [
+    ("HISTORY OF PRESENT ILLNESS:", "history"), ("Assessment", "assessment"), ("IMPRESSION", "assessment"),
+    ("PLAN:", "treatment"), ("physical_examination", "examination"), ("exams and tests", "tests"),
+    ("POSTOPERATIVE DIAGNOSIS", "assessment"), ("text", UNSPECIFIED), ("", UNSPECIFIED),
+    ("WEATHER REPORT", OTHER),
+])
+def test_aspect_of_headings(heading, aspect):
+    assert aspect_map().aspect_of(heading) == aspect
+
+
+def test_query_aspect_resolves_aliases_and_refuses_unknown_names():
+    amap = aspect_map()
+    assert amap.resolve("plan") == "treatment"
+    assert amap.resolve("Risk Factors") == "risk_factors"
+    with pytest.raises(AspectError) as err:
+        amap.resolve("weather")
+    assert "'weather'" in str(err.value) and "treatment" in str(err.value) and "history" in str(err.value)
+
+
+def test_user_aspect_file_extends_and_moves_headings(tmp_path):
+    user = tmp_path / "aspects.yaml"
+    user.write_text("social:\n  - social history\n  - occupation\nallergies:\n  - intolerances\n", encoding="utf-8")
+    amap = load_aspect_map(user)
+    assert amap.aspect_of("SOCIAL HISTORY") == "social"      # moved from history
+    assert amap.aspect_of("OCCUPATION") == "social"
+    assert amap.aspect_of("INTOLERANCES") == "allergies"
+    assert amap.aspect_of("FAMILY HISTORY") == "history"     # the packaged map is still there
+    assert "social" in amap.names
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("other:\n  - x\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="reserved"):
+        load_aspect_map(bad)
+
+
+def test_note_passages_headings_and_bad_input():
+    note = ("HISTORY OF PRESENT ILLNESS: ,Cough for a week with fever.,PLAN: ,Start antibiotics for pneumonia.,"
+            "ALLERGIES: ,")
+    passages = note_passages(note)
+    assert [(p.aspect, p.text) for p in passages] == [
+        ("history", "Cough for a week with fever."), ("treatment", "Start antibiotics for pneumonia.")]
+    # no headings: one passage, aspect unspecified
+    (only,) = note_passages("The patient is doing well and will return in a month.")
+    assert only.aspect == UNSPECIFIED and only.heading == "text"
+
+
+def test_huge_passages_become_overlapping_windows():
+    words = [f"w{i}" for i in range(500)]
+    windows = passage_windows(" ".join(words), max_words=200, overlap=50)
+    assert [w.split()[0] for w in windows] == ["w0", "w150", "w300"]
+    assert windows[0].split()[-50:] == windows[1].split()[:50]   # overlap
+    assert windows[-1].split()[-1] == "w499"                      # nothing lost
+    assert passage_windows("short text", 200, 50) == ["short text"]
+    huge = "PLAN: " + " ".join(words)
+    assert len(note_passages(huge, max_words=200, overlap=50)) == 3
+    assert {p.aspect for p in note_passages(huge, max_words=200, overlap=50)} == {"treatment"}
+
+
+def test_entity_aspect_text():
+    assert entity_aspect_text("  gout ", "risk_factors") == "gout risk factors"
+
+
+# ------------------------------------------------------------------ dictionary NER
+def _dictionary():
+    from radsift.labels.entities import Entity, EntityDictionary
+
+    return EntityDictionary([
+        Entity("Kidney Disease", "C1", ("renal disease",)),
+        Entity("Chronic Kidney Disease", "C2"),
+        Entity("CKD", "C2"),                       # same CUI: merged into the entry above
+        Entity("Pneumonia", "C3"),
+        Entity("Disease", "C4"),                   # a stop word: never matched alone
+        Entity("AS", "C5"),                        # too short
+    ])
+
+
+def test_dictionary_ner_longest_match_plural_and_cui_merge():
+    d = _dictionary()
+    found = d.find("Chronic kidney disease and two pneumonias; renal disease; CKD as noted.")
+    assert [(m.entity, m.text) for m in found] == [
+        ("Chronic Kidney Disease", "Chronic kidney disease"), ("Pneumonia", "pneumonias"),
+        ("Kidney Disease", "renal disease"), ("Chronic Kidney Disease", "CKD")]
+    assert found[0].cui == "C2" and found[0].start == 0 and found[0].end == len("Chronic kidney disease")
+    assert d.find("a disease as such") == []
+    assert len(d) == 5
+
+
+# ------------------------------------------------------------------ MedQuAD reading
+_XML = """<?xml version="1.0" encoding="UTF-8"?>
+<Document id="{num}" source="GARD"><Focus>{focus}</Focus>
+<FocusAnnotations><UMLS><CUIs><CUI>C9</CUI></CUIs></UMLS><Synonyms><Synonym>{focus} syndrome</Synonym></Synonyms>
+</FocusAnnotations><QAPairs>
+<QAPair pid="1"><Question qid="{num}-1" qtype="symptoms">What are the symptoms of {focus} ?</Question>
+<Answer>{focus} causes headaches.</Answer></QAPair>
+<QAPair pid="2"><Question qid="{num}-2" qtype="treatment">How to treat {focus} ?</Question>
+<Answer>{focus} is treated with rest.</Answer></QAPair>
+</QAPairs></Document>"""
+
+
+def _medquad(tmp_path: Path) -> tuple[Path, Path]:
+    import json
+
+    mq = tmp_path / "medquad" / "2_GARD_QA"
+    mq.mkdir(parents=True)
+    for num, focus in (("0000001", "Zorb fever"), ("0000002", "Quil disease")):
+        (mq / f"{num}.xml").write_text(_XML.format(num=num, focus=focus), encoding="utf-8")
+    cdv = tmp_path / "cdv"
+    cdv.mkdir()
+    (cdv / "MedQuAD_test_sources.tsv").write_text("data/MedQuAD/MedQuAD-master/2_GARD_QA/0000002.xml\n")
+    a1, a2 = "Quil disease causes headaches.", "Quil disease is treated with rest."
+    doc = {"id": "GARD_0000002", "type": "GARD_QA", "begin": 0, "length": len(a1) + len(a2) + 2, "annotations": [
+        {"id": "GARD_0000002-1", "begin": 0, "length": len(a1) + 1, "entity": "Quil disease", "aspect": "symptoms"},
+        {"id": "GARD_0000002-2", "begin": len(a1) + 1, "length": len(a2) + 1, "entity": "Quil disease",
+         "aspect": "treatment"}]}
+    query = {"text": "How to treat Quil disease ?", "annotations": [
+        {"entity": "Quil disease", "aspect": "treatment", "aspectHeading": "treatment"}],
+        "results": [{"id": "GARD_0000002-2", "relevance": 1}]}
+    (cdv / "MedQuAD_test_annotations.json").write_text(json.dumps({"documents": [doc], "queries": [query]}))
+    return tmp_path / "medquad", cdv
+
+
+def test_medquad_reader_and_cdv_join(tmp_path):
+    mq, cdv = _medquad(tmp_path)
+    doc = read_document(mq / "2_GARD_QA" / "0000001.xml")
+    assert doc.id == "GARD_0000001" and doc.focus == "Zorb fever" and doc.cuis == ("C9",)
+    assert [q.qtype for q in doc.qa] == ["symptoms", "treatment"]
+    split = read_cdv_test(cdv, mq)
+    assert [p.text for p in split.passages] == ["Quil disease causes headaches.", "Quil disease is treated with rest."]
+    assert split.queries[0].gold == ("GARD_0000002-2",)
+    assert medquad_reader.test_document_ids(cdv) == {"GARD_0000002"}
+
+
+def test_cdv_offsets_that_miss_the_answers_are_an_error(tmp_path):
+    import json
+
+    mq, cdv = _medquad(tmp_path)
+    path = cdv / "MedQuAD_test_annotations.json"
+    data = json.loads(path.read_text())
+    data["documents"][0]["annotations"][1]["begin"] += 3
+    path.write_text(json.dumps(data))
+    with pytest.raises(CorpusError, match="GARD_0000002-2"):
+        read_cdv_test(cdv, mq)
+
+
+# ------------------------------------------------------------------ example generation
+def _docs(n: int) -> list[MedQuADDocument]:
+    return [MedQuADDocument(id=f"GARD_{i:07d}", path=Path("x"), focus=f"Zorbitis type {i}", cuis=(f"C{i}",),
+                            qa=(QAPair("1", "symptoms", "q", f"Zorbitis type {i} gives fevers number {i}."),
+                                QAPair("2", "treatment", "q", f"Type {i} zorbitis is treated with drug {i}.")))
+            for i in range(40)]
+
+
+def _notes() -> list[Report]:
+    from radsift.text import split_sections
+
+    texts = ["HISTORY OF PRESENT ILLNESS: ,Pneumonia last winter.,PLAN: ,Antibiotics for pneumonia; check renal disease.",
+             "ASSESSMENT: ,Pneumonia is better.,PLAN: ,Follow up for renal disease.",
+             "ASSESSMENT: ,Pneumonia is better.,PLAN: ,Follow up for renal disease."]  # a duplicate note
+    return [Report(f"n{i}", dict(split_sections(t))) for i, t in enumerate(texts)]
+
+
+def test_examples_never_include_test_documents_or_texts():
+    from radsift.models.training.entity_aspect import build_entity_aspect_data
+
+    docs = _docs(40)
+    test_ids = frozenset({"GARD_0000003", "GARD_0000004"})
+    banned = [f"Zorbitis type {i} gives fevers number {i}." for i in range(5, 15)]
+    data = build_entity_aspect_data(_notes(), medquad_docs=docs, test_ids=test_ids, test_texts=banned,
+                                    dev_fraction=0.25, dictionary=_dictionary())
+    notes = data.notes()
+    assert not notes & test_ids
+    assert not {p.text for p in data.passages} & set(banned)
+    dev = {d.id for d in data.dev_docs}
+    assert data.stats["dropped_test_text"] == sum(f"GARD_{i:07d}" not in dev for i in range(5, 15)) > 0
+    assert dev and not dev & notes and not dev & test_ids           # the development split is held out too
+    # notes: dictionary entities under known aspects; the duplicate note counted once
+    note_ex = {(e.entity.lower(), e.aspect) for e in data.examples if e.source == "notes"}
+    assert ("pneumonia", "history") in note_ex and ("pneumonia", "treatment") in note_ex
+    assert ("renal disease", "treatment") in note_ex and ("pneumonia", "assessment") in note_ex
+    assert data.stats["notes"] == 2
+    mq = [e for e in data.examples if e.source == "medquad"]
+    assert {e.aspect for e in mq} == {"symptoms", "treatment"}
+    assert all(e.query == entity_aspect_text(e.entity, e.aspect) for e in data.examples)
+
+
+def test_sampler_hard_negatives_and_no_false_negatives():
+    from radsift.models.training.entity_aspect import EASampler, build_entity_aspect_data
+
+    data = build_entity_aspect_data(_notes(), medquad_docs=_docs(40), dev_fraction=0.0, dictionary=_dictionary())
+    sampler = EASampler(data, 8, random.Random(0), medquad_share=0.5)
+    for _ in range(20):
+        batch = sampler.next_batch()
+        assert len({e.note for e, _ in batch}) == len(batch)
+        for e, neg in batch:
+            p = data.passages[neg]
+            assert not sampler.relevant(neg, e)
+            if p.note == e.note:  # same note: same entity other aspect, or same aspect other entity
+                assert (e.key in p.entities and p.aspect != e.aspect) or (p.aspect == e.aspect)
+            for o, n in batch:
+                if o is not e:
+                    assert not sampler.relevant(o.positive, e) and not sampler.relevant(n, e)
+    # medquad: the negative of a document's example is the same focus under the other aspect
+    e = next(x for x in data.examples if x.source == "medquad")
+    neg = sampler.negative(e)
+    assert data.passages[neg].note == e.note and data.passages[neg].aspect != e.aspect
+
+
+def test_real_split_never_reaches_training(shared_data):
+    from radsift.corpus.medquad import read_medquad
+    from radsift.labels.entities import EntityDictionary
+    from radsift.models.training.entity_aspect import build_entity_aspect_data
+
+    cdv, mq = shared_data / "medquad-cdv-test", shared_data / "medquad"
+    test_ids = medquad_reader.test_document_ids(cdv)
+    split = read_cdv_test(cdv, mq)
+    assert len(split.passages) == 3762 and len(split.queries) == 3293 and len(split.documents) == 1111
+    assert set(split.documents) <= test_ids
+    data = build_entity_aspect_data([], medquad_docs=list(read_medquad(mq)), test_ids=test_ids,
+                                    test_texts=[p.text for p in split.passages], dictionary=EntityDictionary([]))
+    assert not data.notes() & test_ids
+    test_texts = {" ".join(p.text.split()).casefold() for p in split.passages}
+    assert not any(" ".join(p.text.split()).casefold() in test_texts for p in data.passages)
+
+
+# ------------------------------------------------------------------ poly-encoder
+def test_poly_encoder_shapes_and_save_load(tmp_path):
+    import torch
+
+    from radsift.models.poly_encoder import PolyEncoder, PolyHead, is_poly_encoder
+
+    poly = PolyEncoder.new(None, codes=4, seed=1)
+    assert poly.m == 4 and poly.dim == 384
+    texts = ["Gout is treated with colchicine.", "Pneumonia history.", "A much longer passage " * 10]
+    codes = poly.encode_passages(texts)
+    q = poly.encode_queries(["gout treatment", "pneumonia history"])
+    assert codes.shape == (3, 4, 384) and q.shape == (2, 384)
+    s = poly.score(q, codes)
+    assert s.shape == (2, 3) and np.all(np.abs(s) <= 1.0001)
+    # Padding does not leak into the codes: a passage alone equals the passage in a padded batch.
+    alone = poly.encode_passages(texts[:1])
+    np.testing.assert_allclose(alone[0], codes[0], atol=1e-4)
+    # One code: the query's attention is trivial, the score is the cosine with that code.
+    one = PolyHead.scores(torch.tensor([[1.0, 0.0]]), torch.tensor([[[3.0, 4.0]]]))
+    assert float(one[0, 0]) == pytest.approx(0.6)
+    with torch.no_grad():
+        poly.codes.add_(0.5)
+    poly.save(tmp_path / "poly")
+    assert is_poly_encoder(tmp_path / "poly")
+    loaded = PolyEncoder.load(tmp_path / "poly")
+    assert loaded.m == 4
+    np.testing.assert_allclose(loaded.codes.detach().numpy(), poly.codes.detach().numpy())
+    np.testing.assert_allclose(loaded.score(loaded.encode_queries(["gout treatment"]), loaded.encode_passages(texts)),
+                               poly.score(poly.encode_queries(["gout treatment"]), poly.encode_passages(texts)),
+                               atol=1e-5)
+    with pytest.raises(ConfigError, match="not a poly-encoder"):
+        PolyEncoder.load(tmp_path)
+
+
+# ------------------------------------------------------------------ the passages protocol
+class _FixedScores:
+    """A system whose score of a pool row is given (to check the metric by hand)."""
+
+    name = "fixed"
+
+    def __init__(self, table):
+        self.table = np.asarray(table, dtype=np.float32)
+
+    def prepare(self, passages):
+        self.passages = passages
+
+    def score(self, queries, candidates):
+        return [self.table[np.asarray(c)] for c in candidates]
+
+
+def test_hits_at_by_hand():
+    from radsift.evaluation.protocols.passages import hits_at, recall_summary
+
+    cands = [[5, 7, 9], [1, 2, 3], [4, 6, 8]]
+    scores = [np.array([0.1, 0.9, 0.5]), np.array([0.3, 0.3, 0.2]), np.array([0.0, 0.1, 0.2])]
+    golds = [frozenset({7}), frozenset({2}), frozenset({4})]
+    # query 1: 7 first -> hit@1; query 2: tie 1/2 broken by candidate order -> 1 first, 2 second; query 3: 4 last.
+    assert hits_at(scores, cands, golds, 1) == [True, False, False]
+    assert hits_at(scores, cands, golds, 2) == [True, True, False]
+    summary = recall_summary([True, False, False])
+    assert summary["value"] == pytest.approx(1 / 3)
+    assert summary["low"] == pytest.approx(0.0615, abs=1e-3) and summary["high"] == pytest.approx(0.7923, abs=1e-3)
+
+
+def test_run_passages_candidates_and_report():
+    from radsift.evaluation.protocols.passages import PassageData, PassageQuery, report_json, run_passages
+
+    passages = ["gout treatment colchicine", "gout symptoms pain", "asthma treatment inhaler",
+                "asthma symptoms wheeze", "unrelated text here"]
+    queries = [PassageQuery("a", {"entity-aspect": "gout treatment", "natural": "how to treat gout"}, frozenset({0})),
+               PassageQuery("b", {"entity-aspect": "asthma symptoms", "natural": "asthma signs"}, frozenset({4}))]
+    data = PassageData(passages, [f"p{i}" for i in range(5)], queries)
+    # depth 2: query b's gold (row 4) is not among BM25's top 2, so it is appended as a third candidate
+    fixed = _FixedScores([0.9, 0.1, 0.2, 0.3, 0.5])
+    result = run_passages(data, [fixed], depth=2)
+    assert result.data["gold_added"]["entity-aspect"] == 1
+    out = report_json(result)["fixed"]
+    # a: candidates {0, ...} with 0 best -> hit@1; b: candidates BM25 top 2 (rows 3 and 2 or 1) + 4; row 4 scores 0.5
+    assert out["entity-aspect"]["R@1"] == 100.0 and out["entity-aspect"]["R@5"] == 100.0
+    assert set(out) == {"entity-aspect", "natural"} and "R@1 95% CI" in out["natural"]
+    worst = run_passages(data, [_FixedScores([0.0, 0.5, 0.5, 0.5, 0.0])], depth=2)
+    assert report_json(worst)["fixed"]["entity-aspect"]["R@1"] == 0.0
+
+
+def test_passage_system_specs():
+    from radsift.evaluation.systems.passages import check_passage_specs, parse_passage_system
+
+    assert parse_passage_system("bm25").label == "bm25"
+    assert parse_passage_system("mini=dense").label == "mini"
+    spec = parse_passage_system("rerank:poly=models/p:models/c")
+    assert spec.kind == "rerank" and spec.first_poly and spec.model == "models/p" and spec.reranker == "models/c"
+    with pytest.raises(ConfigError, match="knows"):
+        parse_passage_system("splade")
+    with pytest.raises(ConfigError, match="not found"):
+        check_passage_specs([parse_passage_system("poly:/no/such/folder")])
