@@ -6,7 +6,7 @@ __version__ = "0.1.0"
 
 from radsift.records import Hit, Mention, Report, Sentence
 
-__all__ = ["Hit", "Index", "Mention", "Report", "Sentence", "__version__"]
+__all__ = ["Hit", "Index", "Mention", "Report", "Sentence", "__version__", "ask", "draft_impression"]
 
 
 def __getattr__(name: str):
@@ -15,4 +15,8 @@ def __getattr__(name: str):
         from radsift.search.engine import Index
 
         return Index
+    if name in ("ask", "draft_impression"):  # radsift.rag: retrieval-augmented answers
+        import radsift.rag
+
+        return getattr(radsift.rag, name)
     raise AttributeError(name)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from radsift.errors import ConfigError, CorpusError
-from radsift.evaluation.protocols import PROTOCOLS
+from radsift.evaluation.protocols import OPT_IN_PROTOCOLS, PROTOCOLS
 from radsift.evaluation.protocols.base import ProtocolResult, skipped
 from radsift.splits import DEFAULT_FOLDS, DEFAULT_HOLDOUT_FRACTION, DEFAULT_SEED, check_fraction
 from radsift.evaluation.splits import CardSplit, card_split, check_card_splits, split_from_card
@@ -80,6 +80,10 @@ class BenchConfig:
     threads: int | None = None
     batch_size: int = 64
     progress: bool = True
+    #: ``rag``: the LLM back-end (an :class:`radsift.rag.llm.LLM`, or the keyword arguments of
+    #: :func:`radsift.rag.llm.make_llm`; None = the offline model) and held-out reports to draft for.
+    llm: Any = None
+    rag_draft_reports: int = 30
 
 
 @dataclass
@@ -131,9 +135,9 @@ def _check_config(config: BenchConfig) -> list[str]:
     if (config.queries is None) != (config.qrels is None):
         raise ConfigError("--queries and --qrels go together: give both (free-text queries and their judgments)")
     wanted = list(PROTOCOLS) if not config.protocols else list(dict.fromkeys(config.protocols))
-    unknown = [p for p in wanted if p not in PROTOCOLS]
+    unknown = [p for p in wanted if p not in PROTOCOLS + OPT_IN_PROTOCOLS]
     if unknown:
-        raise ConfigError(f"unknown protocol {unknown[0]!r}; known: {', '.join(PROTOCOLS)}")
+        raise ConfigError(f"unknown protocol {unknown[0]!r}; known: {', '.join(PROTOCOLS + OPT_IN_PROTOCOLS)}")
     if not config.corpus:
         raise ConfigError("give at least one --corpus file or folder")
     for path in list(config.corpus) + list(config.cross_corpus):
@@ -268,7 +272,7 @@ def run_bench(config: BenchConfig, *, encoders: Mapping[str | None, Any] | None 
     groups, fold = _fold_groups(config, weak, split_from, model_splits, log)
     test_findings = groups[fold] if groups is not None and fold is not None else None
     results: list[ProtocolResult] = []
-    steps = [p for p in PROTOCOLS if p in wanted]
+    steps = [p for p in PROTOCOLS + OPT_IN_PROTOCOLS if p in wanted]
     for i, name in enumerate(steps, 1):
         log(f"[{i}/{len(steps)}] {name}")
         t0 = time.perf_counter()
@@ -294,6 +298,8 @@ def run_bench(config: BenchConfig, *, encoders: Mapping[str | None, Any] | None 
                 res = run_free_text(reports, systems, queries, qrels,
                                     source=f"{Path(config.queries).name}, {Path(config.qrels).name}",
                                     max_queries=config.max_queries, seed=config.seed, **common)
+        elif name == "rag":
+            res = _run_rag(config, reports, systems, labeler, log)
         else:  # category
             if category_field is None:
                 res = skipped(CATEGORY_KEY, CATEGORY_TITLE,
@@ -418,3 +424,16 @@ def bench(config: BenchConfig, out_dir: str | Path, *, encoders: Mapping[str | N
     prepare_out_dir(out_dir)
     result = run_bench(config, encoders=encoders, rerankers=rerankers, log=log)
     return result, write_report(result, out_dir, plots=plots)
+
+
+def _run_rag(config: BenchConfig, reports: list, systems: list, labeler, log: Log) -> ProtocolResult:
+    """The ``rag`` protocol with the configured back-end (loaded only now: it is the slow part)."""
+    from radsift.evaluation.protocols.rag import run_rag
+    from radsift.labels import Labeler
+    from radsift.rag.llm import make_llm
+
+    if config.rag_draft_reports < 0:
+        raise ConfigError(f"--rag-draft-reports must be 0 or more, not {config.rag_draft_reports}")
+    llm = config.llm if config.llm is not None and not isinstance(config.llm, Mapping) else make_llm(**(config.llm or {}))
+    return run_rag(reports, systems, llm, labeler=labeler or Labeler(), holdout_fraction=config.holdout_fraction,
+                   seed=config.seed, max_queries=config.max_queries, draft_reports=config.rag_draft_reports, log=log)

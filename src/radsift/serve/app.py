@@ -10,6 +10,10 @@ Endpoints (all under ``/api`` need ``Authorization: Bearer <token>`` when the ap
   ``negation``, ``reading``) also every mention of the query's findings in it, by section;
 * ``GET /api/export``, ``/api/saved`` a search's cohort with evidence and provenance, and saved
   searches (:mod:`radsift.serve.cohorts`);
+* ``POST /api/ask`` an answer to a finding description or question from the most similar reports,
+  citing them (``task=draft``: an impression drafted from findings, with the retrieval-only
+  baseline); the LLM back-end is the one the app was created with (default: the offline model,
+  loaded on the first question); every LLM call is audited (sizes and outcome, never text);
 * ``GET /api/health`` index counts, model and version;
 * ``POST /api/reload`` switch to the newest index generation (after ``radsift index add``);
 * ``GET /openapi.json`` the OpenAPI document; ``GET /`` the search page.
@@ -175,6 +179,20 @@ class HealthOut(BaseModel):
     index: IndexInfo
 
 
+class AskIn(BaseModel):
+    question: str = Field(min_length=1, max_length=20000, description="A finding description or a question "
+                                                                      "(task=draft: the findings).")
+    task: Literal["ask", "draft"] = Field("ask", description="ask: an answer; draft: an impression for the findings.")
+    k: int = Field(3, ge=1, le=20, description="Reports in the prompt.")
+    retrieval: bool = Field(True, description="False: the model alone (no reports, nothing to cite).")
+    target: str = Field("auto", description="auto (impressions for findings, whole reports for a question), report, "
+                                            "or a section (task=ask).")
+    mode: Literal["dense", "bm25", "hybrid", "hybrid-rrf"] = "hybrid"
+    max_tokens: int = Field(256, ge=1, le=4096, description="New tokens the answer may have at most.")
+
+    model_config = {"extra": "forbid"}
+
+
 class ReloadOut(BaseModel):
     reloaded: bool = Field(description="True when a newer index generation was switched to.")
     index: IndexInfo
@@ -236,7 +254,7 @@ class _Service:
 
 
 def create_app(index: Index | str | Path, *, token: str | None = None, audit_log: str | Path | None = None,
-               saved_dir: str | Path | None = None) -> "FastAPI":
+               saved_dir: str | Path | None = None, llm=None, llm_timeout: float = 120.0) -> "FastAPI":
     """Build the FastAPI app serving ``index``.
 
     Args:
@@ -244,6 +262,9 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
         token: When set, every ``/api`` call needs ``Authorization: Bearer <token>``.
         audit_log: A JSON-lines file to append each search, report view and export to (with the query).
         saved_dir: The folder of saved searches (default ``INDEX/saved``).
+        llm: The back-end of ``/api/ask`` (a :class:`radsift.rag.llm.LLM`, or the keyword arguments of
+            :func:`radsift.rag.llm.make_llm`; None = the offline model, loaded on the first question).
+        llm_timeout: Seconds one generation may take.
 
     Returns:
         The app (run it with uvicorn, or test it with ``fastapi.testclient.TestClient``).
@@ -263,6 +284,12 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
         openapi_url="/openapi.json",
     )
     app.state.service = service
+    llm_box: dict = {"llm": llm if llm is not None and not isinstance(llm, dict) else None,
+                     "options": llm if isinstance(llm, dict) else {}}
+    if llm_box["llm"] is None and llm_box["options"].get("url"):
+        from radsift.rag.llm import make_llm
+
+        llm_box["llm"] = make_llm(**llm_box["options"])  # a remote or bad URL is refused at start, not on a question
 
     def require_token(request: Request) -> None:
         if service.token is not None and not bearer_matches(request.headers.get("authorization"), service.token):
@@ -386,6 +413,33 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
         log.info("reload: %s (generation %s)", "switched" if changed else "already current", info.generation)
         return {"reloaded": changed, "index": info}
 
+    @api.post("/ask", responses={502: {"description": "The LLM back-end failed (unreachable, timed out, garbage)."}})
+    def ask_endpoint(request: Request, body: AskIn) -> dict:
+        """Answer from the most similar reports, citing them; the answer, its citations and sources, the
+        exact prompt and what was cut to fit come back (see :class:`radsift.rag.Answer`)."""
+        from radsift.rag import ask, draft_impression
+        from radsift.rag.llm import AuditedLLM, make_llm
+
+        if llm_box["llm"] is None:
+            llm_box["llm"] = make_llm(**llm_box["options"])
+        backend = llm_box["llm"]
+        if service.audit is not None:
+            backend = AuditedLLM(backend, service.audit, client=_client(request), token_id=service.token_id,
+                                 purpose=body.task)
+        common = {"llm": backend, "k": body.k, "retrieval": body.retrieval, "mode": body.mode,
+                  "max_tokens": body.max_tokens, "timeout": llm_timeout}
+        if body.task == "draft":
+            draft = draft_impression(service.index, body.question, **common)
+            out = {**draft.draft.to_dict(), "baseline": draft.baseline}
+        else:
+            out = {**ask(service.index, body.question, target=body.target, **common).to_dict(), "baseline": None}
+        if service.audit is not None:
+            service.audit.write("ask", client=_client(request), token_id=service.token_id, query=out["question"],
+                                params={"task": body.task, "k": body.k, "retrieval": body.retrieval,
+                                        "target": body.target, "mode": body.mode, "max_tokens": body.max_tokens},
+                                result_ids=[s["report_id"] for s in out["sources"]], status=out["status"])
+        return out
+
     from radsift.serve.cohorts import cohort_router
 
     api.include_router(cohort_router(service, only_params, _client))
@@ -414,6 +468,17 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
     async def on_audit(request: Request, exc: AuditLogError) -> JSONResponse:
         # Handled here, inside the middleware below, so the answer carries the security headers
         # (an unhandled error would be a bare text/plain 500 from outside it). AuditLog logs it.
+        return JSONResponse({"detail": str(exc)}, status_code=503)
+
+    from radsift.rag.llm import LLMError
+
+    @app.exception_handler(LLMError)
+    async def on_llm(request: Request, exc: LLMError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=502)
+
+    @app.exception_handler(ImportError)
+    async def on_missing_extra(request: Request, exc: ImportError) -> JSONResponse:
+        # the offline model's extra is not installed: say which, instead of a bare 500
         return JSONResponse({"detail": str(exc)}, status_code=503)
 
     @app.exception_handler(RadsiftError)

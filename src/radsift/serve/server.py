@@ -233,6 +233,7 @@ def run_server(
     limits: ServerLimits | None = None,
     saved_dir: str | Path | None = None,
     backend: str = "auto",
+    llm: dict | None = None,
 ) -> None:
     """Serve the index at ``index_dir`` until interrupted (Ctrl-C).
 
@@ -244,6 +245,8 @@ def run_server(
         token_file: A file whose first line is the API token.
         audit_log: Append each search (with its query), report view and export to this JSON-lines file.
         saved_dir: The folder of saved searches (default ``INDEX/saved``).
+        llm: ``/api/ask``'s back-end: keyword arguments of :func:`radsift.rag.llm.make_llm` (None = the
+            offline model, loaded on the first question).
         backend: The vector backend (``auto``, ``numpy``, ``hnsw``: :class:`radsift.Index`).
         model: Model folder to encode queries with (default: the index's own model).
         reranker: Cross-encoder folder for ``/api/search?rerank=N`` (loaded at start).
@@ -265,7 +268,7 @@ def run_server(
     token = resolve_token(token, token_file)
     check_bind(host, token)
     index = Index.open(index_dir, model=model, reranker=reranker, backend=backend)
-    app = create_app(index, token=token, audit_log=audit_log, saved_dir=saved_dir)
+    app = create_app(index, token=token, audit_log=audit_log, saved_dir=saved_dir, llm=llm)
     with console.status("loading the query encoder"):
         index.encoder  # load the model now so the first search is not the slow one  # noqa: B018
         index.reranker  # noqa: B018  (a bad reranker folder fails here, not on the first request)

@@ -13,7 +13,9 @@ RadSearch (Radiology 2025):
 - :mod:`.findings_impression`: findings -> own impression on held-out reports, top-1/5/10 with
   Wilson intervals and Bonferroni-corrected McNemar tests;
 - :mod:`.free_text`: judged free-text queries, P@10 with Wilson intervals;
-- :mod:`.category`: same-category retrieval mAP (exam type, specialty) with t intervals.
+- :mod:`.category`: same-category retrieval mAP (exam type, specialty) with t intervals;
+- :mod:`.rag` (opt-in): diagnosis from finding descriptions by an LLM alone, with a retrieved
+  report, and by retrieval alone; impression drafts scored by finding-level F1.
 
 Each ``run_*`` function takes the systems of :mod:`radsift.evaluation.systems` and returns a
 :class:`~radsift.evaluation.protocols.base.ProtocolResult`.
@@ -29,9 +31,12 @@ from radsift.evaluation.protocols.separation import run_separation
 
 #: Protocol names accepted by ``radsift bench --protocol``, in report order.
 PROTOCOLS = ("sentences", "cross", "separation", "impression", "free-text", "category")
+#: Protocols run only when asked for by name (``--protocol rag``: it needs an LLM and takes long).
+OPT_IN_PROTOCOLS = ("rag",)
 
 __all__ = [
     "CATEGORY_FIELDS",
+    "OPT_IN_PROTOCOLS",
     "PROTOCOLS",
     "ProtocolResult",
     "Table",
