@@ -46,7 +46,7 @@ CHILD = textwrap.dedent("""
                for i in range(20)]
     add_to_index(index_dir, reports, encoder=HashingEncoder(model), progress=False)
 """)
-KILL_POINTS = ("before-rename", "before-commit", "after-commit")
+KILL_POINTS = ("segment-written", "before-rename", "before-commit", "after-commit")
 DAMAGE = ("truncate", "random-bytes", "nan", "sqlite-zeroed", "deleted-file", "manifest-dim")
 
 
@@ -88,8 +88,13 @@ def kill_round(root: Path, n: int, seed: int, point: str) -> dict:
     return out
 
 
-def damage(gen: Path, kind: str, rng: random.Random) -> Path:
-    vectors = gen / rng.choice(["sentence_vectors.npy", "section_vectors.npy"])
+def damage(index_dir: Path, kind: str, rng: random.Random) -> Path:
+    """Damage the live generation: its manifest, or a file of its (newest) segment."""
+    from radsift.index.store import read_current, segment_dir
+
+    gen = read_current(index_dir)
+    seg = segment_dir(index_dir, json.loads((gen / "manifest.json").read_text())["segments"][-1]["name"])
+    vectors = seg / rng.choice(["sentence_vectors.npy", "section_vectors.npy"])
     if kind == "truncate":
         size = vectors.stat().st_size
         os.truncate(vectors, rng.randrange(0, size))
@@ -107,14 +112,14 @@ def damage(gen: Path, kind: str, rng: random.Random) -> Path:
         np.save(vectors, arr)
         return vectors
     if kind == "sqlite-zeroed":
-        db = gen / "store.sqlite"
+        db = seg / "store.sqlite"
         data = bytearray(db.read_bytes())
         start = rng.randrange(0, len(data) - 1024)
         data[start:start + 1024] = b"\0" * 1024
         db.write_bytes(bytes(data))
         return db
     if kind == "deleted-file":
-        victim = rng.choice([p for p in gen.rglob("*") if p.is_file() and p.name not in ("manifest.json", ".readers")])
+        victim = rng.choice([p for p in seg.rglob("*") if p.is_file()])
         victim.unlink()
         return victim
     if kind == "manifest-dim":
@@ -127,11 +132,11 @@ def damage(gen: Path, kind: str, rng: random.Random) -> Path:
 
 def damage_round(root: Path, n: int, seed: int, kind: str, rng: random.Random) -> dict:
     from radsift.errors import RadsiftError
-    from radsift.index.store import read_current, verify_index
+    from radsift.index.store import verify_index
     from radsift.search import Index
 
     index_dir, enc, _ = fresh_index(root, n, seed)
-    bad = damage(read_current(index_dir), kind, rng)
+    bad = damage(index_dir, kind, rng)
     how = []
     try:
         index = Index.open(index_dir, encoder=enc)

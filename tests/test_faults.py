@@ -150,8 +150,15 @@ def test_the_lease_file_is_in_every_generation_and_readers_write_nothing(idx_dir
 
 
 # -- damaged files ----------------------------------------------------------------------------------
-def _damage(gen: Path, how: str) -> Path:
-    vectors = gen / "sentence_vectors.npy"
+def _seg(index_dir: Path) -> Path:
+    """The newest segment of the live generation (the only one of a fresh build)."""
+    gen = read_current(index_dir)
+    return index_dir / "segments" / json.loads((gen / "manifest.json").read_text())["segments"][-1]["name"]
+
+
+def _damage(index_dir: Path, how: str) -> Path:
+    gen, seg = read_current(index_dir), _seg(index_dir)
+    vectors = seg / "sentence_vectors.npy"
     if how == "truncate":
         os.truncate(vectors, vectors.stat().st_size // 2)
         return vectors
@@ -171,16 +178,16 @@ def _damage(gen: Path, how: str) -> Path:
         manifest = json.loads((gen / "manifest.json").read_text())
         manifest["dim"] += 1
         (gen / "manifest.json").write_text(json.dumps(manifest))
-        return gen / "sentence_vectors.npy"
+        return seg / "sentence_vectors.npy"
     if how == "sqlite":
-        db = gen / "store.sqlite"
+        db = seg / "store.sqlite"
         data = bytearray(db.read_bytes())
         data[100:4096] = b"\x00" * (4096 - 100)
         db.write_bytes(bytes(data))
         return db
     if how == "missing":
-        (gen / "label_status.npy").unlink()
-        return gen / "label_status.npy"
+        (seg / "label_status.npy").unlink()
+        return seg / "label_status.npy"
     if how == "manifest":
         (gen / "manifest.json").write_text("{ not json")
         return gen / "manifest.json"
@@ -189,7 +196,7 @@ def _damage(gen: Path, how: str) -> Path:
 
 @pytest.mark.parametrize("how", ["truncate", "dim", "missing", "manifest"])
 def test_damage_found_on_open_names_the_file(idx_dir, enc, how):
-    bad = _damage(read_current(idx_dir), how)
+    bad = _damage(idx_dir, how)
     with pytest.raises(IndexStoreError, match=bad.name):
         Index.open(idx_dir, encoder=enc)
     res = CliRunner().invoke(app, ["index", "info", str(idx_dir)])
@@ -201,7 +208,7 @@ def test_damage_found_on_open_names_the_file(idx_dir, enc, how):
 
 @pytest.mark.parametrize("how", ["random-bytes", "nan"])
 def test_damaged_vectors_are_an_error_at_search_time_never_a_wrong_answer(idx_dir, enc, how):
-    bad = _damage(read_current(idx_dir), how)
+    bad = _damage(idx_dir, how)
     index = Index.open(idx_dir, encoder=enc)  # same size: the cheap check cannot see it
     for mode in ("dense", "hybrid"):
         with pytest.raises(IndexDamagedError, match="sentence_vectors.npy"):
@@ -217,7 +224,7 @@ def test_damaged_records_are_a_503_naming_the_file(idx_dir, enc):
     from radsift.serve import create_app
 
     client = TestClient(create_app(Index.open(idx_dir, encoder=enc)), raise_server_exceptions=False)
-    _damage(read_current(idx_dir), "sqlite")
+    _damage(idx_dir, "sqlite")
     res = client.get("/api/search", params={"q": "pneumothorax", "mode": "bm25"})
     assert res.status_code == 503 and "store.sqlite" in res.json()["detail"]
     res = client.get("/api/reports/r1")
@@ -226,7 +233,7 @@ def test_damaged_records_are_a_503_naming_the_file(idx_dir, enc):
 
 def test_rollback_brings_the_previous_generation_back(idx_dir, enc):
     add_to_index(idx_dir, NEW, encoder=enc, progress=False)
-    _damage(read_current(idx_dir), "truncate")
+    _damage(idx_dir, "truncate")
     res = CliRunner().invoke(app, ["index", "rollback", str(idx_dir)])
     assert res.exit_code == 0 and "gen-000002 -> gen-000001" in res.output
     index = Index.open(idx_dir, encoder=enc)
@@ -280,8 +287,8 @@ def _sql(gen: Path, statement: str) -> None:
 
 
 def test_a_changed_record_is_an_error_when_read_never_shown(idx_dir, enc):
-    _sql(read_current(idx_dir), """UPDATE reports SET sections = '{"findings": "tampered"}' WHERE id = 'r3'""")
-    _sql(read_current(idx_dir), "UPDATE sentences SET text = 'tampered' WHERE row = 0")
+    _sql(_seg(idx_dir), """UPDATE reports SET sections = '{"findings": "tampered"}' WHERE id = 'r3'""")
+    _sql(_seg(idx_dir), "UPDATE sentences SET text = 'tampered' WHERE row = 0")
     index = Index.open(idx_dir, encoder=enc)
     with pytest.raises(IndexDamagedError, match="store.sqlite: a reports row .* does not match its checksum"):
         index.get_report("r3")
@@ -293,16 +300,16 @@ def test_a_changed_record_is_an_error_when_read_never_shown(idx_dir, enc):
 def test_an_index_written_before_row_checksums_still_reads(idx_dir, enc):
     gen = read_current(idx_dir)
     for table in ("reports", "sentences", "sections"):
-        _sql(gen, f"ALTER TABLE {table} DROP COLUMN crc")
+        _sql(_seg(idx_dir), f"ALTER TABLE {table} DROP COLUMN crc")
     manifest = json.loads((gen / "manifest.json").read_text())
-    manifest["files"] = {}  # an older manifest recorded no files either
+    manifest["segments"][0]["files"] = {}  # an older manifest recorded no files either
     (gen / "manifest.json").write_text(json.dumps(manifest))
     index = Index.open(idx_dir, encoder=enc)
     assert index.get_report("r3") is not None and index.search("pneumothorax", k=3, mode="hybrid")
 
 
 def test_deep_verify_reads_every_row_against_its_checksum(idx_dir):
-    _sql(read_current(idx_dir), "UPDATE sections SET text = 'tampered' WHERE row = 2")
+    _sql(_seg(idx_dir), "UPDATE sections SET text = 'tampered' WHERE row = 2")
     assert verify_index(idx_dir) == []  # same size: the cheap check cannot see it
     (problem,) = [p for p in verify_index(idx_dir, deep=True) if "sections row" in p.reason]
     assert problem.path.name == "store.sqlite"

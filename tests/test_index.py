@@ -57,8 +57,9 @@ def test_build_writes_manifest_records_vectors_and_bm25(built, encoder):
     assert m.counts["sections"] == store.units("section").vectors.shape[0] == 6
     assert store.units("sentence").vectors.dtype == np.float32
     assert {"findings", "impression"} <= set(m.sections)
-    assert (store.gen_dir / "bm25_sentences" / "params.index.json").exists()
-    assert json.loads((store.gen_dir / "bm25_sentences" / "params.index.json").read_text())["k1"] == 1.5
+    (seg,) = m.segments  # a build writes one segment; BM25 is stored as term statistics
+    assert (index_dir / "segments" / seg["name"] / "bm25_sentence" / "terms.json").exists()
+    assert m.bm25["k1"] == 1.5
     assert store.get_report("r2").metadata["site"] == "south"
     assert store.get_report("nope") is None
     # Every stored sentence points back into its report's section text.
@@ -160,13 +161,13 @@ _KILLED_BUILD = textwrap.dedent("""
             time.sleep(60)  # killed here, mid-build
             return super().encode(texts, **kw)
 
-    if sys.argv[3] == "write":  # killed while the new generation's files are being written
-        import bm25s
+    if sys.argv[3] == "write":  # killed while the new segment's files are being written
+        from radsift.ranking.bm25 import TermStats
         SlowEncoder = HashingEncoder
         def slow_save(self, *a, **kw):
             print("encoding", flush=True)
             time.sleep(60)
-        bm25s.BM25.save = slow_save
+        TermStats.save = slow_save
 
     enc = SlowEncoder(Path(sys.argv[2]))
     reports = [Report(f"n{i}", {"findings": f"Finding number {i}."}) for i in range(50)]

@@ -379,7 +379,8 @@ def index_add(
     encoder_cache: EncoderCacheOpt = None,
     milvus_uri: MilvusUriOpt = None,
 ) -> None:
-    """Add reports to an index without re-encoding the reports already in it."""
+    """Add reports to an index as one new segment: nothing already stored is re-encoded or rewritten
+    (--replace marks the old versions deleted; 'radsift index optimize' merges the segments)."""
     from radsift.index import add_to_index
 
     _check_milvus(index_dir, backend, milvus_uri)
@@ -389,6 +390,42 @@ def index_add(
     _report_read_stats(stats)
     console.print(f"updated: {summary.describe()}", highlight=False)
     _graphs(index_dir, backend, milvus_uri)
+
+
+@command(index_app, "delete", example=["radsift index delete my-index r17 r42",
+                                        "radsift index delete my-index --ids-file withdrawn.txt"])
+def index_delete(
+    index_dir: IndexArg,
+    report_ids: Annotated[Optional[list[str]], typer.Argument(metavar="REPORT_ID...", help="Ids of the reports "
+                                                                                          "to delete.")] = None,
+    ids_file: Annotated[Optional[Path], typer.Option("--ids-file", metavar="FILE", help="A text file of report "
+                                                     "ids to delete, one a line.")] = None,
+    backend: BackendOpt = "auto",
+) -> None:
+    """Delete reports from an index (a new generation marks them deleted; 'radsift index optimize' reclaims
+    the space). An id that is not in the index is an error naming it, and nothing is deleted."""
+    from radsift.index import delete_from_index
+
+    ids = list(report_ids or [])
+    if ids_file is not None:
+        try:
+            ids += [line.strip() for line in ids_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"--ids-file {ids_file}: cannot be read ({exc})") from None
+    if not ids:
+        raise ConfigError("give the report ids to delete (REPORT_ID... or --ids-file FILE)")
+    console.print(delete_from_index(index_dir, ids).describe(), highlight=False)
+    _graphs(index_dir, backend)
+
+
+@command(index_app, "optimize", example="radsift index optimize my-index")
+def index_optimize(index_dir: IndexArg, backend: BackendOpt = "auto") -> None:
+    """Merge an index's segments (one per add) into one and drop deleted reports for good; nothing is
+    re-encoded. Atomic: interrupted, the index stays as it was."""
+    from radsift.index import optimize_index
+
+    console.print(optimize_index(index_dir, progress=True).describe(), highlight=False)
+    _graphs(index_dir, backend)
 
 
 @command(index_app, "push", example=["radsift index push my-index",
@@ -402,10 +439,15 @@ def index_push(index_dir: IndexArg, milvus_uri: MilvusUriOpt = None) -> None:
 
 @command(index_app, "info", example="radsift index info my-index")
 def index_info(index_dir: IndexArg) -> None:
-    """Print an index's manifest (model, counts, sections, metadata keys, times) as JSON."""
+    """Print an index's manifest (model, counts, sections, metadata keys, times, segments) as JSON."""
     from radsift.search import Index
 
-    console.print_json(json.dumps(Index.open(index_dir).stats()))
+    index = Index.open(index_dir)
+    stats = index.stats()
+    stats["segments"] = [{"name": s["name"], "reports": s["counts"]["reports"], "sentences": s["counts"]["sentences"],
+                          "sections": s["counts"]["sections"], "deleted": len(s.get("deleted", []))}
+                         for s in index.store.manifest.segments]
+    console.print_json(json.dumps(stats))
 
 
 @command(index_app, "verify", example=["radsift index verify my-index", "radsift index verify my-index --deep"])
@@ -414,12 +456,13 @@ def index_verify(
     deep: Annotated[bool, typer.Option("--deep", help="Also recompute every file's checksum and read every vector "
                                                      "and the SQLite file (slower: reads the whole index).")] = False,
 ) -> None:
-    """Check the live generation's files: sizes and array shapes against its manifest (--deep: checksums,
-    vectors, SQLite). Exits 1 naming each bad file; recover with 'radsift index rollback' or a rebuild."""
+    """Check the files of every segment the live generation lists: sizes and array shapes against its
+    manifest (--deep: checksums, vectors, SQLite). Exits 1 naming each bad file; recover with 'radsift index
+    rollback' or a rebuild."""
     from radsift.index.store import verify_index
 
     problems = verify_index(index_dir, deep=deep)
-    only_notes = all("records no checksums" in p.reason for p in problems)
+    only_notes = all("no checksums" in p.reason for p in problems)
     for p in problems:
         err_console.print(f"{'note' if only_notes else 'bad'}: {p}", highlight=False, soft_wrap=True)
     if problems and not only_notes:

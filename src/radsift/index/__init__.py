@@ -1,10 +1,11 @@
-"""The embedded index: SQLite records, float32 vectors, bm25s, atomic generations.
+"""The embedded index: immutable segments (SQLite records, float32 vectors, BM25 term statistics), atomic generations.
 
 Searching an index is :class:`radsift.Index` (in :mod:`radsift.search`, downstream of this package).
 """
 
-from radsift.index.builder import BuildSummary, add_to_index, build_index
+from radsift.index.builder import BuildSummary, ChangeSummary, add_to_index, build_index, delete_from_index, optimize_index
 from radsift.index.manifest import FORMAT_VERSION, Manifest
 from radsift.index.store import IndexStore
 
-__all__ = ["FORMAT_VERSION", "BuildSummary", "IndexStore", "Manifest", "add_to_index", "build_index"]
+__all__ = ["FORMAT_VERSION", "BuildSummary", "ChangeSummary", "IndexStore", "Manifest", "add_to_index", "build_index",
+           "delete_from_index", "optimize_index"]

@@ -1,4 +1,5 @@
-"""Build an index from reports, or add reports to one, without re-encoding what is stored."""
+"""Build an index from reports, add reports to one (a new segment: nothing stored is re-encoded or
+rewritten), delete reports, and merge an index's segments (:func:`optimize_index`)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ import numpy as np
 
 from radsift.errors import ConfigError, CorpusError, IndexStoreError
 from radsift.index.manifest import FORMAT_VERSION, Manifest, now_iso
-from radsift.index.store import (CURRENT, GEN_PREFIX, MARKER, TMP_PREFIX, GenerationData, IndexStore, LabelRecord,
-                                 ReportRecord, SectionRecord, SentenceRecord, mark_index_dir, write_generation,
-                                 write_lock)
+from radsift.index.store import (CURRENT, GEN_PREFIX, MARKER, SEGMENTS, TMP_PREFIX, GenerationData, IndexStore,
+                                 LabelRecord, ReportRecord, SectionRecord, SentenceRecord, commit_generation,
+                                 mark_index_dir, remove_leftovers, write_lock, write_segment)
+from radsift.ranking.bm25 import TermStats
 from radsift.text.tokens import TOKENIZER_VERSION, tokenize
 from radsift.records import Report
 
@@ -189,7 +191,7 @@ def _ours(index_dir: Path) -> bool:
     if (index_dir / MARKER).exists():
         return True
     return not any(p for p in index_dir.iterdir()
-                   if not p.name.startswith(".") and p.name not in SIDE_FOLDERS
+                   if not p.name.startswith(".") and p.name not in SIDE_FOLDERS and p.name != SEGMENTS
                    and not (p.is_dir() and (p.name.startswith(GEN_PREFIX) or p.name.startswith(TMP_PREFIX))))
 
 
@@ -265,108 +267,272 @@ def _label_sentences(texts: list[str], lexicon, progress: bool) -> list[list[tup
 
 
 def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, opts: BuildOptions) -> BuildSummary:
+    """A build (``old`` None: one new segment, a generation of it alone) or an add (a new segment of the
+    new reports only, listed after ``old``'s segments; replaced reports deleted from their segments)."""
     from radsift import __version__
     from radsift.models.encoder import model_fingerprint
 
     start = time.perf_counter()
-    with write_lock(index_dir):
-        new = _collect(reports)
-        if not new and old is not None:  # nothing to add: no new generation
-            summary = BuildSummary(index_dir=index_dir, added=0, reports=len(old.report_ids),
-                                   sentences=old.manifest.counts.get("sentences", 0),
-                                   sections=old.manifest.counts.get("sections", 0),
-                                   empty_ids=list(old.manifest.empty_ids), seconds=time.perf_counter() - start)
-            old.close()
-            return summary
-        if not new and not opts.allow_empty:
-            raise CorpusError("the corpus holds no report (a header-only or empty file?): nothing to index; "
-                              "pass --allow-empty to build an empty index anyway")
-        with _step(opts, "loading the model"):
-            encoder = _load_encoder(opts, old)
-        summary = BuildSummary(index_dir=index_dir, added=len(new))
-        keep_reports: list[ReportRecord] = []
-        old_sent: list[SentenceRecord] = []
-        old_sec: list[SectionRecord] = []
-        old_labels: list[LabelRecord] = []
-        old_sent_vecs = old_sec_vecs = np.zeros((0, encoder.dim), dtype=np.float32)
-        if old is not None:
-            clash = [r.id for r in new if old.report_row(r.id) is not None]
-            if clash and not opts.replace:
-                shown = ", ".join(clash[:5]) + (" ..." if len(clash) > 5 else "")
-                raise IndexStoreError(
-                    f"{len(clash)} report id(s) already in {index_dir}: {shown} (pass --replace to replace them)"
-                )
-            summary.replaced = len(clash)
-            drop = {old.report_row(i) for i in clash}
-            # Old rows are renumbered densely once the replaced reports are dropped.
-            remap = np.full(len(old.report_ids), -1, dtype=np.int64)
-            for row, rec in enumerate(old.all_reports()):
-                if row not in drop:
-                    remap[row] = len(keep_reports)
-                    keep_reports.append(rec)
-            sent_rows, sec_rows = old.all_sentences(), old.all_sections()
-            keep_s = np.array([remap[r.report_row] >= 0 for r in sent_rows], dtype=bool)
-            keep_c = np.array([remap[r.report_row] >= 0 for r in sec_rows], dtype=bool)
-            old_sent = [replace(r, report_row=int(remap[r.report_row])) for r, k in zip(sent_rows, keep_s) if k]
-            old_sec = [replace(r, report_row=int(remap[r.report_row])) for r, k in zip(sec_rows, keep_c) if k]
-            new_row = np.cumsum(keep_s) - 1  # old sentence row -> row after dropping replaced reports
-            old_labels = [replace(lab, sentence_row=int(new_row[lab.sentence_row]))
-                          for lab in old.all_sentence_labels() if keep_s[lab.sentence_row]]
-            units_s, units_c = old.units("sentence"), old.units("section")
-            old_sent_vecs = np.asarray(units_s.vectors)[keep_s] if len(sent_rows) else old_sent_vecs
-            old_sec_vecs = np.asarray(units_c.vectors)[keep_c] if len(sec_rows) else old_sec_vecs
+    try:
+        with write_lock(index_dir):
+            if old is not None and not old.is_current():  # another writer committed since: add to its result
+                old.close()
+                old = IndexStore.open(index_dir)
+            new = _collect(reports)
+            if not new and old is not None:  # nothing to add: no new generation
+                return BuildSummary(index_dir=index_dir, added=0, reports=len(old.report_ids),
+                                    sentences=old.manifest.counts.get("sentences", 0),
+                                    sections=old.manifest.counts.get("sections", 0),
+                                    empty_ids=list(old.manifest.empty_ids), seconds=time.perf_counter() - start)
+            if not new and not opts.allow_empty:
+                raise CorpusError("the corpus holds no report (a header-only or empty file?): nothing to index; "
+                                  "pass --allow-empty to build an empty index anyway")
+            with _step(opts, "loading the model"):
+                encoder = _load_encoder(opts, old)
+            summary = BuildSummary(index_dir=index_dir, added=len(new))
+            segments: list[dict] = []
+            if old is not None:
+                clash = [r.id for r in new if old.report_row(r.id) is not None]
+                if clash and not opts.replace:
+                    shown = ", ".join(clash[:5]) + (" ..." if len(clash) > 5 else "")
+                    raise IndexStoreError(
+                        f"{len(clash)} report id(s) already in {index_dir}: {shown} (pass --replace to replace them)"
+                    )
+                summary.replaced = len(clash)
+                segments = _tombstoned(old, clash)
 
-        new_sent, new_sec = _units_of(new, first_row=len(keep_reports))
-        sent_vecs, n1 = _encode_unique(encoder, [s.text for s in new_sent], opts.batch_size, opts.progress,
-                                       "encoding sentences")
-        sec_vecs, n2 = _encode_unique(encoder, [s.text for s in new_sec], opts.batch_size, opts.progress,
-                                      "encoding sections")
-        sentences = old_sent + new_sent
-        sections = old_sec + new_sec
-        labels = list(old_labels)
-        if opts.label:
-            new_labels = _label_sentences([s.text for s in new_sent], opts.lexicon, opts.progress)
-            for offset, pairs in enumerate(new_labels):
-                labels.extend(LabelRecord(len(old_sent) + offset, f, st) for f, st in pairs)
-        data = GenerationData(
-            reports=keep_reports + [_record(r) for r in new],
-            sentences=sentences,
-            sections=sections,
-            sentence_vectors=np.concatenate([old_sent_vecs, sent_vecs]),
-            section_vectors=np.concatenate([old_sec_vecs, sec_vecs]),
-            sentence_tokens=[tokenize(s.text) for s in sentences],
-            section_tokens=[tokenize(s.text) for s in sections],
-            sentence_labels=labels,
-        )
-        empty = [r.id for r in new if r.is_empty]
-        if old is not None:
-            empty = sorted(set(old.manifest.empty_ids) - {r.id for r in new} | set(empty))
-        metadata_keys = sorted({k for r in new for k in r.metadata} | set(old.manifest.metadata_keys if old else []))
-        lexicon = opts.lexicon
-        manifest = Manifest(
-            format_version=FORMAT_VERSION,
-            model_name=encoder.name,
-            model_path=str(encoder.path),
-            model_fingerprint=model_fingerprint(Path(encoder.path)),
-            dim=encoder.dim,
-            counts={"reports": len(data.reports), "sentences": len(sentences), "sections": len(sections),
-                    "empty_reports": len(empty)},
-            empty_ids=empty,
-            created=old.manifest.created if old is not None else now_iso(),
-            tokenizer_version=TOKENIZER_VERSION,
-            radsift_version=__version__,
-            metadata_keys=metadata_keys,
-            lexicon=(str(Path(lexicon).resolve()) if lexicon else PACKAGED_LEXICON) if opts.label else None,
-            build_encoders=_encoders_used(old, encoder),
-        )
-        with _step(opts, "writing the index (records, vectors, BM25)"):
-            write_generation(index_dir, data, manifest)
+            new_sent, new_sec = _units_of(new, first_row=0)  # rows local to the new segment
+            sent_vecs, n1 = _encode_unique(encoder, [s.text for s in new_sent], opts.batch_size, opts.progress,
+                                           "encoding sentences")
+            sec_vecs, n2 = _encode_unique(encoder, [s.text for s in new_sec], opts.batch_size, opts.progress,
+                                          "encoding sections")
+            labels: list[LabelRecord] = []
+            if opts.label:
+                new_labels = _label_sentences([s.text for s in new_sent], opts.lexicon, opts.progress)
+                for row, pairs in enumerate(new_labels):
+                    labels.extend(LabelRecord(row, f, st) for f, st in pairs)
+            data = GenerationData(
+                reports=[_record(r) for r in new],
+                sentences=new_sent,
+                sections=new_sec,
+                sentence_vectors=sent_vecs,
+                section_vectors=sec_vecs,
+                sentence_tokens=[tokenize(s.text) for s in new_sent],
+                section_tokens=[tokenize(s.text) for s in new_sec],
+                sentence_labels=labels,
+            )
+            empty = [r.id for r in new if r.is_empty]
+            if old is not None:
+                empty = sorted(set(old.manifest.empty_ids) - {r.id for r in new} | set(empty))
+            metadata_keys = sorted({k for r in new for k in r.metadata} | set(old.manifest.metadata_keys if old else []))
+            lexicon = opts.lexicon
+            manifest = Manifest(
+                format_version=FORMAT_VERSION,
+                model_name=encoder.name,
+                model_path=str(encoder.path),
+                model_fingerprint=model_fingerprint(Path(encoder.path)),
+                dim=encoder.dim,
+                empty_ids=empty,
+                created=old.manifest.created if old is not None else now_iso(),
+                tokenizer_version=TOKENIZER_VERSION,
+                radsift_version=__version__,
+                metadata_keys=metadata_keys,
+                lexicon=(str(Path(lexicon).resolve()) if lexicon else PACKAGED_LEXICON) if opts.label else None,
+                build_encoders=_encoders_used(old, encoder),
+            )
+            with _step(opts, "writing the index (records, vectors, BM25)"):
+                remove_leftovers(index_dir)
+                segments.append(write_segment(index_dir, data, manifest.bm25))
+                _commit(index_dir, manifest, segments)
+    finally:
         if old is not None:
             old.close()
-    summary.reports = len(data.reports)
+    summary.reports = manifest.counts["reports"]
     summary.empty_ids = empty
-    summary.sentences = len(sentences)
-    summary.sections = len(sections)
+    summary.sentences = manifest.counts["sentences"]
+    summary.sections = manifest.counts["sections"]
     summary.encoded = n1 + n2
     summary.seconds = time.perf_counter() - start
     return summary
+
+
+def _tombstoned(store: IndexStore, ids: Iterable[str]) -> list[dict]:
+    """The store's segment entries with the live reports ``ids`` added to their deletion sets."""
+    by_segment: dict[str, set[int]] = {}
+    for rid in ids:
+        name, local = store.segment_of_report(store.report_row(rid))
+        by_segment.setdefault(name, set()).add(local)
+    out = []
+    for seg in store.manifest.segments:
+        seg = dict(seg)
+        if seg["name"] in by_segment:
+            seg["deleted"] = sorted(set(seg.get("deleted", [])) | by_segment[seg["name"]])
+        out.append(seg)
+    return out
+
+
+def _commit(index_dir: Path, manifest: Manifest, segments: list[dict]) -> Path:
+    """Fill in what the generation's segments decide (live counts, section and finding names) and commit it."""
+    from radsift.index.store import live_counts
+
+    manifest.segments = segments
+    counts = live_counts(index_dir, segments)
+    manifest.counts = {**counts, "empty_reports": len(manifest.empty_ids),
+                       "segments": len(segments), "deleted_reports": sum(len(s.get("deleted", [])) for s in segments)}
+    manifest.sections = sorted({n for s in segments for n in s["sections"]})
+    manifest.findings = sorted({n for s in segments for n in s["findings"]})
+    manifest.updated = now_iso()
+    return commit_generation(index_dir, manifest)
+
+
+@dataclass
+class ChangeSummary:
+    """What ``radsift index delete`` or ``optimize`` did."""
+
+    index_dir: Path
+    action: str
+    reports: int = 0  # live reports afterwards
+    deleted: int = 0  # reports deleted by this run
+    segments_before: int = 0
+    segments: int = 0
+    dropped: int = 0  # deleted reports an optimize dropped for good
+    seconds: float = 0.0
+
+    def describe(self) -> str:
+        if self.action == "delete":
+            return (f"deleted {self.deleted} report(s) from {self.index_dir}: {self.reports} reports left "
+                    f"(in {self.segments} segments; `radsift index optimize` reclaims the space)")
+        if self.action == "upgrade":
+            return (f"converted {self.index_dir} from format 1 into one segment ({self.reports} reports, nothing "
+                    f"re-encoded) in {self.seconds:.1f}s")
+        if self.action == "optimize-nothing":
+            return f"nothing to optimize: {self.index_dir} is one segment with no deleted report ({self.reports} reports)"
+        return (f"optimized {self.index_dir}: {self.segments_before} segments -> 1, {self.dropped} deleted reports "
+                f"dropped, {self.reports} reports, in {self.seconds:.1f}s")
+
+
+def delete_from_index(index_dir: str | Path, report_ids: Iterable[str]) -> ChangeSummary:
+    """Delete reports from an index: a new generation records them as deleted (no segment is rewritten).
+
+    Raises:
+        IndexStoreError: An id is not in the index (all of them named; nothing is deleted), or none is given.
+    """
+    index_dir = Path(index_dir)
+    ids = list(dict.fromkeys(str(i) for i in report_ids))
+    if not ids:
+        raise IndexStoreError("no report id to delete was given")
+    start = time.perf_counter()
+    with write_lock(index_dir):
+        old = IndexStore.open(index_dir)
+        try:
+            missing = [i for i in ids if old.report_row(i) is None]
+            if missing:
+                shown = ", ".join(repr(i) for i in missing[:10]) + (" ..." if len(missing) > 10 else "")
+                raise IndexStoreError(f"{len(missing)} report id(s) not in {index_dir}: {shown}; nothing was deleted")
+            manifest = replace(old.manifest, empty_ids=sorted(set(old.manifest.empty_ids) - set(ids)))
+            remove_leftovers(index_dir)
+            _commit(index_dir, manifest, _tombstoned(old, ids))
+        finally:
+            old.close()
+    return ChangeSummary(index_dir, "delete", reports=manifest.counts["reports"], deleted=len(ids),
+                         segments=len(manifest.segments), seconds=time.perf_counter() - start)
+
+
+def optimize_index(index_dir: str | Path, *, progress: bool = False) -> ChangeSummary:
+    """Merge the live rows of all segments into one segment and drop the deleted reports for good.
+
+    Nothing is re-encoded or re-tokenised: records, vectors, labels and BM25 term statistics are
+    copied from the segments. An index of format 1 (before segments) is converted into one segment. Committed atomically like every write: an interrupted optimize leaves
+    the previous generation live and whole (its leftovers are removed by the next writer).
+    """
+    from radsift import __version__
+
+    index_dir = Path(index_dir)
+    start = time.perf_counter()
+    opts = BuildOptions(progress=progress)
+    with write_lock(index_dir):
+        if _format_of(index_dir) == 1:
+            return _upgrade_v1(index_dir, opts, start)
+        old = IndexStore.open(index_dir)
+        try:
+            segs = old.manifest.segments
+            summary = ChangeSummary(index_dir, "optimize", reports=len(old.report_ids), segments_before=len(segs),
+                                    segments=1, dropped=sum(len(s.get("deleted", [])) for s in segs))
+            if len(segs) <= 1 and not summary.dropped:
+                summary.action = "optimize-nothing"
+                return summary
+            with _step(opts, f"merging {len(segs)} segments"):
+                data = GenerationData(
+                    reports=old.all_reports(), sentences=old.all_sentences(), sections=old.all_sections(),
+                    sentence_vectors=np.asarray(old.units("sentence").vectors),
+                    section_vectors=np.asarray(old.units("section").vectors),
+                    sentence_labels=old.all_sentence_labels(),
+                    sentence_terms=TermStats.merge(old.term_stats("sentence")),
+                    section_terms=TermStats.merge(old.term_stats("section")),
+                )
+                manifest = replace(old.manifest, radsift_version=__version__, metadata_keys=sorted(
+                    {k for r in data.reports for k in json.loads(r.metadata)}))
+                remove_leftovers(index_dir)
+                seg = write_segment(index_dir, data, manifest.bm25, mid_fault="optimize-mid-merge")
+                _commit(index_dir, manifest, [seg])
+        finally:
+            old.close()
+    summary.seconds = time.perf_counter() - start
+    return summary
+
+
+def _format_of(index_dir: Path) -> int | None:
+    """The format version the live generation's manifest declares (None when it cannot be read)."""
+    from radsift.index.manifest import MANIFEST_NAME
+    from radsift.index.store import read_current
+
+    try:
+        return json.loads((read_current(index_dir) / MANIFEST_NAME).read_text(encoding="utf-8")).get("format_version")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _upgrade_v1(index_dir: Path, opts: BuildOptions, start: float) -> ChangeSummary:
+    """Convert a format-1 index (one folder per generation, BM25 as bm25s matrices) into one segment:
+    records, vectors and labels are copied, BM25 statistics recomputed from the stored texts; nothing is
+    re-encoded. The format-1 generation stays on disk until the next write (not readable by this radsift)."""
+    import sqlite3
+
+    from radsift.index.integrity import check_files
+    from radsift.index.manifest import MANIFEST_NAME
+    from radsift.index.store import read_current
+    from radsift.ranking.tiers import STATUS_CODES
+
+    gen = read_current(index_dir)
+    raw = json.loads((gen / MANIFEST_NAME).read_text(encoding="utf-8"))
+    problems = check_files(gen, raw.get("files") or {})
+    if problems:
+        raise IndexStoreError(f"cannot convert {index_dir}: {problems[0]}; rebuild it with `radsift index build "
+                              f"--overwrite {index_dir} CORPUS`")
+    with _step(opts, f"converting {gen.name} (format 1) into one segment"):
+        db = sqlite3.connect(f"file:{gen / 'store.sqlite'}?mode=ro&immutable=1", uri=True)
+        try:
+            reports = [ReportRecord(*r) for r in db.execute("SELECT id, sections, metadata FROM reports ORDER BY row")]
+            sentences = [SentenceRecord(*r) for r in db.execute(
+                'SELECT report_row, section, idx, start, "end", text FROM sentences ORDER BY row')]
+            sections = [SectionRecord(*r) for r in db.execute(
+                "SELECT report_row, section, text FROM sections ORDER BY row")]
+        except sqlite3.DatabaseError as exc:
+            raise IndexStoreError(f"cannot convert {index_dir}: {gen / 'store.sqlite'}: {exc}") from None
+        finally:
+            db.close()
+        findings, status = raw.get("findings", []), {code: name for name, code in STATUS_CODES.items()}
+        rows, codes, states = (np.load(gen / f"label_{x}.npy").tolist() for x in ("row", "finding", "status"))
+        data = GenerationData(
+            reports=reports, sentences=sentences, sections=sections,
+            sentence_vectors=np.load(gen / "sentence_vectors.npy", mmap_mode="r"),
+            section_vectors=np.load(gen / "section_vectors.npy", mmap_mode="r"),
+            sentence_tokens=[tokenize(x.text) for x in sentences], section_tokens=[tokenize(x.text) for x in sections],
+            sentence_labels=[LabelRecord(r, findings[f], status[st]) for r, f, st in zip(rows, codes, states)],
+        )
+        known = set(Manifest.__dataclass_fields__)
+        manifest = Manifest(**{k: v for k, v in raw.items() if k in known})
+        manifest.format_version, manifest.files = FORMAT_VERSION, {}
+        remove_leftovers(index_dir)
+        _commit(index_dir, manifest, [write_segment(index_dir, data, manifest.bm25)])
+    return ChangeSummary(index_dir, "upgrade", reports=len(reports), segments=1, seconds=time.perf_counter() - start)

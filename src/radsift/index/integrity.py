@@ -1,9 +1,11 @@
-"""Verified generations: what a generation's files must be, checked cheaply on open and fully on demand.
+"""Verified generations: what a generation's segment files must be, checked cheaply on open and fully on demand.
 
-Each generation's manifest records the size and SHA-256 of every file the writer wrote
-(``files``). Opening a generation checks what costs nothing: every recorded file is there with
-its recorded size, and the arrays have the shapes the manifest promises (vectors ``(n, dim)``
-with the manifest's ``dim`` and counts, one row map entry per unit, label arrays of one length).
+Each generation's manifest records, for every segment it lists, the size and SHA-256 of every
+file the writer wrote into that segment (``segments[i]["files"]``, hashed once when the segment
+was written). Opening a generation checks what costs nothing, for every listed segment: every
+recorded file is there with its recorded size, and the arrays have the shapes the manifest
+promises (vectors ``(n, dim)`` with the manifest's ``dim`` and the segment's counts, one row map
+entry per unit, label arrays of one length, BM25 statistics of one length per unit).
 ``radsift index verify`` does the same, and with ``--deep`` recomputes every checksum. A
 problem is an :class:`~radsift.errors.IndexStoreError` that names the file, never a raw
 traceback or a wrong answer; ``docs/recovery`` in the README says how to recover (rebuild, or
@@ -43,7 +45,7 @@ def sha256(path: Path) -> str:
 
 
 def record_files(gen_dir: Path) -> dict[str, dict]:
-    """``{relative path: {"size", "sha256"}}`` of every file of a generation (what the manifest records)."""
+    """``{relative path: {"size", "sha256"}}`` of every file of a segment (what the manifest records)."""
     out = {}
     for f in sorted(gen_dir.rglob("*")):
         rel = f.relative_to(gen_dir).as_posix()
@@ -78,41 +80,45 @@ def _array(path: Path):
         return None, Problem(path, f"not a readable array ({exc})")
 
 
-def check_arrays(gen_dir: Path, manifest) -> list[Problem]:
-    """The arrays' headers against the manifest: shapes, ``dim``, counts, one length per label array."""
+def check_arrays(seg_dir: Path, counts: dict, dim: int) -> list[Problem]:
+    """A segment's arrays' headers against the manifest: shapes, ``dim``, counts, one length per label array."""
     problems: list[Problem] = []
-    counts = manifest.counts
     for kind in ("sentence", "section"):
         n = counts.get(f"{kind}s")
-        vec, p = _array(gen_dir / f"{kind}_vectors.npy")
+        vec, p = _array(seg_dir / f"{kind}_vectors.npy")
         if p:
             problems.append(p)
         elif vec.ndim != 2 or vec.dtype != np.float32:
-            problems.append(Problem(gen_dir / f"{kind}_vectors.npy", f"shape {vec.shape} {vec.dtype}, expected "
+            problems.append(Problem(seg_dir / f"{kind}_vectors.npy", f"shape {vec.shape} {vec.dtype}, expected "
                                                                       "a float32 matrix"))
         else:
-            if vec.shape[1] != manifest.dim:
-                problems.append(Problem(gen_dir / f"{kind}_vectors.npy",
-                                        f"{vec.shape[1]} dimensions, the manifest says dim {manifest.dim}"))
+            if vec.shape[1] != dim:
+                problems.append(Problem(seg_dir / f"{kind}_vectors.npy",
+                                        f"{vec.shape[1]} dimensions, the manifest says dim {dim}"))
             if n is not None and vec.shape[0] != n:
-                problems.append(Problem(gen_dir / f"{kind}_vectors.npy", f"{vec.shape[0]} rows, the manifest "
+                problems.append(Problem(seg_dir / f"{kind}_vectors.npy", f"{vec.shape[0]} rows, the manifest "
                                                                            f"counts {n} {kind}s"))
             n = vec.shape[0] if n is None else n
         for suffix in ("report", "section"):
-            arr, p = _array(gen_dir / f"{kind}_{suffix}.npy")
+            arr, p = _array(seg_dir / f"{kind}_{suffix}.npy")
             if p:
                 problems.append(p)
             elif n is not None and arr.shape != (n,):
-                problems.append(Problem(gen_dir / f"{kind}_{suffix}.npy", f"shape {arr.shape}, expected ({n},)"))
+                problems.append(Problem(seg_dir / f"{kind}_{suffix}.npy", f"shape {arr.shape}, expected ({n},)"))
+        arr, p = _array(seg_dir / f"bm25_{kind}" / "lengths.npy")
+        if p:
+            problems.append(p)
+        elif n is not None and arr.shape != (n,):
+            problems.append(Problem(seg_dir / f"bm25_{kind}" / "lengths.npy", f"shape {arr.shape}, expected ({n},)"))
     lengths = {}
     for name in ("label_row", "label_finding", "label_status"):
-        arr, p = _array(gen_dir / f"{name}.npy")
+        arr, p = _array(seg_dir / f"{name}.npy")
         if p:
             problems.append(p)
         else:
             lengths[name] = arr.shape
     if len(set(lengths.values())) > 1:
-        problems.append(Problem(gen_dir / "label_row.npy", f"label arrays of different shapes {lengths}"))
+        problems.append(Problem(seg_dir / "label_row.npy", f"label arrays of different shapes {lengths}"))
     return problems
 
 
@@ -132,16 +138,32 @@ def check_vectors(path: Path, chunk: int = 65536) -> Problem | None:
     return None
 
 
-def check_generation(gen_dir: Path, manifest, deep: bool = False) -> list[Problem]:
-    """Every problem of a generation: recorded files (sizes; checksums when ``deep``) and array shapes;
-    ``deep`` also reads every vector (finite, unit length)."""
-    problems = check_files(gen_dir, getattr(manifest, "files", None) or {}, deep=deep)
+def check_segment(seg_dir: Path, info: dict, dim: int, deep: bool = False) -> list[Problem]:
+    """Every problem of one segment: recorded files (sizes; checksums when ``deep``), array shapes,
+    deleted rows in range; ``deep`` also reads every vector (finite, unit length)."""
+    if not seg_dir.is_dir():
+        return [Problem(seg_dir, "missing (the generation lists this segment)")]
+    problems = check_files(seg_dir, info.get("files") or {}, deep=deep)
     bad = {p.path for p in problems}
-    problems += [p for p in check_arrays(gen_dir, manifest) if p.path not in bad]
+    counts = info.get("counts", {})
+    problems += [p for p in check_arrays(seg_dir, counts, dim) if p.path not in bad]
+    deleted = info.get("deleted") or []
+    if deleted and (min(deleted) < 0 or max(deleted) >= counts.get("reports", 0)):
+        problems.append(Problem(seg_dir, f"the manifest deletes report rows outside 0..{counts.get('reports', 0) - 1}"))
     if deep:
         bad = {p.path for p in problems}
         for kind in ("sentence", "section"):
-            path = gen_dir / f"{kind}_vectors.npy"
+            path = seg_dir / f"{kind}_vectors.npy"
             if path not in bad and (p := check_vectors(path)) is not None:
                 problems.append(p)
+    return problems
+
+
+def check_generation(gen_dir: Path, manifest, deep: bool = False) -> list[Problem]:
+    """Every problem of a generation's segments (:func:`check_segment`, each one it lists)."""
+    from radsift.index.store import segment_dir
+
+    problems = []
+    for info in manifest.segments:
+        problems += check_segment(segment_dir(gen_dir.parent, info["name"]), info, manifest.dim, deep=deep)
     return problems

@@ -11,7 +11,9 @@ from typing import Any
 from radsift.errors import IndexStoreError
 from radsift.ranking.bm25 import BM25_PARAMS
 
-FORMAT_VERSION = 1
+#: 2: segments (``INDEX/segments/``) listed by each generation, BM25 as term statistics (1: one folder per
+#: generation holding everything, BM25 as bm25s matrices).
+FORMAT_VERSION = 2
 MANIFEST_NAME = "manifest.json"
 
 
@@ -40,10 +42,14 @@ class Manifest:
     empty_ids: list[str] = field(default_factory=list)  # stored reports with no searchable text
     findings: list[str] = field(default_factory=list)  # lexicon findings seen in the sentences
     lexicon: str | None = None  # lexicon used to label sentences (None = none)
-    files: dict[str, dict] = field(default_factory=dict)  # relative path -> {"size", "sha256"} (radsift.index.integrity)
+    files: dict[str, dict] = field(default_factory=dict)  # unused since format 2: each segment records its files
     # How the stored vectors were encoded, in order of use (radsift.models.onnx_encoder.BUILD_ENCODERS):
     # ["torch"], or ["onnx-int8"], or ["torch", "onnx"] after an add with another encoder.
     build_encoders: list[str] = field(default_factory=lambda: ["torch"])
+    # The generation's segments, in row order (radsift.index.store): {"name", "counts" (reports, sentences,
+    # sections written), "sections", "findings" (the segment's own code tables), "files" (relative path ->
+    # {"size", "sha256"}), "deleted" (the segment's report rows deleted since, ascending)}.
+    segments: list[dict] = field(default_factory=list)
 
     def check_model(self, path: Path, index_dir: Path) -> None:
         """Refuse a model folder other than the one that built the index (the one model check).
@@ -82,6 +88,11 @@ class Manifest:
         if not isinstance(data, dict):
             raise IndexStoreError(f"{path}: corrupt manifest (not a JSON object)")
         version = data.get("format_version")
+        if version == 1:
+            raise IndexStoreError(
+                f"{path.parent.parent}: this index was written in format version 1, before radsift stored segments "
+                f"(this radsift reads version {FORMAT_VERSION}); convert it in place with `radsift index optimize "
+                f"{path.parent.parent}` (nothing is re-encoded), or rebuild it with `radsift index build --overwrite`")
         if version != FORMAT_VERSION:
             raise IndexStoreError(
                 f"{path.parent}: index format version {version} is not supported by this radsift "

@@ -1,14 +1,27 @@
-"""BM25: the one place its settings, its index and its scoring are written.
+"""BM25: the one place its settings, its statistics and its scoring are written.
 
-Lucene's BM25 (k1 1.5, b 0.75) from bm25s over :func:`radsift.text.tokens.tokenize` (stems,
-negation words kept). The index store saves it as a folder of plain ``.npy``/JSON files, and
-``radsift bench`` and the training evaluation build it in memory: all three score with
-:func:`bm25_scores`, so query words outside the vocabulary are dropped the same way everywhere
-and a unit sharing no term with the query scores 0 (not retrieved).
+Lucene's BM25 (k1 1.5, b 0.75; Kamphuis et al., "Which BM25 do you mean? A large-scale
+reproducibility study of scoring variants", ECIR 2020) over :func:`radsift.text.tokens.tokenize`
+(stems, negation words kept)::
+
+    score(q, d) = sum over query terms t of  idf(t) * tf / (tf + k1 * (1 - b + b * |d| / avgdl))
+    idf(t)      = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+
+An index stores only raw **term statistics** (:class:`TermStats`: term frequencies by term,
+document lengths) per segment, never idf-weighted scores, so several segments, some of whose
+documents are deleted, score exactly as one index of the live documents would: ``N``, ``df`` and
+``avgdl`` are computed at query time over the live documents of all segments (:class:`BM25`).
+The scores equal bm25s's ``method="lucene"`` (what radsift used before segments; tested).
+``radsift bench`` and the training evaluation build one in memory (:func:`build_bm25`): everything
+scores with :func:`bm25_scores`, so query words outside the vocabulary are dropped the same way
+everywhere and a unit sharing no term with the query scores 0 (not retrieved).
 """
 
 from __future__ import annotations
 
+import json
+import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -16,37 +29,182 @@ import numpy as np
 
 from radsift.text.tokens import tokenize
 
-#: Lucene BM25 as bm25s implements it (the defaults of Lucene and Elasticsearch).
+#: Lucene BM25 (the defaults of Lucene and Elasticsearch).
 BM25_PARAMS: dict[str, Any] = {"k1": 1.5, "b": 0.75, "method": "lucene"}
+#: The files of a saved :class:`TermStats` folder.
+TERM_FILES = ("terms.json", "indptr.npy", "rows.npy", "tf.npy", "lengths.npy")
 
 
-def build_bm25(tokens: Sequence[Sequence[str]], params: Mapping[str, Any] | None = None):
-    """A bm25s retriever over tokenised units (one token list per unit, in row order).
+@dataclass
+class TermStats:
+    """Term frequencies of a set of documents (rows ``0..n-1``), column by term (CSC).
 
-    bm25s cannot index an empty corpus (or one with no token at all): such a corpus keeps
-    one-token stubs that no query matches.
+    The documents holding term ``terms[j]`` are ``rows[indptr[j]:indptr[j+1]]`` (ascending), with
+    their counts of it in ``tf`` at the same positions; ``lengths[d]`` is document ``d``'s number of tokens.
     """
-    import bm25s
 
-    retriever = bm25s.BM25(**dict(params or BM25_PARAMS))
-    docs = [list(t) for t in tokens]
-    retriever.index(docs if any(docs) else [[""]] * max(1, len(docs)), show_progress=False)
-    return retriever
+    terms: list[str]
+    indptr: np.ndarray  # int64 (n_terms + 1,)
+    rows: np.ndarray  # int32 (nnz,)
+    tf: np.ndarray  # int32 (nnz,)
+    lengths: np.ndarray  # int32 (n_docs,)
+
+    @property
+    def n_docs(self) -> int:
+        return int(self.lengths.shape[0])
+
+    @classmethod
+    def from_tokens(cls, tokens: Sequence[Sequence[str]]) -> "TermStats":
+        """The statistics of tokenised documents (one token list per document, in row order)."""
+        vocab: dict[str, int] = {}
+        lengths = np.fromiter((len(t) for t in tokens), dtype=np.int64, count=len(tokens))
+        ids = np.fromiter((vocab.setdefault(tok, len(vocab)) for doc in tokens for tok in doc), dtype=np.int64,
+                          count=int(lengths.sum()))
+        n = max(1, len(tokens))
+        docs = np.repeat(np.arange(len(tokens), dtype=np.int64), lengths)
+        keys, tf = np.unique(ids * n + docs, return_counts=True)  # sorted by term, then document
+        term_of = keys // n
+        indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(term_of, minlength=len(vocab)), out=indptr[1:])
+        return cls(list(vocab), indptr, (keys % n).astype(np.int32), tf.astype(np.int32), lengths.astype(np.int32))
+
+    @classmethod
+    def merge(cls, parts: Sequence[tuple["TermStats", np.ndarray]]) -> "TermStats":
+        """One :class:`TermStats` of the kept documents of several: ``parts`` pairs each with the new row
+        of each of its documents (``-1`` = dropped; new rows must be distinct and cover ``0..n-1``)."""
+        vocab: dict[str, int] = {}
+        cols, rows, tfs = [], [], []
+        n = sum(int((new >= 0).sum()) for _, new in parts)
+        lengths = np.zeros(n, dtype=np.int32)
+        for stats, new in parts:
+            new = np.asarray(new, dtype=np.int64)
+            kept = new >= 0
+            lengths[new[kept]] = stats.lengths[kept]
+            ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in stats.terms), dtype=np.int64,
+                              count=len(stats.terms))
+            term = np.repeat(ids, np.diff(stats.indptr))
+            r = new[np.asarray(stats.rows)]
+            keep = r >= 0
+            cols.append(term[keep])
+            rows.append(r[keep])
+            tfs.append(np.asarray(stats.tf)[keep])
+        col = np.concatenate(cols) if cols else np.zeros(0, np.int64)
+        row = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+        tf = np.concatenate(tfs) if tfs else np.zeros(0, np.int32)
+        order = np.lexsort((row, col))
+        col, row, tf = col[order], row[order], tf[order]
+        counts = np.bincount(col, minlength=len(vocab))
+        used = counts > 0  # a term only deleted documents held is dropped
+        indptr = np.zeros(int(used.sum()) + 1, dtype=np.int64)
+        np.cumsum(counts[used], out=indptr[1:])
+        terms = [t for t, u in zip(vocab, used.tolist()) if u]
+        return cls(terms, indptr, row.astype(np.int32), tf.astype(np.int32), lengths)
+
+    def save(self, folder: Path) -> None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "terms.json").write_text(json.dumps(self.terms, ensure_ascii=False), encoding="utf-8")
+        for name in ("indptr", "rows", "tf", "lengths"):
+            np.save(folder / f"{name}.npy", getattr(self, name))
+
+    @classmethod
+    def load(cls, folder: Path, mmap: bool = True) -> "TermStats":
+        folder = Path(folder)
+        terms = json.loads((folder / "terms.json").read_text(encoding="utf-8"))
+        arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r" if mmap else None, allow_pickle=False)
+                  for name in ("indptr", "rows", "tf", "lengths")}
+        stats = cls(terms, **arrays)
+        if stats.indptr.shape != (len(terms) + 1,) or stats.rows.shape != stats.tf.shape \
+                or int(stats.indptr[-1]) != stats.rows.shape[0]:
+            raise ValueError(f"{folder}: BM25 term statistics of inconsistent shapes")
+        return stats
 
 
-def build_bm25_texts(texts: Sequence[str], params: Mapping[str, Any] | None = None):
+class BM25:
+    """Lucene BM25 over one row space made of parts (an index's segments), scored with global statistics.
+
+    Each part is a :class:`TermStats` and the global row of each of its documents (``-1``: deleted,
+    never scored and not counted in ``N``, ``df`` or ``avgdl``). Has the two members the rest of
+    radsift uses: ``vocab_dict`` (terms of the live documents, plus possibly terms only deleted
+    documents hold, which then score 0 everywhere) and :meth:`get_scores`.
+    """
+
+    def __init__(self, parts: Sequence[tuple[TermStats, np.ndarray]], n: int,
+                 params: Mapping[str, Any] | None = None) -> None:
+        params = dict(params or BM25_PARAMS)
+        if params.get("method", "lucene") != "lucene":
+            raise ValueError(f"BM25 method {params['method']!r}: radsift scores Lucene BM25 only")
+        self.k1, self.b = float(params["k1"]), float(params["b"])
+        self.n = int(n)
+        self.parts = [(stats, np.asarray(rows, dtype=np.int64)) for stats, rows in parts]
+        live_lengths = [np.asarray(s.lengths)[rows >= 0] for s, rows in self.parts]
+        self.n_docs = int(sum(x.shape[0] for x in live_lengths))
+        total = float(sum(int(x.sum(dtype=np.int64)) for x in live_lengths))
+        self.avgdl = total / self.n_docs if self.n_docs else 1.0
+        # Per document: k1 * (1 - b + b * |d| / avgdl), the length normalisation of every term.
+        self._norm = [self.k1 * (1.0 - self.b + self.b * np.asarray(s.lengths, dtype=np.float64) / (self.avgdl or 1.0))
+                      for s, _ in self.parts]
+        self._cols = [{t: j for j, t in enumerate(s.terms)} for s, _ in self.parts]
+        self.vocab_dict: dict[str, int] = {}
+        for cols in self._cols:
+            for t in cols:
+                self.vocab_dict.setdefault(t, len(self.vocab_dict))
+        self._idf: dict[str, float] = {}
+
+    def _postings(self, term: str):
+        """(global rows, tf, norm) of the live documents holding ``term``, part by part."""
+        for (stats, rows), cols, norm in zip(self.parts, self._cols, self._norm):
+            j = cols.get(term)
+            if j is None:
+                continue
+            start, end = int(stats.indptr[j]), int(stats.indptr[j + 1])
+            local = np.asarray(stats.rows[start:end], dtype=np.int64)
+            g = rows[local]
+            keep = g >= 0
+            yield g[keep], np.asarray(stats.tf[start:end], dtype=np.float64)[keep], norm[local[keep]]
+
+    def idf(self, term: str) -> float:
+        """Lucene idf of ``term`` over the live documents (0 when none holds it)."""
+        if term not in self._idf:
+            df = sum(g.shape[0] for g, _, _ in self._postings(term))
+            self._idf[term] = math.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5)) if df else 0.0
+        return self._idf[term]
+
+    def get_scores(self, tokens: Sequence[str]) -> np.ndarray:
+        """BM25 of every row for a query's tokens (a token repeated counts again, as in bm25s)."""
+        out = np.zeros(self.n, dtype=np.float64)
+        for term in tokens:
+            idf = self.idf(term)
+            if not idf:
+                continue
+            for g, tf, norm in self._postings(term):
+                out[g] += idf * tf / (tf + norm)
+        return out.astype(np.float32)
+
+
+def build_bm25(tokens: Sequence[Sequence[str]], params: Mapping[str, Any] | None = None) -> BM25:
+    """An in-memory :class:`BM25` over tokenised units (one token list per unit, in row order)."""
+    stats = TermStats.from_tokens(tokens)
+    return BM25([(stats, np.arange(stats.n_docs))], stats.n_docs, params)
+
+
+def build_bm25_texts(texts: Sequence[str], params: Mapping[str, Any] | None = None) -> BM25:
     """:func:`build_bm25` over raw texts, tokenised with :func:`radsift.text.tokens.tokenize`."""
     return build_bm25([tokenize(t) for t in texts], params)
 
 
-def save_bm25(retriever, folder: Path) -> None:
-    retriever.save(Path(folder), show_progress=False)
+def save_bm25(stats: TermStats | BM25, folder: Path) -> None:
+    """Save term statistics (of a one-part :class:`BM25`, or a :class:`TermStats`) as plain ``.npy``/JSON."""
+    if isinstance(stats, BM25):
+        if len(stats.parts) != 1:
+            raise ValueError("only a one-part BM25 can be saved: save each part's TermStats")
+        stats = stats.parts[0][0]
+    stats.save(folder)
 
 
-def load_bm25(folder: Path):
-    import bm25s
-
-    return bm25s.BM25.load(Path(folder), mmap=False, show_progress=False)
+def load_bm25(folder: Path, mmap: bool = True) -> TermStats:
+    """The :class:`TermStats` saved in ``folder`` (memory-mapped)."""
+    return TermStats.load(folder, mmap=mmap)
 
 
 def bm25_scores(retriever, query: str, n: int) -> np.ndarray:

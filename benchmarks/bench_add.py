@@ -1,0 +1,171 @@
+"""What an incremental write costs against a full rebuild (issue 20, item 2), through the real API.
+
+One run, on one synthetic corpus of ``--sentences`` sentences (reports of 8 sentences recombined
+from the demo generator's, plus a one-sentence impression; reports are read, split, labelled,
+encoded, tokenised and stored exactly as ``radsift index build`` does), with the hashing encoder
+(:class:`radsift.models.hashing.HashingEncoder`, dim 384) standing in for the model, so the
+figures measure the index's own work and not 2-core MiniLM encoding, which costs the same per
+new sentence in both paths:
+
+- ``build``: ``build_index`` of the whole corpus (the full rebuild);
+- ``add``: ``add_to_index`` of ``--fraction`` new reports (one new segment);
+- ``replace``: ``add_to_index(replace=True)`` of ``--fraction`` changed versions of stored reports;
+- ``delete``: ``delete_from_index`` of ``--fraction`` of the reports;
+- ``open``: ``IndexStore.open`` of the segmented index and the first read of its sentence vectors
+  (gathered from the segments into one array: what a reader pays after each add), against the
+  one-segment build;
+- ``bm25``: BM25 scoring latency over the segments against one segment (same queries);
+- ``optimize``: ``optimize_index`` (merge into one segment, drop the deleted reports).
+
+Run (about 20 minutes at 1M sentences on 2 busy cores)::
+
+    .venv/bin/python benchmarks/bench_add.py --sentences 1000000 --out add.json
+
+``--baseline-src DIR`` also times the same add with another radsift source tree (e.g. the commit
+before segments, exported with ``git archive``) against an index that tree built, run in a subprocess.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+PER_REPORT = 8
+QUERIES = ["pneumothorax", "no pleural effusion", "right lower lobe consolidation", "cardiomegaly",
+           "endotracheal tube above the carina"]
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')} load {os.getloadavg()[0]:.2f}] {msg}", file=sys.stderr, flush=True)
+
+
+def corpus(n_reports: int, seed: int, prefix: str = "s", start: int = 0):
+    """``n_reports`` reports of 8 findings sentences and a one-sentence impression from the demo pool."""
+    from radsift.demo import generate_reports
+    from radsift.records import Report
+    from radsift.text import report_sentences
+
+    pool = sorted({s.text for d in generate_reports(n=3000, seed=7) for s in report_sentences(d.report)})
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(pool), size=(n_reports, PER_REPORT + 1))
+    return [Report(f"{prefix}{start + i}", {"findings": " ".join(pool[j] for j in row[:PER_REPORT]),
+                                            "impression": pool[row[PER_REPORT]]},
+                   {"site": "north" if i % 2 else "south"}) for i, row in enumerate(picks.tolist())]
+
+
+def timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sentences", type=int, default=1_000_000, help="findings sentences in the base index")
+    ap.add_argument("--fraction", type=float, default=0.01)
+    ap.add_argument("--workdir", default="/tmp/radsift-bench-add")
+    ap.add_argument("--baseline-src", default="", help="another radsift src/ folder to time the same add with")
+    ap.add_argument("--out", default="")
+    args = ap.parse_args(argv)
+
+    from radsift.index import IndexStore, add_to_index, build_index, delete_from_index, optimize_index
+    from radsift.models.hashing import HashingEncoder
+    from radsift.ranking.bm25 import bm25_scores
+
+    work = Path(args.workdir)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    enc = HashingEncoder(work / "hash-model", dim=384)
+    n_reports = args.sentences // PER_REPORT
+    n_new = max(1, int(n_reports * args.fraction))
+    base = corpus(n_reports, seed=1)
+    new = corpus(n_new, seed=2, prefix="new")
+    changed = corpus(n_new, seed=3, start=0)  # new versions of s0 .. s{n_new-1}
+    res: dict = {"sentences": args.sentences, "reports": n_reports, "fraction": args.fraction,
+                 "encoder": "hashing dim 384", "cpus": os.cpu_count(), "load_start": os.getloadavg()}
+    index = work / "idx"
+    log(f"build: {n_reports:,} reports")
+    summary, res["build_s"] = timed(lambda: build_index(index, base, encoder=enc, progress=False))
+    res["build_units"] = {"sentences": summary.sentences, "sections": summary.sections}
+    log(f"build {res['build_s']:.1f}s {summary.describe()}")
+
+    single, res["open_single_s"] = timed(lambda: IndexStore.open(index))
+    _, res["vectors_single_s"] = timed(lambda: np.asarray(single.units("sentence").vectors[:1]))
+    n = single.units("sentence").report_row.shape[0]
+    single_bm25 = single.bm25("sentence")
+    bm25_single = [timed(lambda: bm25_scores(single_bm25, q, n))[1] for q in QUERIES * 3]
+    single.close()
+
+    if args.baseline_src:
+        log("baseline add (other source tree)")
+        res["baseline"] = baseline(args.baseline_src, work, base, new)
+        log(f"baseline {res['baseline']}")
+
+    log(f"add: {n_new:,} reports")
+    summary, res["add_s"] = timed(lambda: add_to_index(index, new, encoder=enc, progress=False))
+    log(f"add {res['add_s']:.2f}s {summary.describe()}")
+    summary, res["replace_s"] = timed(lambda: add_to_index(index, changed, encoder=enc, progress=False,
+                                                           replace=True))
+    log(f"replace {res['replace_s']:.2f}s {summary.describe()}")
+    summary, res["delete_s"] = timed(lambda: delete_from_index(index, [f"s{i}" for i in range(n_new, 2 * n_new)]))
+    log(f"delete {res['delete_s']:.2f}s {summary.describe()}")
+
+    store, res["open_segmented_s"] = timed(lambda: IndexStore.open(index))
+    _, res["vectors_segmented_s"] = timed(lambda: np.asarray(store.units("sentence").vectors[:1]))
+    n = store.units("sentence").report_row.shape[0]
+    seg_bm25 = store.bm25("sentence")
+    bm25_seg = [timed(lambda: bm25_scores(seg_bm25, q, n))[1] for q in QUERIES * 3]
+    res["bm25_ms_p50"] = {"one_segment": 1000 * float(np.median(bm25_single)),
+                          "segmented": 1000 * float(np.median(bm25_seg))}
+    res["segments"] = len(store.manifest.segments)
+    store.close()
+    summary, res["optimize_s"] = timed(lambda: optimize_index(index))
+    log(f"optimize {res['optimize_s']:.1f}s {summary.describe()}")
+    res["add_over_build"] = res["add_s"] / res["build_s"]
+    res["load_end"] = os.getloadavg()
+    text = json.dumps(res, indent=1)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+    return 0
+
+
+BASELINE = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from radsift.index import add_to_index, build_index
+from radsift.models.hashing import HashingEncoder
+from radsift.records import Report
+spec = json.load(open(sys.argv[2]))
+enc = HashingEncoder(spec["model"], dim=384)
+load = lambda rows: [Report(r["id"], r["sections"], r["metadata"]) for r in rows]
+t = time.perf_counter(); build_index(spec["index"], load(spec["base"]), encoder=enc, progress=False)
+b = time.perf_counter() - t
+t = time.perf_counter(); add_to_index(spec["index"], load(spec["new"]), encoder=enc, progress=False)
+print(json.dumps({"build_s": b, "add_s": time.perf_counter() - t}))
+"""
+
+
+def baseline(src: str, work: Path, base, new) -> dict:
+    """Build and add with another source tree (a subprocess importing radsift from ``src``)."""
+    spec = {"model": str(work / "hash-model"), "index": str(work / "baseline-idx"),
+            "base": [{"id": r.id, "sections": dict(r.sections), "metadata": dict(r.metadata)} for r in base],
+            "new": [{"id": r.id, "sections": dict(r.sections), "metadata": dict(r.metadata)} for r in new]}
+    (work / "baseline.json").write_text(json.dumps(spec))
+    (work / "baseline.py").write_text(BASELINE)
+    out = subprocess.run([sys.executable, str(work / "baseline.py"), src, str(work / "baseline.json")],
+                         capture_output=True, text=True, check=True)
+    shutil.rmtree(work / "baseline-idx", ignore_errors=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
