@@ -1024,6 +1024,103 @@
     return item;
   }
 
+  // -- ask the reports (POST /api/ask) -----------------------------------------------------------
+  // The answer is put in as text; each citation [n] becomes a button that opens report n.
+  function answerNodes(text, byNumber) {
+    const out = [];
+    const re = /\[(\d+(?:\s*,\s*\d+)*)\]/g;
+    let last = 0;
+    let m;
+    while ((m = re.exec(text)) !== null) {
+      out.push(document.createTextNode(text.slice(last, m.index)));
+      const nums = m[1].split(",").map((x) => Number(x.trim()));
+      out.push("[");
+      nums.forEach((n, i) => {
+        if (i) out.push(", ");
+        const src = byNumber[n];
+        out.push(src ? el("button", { type: "button", class: "cite", title: "Open report " + src.report_id,
+          "data-report-id": src.report_id, onclick: (e) => openReport({ report_id: src.report_id, sentence: null,
+            highlights: [] }, e.currentTarget) }, String(n)) : String(n));
+      });
+      out.push("]");
+      last = m.index + m[0].length;
+    }
+    out.push(document.createTextNode(text.slice(last)));
+    return out;
+  }
+
+  function renderAnswer(res) {
+    const byNumber = {};
+    (res.sources || []).forEach((s) => { byNumber[s.n] = s; });
+    const cited = new Set((res.citations || []).map((c) => c.n));
+    const answer = $("ask-answer");
+    clear(answer);
+    answer.append(...(res.answer ? answerNodes(res.answer, byNumber) : [el("span", { class: "muted", text: "(no text)" })]));
+    const status = $("ask-status");
+    status.className = "ask-status";
+    status.textContent = res.status === "complete" ? "" : (res.status === "empty" ? "The model returned no text."
+      : "Partial answer: cut short by the " + (res.finish_reason === "length" ? "token limit." : "timeout."));
+    const notes = $("ask-notes");
+    clear(notes);
+    (res.notes || []).forEach((n) => notes.append(el("li", { text: n })));
+    const base = $("ask-baseline");
+    clear(base);
+    base.hidden = !res.baseline;
+    if (res.baseline) {
+      base.append(el("strong", { text: "Retrieval only: " }), res.baseline.impression + " ",
+        el("span", { class: "muted", text: "(report " + res.baseline.report_id + ")" }));
+    }
+    const list = $("ask-sources");
+    clear(list);
+    if (!(res.sources || []).length) list.append(el("li", { class: "muted", text: "None: the model answered alone." }));
+    (res.sources || []).forEach((s) => {
+      const flag = s.dropped ? " · left out: no room" : (s.truncated ? " · cut to fit" : "");
+      const item = el("li", { class: cited.has(s.n) ? "cited" : null, "data-report-id": s.report_id },
+        el("span", { class: "ask-num", text: "[" + s.n + "]" }),
+        el("button", { type: "button", class: "link", onclick: (e) => openReport({ report_id: s.report_id,
+          sentence: null, highlights: [] }, e.currentTarget) }, s.report_id),
+        el("span", { class: "muted", text: (cited.has(s.n) ? " · cited" : "") + flag }));
+      list.append(item);
+    });
+    $("ask-prompt").textContent = res.prompt || "";
+    $("ask-meta").textContent = res.backend + " · " + res.model + " · " + (res.seconds || 0).toFixed(1) + " s" +
+      (res.invalid_citations ? " · " + res.invalid_citations + " invalid citation(s) removed" : "");
+  }
+
+  $("ask-retrieval").addEventListener("change", () => {
+    $("ask-retrieval-word").textContent = $("ask-retrieval").checked ? "on" : "off";
+  });
+
+  $("ask-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const question = $("ask-q").value.trim();
+    const result = $("ask-result");
+    result.hidden = false;
+    const status = $("ask-status");
+    if (!question) {
+      status.className = "ask-status error";
+      status.textContent = "Describe the findings or ask a question first.";
+      return;
+    }
+    const button = $("ask-button");
+    button.disabled = true;
+    status.className = "ask-status";
+    status.textContent = "Asking the model… (the offline model is loaded on the first question)";
+    clear($("ask-answer"));
+    try {
+      const body = { question, task: $("ask-task").value, k: Number($("ask-k").value),
+        retrieval: $("ask-retrieval").checked };
+      const res = await api("/api/ask", { method: "POST", body: JSON.stringify(body),
+        headers: { "Content-Type": "application/json" } });
+      renderAnswer(res);
+    } catch (err) {
+      status.className = "ask-status error";
+      status.textContent = err.message;
+    } finally {
+      button.disabled = false;
+    }
+  });
+
   // -- start ----------------------------------------------------------------------------------
   loadHealth().then(() => {
     loadSaved();
