@@ -335,3 +335,95 @@ def test_passage_system_specs():
         parse_passage_system("splade")
     with pytest.raises(ConfigError, match="not found"):
         check_passage_specs([parse_passage_system("poly:/no/such/folder")])
+
+
+# ------------------------------------------------------------------ passage search (--unit passage, "entity | aspect")
+_NOTES = [
+    ("n1", "HISTORY OF PRESENT ILLNESS: Pneumonia last winter, treated at home.\nPLAN: Start antibiotics for "
+           "pneumonia today. Recheck in a week.\nALLERGIES: None."),
+    ("n2", "ASSESSMENT: Gout flare of the left toe.\nPLAN: Colchicine for gout. Ice and rest."),
+    ("n3", "The patient is well and has no complaints today."),   # no heading: aspect unspecified
+]
+
+
+@pytest.fixture(scope="module")
+def note_index(tmp_path_factory):
+    from radsift.index import build_index
+    from radsift.models.hashing import HashingEncoder
+    from radsift.search import Index
+    from radsift.text import split_sections
+
+    root = tmp_path_factory.mktemp("passages")
+    enc = HashingEncoder(root / "model")
+    reports = [Report(i, dict(split_sections(t))) for i, t in _NOTES]
+    build_index(root / "idx", reports, encoder=enc, progress=False)
+    return Index.open(root / "idx", encoder=enc)
+
+
+def test_entity_aspect_query_ranks_passages_of_that_aspect(note_index):
+    from radsift.search.passages import parse_passage_query, search_passages
+
+    assert parse_passage_query("pneumonia | plan") == parse_passage_query("pneumonia", aspect="treatment")
+    assert parse_passage_query("pneumonia | plan").text == "pneumonia treatment"
+    hits = search_passages(note_index, "pneumonia | treatment", k=5, mode="bm25")
+    assert hits and {h.aspect for h in hits} == {"treatment"}
+    top = hits[0]
+    assert top.report_id == "n1" and top.heading == "plan"
+    assert top.text.startswith("Start antibiotics")
+    (a, b), = top.sentences                     # the sentence naming pneumonia, not "Recheck in a week."
+    assert "pneumonia" in top.text[a:b] and top.text[top.highlights[0][0]:top.highlights[0][1]].lower() == "pneumonia"
+    # a plain question searches every passage; the note without headings is one unspecified passage
+    hits = search_passages(note_index, "patient well no complaints", k=10, mode="bm25")
+    assert any(h.report_id == "n3" and h.aspect == UNSPECIFIED for h in hits)
+    with pytest.raises(AspectError, match="known aspects"):
+        search_passages(note_index, "gout | weather", k=3)
+    with pytest.raises(ConfigError, match="ENTITY"):
+        parse_passage_query("gout | ")
+
+
+def test_search_cli_unit_passage(note_index, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from radsift.cli import app
+    from radsift.models.hashing import HashingEncoder
+
+    monkeypatch.setattr("radsift.models.encoder.Encoder.load",
+                        classmethod(lambda cls, model=None, **kw: HashingEncoder(model)))
+    runner = CliRunner()
+    res = runner.invoke(app, ["search", str(note_index.path), "gout", "--aspect", "plan", "--unit", "passage",
+                              "--mode", "bm25", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["aspect"] == "treatment" and data["hits"][0]["report_id"] == "n2"
+    assert data["hits"][0]["heading"] == "plan" and data["hits"][0]["sentences"]
+    res = runner.invoke(app, ["search", str(note_index.path), "gout | weather", "--mode", "bm25"])
+    assert res.exit_code != 0 and "known aspects" in res.output
+
+
+def test_bench_cli_protocol_passages_writes_report_json(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from radsift.cli import app
+
+    mq, cdv = _medquad(tmp_path)
+    out = tmp_path / "bench"
+    res = CliRunner().invoke(app, ["bench", "--protocol", "passages", "--systems", "bm25", "--systems", "tfidf",
+                                   "--medquad", str(mq), "--cdv", str(cdv), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    report = json.loads((out / "report.json").read_text())
+    for system in ("bm25", "tfidf"):
+        for kind in ("entity-aspect", "natural"):
+            figures = report["results"][system][kind]
+            assert 0 <= figures["R@1"] <= figures["R@5"] <= 100 and len(figures["R@1 95% CI"]) == 2
+    assert report["data"]["queries"] == 1 and report["data"]["passages"] == 2
+    assert report["results"]["bm25"]["natural"]["R@5"] == 100.0   # two candidates: the gold is always in the top 5
+    res = CliRunner().invoke(app, ["bench", "--protocol", "passages", "--medquad", str(tmp_path / "none"),
+                                   "--cdv", str(cdv), "--out", str(out)])
+    assert res.exit_code != 0 and "--medquad" in res.output
+    res = CliRunner().invoke(app, ["bench", "--protocol", "passages", "--systems", "splade", "--medquad", str(mq),
+                                   "--cdv", str(cdv), "--out", str(out)])
+    assert res.exit_code != 0 and "knows" in res.output

@@ -251,7 +251,8 @@ WhereOpt = Annotated[Optional[list[str]], typer.Option(
          "e.g. --where indication~cough. Keys must be metadata of the index (radsift index info lists them).")]
 TargetOpt = Annotated[Optional[str], typer.Option(
     "--target", metavar="SECTION", help="Search one section only: findings, impression, ... (report = all).")]
-UnitOpt = Annotated[str, typer.Option("--unit", metavar="UNIT", help="Rank sentence units or whole section units.")]
+UnitOpt = Annotated[str, typer.Option("--unit", metavar="UNIT", help="Rank sentence units, whole section units, or "
+                                      "passage (sections with heading and aspect; \"ENTITY | ASPECT\" queries).")]
 NegationOpt = Annotated[str, typer.Option(
     "--negation", metavar="aware|ignore",
     help="aware: units stating the query's reading of its findings rank first, the opposite last; ignore: off.")]
@@ -499,12 +500,20 @@ def search_cmd(
     concepts: ConceptsOpt = True, prf: PrfOpt = False,
     offset: Annotated[int, typer.Option("--offset", metavar="N", help="Skip the first N hits (the next page).")] = 0,
     backend: BackendOpt = "auto", milvus_uri: MilvusUriOpt = None,
+    aspect: Annotated[Optional[str], typer.Option(
+        "--aspect", metavar="ASPECT", help="--unit passage: passages of this aspect (history, treatment, ...; or "
+        "write the query as \"ENTITY | ASPECT\").")] = None,
 ) -> None:
     """Search an index: prints how the query was read and how many reports state it, then each hit
-    with its relevance band, the status of the query's findings in it and the matched words highlighted."""
+    with its relevance band, the status of the query's findings in it and the matched words highlighted.
+    With --unit passage: section passages with their heading and aspect, for "ENTITY | ASPECT" or a question."""
     from radsift.search import Index
     from radsift.search.display import print_hits
 
+    if unit == "passage" or aspect or "|" in query:
+        _search_passages(index_dir, query, k=k, aspect=aspect, mode=mode, where=where, model=model, threads=threads,
+                         rerank=rerank, reranker=reranker, as_json=as_json, backend=backend, milvus_uri=milvus_uri)
+        return
     index = Index.open(index_dir, model=model, threads=threads, reranker=reranker if rerank else None,
                        backend=backend, milvus_uri=milvus_uri)
     hits = index.search(query, k=k, mode=mode, level=level, where=where, target=target, unit=unit,
@@ -515,6 +524,34 @@ def search_cmd(
                                **hits.page_dict(), "hits": [h.to_dict() for h in hits]}, ensure_ascii=False))
     else:
         print_hits(console, query, hits)
+
+
+def _search_passages(index_dir, query, *, k, aspect, mode, where, model, threads, rerank, reranker, as_json,
+                     backend, milvus_uri) -> None:
+    """``radsift search --unit passage``: passages with heading, aspect and matched sentences (radsift.search.passages)."""
+    from rich.text import Text
+
+    from radsift.search import Index
+    from radsift.search.passages import load_passage_reranker, parse_passage_query, search_passages
+
+    parsed = parse_passage_query(query, aspect)  # an unknown aspect fails before the index opens
+    index = Index.open(index_dir, model=model, threads=threads, backend=backend, milvus_uri=milvus_uri)
+    rr = load_passage_reranker(reranker, threads) if rerank and reranker else None
+    hits = search_passages(index, query, k=k, aspect=aspect, mode=mode, where=where, rerank=rerank, reranker=rr)
+    if as_json:
+        typer.echo(json.dumps({"query": query, "entity": parsed.entity, "aspect": parsed.aspect, "text": parsed.text,
+                               "hits": [h.to_dict() for h in hits]}, ensure_ascii=False))
+        return
+    console.print(f"passages for {parsed.text!r}" + (f" (aspect {parsed.aspect})" if parsed.aspect else ""),
+                  highlight=False)
+    for h in hits:
+        console.print(f"{h.rank}. {h.report_id}  {h.heading.upper()} [{h.aspect}]  score {h.score:.3f}", highlight=False)
+        body = Text(h.text)
+        for a, b in h.sentences:
+            body.stylize("underline", a, b)
+        for a, b in h.highlights:
+            body.stylize("bold yellow", a, b)
+        console.print(body)
 
 
 IncludeOpt = Annotated[Optional[str], typer.Option(
@@ -893,7 +930,11 @@ def train_cmd(
     reader: Any = None,
     recipe: Annotated[Optional[str], typer.Option(
         "--recipe", metavar="RECIPE",
-        help="combined (default) | lexicon-triplet | lexicon-mnrl | findings-impression | rerank.")] = None,
+        help="combined (default) | lexicon-triplet | lexicon-mnrl | findings-impression | rerank | entity-aspect "
+             "(CAPR: passages by entity and aspect; MedQuAD from ../shared/data or --config medquad_dir).")] = None,
+    model_type: Annotated[Optional[str], typer.Option(
+        "--model-type", metavar="bi|poly|cross", help="entity-aspect: train a bi-encoder (default), a poly-encoder "
+        "or a cross-encoder on the same examples.")] = None,
     config: Annotated[Optional[Path], typer.Option(
         "--config", metavar="FILE", help="YAML training configuration (flags override it).")] = None,
     split_by_finding: Annotated[Optional[int], typer.Option(
@@ -916,7 +957,7 @@ def train_cmd(
     from radsift.evaluation.heldout import HeldOutEvaluator
     from radsift.models.training import load_config, train
 
-    cfg = load_config(config, recipe=recipe, split_by_finding=split_by_finding, bi_encoder=bi_encoder,
+    cfg = load_config(config, recipe=recipe, model_type=model_type, split_by_finding=split_by_finding, bi_encoder=bi_encoder,
                       base_model=base_model, max_steps=max_steps, seed=seed, time_limit_minutes=time_limit,
                       threads=threads, evaluate=evaluate)
     reports, stats = _read(corpus, reader)
@@ -935,8 +976,9 @@ def train_cmd(
 @reader_flags()
 @reader_flags("cross_reader", prefix="cross-", panel="Reader options of --cross-corpus", of=" (--cross-corpus)")
 def bench_cmd(
-    corpus: CorpusOpt,
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Folder for report.md, report.json and the PNG plots.")],
+    corpus: Annotated[Optional[list[Path]], typer.Option(
+        "--corpus", metavar="PATH", help="Corpus file or folder (repeatable; every protocol but passages).")] = None,
     reader: Any = None,
     systems: Annotated[Optional[list[str]], typer.Option(
         "--systems", metavar="SPEC",
@@ -970,7 +1012,7 @@ def bench_cmd(
     protocol: Annotated[Optional[list[str]], typer.Option(
         "--protocol", metavar="NAME",
         help="Run only these: sentences, cross, separation, impression, free-text, category; rag (LLM answers, "
-             "run only when named) (repeatable).")] = None,
+             "run only when named); passages (CAPR answer passages on MedQuAD, runs alone) (repeatable).")] = None,
     threads: ThreadsOpt = None, batch_size: BatchOpt = 64,
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Draw the PNG plots.")] = True,
     llm_url: LlmUrlOpt = None, llm_model: LlmModelOpt = None, llm_token_file: LlmTokenOpt = None,
@@ -978,13 +1020,35 @@ def bench_cmd(
     rag_draft_reports: Annotated[int, typer.Option(
         "--rag-draft-reports", metavar="N", rich_help_panel="LLM back-end",
         help="rag: held-out reports to draft impressions for (0 = none).")] = 30,
+    medquad: Annotated[Optional[Path], typer.Option(
+        "--medquad", metavar="DIR", help="passages: the MedQuAD folder (default ../shared/data/medquad).")] = None,
+    cdv: Annotated[Optional[Path], typer.Option(
+        "--cdv", metavar="DIR", help="passages: the CDV test split (default ../shared/data/medquad-cdv-test).")] = None,
+    latency: Annotated[bool, typer.Option(
+        "--latency", help="passages: also time scoring 2,048 passages for one query per system.")] = False,
 ) -> None:
-    """Evaluate systems with the protocols of Shi et al. and RadSearch; write report.md, report.json and plots."""
+    """Evaluate systems with the protocols of Shi et al. and RadSearch; write report.md, report.json and plots.
+    --protocol passages (CAPR, MedQuAD CDV test split) runs alone: --systems bm25 | tfidf | dense[:MODEL] |
+    poly:MODEL | cross:RERANKER | rerank:[FIRST:]RERANKER; report.json holds R@1 and R@5 per system and query kind."""
+    if protocol and "passages" in protocol:
+        from radsift.evaluation.protocols.passages import bench_passages
+
+        if len(set(protocol)) > 1:
+            raise ConfigError("--protocol passages runs alone (its own data and systems): run the others separately")
+        report = bench_passages(out, systems or ["bm25", "dense"], medquad_dir=medquad, cdv_dir=cdv,
+                                max_queries=max_queries, seed=seed, threads=threads, batch_size=batch_size,
+                                with_latency=latency, log=lambda m: err_console.print(m, highlight=False))
+        for name, by_kind in report["results"].items():
+            for kind, figures in by_kind.items():
+                console.print(f"{name:<28} {kind:<14} R@1 {figures['R@1']:6.2f}  R@5 {figures['R@5']:6.2f}",
+                              highlight=False)
+        console.print(f"wrote report.json and report.md to {out} ({report['seconds']:.0f} s)", highlight=False)
+        return
     from radsift.evaluation.bench import BenchConfig, bench
     from radsift.evaluation.report import console_tables
 
     config = BenchConfig(
-        corpus=corpus, reader=reader,
+        corpus=corpus or [], reader=reader,
         systems=systems or ([] if systems_file else ["bm25", "dense"]),
         systems_file=systems_file, queries=queries, qrels=qrels, category_field=category_field,
         cross_corpus=cross_corpus or [], cross_reader=cross_reader if cross_corpus else None,

@@ -190,3 +190,93 @@ def report_json(result: ProtocolResult) -> dict:
                 out[name][kind][f"R@{k}"] = round(100 * m["value"], 2)
                 out[name][kind][f"R@{k} 95% CI"] = [round(100 * m["low"], 2), round(100 * m["high"], 2)]
     return out
+
+
+#: Passages scored per query in the latency table (CAPR: 2,048 passages in about 10 s on a V100).
+LATENCY_PASSAGES = 2048
+
+
+def latency(systems: Sequence, passages: Sequence[str], query: str, n: int = LATENCY_PASSAGES) -> list[dict]:
+    """Milliseconds to score ``n`` passages for one query, per system: with the passages already
+    encoded (what a search pays; encoding is done at indexing) and including their encoding (cold).
+
+    Systems that read the pair jointly (cross-encoders) have no pre-encoding: both figures are the same.
+    """
+    texts = [passages[i % len(passages)] for i in range(n)]
+    rows = [list(range(n))]
+    out = []
+    for system in systems:
+        t0 = time.perf_counter()
+        system.prepare(texts)
+        t1 = time.perf_counter()
+        system.score([query], rows)
+        t2 = time.perf_counter()
+        joint = getattr(system, "kind", "") in ("cross", "rerank")
+        out.append({"system": system.name, "passages": n,
+                    "ms_pre_encoded": round(1000 * ((t2 - t0) if joint else (t2 - t1)), 1),
+                    "ms_with_encoding": round(1000 * (t2 - t0), 1)})
+    return out
+
+
+def bench_passages(out_dir: str | Path, specs: Sequence[str], *, medquad_dir: str | Path | None = None,
+                   cdv_dir: str | Path | None = None, kinds: Sequence[str] = QUERY_KINDS,
+                   max_queries: int | None = None, seed: int = 0, threads: int | None = None, batch_size: int = 64,
+                   with_latency: bool = False, log: Callable[[str], None] = no_log) -> dict:
+    """``radsift bench --protocol passages``: run the protocol and write ``report.json`` and ``report.md``.
+
+    ``report.json`` holds ``results``: system -> query kind -> ``"R@1"``, ``"R@5"`` (percent) and
+    their 95% intervals, then the protocol's tables, counts and settings.
+
+    Raises:
+        ConfigError: Unknown systems or missing folders (before any work).
+    """
+    import json
+    import os
+
+    from radsift.errors import ConfigError
+    from radsift.evaluation.report import prepare_out_dir
+    from radsift.evaluation.systems.passages import (build_passage_systems, check_passage_specs,
+                                                     parse_passage_system)
+
+    data_dir = Path("../shared/data")
+    medquad_dir = Path(medquad_dir) if medquad_dir else data_dir / "medquad"
+    cdv_dir = Path(cdv_dir) if cdv_dir else data_dir / "medquad-cdv-test"
+    for flag, path in (("--medquad", medquad_dir), ("--cdv", cdv_dir)):
+        if not Path(path).is_dir():
+            raise ConfigError(f"{flag} {path}: folder not found (the passages protocol reads MedQuAD and its CDV "
+                              "test split; by default from ../shared/data)")
+    unknown = [k for k in kinds if k not in QUERY_KINDS]
+    if unknown:
+        raise ConfigError(f"unknown query kind {unknown[0]!r}; known: {', '.join(QUERY_KINDS)}")
+    parsed = [parse_passage_system(s) for s in (specs or ["bm25", "dense"])]
+    check_passage_specs(parsed)
+    prepare_out_dir(out_dir)
+    t0 = time.perf_counter()
+    data = load_cdv(cdv_dir, medquad_dir)
+    log(f"read {len(data.passages)} passages and {len(data.queries)} queries ({data.source})")
+    systems = build_passage_systems(parsed, threads=threads, batch_size=batch_size)
+    result = run_passages(data, systems, kinds=kinds, max_queries=max_queries, seed=seed, log=log)
+    report: dict = {"protocol": KEY, "results": report_json(result), **result.to_dict()}
+    report["data"] = {k: v for k, v in result.data.items() if k != "per_query_hit1"}
+    if with_latency:
+        log(f"latency: {LATENCY_PASSAGES} passages per query ...")
+        report["latency"] = latency(build_passage_systems(parsed, threads=threads, batch_size=batch_size),
+                                    data.passages, data.queries[0].texts[kinds[0]])
+        report["latency_load"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    report["seconds"] = round(time.perf_counter() - t0, 1)
+    report["settings"] = {"systems": [s.label for s in parsed], "kinds": list(kinds), "max_queries": max_queries,
+                          "seed": seed, "threads": threads, "medquad": str(medquad_dir), "cdv": str(cdv_dir),
+                          "cpus": os.cpu_count()}
+    out = Path(out_dir)
+    (out / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    lines = [f"# {TITLE}", "", result.description, ""]
+    for table in result.tables:
+        lines += [f"## {table.title}", "", "| " + " | ".join(table.columns) + " |",
+                  "|" + "---|" * len(table.columns)] + ["| " + " | ".join(map(str, r)) + " |" for r in table.rows]
+        lines += ["", table.note, ""]
+    if with_latency:
+        lines += [f"## Latency: ms to score {LATENCY_PASSAGES} passages for one query ({os.cpu_count()} cores, "
+                  f"load {report['latency_load']})", "", "| system | pre-encoded | with encoding |", "|---|---|---|"]
+        lines += [f"| {r['system']} | {r['ms_pre_encoded']} | {r['ms_with_encoding']} |" for r in report["latency"]]
+    (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return report

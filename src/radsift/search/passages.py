@@ -1,0 +1,162 @@
+"""Passage search: a note's section passages with their aspects, by ``"entity | aspect"`` or by question.
+
+CAPR (Grundmann et al.) asks a note for *the passage* that says something about an entity under
+an aspect. The index already holds every section as a unit with its canonical heading; its aspect
+is derived here at read time from the aspect map (:mod:`radsift.text.aspects`), so no index
+change is needed and a user's extended map applies to old indexes too.
+
+``"pneumonia | treatment"`` (or ``query="pneumonia", aspect="treatment"``) becomes the model text
+``"pneumonia treatment"`` (:func:`radsift.text.aspects.entity_aspect_text`, as in training) and
+keeps only passages of that aspect; a plain question searches every passage. The first stage is
+:meth:`radsift.Index.search` over section units (the index's bi-encoder: build the index with
+``--model`` a bi-encoder from ``radsift train --recipe entity-aspect``); a cross-encoder or a
+poly-encoder folder re-scores the top ``rerank`` passages (:func:`radsift.models.reranker.rerank`).
+The matched sentences of a passage are those sharing a content word with the entity (or the
+question), each with its matched words.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from radsift.errors import ConfigError
+
+#: Separator of ``"entity | aspect"`` queries.
+ASPECT_SEPARATOR = "|"
+#: First-stage depth when an aspect filters the passages (so that k of them remain).
+ASPECT_DEPTH = 500
+
+
+@dataclass(frozen=True)
+class PassageQuery:
+    """A parsed passage query: the text the model reads, and the entity and aspect when given."""
+
+    text: str
+    entity: str | None = None
+    aspect: str | None = None
+
+
+def parse_passage_query(query: str, aspect: str | None = None) -> PassageQuery:
+    """``"pneumonia | treatment"`` or ``("pneumonia", aspect="plan")`` -> entity, aspect, model text.
+
+    Raises:
+        ConfigError: An empty entity or aspect, or both ``|`` and ``aspect`` given.
+        AspectError: The aspect is unknown (the message lists the known aspects).
+    """
+    from radsift.text.aspects import entity_aspect_text, resolve_aspect
+
+    text = " ".join(str(query).split())
+    if ASPECT_SEPARATOR in text:
+        if aspect:
+            raise ConfigError("give the aspect once: either \"ENTITY | ASPECT\" or --aspect, not both")
+        entity, _, aspect = (p.strip() for p in text.partition(ASPECT_SEPARATOR))
+        if not entity or not aspect:
+            raise ConfigError(f"query {query!r}: expected \"ENTITY | ASPECT\", e.g. \"pneumonia | treatment\"")
+    elif aspect:
+        entity = text
+    else:
+        return PassageQuery(text)
+    name = resolve_aspect(aspect)
+    return PassageQuery(entity_aspect_text(entity, name), entity, name)
+
+
+@dataclass(frozen=True)
+class PassageHit:
+    """One passage found: its note, heading, aspect, text, matched sentences and words."""
+
+    report_id: str
+    rank: int
+    score: float
+    heading: str
+    aspect: str
+    text: str
+    sentences: tuple[tuple[int, int], ...] = ()
+    highlights: tuple[tuple[int, int], ...] = ()
+    metadata: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"report_id": self.report_id, "rank": self.rank, "score": float(self.score), "heading": self.heading,
+                "aspect": self.aspect, "text": self.text, "sentences": [list(s) for s in self.sentences],
+                "highlights": [list(h) for h in self.highlights], "metadata": dict(self.metadata)}
+
+
+class PolyReranker:
+    """A poly-encoder folder used as a reranker (the :class:`radsift.models.reranker.Reranker` interface)."""
+
+    weight = 1.0
+
+    def __init__(self, path: str | Path, threads: int | None = None) -> None:
+        from radsift.models.poly_encoder import PolyEncoder
+
+        self.poly = PolyEncoder.load(path, threads=threads)
+        self.path = self.poly.path
+
+    def score(self, query: str, texts: Sequence[str]):
+        return self.poly.score_texts(query, texts)
+
+
+def load_passage_reranker(path: str | Path, threads: int | None = None):
+    """A cross-encoder or poly-encoder folder as a reranker."""
+    from radsift.models.poly_encoder import is_poly_encoder
+    from radsift.models.reranker import Reranker
+
+    return PolyReranker(path, threads) if is_poly_encoder(path) else Reranker.load(path, threads=threads, weight=1.0)
+
+
+def matched_sentences(words: str, text: str) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+    """Sentences of ``text`` that share a content word with ``words``, and those words' spans."""
+    from radsift.search.highlight import highlight_spans
+    from radsift.text import split_sentences
+
+    sentences, spans = [], []
+    for start, end in split_sentences(text):
+        found = highlight_spans(words, text[start:end])
+        if found:
+            sentences.append((start, end))
+            spans += [(start + a, start + b) for a, b in found]
+    return tuple(sentences), tuple(spans)
+
+
+def search_passages(index, query: str, *, k: int = 10, aspect: str | None = None, mode: str = "hybrid",
+                    where: Mapping | Iterable[str] | None = None, rerank: int = 0, reranker=None) -> list[PassageHit]:
+    """Rank the index's section passages for an ``"entity | aspect"`` query or a question.
+
+    Args:
+        index: An open :class:`radsift.Index`.
+        query: ``"ENTITY | ASPECT"`` or free text.
+        k: Passages to return.
+        aspect: The aspect, when not written in the query.
+        mode: First-stage mode (``dense``, ``bm25``, ``hybrid``, ``hybrid-rrf``).
+        where: Metadata filters.
+        rerank: Re-score the top ``rerank`` passages with ``reranker`` (0 = off).
+        reranker: A cross-encoder :class:`~radsift.models.reranker.Reranker` or a :class:`PolyReranker`.
+
+    Raises:
+        ConfigError, AspectError: A malformed query or an unknown aspect.
+    """
+    from radsift.models.reranker import rerank as rerank_hits
+    from radsift.text.aspects import aspect_of
+
+    parsed = parse_passage_query(query, aspect)
+    if rerank and reranker is None:
+        raise ConfigError("--rerank needs --reranker DIR (a cross-encoder or a poly-encoder folder)")
+    depth = max(k, rerank)
+    if parsed.aspect is not None:
+        depth = max(depth, ASPECT_DEPTH)
+    hits = list(index.search(parsed.text, k=depth, mode=mode, level="sentence", unit="section", where=where,
+                             negation="ignore", concepts=False, mentions=False))
+    if parsed.aspect is not None:  # a filter: the passages of the asked aspect, in first-stage order
+        hits = [h for h in hits if aspect_of(h.section) == parsed.aspect]
+    if rerank:
+        hits = rerank_hits(parsed.text, hits, reranker, top=rerank, weight=1.0)
+    words = parsed.entity or parsed.text
+    out = []
+    for rank, h in enumerate(hits[:k], start=1):
+        text = h.sections.get(h.section, "") if h.section else ""
+        sentences, spans = matched_sentences(words, text)
+        out.append(PassageHit(h.report_id, rank, float(h.score), h.section or "", aspect_of(h.section), text,
+                              sentences, spans, dict(h.metadata)))
+    return out
