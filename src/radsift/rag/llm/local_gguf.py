@@ -145,6 +145,14 @@ def _load(path: Path):
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
+        try:  # the GGUF reader draws its own tqdm bar: quiet it
+            import functools
+
+            import transformers.modeling_gguf_pytorch_utils as gguf_utils
+
+            gguf_utils.tqdm = functools.partial(gguf_utils.tqdm, disable=True)
+        except (ImportError, AttributeError):  # pragma: no cover - another transformers layout
+            pass
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
             model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name)
