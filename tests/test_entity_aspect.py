@@ -427,3 +427,20 @@ def test_bench_cli_protocol_passages_writes_report_json(tmp_path):
     res = CliRunner().invoke(app, ["bench", "--protocol", "passages", "--systems", "splade", "--medquad", str(mq),
                                    "--cdv", str(cdv), "--out", str(out)])
     assert res.exit_code != 0 and "knows" in res.output
+
+
+def test_api_passages(note_index):
+    from fastapi.testclient import TestClient
+
+    from radsift.serve import create_app
+
+    client = TestClient(create_app(note_index))
+    res = client.get("/api/passages", params={"q": "pneumonia | plan", "mode": "bm25", "k": 3})
+    assert res.status_code == 200, res.text
+    data = res.json()
+    assert data["aspect"] == "treatment" and data["hits"][0]["report_id"] == "n1"
+    hit = data["hits"][0]
+    a, b = hit["sentences"][0]
+    assert "pneumonia" in hit["text"][a:b]
+    res = client.get("/api/passages", params={"q": "pneumonia", "aspect": "weather"})
+    assert res.status_code == 422 and "known aspects" in res.text   # the API answers bad options with 422

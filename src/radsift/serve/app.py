@@ -2,6 +2,8 @@
 
 Endpoints (all under ``/api`` need ``Authorization: Bearer <token>`` when the app has a token):
 
+* ``GET /api/passages`` section passages for ``"entity | aspect"`` or a question, with heading,
+  aspect and the matched sentences (:mod:`radsift.search.passages`);
 * ``GET /api/search`` ranked hits with the matched sentence, its highlight offsets and the report,
   how the query was read (``reading``: each finding with its status and side) and what each hit's
   sentence states about those findings (``hits[].reading``); ``negation=ignore`` ranks by similarity
@@ -362,6 +364,34 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
         return {"query": query, "k": k, "mode": mode, "level": level, "target": target, "unit": unit,
                 "where": [str(f) for f in filters], "negation": negation, "overrides": overrides, "reading": read,
                 "read_as": read_as, "count": len(out), **hits.page_dict(), "took_ms": round(took, 2), "hits": out}
+
+    @api.get("/passages", dependencies=[only_params(frozenset({"q", "aspect", "k", "mode", "rerank", "where"}))])
+    def passages(
+        request: Request,
+        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS,
+                                description="\"ENTITY | ASPECT\" (e.g. \"pneumonia | treatment\") or a question.")],
+        aspect: Annotated[str | None, Query(description="The aspect, when not written in q (history, treatment, "
+                                                        "assessment, ...; an unknown one is a 422 listing them).")] = None,
+        k: Annotated[int, Query(ge=1, le=1000, description="Number of passages.")] = 10,
+        mode: Annotated[Literal["dense", "bm25", "hybrid", "hybrid-rrf"], Query(description="First stage.")] = "hybrid",
+        rerank: Annotated[int, Query(ge=0, le=1000, description="Re-score the top N passages with the server's "
+                                                                "cross-encoder (0 = off).")] = 0,
+        where: Annotated[list[str] | None, Query(description="Metadata filters, as /api/search.")] = None,
+    ) -> dict:
+        """Section passages with heading, aspect, matched sentences and words (radsift.search.passages)."""
+        from radsift.search.passages import parse_passage_query, search_passages
+
+        idx = service.index
+        parsed = parse_passage_query(q, aspect)
+        start = time.perf_counter()
+        hits = search_passages(idx, q, k=k, aspect=aspect, mode=mode, where=parse_where(where), rerank=rerank,
+                               reranker=idx.reranker if rerank else None)
+        if service.audit is not None:
+            service.audit.write("passages", client=_client(request), token_id=service.token_id, query=q,
+                                params={"aspect": parsed.aspect, "k": k, "mode": mode, "rerank": rerank},
+                                result_ids=[h.report_id for h in hits])
+        return {"query": q, "entity": parsed.entity, "aspect": parsed.aspect, "text": parsed.text,
+                "took_ms": round((time.perf_counter() - start) * 1000, 2), "hits": [h.to_dict() for h in hits]}
 
     @api.get("/reports/{report_id:path}", response_model=ReportOut, response_model_exclude_unset=True,
              dependencies=[only_params(REPORT_PARAMS)],
