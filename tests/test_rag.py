@@ -481,3 +481,35 @@ def test_offline_model_timeout_gives_a_partial_answer(smollm):
     gen = smollm.generate([{"role": "user", "content": "Describe a chest radiograph."}], max_tokens=64,
                           timeout=0.001)
     assert gen.finish_reason == "timeout" and gen.completion_tokens < 64
+
+
+# -- the command line ------------------------------------------------------------------------------
+def test_cli_ask_and_draft_impression_with_an_endpoint(fake, index, tmp_path, monkeypatch):
+    from radsift.cli import app
+
+    # the index was built with the hashing encoder: the CLI loads it in place of a real model
+    monkeypatch.setattr("radsift.models.encoder.Encoder.load",
+                        classmethod(lambda cls, model=None, **kw: HashingEncoder(model)))
+
+    audit = tmp_path / "llm.jsonl"
+    runner = CliRunner()
+    res = runner.invoke(app, ["ask", str(index.path), "small right apical pneumothorax", "--llm-url", fake.url,
+                              "--audit-log", str(audit), "--json", "-k", "2"])
+    assert res.exit_code == 0, res.output
+    body = json.loads(res.output)
+    assert body["citations"][0]["n"] == 1 and body["invalid_citations"] == 1 and len(body["sources"]) == 2
+    findings = tmp_path / "findings.txt"
+    findings.write_text("Moderate left effusion\nwith atelectasis at the base.\n")
+    res = runner.invoke(app, ["draft-impression", str(index.path), "--findings", str(findings), "--llm-url", fake.url,
+                              "--audit-log", str(audit)])
+    assert res.exit_code == 0, res.output
+    assert "Drafted impression" in res.output and "Retrieval only" in res.output
+    assert "Findings: Moderate left effusion with atelectasis" in fake.requests[-1]["body"]["messages"][1]["content"]
+    assert [json.loads(x)["event"] for x in audit.read_text().splitlines()] == ["llm_call", "llm_result"] * 2
+    res = runner.invoke(app, ["ask", str(index.path), "   ", "--llm-url", fake.url, "--audit-log", str(audit)])
+    assert res.exit_code == 2 and "empty" in res.output
+
+
+def test_model_options_need_an_endpoint():
+    with pytest.raises(ConfigError, match="go with --llm-url"):
+        make_llm(None, "llama3")
