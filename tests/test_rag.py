@@ -312,7 +312,9 @@ def test_ask_numbers_retrieved_reports_and_maps_citations_to_ids(fake, index):
 
 
 def test_no_retrieval_is_the_model_alone(fake, index):
-    a = ask(index, "small right apical pneumothorax", llm=make_llm(fake.url), retrieval=False)
+    import radsift
+
+    a = radsift.ask(index, "small right apical pneumothorax", llm=make_llm(fake.url), retrieval=False)
     assert a.sources == [] and a.citations == [] and a.invalid_citations == [1, 7]
     assert "Report" not in fake.requests[-1]["body"]["messages"][1]["content"]
 
