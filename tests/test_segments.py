@@ -115,6 +115,22 @@ def test_search_results_equal_one_segment_in_every_mode(tmp_path, enc, segmented
         [one.store.manifest.findings[f] for f in labels_b.finding]
 
 
+def test_segmented_vectors_read_like_the_concatenated_live_rows():
+    from radsift.index.store import SegmentedVectors
+
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((10, 4)).astype(np.float32), rng.standard_normal((7, 4)).astype(np.float32)
+    live_a = np.array([0, 2, 3, 5, 9])
+    x, full = SegmentedVectors([(a, live_a), (b, None)], 4), np.concatenate([a[live_a], b])
+    q = rng.standard_normal(4).astype(np.float32)
+    assert x.shape == full.shape and len(x) == 12 and x.ndim == 2
+    assert np.allclose(x @ q, full @ q) and np.array_equal(np.asarray(x), full)
+    for key in (3, -1, slice(2, 9), [7, 1, 4], np.array([True] * 6 + [False] * 6), (3, 1), (slice(2, 5), slice(0, 2))):
+        assert np.array_equal(x[key], full[key])
+    with pytest.raises(IndexError):
+        x[12]
+
+
 # -- add, delete, replace, optimize ------------------------------------------------------------------
 def test_an_add_writes_one_segment_of_the_new_reports_and_leaves_the_old_files_alone(tmp_path, enc):
     path = tmp_path / "idx"

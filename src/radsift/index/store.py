@@ -61,7 +61,7 @@ import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -104,29 +104,81 @@ def row_crc(*fields) -> int:
     return zlib.crc32("\x1f".join(map(str, fields)).encode("utf-8", "surrogatepass"))
 
 
+class SegmentedVectors:
+    """The ``(n, dim)`` float32 matrix of the live rows of several segments' memory-mapped vector
+    files, read in place: nothing is copied when an index is opened.
+
+    Supports what radsift does with vectors: ``shape``/``ndim``/``dtype``/``len``, ``x @ q`` (one
+    product per segment, the deleted rows' scores dropped, then concatenated: the exact backend's
+    scores), ``x[i]``, ``x[rows]``, ``x[start:stop]`` (rows gathered from their segments), and
+    ``np.asarray(x)`` (every live row gathered into one array: an HNSW graph build, a Milvus push).
+    """
+
+    ndim = 2
+    dtype = np.dtype(np.float32)
+
+    def __init__(self, parts: Sequence[tuple[np.ndarray, np.ndarray | None]], dim: int) -> None:
+        self.parts = list(parts)  # (memory-mapped vectors, the segment rows that are live; None: all)
+        sizes = [m.shape[0] if local is None else local.shape[0] for m, local in self.parts]
+        self.starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+        self.shape = (int(self.starts[-1]), int(dim))
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __matmul__(self, other) -> np.ndarray:
+        other = np.asarray(other, dtype=np.float32)
+        out = [(m @ other) if local is None else (m @ other)[local] for m, local in self.parts]
+        if not out:
+            return np.zeros((0,) + other.shape[1:], dtype=np.float32)
+        return np.concatenate(out)
+
+    def _gather(self, rows: np.ndarray) -> np.ndarray:
+        out = np.empty((rows.shape[0], self.shape[1]), dtype=np.float32)
+        which = np.searchsorted(self.starts, rows, side="right") - 1
+        for i in np.unique(which).tolist():
+            at = np.flatnonzero(which == i)
+            m, local = self.parts[i]
+            r = rows[at] - self.starts[i]
+            out[at] = m[r if local is None else local[r]]
+        return out
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            first, *rest = key
+            return self[first][(slice(None), *rest)] if not np.isscalar(first) else self[first][tuple(rest)]
+        if isinstance(key, (int, np.integer)):
+            i = int(key) + (self.shape[0] if key < 0 else 0)
+            if not 0 <= i < self.shape[0]:
+                raise IndexError(f"row {key} out of range for {self.shape[0]} rows")
+            return self._gather(np.array([i]))[0]
+        if isinstance(key, slice):
+            return self._gather(np.arange(self.shape[0], dtype=np.int64)[key])
+        rows = np.asarray(key)
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        rows = rows.astype(np.int64)
+        rows = np.where(rows < 0, rows + self.shape[0], rows)
+        if rows.size and (rows.min() < 0 or rows.max() >= self.shape[0]):
+            raise IndexError(f"rows out of range for {self.shape[0]} rows")
+        return self._gather(rows.ravel()).reshape(rows.shape + (self.shape[1],))
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        out = self._gather(np.arange(self.shape[0], dtype=np.int64))
+        return out if dtype is None else out.astype(dtype)
+
+
+@dataclass
 class UnitArrays:
     """Vectors and row maps of one unit kind (sentences or sections), in the store's row space.
 
-    ``vectors`` is memory-mapped from the segment's file when the generation has one segment and
-    no deleted row; otherwise the live rows of every segment are gathered into one array the first
-    time ``vectors`` is read (BM25-only searches never pay for it).
+    ``vectors`` is the segment's memory-mapped file when the generation has one segment and no
+    deleted row, else a :class:`SegmentedVectors` over every segment's file (no copy at open).
     """
 
-    def __init__(self, vectors: np.ndarray | Callable[[], np.ndarray], report_row: np.ndarray,
-                 section_code: np.ndarray) -> None:
-        self._vectors = vectors
-        self._lock = threading.Lock()
-        self.report_row = report_row  # int32 (n,), the report row of each unit
-        self.section_code = section_code  # int16 (n,), index into manifest.sections
-
-    @property
-    def vectors(self) -> np.ndarray:
-        """float32 (n, dim)."""
-        if callable(self._vectors):
-            with self._lock:
-                if callable(self._vectors):
-                    self._vectors = self._vectors()
-        return self._vectors
+    vectors: np.ndarray | SegmentedVectors  # float32 (n, dim)
+    report_row: np.ndarray  # int32 (n,), the report row of each unit
+    section_code: np.ndarray  # int16 (n,), index into manifest.sections
 
 
 @dataclass(frozen=True)
@@ -874,17 +926,9 @@ class IndexStore:
         report_row = np.concatenate(report_rows).astype(np.int32) if report_rows else np.zeros(0, np.int32)
         section_code = np.concatenate(codes).astype(np.int16) if codes else np.zeros(0, np.int16)
         if len(parts) == 1 and parts[0][1] is None:
-            vectors: np.ndarray | Callable = parts[0][0].array(f"{kind}_vectors", mmap=True)
+            vectors: np.ndarray | SegmentedVectors = parts[0][0].array(f"{kind}_vectors", mmap=True)
         else:
-            def vectors() -> np.ndarray:  # gathered once: the live rows of every segment
-                out = np.empty((report_row.shape[0], dim), dtype=np.float32)
-                at = 0
-                for seg, local in parts:
-                    src = seg.array(f"{kind}_vectors", mmap=True)
-                    n = src.shape[0] if local is None else local.shape[0]
-                    out[at:at + n] = src if local is None else src[local]
-                    at += n
-                return out
+            vectors = SegmentedVectors([(seg.array(f"{kind}_vectors", mmap=True), local) for seg, local in parts], dim)
         return UnitArrays(vectors, report_row, section_code)
 
     def labels(self) -> LabelArrays:
