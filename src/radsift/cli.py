@@ -1026,6 +1026,9 @@ def bench_cmd(
         "--cdv", metavar="DIR", help="passages: the CDV test split (default ../shared/data/medquad-cdv-test).")] = None,
     latency: Annotated[bool, typer.Option(
         "--latency", help="passages: also time scoring 2,048 passages for one query per system.")] = False,
+    passage_tokens: Annotated[Optional[int], typer.Option(
+        "--passage-tokens", metavar="N", help="passages: word pieces of a passage the models read (default: each "
+        "model's own, 256 for MiniLM).")] = None,
 ) -> None:
     """Evaluate systems with the protocols of Shi et al. and RadSearch; write report.md, report.json and plots.
     --protocol passages (CAPR, MedQuAD CDV test split) runs alone: --systems bm25 | tfidf | dense[:MODEL] |
@@ -1037,7 +1040,8 @@ def bench_cmd(
             raise ConfigError("--protocol passages runs alone (its own data and systems): run the others separately")
         report = bench_passages(out, systems or ["bm25", "dense"], medquad_dir=medquad, cdv_dir=cdv,
                                 max_queries=max_queries, seed=seed, threads=threads, batch_size=batch_size,
-                                with_latency=latency, log=lambda m: err_console.print(m, highlight=False))
+                                with_latency=latency, max_tokens=passage_tokens,
+                                log=lambda m: err_console.print(m, highlight=False))
         for name, by_kind in report["results"].items():
             for kind, figures in by_kind.items():
                 console.print(f"{name:<28} {kind:<14} R@1 {figures['R@1']:6.2f}  R@5 {figures['R@5']:6.2f}",

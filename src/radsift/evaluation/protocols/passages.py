@@ -208,6 +208,8 @@ def latency(systems: Sequence, passages: Sequence[str], query: str, n: int = LAT
     for system in systems:
         t0 = time.perf_counter()
         system.prepare(texts)
+        if hasattr(system, "_ensure"):  # encode the passages now (an index holds them encoded)
+            system._ensure(range(n))
         t1 = time.perf_counter()
         system.score([query], rows)
         t2 = time.perf_counter()
@@ -221,7 +223,8 @@ def latency(systems: Sequence, passages: Sequence[str], query: str, n: int = LAT
 def bench_passages(out_dir: str | Path, specs: Sequence[str], *, medquad_dir: str | Path | None = None,
                    cdv_dir: str | Path | None = None, kinds: Sequence[str] = QUERY_KINDS,
                    max_queries: int | None = None, seed: int = 0, threads: int | None = None, batch_size: int = 64,
-                   with_latency: bool = False, log: Callable[[str], None] = no_log) -> dict:
+                   with_latency: bool = False, max_tokens: int | None = None,
+                   log: Callable[[str], None] = no_log) -> dict:
     """``radsift bench --protocol passages``: run the protocol and write ``report.json`` and ``report.md``.
 
     ``report.json`` holds ``results``: system -> query kind -> ``"R@1"``, ``"R@5"`` (percent) and
@@ -254,18 +257,19 @@ def bench_passages(out_dir: str | Path, specs: Sequence[str], *, medquad_dir: st
     t0 = time.perf_counter()
     data = load_cdv(cdv_dir, medquad_dir)
     log(f"read {len(data.passages)} passages and {len(data.queries)} queries ({data.source})")
-    systems = build_passage_systems(parsed, threads=threads, batch_size=batch_size)
+    systems = build_passage_systems(parsed, threads=threads, batch_size=batch_size, max_tokens=max_tokens)
     result = run_passages(data, systems, kinds=kinds, max_queries=max_queries, seed=seed, log=log)
     report: dict = {"protocol": KEY, "results": report_json(result), **result.to_dict()}
     report["data"] = {k: v for k, v in result.data.items() if k != "per_query_hit1"}
     if with_latency:
         log(f"latency: {LATENCY_PASSAGES} passages per query ...")
-        report["latency"] = latency(build_passage_systems(parsed, threads=threads, batch_size=batch_size),
+        report["latency"] = latency(build_passage_systems(parsed, threads=threads, batch_size=batch_size,
+                                                          max_tokens=max_tokens),
                                     data.passages, data.queries[0].texts[kinds[0]])
         report["latency_load"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     report["seconds"] = round(time.perf_counter() - t0, 1)
     report["settings"] = {"systems": [s.label for s in parsed], "kinds": list(kinds), "max_queries": max_queries,
-                          "seed": seed, "threads": threads, "medquad": str(medquad_dir), "cdv": str(cdv_dir),
+                          "seed": seed, "threads": threads, "max_tokens": max_tokens, "medquad": str(medquad_dir), "cdv": str(cdv_dir),
                           "cpus": os.cpu_count()}
     out = Path(out_dir)
     (out / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")

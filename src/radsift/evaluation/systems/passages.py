@@ -27,7 +27,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -220,7 +220,40 @@ def _best_window(window_scores: np.ndarray, owner: np.ndarray, n: int) -> np.nda
     return out
 
 
-class DensePassages(PassageSystem):
+class _LazyWindows(PassageSystem):
+    """Encodes a passage's windows the first time a query has it among its candidates (a sampled run
+    encodes only the passages its queries need)."""
+
+    def prepare(self, passages):
+        super().prepare(passages)
+        self._rows: dict[int, list[int]] = {}  # passage row -> rows of its windows in self._store
+        self._store: list = []
+
+    def _encode(self, texts):
+        raise NotImplementedError
+
+    def _ensure(self, rows: Iterable[int]) -> None:
+        missing = [int(r) for r in dict.fromkeys(rows) if int(r) not in self._rows]
+        if not missing:
+            return
+        texts, owner = _windows([self.passages[r] for r in missing])
+        encoded = self._encode(texts)
+        base = len(self._store)
+        self._store.extend(encoded)
+        for k, o in enumerate(owner):
+            self._rows.setdefault(missing[int(o)], []).append(base + k)
+
+    def _window_table(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Stored rows of the candidates' windows and, for each, its position among the candidates."""
+        rows, pos = [], []
+        for p, r in enumerate(idx):
+            for w in self._rows[int(r)]:
+                rows.append(w)
+                pos.append(p)
+        return np.asarray(rows, dtype=np.int64), np.asarray(pos, dtype=np.int64)
+
+
+class DensePassages(_LazyWindows):
     """Bi-encoder cosine; a passage scores by its best window."""
 
     kind = "dense"
@@ -228,29 +261,24 @@ class DensePassages(PassageSystem):
     def __init__(self, name: str, encoder, batch_size: int = 64) -> None:
         self.name, self.encoder, self.batch_size = name, encoder, batch_size
 
-    def prepare(self, passages):
-        super().prepare(passages)
-        texts, self.owner = _windows(self.passages)
-        self.vectors = self.encoder.encode(texts, batch_size=self.batch_size, progress=len(texts) > 256,
-                                           desc="encoding passages")
-        self._qcache: dict[str, np.ndarray] = {}
+    def _encode(self, texts):
+        return list(self.encoder.encode(texts, batch_size=self.batch_size, progress=len(texts) > 256,
+                                        desc="encoding passages"))
 
     def score(self, queries, candidates):
-        missing = [q for q in dict.fromkeys(queries) if q not in self._qcache]
-        if missing:
-            for q, v in zip(missing, self.encoder.encode(missing, batch_size=self.batch_size)):
-                self._qcache[q] = v
+        self._ensure(r for c in candidates for r in c)
+        matrix = np.asarray(self._store, dtype=np.float32)
+        qvecs = self.encoder.encode(list(dict.fromkeys(queries)), batch_size=self.batch_size)
+        qrow = {q: i for i, q in enumerate(dict.fromkeys(queries))}
         out = []
-        n = len(self.passages)
         for q, c in zip(queries, candidates):
             idx = np.asarray(c, dtype=np.int64)
-            sel = np.isin(self.owner, idx)
-            best = _best_window(self.vectors[sel] @ self._qcache[q], self.owner[sel], n)
-            out.append(best[idx])
+            rows, pos = self._window_table(idx)
+            out.append(_best_window(matrix[rows] @ qvecs[qrow[q]], pos, len(idx)))
         return out
 
 
-class PolyPassages(PassageSystem):
+class PolyPassages(_LazyWindows):
     """Poly-encoder: passage codes computed once per window, queries attend over them."""
 
     kind = "poly"
@@ -258,20 +286,18 @@ class PolyPassages(PassageSystem):
     def __init__(self, name: str, poly, batch_size: int = 32) -> None:
         self.name, self.poly, self.batch_size = name, poly, batch_size
 
-    def prepare(self, passages):
-        super().prepare(passages)
-        texts, self.owner = _windows(self.passages)
-        self.codes = self.poly.encode_passages(texts, batch_size=self.batch_size)
+    def _encode(self, texts):
+        return list(self.poly.encode_passages(texts, batch_size=self.batch_size))
 
     def score(self, queries, candidates):
+        self._ensure(r for c in candidates for r in c)
+        codes = np.asarray(self._store, dtype=np.float32)
         qv = self.poly.encode_queries(list(queries))
         out = []
-        n = len(self.passages)
         for i, c in enumerate(candidates):
             idx = np.asarray(c, dtype=np.int64)
-            sel = np.flatnonzero(np.isin(self.owner, idx))
-            s = self.poly.score(qv[i:i + 1], self.codes[sel])[0]
-            out.append(_best_window(s, self.owner[sel], n)[idx])
+            rows, pos = self._window_table(idx)
+            out.append(_best_window(self.poly.score(qv[i:i + 1], codes[rows])[0], pos, len(idx)))
         return out
 
 
@@ -310,8 +336,12 @@ class CrossPassages(PassageSystem):
 
 
 def build_passage_systems(specs: Sequence[PassageSpec], *, threads: int | None = None,
-                          batch_size: int = 64, encoders: dict | None = None) -> list[PassageSystem]:
-    """Build the systems of ``specs`` (model folders loaded once each)."""
+                          batch_size: int = 64, encoders: dict | None = None,
+                          max_tokens: int | None = None) -> list[PassageSystem]:
+    """Build the systems of ``specs`` (model folders loaded once each).
+
+    ``max_tokens``: word pieces of a passage the models read (None = each model's own length).
+    """
     from radsift.evaluation.systems.cache import load_encoder
 
     encoders = dict(encoders or {})
@@ -320,6 +350,8 @@ def build_passage_systems(specs: Sequence[PassageSpec], *, threads: int | None =
     def encoder(model):
         if model not in encoders:
             encoders[model] = load_encoder(model, threads=threads)
+            if max_tokens and hasattr(getattr(encoders[model], "model", None), "max_seq_length"):
+                encoders[model].model.max_seq_length = int(max_tokens)
         return encoders[model]
 
     def poly(model):
@@ -327,6 +359,8 @@ def build_passage_systems(specs: Sequence[PassageSpec], *, threads: int | None =
 
         if model not in polys:
             polys[model] = PolyEncoder.load(model, threads=threads)
+            if max_tokens:
+                polys[model].model.max_seq_length = int(max_tokens)
         return polys[model]
 
     out: list[PassageSystem] = []
@@ -342,7 +376,7 @@ def build_passage_systems(specs: Sequence[PassageSpec], *, threads: int | None =
         else:
             from radsift.models.reranker import Reranker
 
-            rr = Reranker.load(s.reranker, threads=threads, max_length=256)
+            rr = Reranker.load(s.reranker, threads=threads, max_length=max_tokens or 256)
             first = None
             if s.kind == "rerank":
                 first = (PolyPassages("first", poly(s.model)) if s.first_poly
