@@ -127,7 +127,13 @@ class BM25:
     never scored and not counted in ``N``, ``df`` or ``avgdl``). Has the two members the rest of
     radsift uses: ``vocab_dict`` (terms of the live documents, plus possibly terms only deleted
     documents hold, which then score 0 everywhere) and :meth:`get_scores`.
+
+    A term's postings (global rows and ``tf / (tf + k1 (1 - b + b |d| / avgdl))``) are computed on
+    its first query and kept (up to :attr:`CACHE_POSTINGS` postings in all), so a query costs
+    what bm25s's precomputed matrices cost: one multiply-add per posting of its terms.
     """
+
+    CACHE_POSTINGS = 50_000_000
 
     def __init__(self, parts: Sequence[tuple[TermStats, np.ndarray]], n: int,
                  params: Mapping[str, Any] | None = None) -> None:
@@ -136,50 +142,72 @@ class BM25:
             raise ValueError(f"BM25 method {params['method']!r}: radsift scores Lucene BM25 only")
         self.k1, self.b = float(params["k1"]), float(params["b"])
         self.n = int(n)
-        self.parts = [(stats, np.asarray(rows, dtype=np.int64)) for stats, rows in parts]
-        live_lengths = [np.asarray(s.lengths)[rows >= 0] for s, rows in self.parts]
+        self.parts = []
+        for stats, rows in parts:
+            rows = np.asarray(rows, dtype=np.int64)
+            # A part whose documents are all live and numbered consecutively maps rows by an offset.
+            dense = bool(rows.size) and rows[0] >= 0 and bool(np.all(np.diff(rows) == 1))
+            self.parts.append((stats, rows, int(rows[0]) if dense else None))
+        live_lengths = [np.asarray(s.lengths)[rows >= 0] for s, rows, _ in self.parts]
         self.n_docs = int(sum(x.shape[0] for x in live_lengths))
         total = float(sum(int(x.sum(dtype=np.int64)) for x in live_lengths))
         self.avgdl = total / self.n_docs if self.n_docs else 1.0
         # Per document: k1 * (1 - b + b * |d| / avgdl), the length normalisation of every term.
-        self._norm = [self.k1 * (1.0 - self.b + self.b * np.asarray(s.lengths, dtype=np.float64) / (self.avgdl or 1.0))
-                      for s, _ in self.parts]
-        self._cols = [{t: j for j, t in enumerate(s.terms)} for s, _ in self.parts]
+        self._norm = [(self.k1 * (1.0 - self.b + self.b * np.asarray(s.lengths, dtype=np.float64) / (self.avgdl or 1.0)))
+                      .astype(np.float32) for s, _, _ in self.parts]
+        self._cols = [{t: j for j, t in enumerate(s.terms)} for s, _, _ in self.parts]
         self.vocab_dict: dict[str, int] = {}
         for cols in self._cols:
             for t in cols:
                 self.vocab_dict.setdefault(t, len(self.vocab_dict))
-        self._idf: dict[str, float] = {}
+        self._postings: dict[str, tuple[np.ndarray, np.ndarray, float]] = {}
+        self._cached = 0
 
-    def _postings(self, term: str):
-        """(global rows, tf, norm) of the live documents holding ``term``, part by part."""
-        for (stats, rows), cols, norm in zip(self.parts, self._cols, self._norm):
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray, float]:
+        """(global rows, term-frequency component, idf) of the live documents holding ``term``."""
+        hit = self._postings.get(term)
+        if hit is not None:
+            return hit
+        rows_out, weights = [], []
+        for (stats, rows, offset), cols, norm in zip(self.parts, self._cols, self._norm):
             j = cols.get(term)
             if j is None:
                 continue
             start, end = int(stats.indptr[j]), int(stats.indptr[j + 1])
             local = np.asarray(stats.rows[start:end], dtype=np.int64)
-            g = rows[local]
-            keep = g >= 0
-            yield g[keep], np.asarray(stats.tf[start:end], dtype=np.float64)[keep], norm[local[keep]]
+            tf = np.asarray(stats.tf[start:end], dtype=np.float32)
+            w = tf / (tf + norm[local])
+            if offset is not None:
+                g = local + offset
+            else:
+                g = rows[local]
+                keep = g >= 0
+                g, w = g[keep], w[keep]
+            rows_out.append(g)
+            weights.append(w)
+        g = np.concatenate(rows_out) if rows_out else np.zeros(0, dtype=np.int64)
+        w = np.concatenate(weights) if weights else np.zeros(0, dtype=np.float32)
+        df = g.shape[0]
+        idf = math.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5)) if df else 0.0
+        hit = (g, w, idf)
+        if self._cached + df > self.CACHE_POSTINGS:
+            self._postings, self._cached = {}, 0
+        self._postings[term] = hit
+        self._cached += df
+        return hit
 
     def idf(self, term: str) -> float:
         """Lucene idf of ``term`` over the live documents (0 when none holds it)."""
-        if term not in self._idf:
-            df = sum(g.shape[0] for g, _, _ in self._postings(term))
-            self._idf[term] = math.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5)) if df else 0.0
-        return self._idf[term]
+        return self.postings(term)[2]
 
     def get_scores(self, tokens: Sequence[str]) -> np.ndarray:
         """BM25 of every row for a query's tokens (a token repeated counts again, as in bm25s)."""
-        out = np.zeros(self.n, dtype=np.float64)
+        out = np.zeros(self.n, dtype=np.float32)
         for term in tokens:
-            idf = self.idf(term)
-            if not idf:
-                continue
-            for g, tf, norm in self._postings(term):
-                out[g] += idf * tf / (tf + norm)
-        return out.astype(np.float32)
+            g, w, idf = self.postings(term)
+            if idf:
+                out[g] += np.float32(idf) * w  # a document appears once in a term's postings
+        return out
 
 
 def build_bm25(tokens: Sequence[Sequence[str]], params: Mapping[str, Any] | None = None) -> BM25:
