@@ -23,8 +23,9 @@ Run (about 20 minutes at 1M sentences on 2 busy cores)::
     .venv/bin/python benchmarks/bench_add.py --sentences 1000000 --out add.json
 
 ``--openi reports.csv --reports 3000`` times the same build and 1% add on real Open-i reports
-with the packaged MiniLM model (torch). ``--baseline-src DIR`` also times the same add with another radsift source tree (e.g. the commit
-before segments, exported with ``git archive``) against an index that tree built, run in a subprocess.
+with the packaged MiniLM model (torch). ``--baseline-src DIR`` also times the same build and add
+with another radsift source tree (e.g. the commit before segments, exported with ``git archive``),
+in a subprocess.
 """
 
 from __future__ import annotations
@@ -163,7 +164,8 @@ def real(args) -> int:
     work = Path(args.workdir)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    options = ReaderOptions(format="csv", id_column="uid", sections={"findings": "findings", "impression": "impression"})
+    options = ReaderOptions(format="csv", id_column="uid",
+                            sections={"findings": "findings", "impression": "impression"})
     reports = list(read_corpus([args.openi], options))
     n_new = max(1, int(args.reports * args.fraction))
     base, new = reports[:args.reports], reports[args.reports:args.reports + n_new]

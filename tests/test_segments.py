@@ -32,7 +32,8 @@ FINDINGS = ["small right pneumothorax", "left pleural effusion", "no pleural eff
 def _report(i: int, version: int = 0) -> Report:
     a, b = FINDINGS[i % len(FINDINGS)], FINDINGS[(3 * i + version) % len(FINDINGS)]
     text = f"There is {a}. Also {b}." + (" Pneumothorax again noted." * (i % 3)) + (" Changed." * version)
-    return Report(f"r{i}", {"findings": text, "impression": f"{b.capitalize()}."}, {"site": "north" if i % 2 else "south"})
+    return Report(f"r{i}", {"findings": text, "impression": f"{b.capitalize()}."},
+                  {"site": "north" if i % 2 else "south"})
 
 
 QUERIES = ["pneumothorax", "pleural effusion", "no pneumothorax", "right rib fracture", "cardiomegaly lungs",

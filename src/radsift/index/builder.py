@@ -324,7 +324,8 @@ def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, o
             empty = [r.id for r in new if r.is_empty]
             if old is not None:
                 empty = sorted(set(old.manifest.empty_ids) - {r.id for r in new} | set(empty))
-            metadata_keys = sorted({k for r in new for k in r.metadata} | set(old.manifest.metadata_keys if old else []))
+            metadata_keys = sorted({k for r in new for k in r.metadata}
+                                   | set(old.manifest.metadata_keys if old else []))
             lexicon = opts.lexicon
             manifest = Manifest(
                 format_version=FORMAT_VERSION,
@@ -406,7 +407,8 @@ class ChangeSummary:
             return (f"converted {self.index_dir} from format 1 into one segment ({self.reports} reports, nothing "
                     f"re-encoded) in {self.seconds:.1f}s")
         if self.action == "optimize-nothing":
-            return f"nothing to optimize: {self.index_dir} is one segment with no deleted report ({self.reports} reports)"
+            return (f"nothing to optimize: {self.index_dir} is one segment with no deleted report "
+                    f"({self.reports} reports)")
         return (f"optimized {self.index_dir}: {self.segments_before} segments -> 1, {self.dropped} deleted reports "
                 f"dropped, {self.reports} reports, in {self.seconds:.1f}s")
 
@@ -442,7 +444,8 @@ def optimize_index(index_dir: str | Path, *, progress: bool = False) -> ChangeSu
     """Merge the live rows of all segments into one segment and drop the deleted reports for good.
 
     Nothing is re-encoded or re-tokenised: records, vectors, labels and BM25 term statistics are
-    copied from the segments. An index of format 1 (before segments) is converted into one segment. Committed atomically like every write: an interrupted optimize leaves
+    copied from the segments. An index of format 1 (before segments) is converted into one segment.
+    Committed atomically like every write: an interrupted optimize leaves
     the previous generation live and whole (its leftovers are removed by the next writer).
     """
     from radsift import __version__

@@ -153,7 +153,8 @@ class BM25:
         total = float(sum(int(x.sum(dtype=np.int64)) for x in live_lengths))
         self.avgdl = total / self.n_docs if self.n_docs else 1.0
         # Per document: k1 * (1 - b + b * |d| / avgdl), the length normalisation of every term.
-        self._norm = [(self.k1 * (1.0 - self.b + self.b * np.asarray(s.lengths, dtype=np.float64) / (self.avgdl or 1.0)))
+        avgdl = self.avgdl or 1.0
+        self._norm = [(self.k1 * (1.0 - self.b + self.b * np.asarray(s.lengths, dtype=np.float64) / avgdl))
                       .astype(np.float32) for s, _, _ in self.parts]
         self._cols = [{t: j for j, t in enumerate(s.terms)} for s, _, _ in self.parts]
         self.vocab_dict: dict[str, int] = {}
