@@ -262,6 +262,8 @@ def main(argv=None) -> int:
     ap.add_argument("--candidates", type=int, default=1000)
     ap.add_argument("--workdir", default="/tmp/radsift-bench-scale")
     ap.add_argument("--keep", action="store_true", help="keep the saved graphs in --workdir")
+    ap.add_argument("--add", action="store_true", help="also time an add of 1%% of --rows sentences against a full "
+                    "build through the index API (benchmarks/bench_add.py: a synthetic corpus, the hashing encoder)")
     ap.add_argument("--out", default="")
     args = ap.parse_args(argv)
     args.efs = [int(v) for v in args.efs.split(",")]
@@ -294,6 +296,14 @@ def main(argv=None) -> int:
         log(f"{system}: done")
         if args.out:
             Path(args.out).write_text(json.dumps(result, indent=1))
+    if args.add:
+        from bench_add import main as bench_add
+
+        log("== add 1% (bench_add)")
+        add_out = workdir / "add.json"
+        bench_add(["--sentences", str(args.rows), "--workdir", str(workdir / "add"), "--out", str(add_out)])
+        result["add"] = json.loads(add_out.read_text())
+        shutil.rmtree(workdir / "add", ignore_errors=True)
     result["load_end"] = os.getloadavg()
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1))
@@ -323,6 +333,11 @@ def table(result: dict, args) -> str:
         o = r["rss_opened_after_queries_mib"]
         lines.append(f"| hnsw {name} | {r['build_s']} | {r['rss_build_mib']['VmRSS']} | {r['file_mib']} | {tops} | "
                      f"{s['p50_ms']}/{s['p99_ms']} ({s['recall10']}) | {o['RssAnon']}/{o['RssFile']} |")
+    if "add" in result:
+        a = result["add"]
+        lines.append(f"\nadd {a['fraction']:.0%} of {a['build_units']['sentences']:,} sentences (bench_add, hashing "
+                     f"encoder): {a['add_s']:.2f} s against a full build of {a['build_s']:.1f} s "
+                     f"({a['add_over_build']:.1%}); optimize {a['optimize_s']:.1f} s")
     return "\n".join(lines)
 
 

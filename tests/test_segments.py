@@ -133,7 +133,7 @@ def test_segmented_vectors_read_like_the_concatenated_live_rows():
 
 
 # -- add, delete, replace, optimize ------------------------------------------------------------------
-def test_an_add_writes_one_segment_of_the_new_reports_and_leaves_the_old_files_alone(tmp_path, enc):
+def test_an_add_writes_one_segment_of_the_new_reports_and_leaves_the_old_files_alone(tmp_path, enc, monkeypatch):
     path = tmp_path / "idx"
     build_index(path, [_report(i) for i in range(5)], encoder=enc, progress=False)
     (first,) = _segments(path)
@@ -149,6 +149,10 @@ def test_an_add_writes_one_segment_of_the_new_reports_and_leaves_the_old_files_a
     assert segs[1]["counts"]["reports"] == 1
     assert {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in files} == files  # untouched, not copied
     assert IndexStore.open(path).manifest.counts["reports"] == 6
+    assert "optimize" not in summary.describe()
+    monkeypatch.setattr("radsift.index.builder.OPTIMIZE_HINT", 3)
+    summary = add_to_index(path, [_report(8)], encoder=enc, progress=False)
+    assert f"3 segments: `radsift index optimize {path}` merges them" in summary.describe()
 
 
 def test_deleted_reports_are_never_returned(segmented, enc):

@@ -36,6 +36,7 @@ class BuildSummary:
     sections: int = 0
     encoded: int = 0  # distinct texts sent to the encoder by this run
     seconds: float = 0.0
+    segments: int = 1  # segments of the index afterwards
 
     def describe(self) -> str:
         if self.added == 0 and not self.replaced and self.reports:
@@ -47,7 +48,13 @@ class BuildSummary:
         if self.empty_ids:
             shown = ", ".join(self.empty_ids[:5]) + (" ..." if len(self.empty_ids) > 5 else "")
             text += f"; {len(self.empty_ids)} empty reports stored with no searchable text: {shown}"
+        if self.segments >= OPTIMIZE_HINT:
+            text += f"; {self.segments} segments: `radsift index optimize {self.index_dir}` merges them"
         return text
+
+
+#: From this many segments an add suggests ``radsift index optimize`` (each segment costs a little per query).
+OPTIMIZE_HINT = 16
 
 
 def _encode_unique(encoder, texts: list[str], batch_size: int, progress: bool, desc: str) -> tuple[np.ndarray, int]:
@@ -353,6 +360,7 @@ def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, o
     summary.sentences = manifest.counts["sentences"]
     summary.sections = manifest.counts["sections"]
     summary.encoded = n1 + n2
+    summary.segments = len(manifest.segments)
     summary.seconds = time.perf_counter() - start
     return summary
 
