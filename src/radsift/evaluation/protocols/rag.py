@@ -166,7 +166,7 @@ def _distinct_impressions(reports: Sequence, findings_section: str, impression_s
 
 def run_rag(reports: Sequence, systems: Sequence, llm, *, labeler, holdout_fraction: float, seed: int,
             cases: Sequence[Case] | None = None, max_queries: int | None = None, draft_reports: int = 30,
-            max_tokens: int = 32, draft_max_tokens: int = 48, timeout: float = 120.0,
+            max_tokens: int = 16, draft_max_tokens: int = 32, timeout: float = 120.0,
             findings_section: str = "findings", impression_section: str = "impression",
             log: Log = no_log) -> ProtocolResult:
     """Diagnosis accuracy with and without retrieval, and impression-draft F1 (see the module).
