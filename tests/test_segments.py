@@ -180,6 +180,18 @@ def test_deleting_an_id_that_is_not_there_names_it_and_changes_nothing(segmented
     assert res.exit_code != 0 and "'ghost'" in res.output and "Traceback" not in res.output
 
 
+def test_the_delete_command_takes_ids_and_an_ids_file(segmented, tmp_path, enc):
+    path, _ = segmented
+    ids = tmp_path / "withdrawn.txt"
+    ids.write_text("r3\n\nr4\n")
+    res = CliRunner().invoke(app, ["index", "delete", str(path), "r6", "--ids-file", str(ids)])
+    assert res.exit_code == 0 and "deleted 3 report(s)" in res.output, res.output
+    index = Index.open(path, encoder=enc)
+    assert [index.get_report(i) for i in ("r3", "r4", "r6")] == [None] * 3 and index.get_report("r7") is not None
+    res = CliRunner().invoke(app, ["index", "delete", str(path)])
+    assert res.exit_code == 2 and "REPORT_ID" in res.output
+
+
 def test_optimize_merges_into_one_segment_with_the_same_results(tmp_path, enc, segmented):
     path, live = segmented
     index = Index.open(path, encoder=enc)
