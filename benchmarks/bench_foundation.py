@@ -138,7 +138,7 @@ def bench_million(n: int, workdir: Path, rows: list[tuple[str, ...]], n_queries:
     rows.append((f"synthetic index: {n:,} sentence vectors written", f"{time.perf_counter() - t:.0f} s", ""))
 
     idx = Index.open(workdir / "million", encoder=encoder)
-    matrix = np.load(idx.store.gen_dir / "sentence_vectors.npy")  # the same vectors, in RAM
+    matrix = np.ascontiguousarray(idx.store.units("sentence").vectors)  # the same vectors, in RAM
     queries = (QUERIES * ((n_queries // len(QUERIES)) + 1))[:n_queries]
     qvecs = {q: encoder.encode_query(q) for q in QUERIES}
     for q in QUERIES[:3]:  # warm: page in the memory map, load BM25

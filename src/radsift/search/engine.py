@@ -519,7 +519,8 @@ def _checked_cosines(scores: np.ndarray, store: IndexStore, unit: str) -> np.nda
     if scores.size and not (np.isfinite(scores).all() and float(np.abs(scores).max()) <= 1.001):
         from radsift.errors import IndexDamagedError
 
-        raise IndexDamagedError(f"{store.gen_dir / f'{unit}_vectors.npy'}: holds vectors that are not unit length "
+        raise IndexDamagedError(f"{store.index_dir / 'segments'}: a segment's {unit}_vectors.npy holds vectors that "
+                                f"are not unit length "
                                 f"(NaN or out-of-range scores): the file is damaged; run `radsift index verify "
                                 f"--deep {store.index_dir}` and rebuild or roll back")
     return scores
