@@ -120,6 +120,29 @@ def test_backend_top_matches_exact(built):
 
 
 @needs_lite
+def test_every_copy_of_a_duplicate_vector_is_a_candidate(built):
+    """Reports repeat sentences: bit-identical vectors form groups, and every copy of a group found scores."""
+    from radsift.index.store import IndexStore
+
+    idx, _, side = built
+    info = json.loads(side.read_text())
+    assert info["dups"]["section"] and (idx / mv.SIDE_DIR / info["dups"]["section"]).exists()
+    store = IndexStore.open(idx)
+    x = np.asarray(store.units("section").vectors)
+    b = create_backend("milvus", x, milvus=mv.MilvusPlace(idx, store.gen_dir, "section"), candidates=5)
+    assert b.groups is not None
+    sizes = np.diff(b.groups[1])
+    big = int(np.argmax(sizes))
+    copies = b.groups[0][b.groups[1][big]:b.groups[1][big + 1]]
+    assert copies.size > b.candidates  # more copies than Milvus is asked for
+    s = b.scores(x[copies[0]])
+    np.testing.assert_allclose(s[copies], 1.0, atol=1e-5)  # all of them exactly scored, none at the floor
+    rows, vals = b.top(x[copies[0]], 3)
+    np.testing.assert_allclose(vals, 1.0, atol=1e-5)
+    store.close()
+
+
+@needs_lite
 @pytest.mark.parametrize("mode", ["dense", "hybrid"])
 def test_engine_parity_with_exact(built, monkeypatch, mode):
     """Milvus through the engine (40 candidates of ~800 sentences) gives the top scores of exact search."""

@@ -18,7 +18,8 @@ with their inner products: exact cosines) carry their cosine, one anchor row (th
 Milvus's best row for ``-query``) carries its own, and every other row a floor just below the
 lowest candidate; the ranking core then fuses with BM25, applies the reading tiers and aggregates
 per report exactly as for the other backends. Indexes with no more rows than ``candidates`` are
-scored exactly from the local vectors.
+scored exactly from the local vectors. As in the hnsw backend, every row of a group of bit-identical
+vectors found is a candidate (the groups are saved beside the side file when the vectors are pushed).
 
 Filters are pushed down as a Milvus boolean expression (:func:`expression`): the section of
 ``--target`` as ``section == c`` and each metadata filter as ``m<i> == "v"`` (``key=value``) or
@@ -288,9 +289,10 @@ def push_generation(index_dir: str | Path, uri: str | None = None, *, index: dic
                     say(f"Milvus: {stop:,}/{n:,} {kind} vectors into {name} ({time.time() - t0:.0f}s)")
             client.flush(name)
             collections[kind], rows[kind] = name, n
+        dups = {kind: _save_groups(index_dir, gen, kind, store.units(kind).vectors) for kind in UNIT_KINDS}
         info = {"format": FORMAT, "uri": _stored_uri(index_dir, uri), "generation": gen.name,
                 "collections": collections, "rows": rows, "dim": int(store.manifest.dim),
-                "fields": fields, "sections": list(store.manifest.sections), "index": spec}
+                "fields": fields, "sections": list(store.manifest.sections), "index": spec, "dups": dups}
     finally:
         store.close()
     path = side_file(index_dir, gen)
@@ -300,6 +302,29 @@ def push_generation(index_dir: str | Path, uri: str | None = None, *, index: dic
     os.replace(tmp, path)
     drop_gone(index_dir, client)
     return path
+
+
+def dups_path(index_dir: str | Path, gen_dir: str | Path, kind: str) -> Path:
+    """The duplicate groups of a generation's ``kind`` vectors (``INDEX/cache/milvus/<gen>.<kind>.dups.npz``)."""
+    return Path(index_dir) / SIDE_DIR / f"{Path(gen_dir).name}.{kind}.dups.npz"
+
+
+def _save_groups(index_dir: Path, gen_dir: Path, kind: str, vectors) -> str | None:
+    """Save the groups of bit-identical rows (:func:`~radsift.index.backends.hnsw.duplicate_groups`); the
+    file name, or None when every row is distinct."""
+    from radsift.index.backends.hnsw import duplicate_groups
+
+    path = dups_path(index_dir, gen_dir, kind)
+    if path.exists():
+        return path.name
+    groups = duplicate_groups(vectors) if vectors.shape[0] else None
+    if groups is None:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}.npz")
+    np.savez(tmp, order=groups[0], offsets=groups[1])
+    os.replace(tmp, path)
+    return path.name
 
 
 def drop_gone(index_dir: str | Path, client) -> list[str]:
@@ -317,8 +342,8 @@ def drop_gone(index_dir: str | Path, client) -> list[str]:
             client.drop_collection(name)
             dropped.append(name)
     folder = index_dir / SIDE_DIR
-    for side in folder.glob("gen-*.json") if folder.is_dir() else ():
-        if side.stem.replace("-", "_") not in alive:
+    for side in folder.glob("gen-*") if folder.is_dir() else ():
+        if side.name.split(".", 1)[0].replace("-", "_") not in alive:
             side.unlink(missing_ok=True)
     return dropped
 
@@ -435,7 +460,7 @@ class MilvusBackend(VectorBackend):
 
     def __init__(self, client, collection: str, vectors: np.ndarray, *, fields: dict[str, str] | None = None,
                  sections: Sequence[str] = (), candidates: int = DEFAULT_CANDIDATES, ef: int = DEFAULT_EF,
-                 uri: str = "") -> None:
+                 uri: str = "", groups: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         if candidates < 1:
             raise ConfigError(f"candidates must be at least 1, not {candidates}")
         self.client = client
@@ -448,6 +473,16 @@ class MilvusBackend(VectorBackend):
         self.uri = uri
         self.stats = {"searches": 0, "pushed": 0, "grown": 0, "exact": 0, "overfetch": 0}
         self._lock = threading.Lock()
+        #: Duplicate groups (``order``, ``offsets`` as in the hnsw backend) and each row's group; None: all distinct.
+        self.groups = groups
+        self.group_of = None
+        if groups is not None:
+            order, offsets = groups
+            if len(order) != vectors.shape[0]:
+                raise IndexDamagedError(f"{collection}: duplicate groups of {len(order)} rows for {vectors.shape[0]} "
+                                        "vectors; copy the vectors again with `radsift index push`")
+            self.group_of = np.empty(len(order), dtype=np.int64)
+            self.group_of[order] = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
 
     @classmethod
     def open(cls, place: MilvusPlace, vectors: np.ndarray, *, candidates: int = DEFAULT_CANDIDATES,
@@ -480,8 +515,17 @@ class MilvusBackend(VectorBackend):
                                     f"index's {place.kind} vectors {vectors.shape[0]} of dim {vectors.shape[1]}: copy "
                                     f"them again with `radsift index push {place.index_dir}`")
         client.load_collection(name)
+        groups = None
+        dups = (info.get("dups") or {}).get(place.kind)
+        if dups:
+            try:
+                with np.load(place.index_dir / SIDE_DIR / dups) as data:
+                    groups = (data["order"], data["offsets"])
+            except (OSError, ValueError, KeyError) as exc:
+                raise IndexDamagedError(f"{place.index_dir / SIDE_DIR / dups}: unreadable duplicate groups ({exc}); "
+                                        f"copy the vectors again with `radsift index push {place.index_dir}`") from exc
         return cls(client, name, vectors, fields=info.get("fields"), sections=info.get("sections", ()),
-                   candidates=candidates, ef=ef, uri=uri)
+                   candidates=candidates, ef=ef, uri=uri, groups=groups)
 
     @property
     def size(self) -> int:
@@ -539,7 +583,7 @@ class MilvusBackend(VectorBackend):
         n = self.size
         count = min(count, n)
         if mask is None:
-            return self._search(q, count, None)
+            return self._expand(*self._search(q, count, None))
         masked = int(np.count_nonzero(mask))
         need = min(count, masked)
         if masked == 0:
@@ -554,9 +598,10 @@ class MilvusBackend(VectorBackend):
         limit = count
         while True:
             rows, cos = self._search(q, min(limit, MAX_LIMIT, n), expr)
+            with self._lock:  # rows Milvus returned that the mask drops (its expression is a superset)
+                self.stats["overfetch"] += int(rows.size - np.count_nonzero(mask[rows]))
+            rows, cos = self._expand(rows, cos)
             keep = mask[rows]
-            with self._lock:
-                self.stats["overfetch"] += int(rows.size - np.count_nonzero(keep))
             rows, cos = rows[keep], cos[keep]
             # Short of rows although the mask has them: the filtered search fell short, or the mask
             # dropped rows the expression let through; widen (x4, search breadth too), then go exact.
@@ -567,6 +612,21 @@ class MilvusBackend(VectorBackend):
             with self._lock:
                 self.stats["grown"] += 1
             limit *= 4
+
+    def _expand(self, rows: np.ndarray, cos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every row of each duplicate group found (bit-identical vectors: one cosine): a report corpus repeats
+        its boilerplate sentences, an HNSW graph reaches only some of their copies, and exact search ranks
+        them all (Open-i: 8.4k distinct sentence vectors among 22k)."""
+        if self.group_of is None or not rows.size:
+            return rows, cos
+        order, offsets = self.groups
+        found, first = np.unique(self.group_of[rows], return_index=True)
+        starts, lens = offsets[found], offsets[found + 1] - offsets[found]
+        within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+        out = np.asarray(order[np.repeat(starts, lens) + within], dtype=np.int64)
+        vals = np.repeat(cos[first], lens)
+        at = np.argsort(out, kind="stable")
+        return out[at], vals[at]
 
     def _search(self, q: np.ndarray, limit: int, expr: str | None) -> tuple[np.ndarray, np.ndarray]:
         """One Milvus search: rows (sorted) and their inner products."""
