@@ -22,6 +22,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -148,7 +149,7 @@ def table_row(r: dict, args) -> str:
 
 
 # -- Open-i through the engine ----------------------------------------------------------------------
-def openi_engine(openi: Path, workdir: Path, candidates: int = 1000) -> dict:
+def openi_engine(openi: Path, workdir: Path, candidates: int = 1000, only: Sequence[str] = ()) -> dict:
     """The engine on Open-i's real index with the Milvus backend against exact numpy: one query per
     lexicon finding (its name), report level, k=10, negation-aware, dense and hybrid, plain, with
     ``--target impression`` and with a metadata filter; the share of exact search's top-10 reports
@@ -168,7 +169,9 @@ def openi_engine(openi: Path, workdir: Path, candidates: int = 1000) -> dict:
     queries = list(exact.manifest.findings)
     variants = {"plain": {}, "target=impression": {"target": "impression"},
                 "indication~pain": {"where": ["indication~pain"]}}
-    out = {"queries": len(queries), "push_s": push_s, "candidates": candidates}
+    variants = {k: v for k, v in variants.items() if not only or k in only}
+    out = {"queries": len(queries), "push_s": push_s, "candidates": candidates,
+           "index": os.environ.get(mv.ENV_INDEX, "HNSW")}
     for mode in ("dense", "hybrid"):
         for label, opts in variants.items():
             overlaps, tied, lat = [], [], {"numpy": [], "milvus": []}
@@ -202,9 +205,10 @@ if __name__ == "__main__":
     ap.add_argument("--openi", default="/tmp/radsift-bench-negation/openi")
     ap.add_argument("--workdir", default="/tmp/radsift-bench-scale")
     ap.add_argument("--out", default="")
+    ap.add_argument("--variants", default="", help="comma list of plain, target=impression, indication~pain")
     args = ap.parse_args()
     Path(args.workdir).mkdir(parents=True, exist_ok=True)
-    result = openi_engine(Path(args.openi), Path(args.workdir))
+    result = openi_engine(Path(args.openi), Path(args.workdir), only=[v for v in args.variants.split(",") if v])
     print(json.dumps(result, indent=1))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1))

@@ -130,7 +130,9 @@ def test_every_copy_of_a_duplicate_vector_is_a_candidate(built):
     store = IndexStore.open(idx)
     x = np.asarray(store.units("section").vectors)
     b = create_backend("milvus", x, milvus=mv.MilvusPlace(idx, store.gen_dir, "section"), candidates=5)
-    assert b.groups is not None
+    assert b.groups is not None and b.copies_partition
+    # the copies live in their own partition (the distinct rows' HNSW graph stays whole)
+    assert mv.COPIES in b.client.list_partitions(b.collection)
     sizes = np.diff(b.groups[1])
     big = int(np.argmax(sizes))
     copies = b.groups[0][b.groups[1][big]:b.groups[1][big + 1]]

@@ -79,6 +79,12 @@ MAX_VALUE_BYTES = 4_096
 MAX_KEYS = 64
 INDEX_TYPES = ("HNSW", "FLAT", "IVF_FLAT", "AUTOINDEX")
 DEFAULT_INDEX = {"index_type": "HNSW", "params": {"M": 16, "efConstruction": 128}}
+#: The collection's vector index when ``index=`` is not given: ``HNSW`` (default), ``FLAT`` (exact: an
+#: HNSW graph over many bit-identical vectors loses rows, see :data:`DEFAULT_INDEX`), ``IVF_FLAT``, ``AUTOINDEX``.
+ENV_INDEX = "RADSIFT_MILVUS_INDEX"
+#: The partition holding the copies of bit-identical vectors (the first of each group stays in ``_default``).
+COPIES = "copies"
+DISTINCT = "_default"
 #: The HNSW search breadth (``ef``), raised to the number of rows asked for.
 DEFAULT_EF = 64
 FORMAT = 1
@@ -253,9 +259,12 @@ def push_generation(index_dir: str | Path, uri: str | None = None, *, index: dic
     from radsift.index.store import UNIT_KINDS, IndexStore
 
     index_dir = Path(index_dir)
+    if index is None and os.environ.get(ENV_INDEX, "").strip():
+        kind = os.environ[ENV_INDEX].strip().upper()
+        index = DEFAULT_INDEX if kind == "HNSW" else {"index_type": kind, "params": {"nlist": 1024} if kind == "IVF_FLAT" else {}}
     spec = dict(DEFAULT_INDEX if index is None else index)
     if spec.get("index_type") not in INDEX_TYPES:
-        raise ConfigError(f"Milvus index type {spec.get('index_type')!r}: use one of {', '.join(INDEX_TYPES)}")
+        raise ConfigError(f"Milvus index type {spec.get('index_type')!r} (${ENV_INDEX}): use one of {', '.join(INDEX_TYPES)}")
     store = IndexStore.open(index_dir)
     try:
         gen = store.gen_dir
@@ -265,18 +274,25 @@ def push_generation(index_dir: str | Path, uri: str | None = None, *, index: dic
             Path(uri).parent.mkdir(parents=True, exist_ok=True)
         client = client if client is not None else connect(uri)
         fields, lowered = _metadata_fields(store)
-        collections, rows = {}, {}
+        collections, rows, dups = {}, {}, {}
         for kind in UNIT_KINDS:
             units = store.units(kind)
             name = collection_name(index_dir, gen, kind)
             n = int(units.vectors.shape[0])
+            # Copies of a bit-identical vector go to their own partition: an HNSW graph over many copies of
+            # one point breaks apart (see the hnsw module); unfiltered searches read the distinct rows only.
+            dups[kind], groups = _save_groups(index_dir, gen, kind, units.vectors)
+            copy = np.zeros(n, dtype=bool)
+            if groups is not None:
+                copy[groups[0]] = True
+                copy[groups[0][groups[1][:-1]]] = False  # the first row of each group stays
             if client.has_collection(name) and _row_count(client, name) == n:
                 collections[kind], rows[kind] = name, n
                 continue
             if client.has_collection(name):
                 client.drop_collection(name)  # a push interrupted before: start that kind again
             t0 = time.time()
-            _create(client, name, int(units.vectors.shape[1]), fields, spec)
+            _create(client, name, int(units.vectors.shape[1]), fields, spec, copies=groups is not None)
             for start in range(0, n, BATCH):
                 stop = min(n, start + BATCH)
                 reps = units.report_row[start:stop]
@@ -284,15 +300,21 @@ def push_generation(index_dir: str | Path, uri: str | None = None, *, index: dic
                 batch = [{"row": start + i, "report": int(r), "section": int(c), "vec": vecs[i],
                           **{f: lowered[f][r] for f in fields.values()}}
                          for i, (r, c) in enumerate(zip(reps.tolist(), units.section_code[start:stop].tolist()))]
-                client.insert(name, batch)
+                is_copy = copy[start:stop].tolist()
+                distinct = [e for e, c in zip(batch, is_copy) if not c]
+                copies = [e for e, c in zip(batch, is_copy) if c]
+                if distinct:
+                    client.insert(name, distinct)
+                if copies:
+                    client.insert(name, copies, partition_name=COPIES)
                 if say is not None and (stop == n or (stop // BATCH) % 40 == 0):
                     say(f"Milvus: {stop:,}/{n:,} {kind} vectors into {name} ({time.time() - t0:.0f}s)")
             client.flush(name)
             collections[kind], rows[kind] = name, n
-        dups = {kind: _save_groups(index_dir, gen, kind, store.units(kind).vectors) for kind in UNIT_KINDS}
         info = {"format": FORMAT, "uri": _stored_uri(index_dir, uri), "generation": gen.name,
                 "collections": collections, "rows": rows, "dim": int(store.manifest.dim),
-                "fields": fields, "sections": list(store.manifest.sections), "index": spec, "dups": dups}
+                "fields": fields, "sections": list(store.manifest.sections), "index": spec, "dups": dups,
+                "copies_partition": {kind: dups[kind] is not None for kind in UNIT_KINDS}}
     finally:
         store.close()
     path = side_file(index_dir, gen)
@@ -309,22 +331,23 @@ def dups_path(index_dir: str | Path, gen_dir: str | Path, kind: str) -> Path:
     return Path(index_dir) / SIDE_DIR / f"{Path(gen_dir).name}.{kind}.dups.npz"
 
 
-def _save_groups(index_dir: Path, gen_dir: Path, kind: str, vectors) -> str | None:
-    """Save the groups of bit-identical rows (:func:`~radsift.index.backends.hnsw.duplicate_groups`); the
-    file name, or None when every row is distinct."""
+def _save_groups(index_dir: Path, gen_dir: Path, kind: str, vectors) -> tuple[str | None, tuple | None]:
+    """Save the groups of bit-identical rows (:func:`~radsift.index.backends.hnsw.duplicate_groups`):
+    ``(file name, (order, offsets))``, or ``(None, None)`` when every row is distinct."""
     from radsift.index.backends.hnsw import duplicate_groups
 
     path = dups_path(index_dir, gen_dir, kind)
     if path.exists():
-        return path.name
+        with np.load(path) as data:
+            return path.name, (data["order"], data["offsets"])
     groups = duplicate_groups(vectors) if vectors.shape[0] else None
     if groups is None:
-        return None
+        return None, None
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}.npz")
     np.savez(tmp, order=groups[0], offsets=groups[1])
     os.replace(tmp, path)
-    return path.name
+    return path.name, groups
 
 
 def drop_gone(index_dir: str | Path, client) -> list[str]:
@@ -385,7 +408,7 @@ def _metadata_fields(store) -> tuple[dict[str, str], dict[str, list[str]]]:
     return fields, {fields[k]: values[k] for k in fields}
 
 
-def _create(client, name: str, dim: int, fields: dict[str, str], spec: dict) -> None:
+def _create(client, name: str, dim: int, fields: dict[str, str], spec: dict, copies: bool = False) -> None:
     from pymilvus import DataType, MilvusClient
 
     schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
@@ -399,6 +422,8 @@ def _create(client, name: str, dim: int, fields: dict[str, str], spec: dict) -> 
     params.add_index(field_name="vec", index_type=spec["index_type"], metric_type="IP",
                      params=dict(spec.get("params") or {}))
     client.create_collection(name, schema=schema, index_params=params)
+    if copies:
+        client.create_partition(name, COPIES)
 
 
 # -- filters ---------------------------------------------------------------------------------------
@@ -460,7 +485,8 @@ class MilvusBackend(VectorBackend):
 
     def __init__(self, client, collection: str, vectors: np.ndarray, *, fields: dict[str, str] | None = None,
                  sections: Sequence[str] = (), candidates: int = DEFAULT_CANDIDATES, ef: int = DEFAULT_EF,
-                 uri: str = "", groups: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+                 uri: str = "", groups: tuple[np.ndarray, np.ndarray] | None = None,
+                 copies_partition: bool = False) -> None:
         if candidates < 1:
             raise ConfigError(f"candidates must be at least 1, not {candidates}")
         self.client = client
@@ -475,6 +501,8 @@ class MilvusBackend(VectorBackend):
         self._lock = threading.Lock()
         #: Duplicate groups (``order``, ``offsets`` as in the hnsw backend) and each row's group; None: all distinct.
         self.groups = groups
+        #: The copies of each group are in the COPIES partition: unfiltered searches read DISTINCT only.
+        self.copies_partition = bool(copies_partition and groups is not None)
         self.group_of = None
         if groups is not None:
             order, offsets = groups
@@ -525,7 +553,8 @@ class MilvusBackend(VectorBackend):
                 raise IndexDamagedError(f"{place.index_dir / SIDE_DIR / dups}: unreadable duplicate groups ({exc}); "
                                         f"copy the vectors again with `radsift index push {place.index_dir}`") from exc
         return cls(client, name, vectors, fields=info.get("fields"), sections=info.get("sections", ()),
-                   candidates=candidates, ef=ef, uri=uri, groups=groups)
+                   candidates=candidates, ef=ef, uri=uri, groups=groups,
+                   copies_partition=bool((info.get("copies_partition") or {}).get(place.kind)))
 
     @property
     def size(self) -> int:
@@ -634,6 +663,10 @@ class MilvusBackend(VectorBackend):
             self.stats["searches"] += 1
         params = {"metric_type": "IP", "params": {"ef": max(self.ef, int(limit))}}
         kwargs = {"filter": expr} if expr else {}
+        if not expr and self.copies_partition:
+            # The distinct rows' graph; the copies of each group found come back by _expand. A filter
+            # searches both partitions: a copy may pass where its group's first row does not.
+            kwargs["partition_names"] = [DISTINCT]
         try:
             hits = self.client.search(self.collection, data=[q], limit=int(limit), anns_field="vec",
                                       search_params=params, output_fields=["row"], **kwargs)[0]
