@@ -37,7 +37,7 @@ def test_the_dataclass_defaults_are_the_default_recipe():
         if recipe != "combined":
             cfg = load_config(recipe=recipe)
             assert (cfg.query_margin, cfg.name_swap) == (0.0, 0.0), recipe
-            assert cfg.loss == ("mnrl" if recipe == "lexicon-mnrl" else "triplet"), recipe
+            assert cfg.loss == ("mnrl" if recipe in ("lexicon-mnrl", "entity-aspect") else "triplet"), recipe
 
 
 def test_yaml_config_with_cli_overrides(tmp_path: Path):
