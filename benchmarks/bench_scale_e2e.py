@@ -106,6 +106,9 @@ def main(argv=None) -> int:
     ap.add_argument("--workdir", default="/tmp/radsift-bench-e2e")
     ap.add_argument("--reuse", action="store_true", help="search the index a kept run built")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--query-threads", type=int, default=1,
+                    help="torch threads of the query encoder (1: a short query gains nothing from more, and "
+                         "torch's spinning threads cost ~0.5 s a query when other jobs share the cores)")
     ap.add_argument("--out", default="")
     args = ap.parse_args(argv)
 
@@ -115,7 +118,8 @@ def main(argv=None) -> int:
 
     work = Path(args.workdir)
     idx_dir = work / "index"
-    result = {"reports": args.reports, "encoder": args.encoder, "cpus": os.cpu_count(),
+    result = {"reports": args.reports, "encoder": args.encoder, "query_threads": args.query_threads,
+              "cpus": os.cpu_count(),
               "load_start": os.getloadavg()}
 
     def save():
@@ -145,7 +149,7 @@ def main(argv=None) -> int:
     result["index_mib"] = round(size / 2**20)
 
     before = rss_mib()
-    exact = Index.open(idx_dir, backend="numpy")
+    exact = Index.open(idx_dir, backend="numpy", threads=args.query_threads)
     exact.search("warm up", k=10)
     result["rss_exact_mib"] = round(rss_mib() - before)
     result["search"] = {}
@@ -153,7 +157,7 @@ def main(argv=None) -> int:
         result["search"][f"numpy/{mode}"] = latency(exact, mode)
         log(f"numpy {mode}: {result['search'][f'numpy/{mode}']}")
     before = rss_mib()
-    approx = Index.open(idx_dir, backend="hnsw")
+    approx = Index.open(idx_dir, backend="hnsw", threads=args.query_threads)
     approx.search("warm up", k=10)
     result["rss_hnsw_extra_mib"] = round(rss_mib() - before)
     for mode in ("dense", "hybrid"):

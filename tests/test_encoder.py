@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from radsift.errors import ConfigError
-from radsift.models import default_model_path, resolve_model_path
+from radsift.models import Encoder, default_model_path, resolve_model_path
 
 pytestmark = pytest.mark.slow
 
@@ -56,3 +56,28 @@ def test_model_path_errors_name_the_path(tmp_path):
     (tmp_path / "junk").mkdir()
     with pytest.raises(ConfigError, match="not a sentence-transformers model folder"):
         resolve_model_path(tmp_path / "junk")
+
+
+def test_a_query_is_encoded_on_one_thread_and_the_thread_count_is_restored(monkeypatch):
+    import torch
+
+    from radsift.models.encoder import QUERY_THREADS
+
+    enc = Encoder.load()
+    seen = []
+    forward = type(enc.model).forward
+
+    def spy(self, *args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(enc.model), "forward", spy)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        vec = enc.encode_query("small right pleural effusion")
+        assert seen == [QUERY_THREADS] == [1]
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    assert vec.shape == (enc.dim,) and abs(float(np.linalg.norm(vec)) - 1) < 1e-5

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -155,14 +156,30 @@ class Encoder:
         return _encode_one(self, text)
 
 
+#: One query's forward pass runs on one torch thread: a short input gains little from more, and
+#: torch's spinning OpenMP threads collapse when other jobs share the cores (2-core machine at load
+#: ~5: 485 ms a query on 2 threads, 6.5 ms on 1; docs/measurements.md, "End to end").
+QUERY_THREADS = 1
+# torch's thread count is process-wide: queries switch it under one lock and put it back.
+_QUERY_LOCK = threading.Lock()
+
+
 def _encode_one(encoder: Encoder, text: str) -> np.ndarray:
     import torch
 
     st = encoder.model
     features = st.preprocess([text])
-    with torch.inference_mode():
-        vec = st(features)["sentence_embedding"][0]
-        vec = torch.nn.functional.normalize(vec, dim=0)
+    with _QUERY_LOCK:
+        before = torch.get_num_threads()
+        if before != QUERY_THREADS:
+            torch.set_num_threads(QUERY_THREADS)
+        try:
+            with torch.inference_mode():
+                vec = st(features)["sentence_embedding"][0]
+                vec = torch.nn.functional.normalize(vec, dim=0)
+        finally:
+            if before != QUERY_THREADS:
+                torch.set_num_threads(before)
     return vec.numpy().astype(np.float32, copy=False)
 
 
