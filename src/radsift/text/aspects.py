@@ -18,13 +18,10 @@ import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
-import yaml
-
 from radsift.errors import ConfigError
-from radsift.text.sections import PREAMBLE, _normalize_heading, _UniqueKeyLoader, split_sections
+from radsift.text.sections import PREAMBLE, _normalize_heading, read_heading_map, split_sections
 
 #: Aspect of text under no heading (a note without headings is one such passage).
 UNSPECIFIED = "unspecified"
@@ -88,22 +85,7 @@ class AspectMap:
 
 
 def _read_yaml(path: str | Path | None) -> tuple[dict, str]:
-    if path is None:
-        text = resources.files("radsift.text").joinpath("data", _RESOURCE).read_text(encoding="utf-8")
-        source = f"radsift/text/data/{_RESOURCE}"
-    else:
-        source = str(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{source}: cannot read the aspect map: {exc}") from exc
-    try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: invalid YAML: {exc}") from exc
-    if not isinstance(data, dict) or not data:
-        raise ConfigError(f"{source}: expected a mapping of aspect name -> list of headings")
-    return data, source
+    return read_heading_map(path, _RESOURCE, "the aspect map", "aspect name")
 
 
 def _add(table: dict[str, str], names: list[str], data: dict, source: str, override: bool) -> None:

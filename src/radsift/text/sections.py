@@ -69,6 +69,31 @@ def _construct_unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, 
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
 
 
+def read_heading_map(path: str | Path | None, resource: str, what: str, key: str) -> tuple[dict, str]:
+    """A YAML mapping of ``key`` -> list of headings (the packaged ``data/RESOURCE`` when ``path`` is
+    None), and where it came from; duplicate keys, unreadable files and other shapes are errors.
+
+    Raises:
+        ConfigError: Naming the file and what was wrong.
+    """
+    if path is None:
+        source = f"radsift/text/data/{resource}"
+        text = resources.files("radsift.text").joinpath("data", resource).read_text(encoding="utf-8")
+    else:
+        source = str(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{source}: cannot read {what}: {exc}") from exc
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: invalid YAML: {exc}") from exc
+    if not isinstance(data, dict) or not data:
+        raise ConfigError(f"{source}: expected a mapping of {key} -> list of headings")
+    return data, source
+
+
 def _normalize_heading(heading: str) -> str:
     """Upper-case, ``_`` as space, whitespace collapsed, trailing colon dropped."""
     text = heading.replace("_", " ").strip().rstrip(":").strip()
@@ -90,21 +115,7 @@ def load_section_titles(path: str | Path | None = None) -> dict[str, str]:
         ConfigError: The file is not valid YAML, not shaped as described, uses a bad
             canonical name, or lists one heading twice; the message names the file and key.
     """
-    if path is None:
-        source = f"radsift/text/data/{_TABLE_RESOURCE}"
-        text = resources.files("radsift.text").joinpath("data", _TABLE_RESOURCE).read_text(encoding="utf-8")
-    else:
-        source = str(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{source}: cannot read section titles: {exc}") from exc
-    try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: invalid YAML: {exc}") from exc
-    if not isinstance(data, dict) or not data:
-        raise ConfigError(f"{source}: expected a mapping of canonical section name -> list of headings")
+    data, source = read_heading_map(path, _TABLE_RESOURCE, "section titles", "canonical section name")
     table: dict[str, str] = {}
     for name, headings in data.items():
         if not isinstance(name, str) or not _CANONICAL_NAME_RE.fullmatch(name):
