@@ -32,6 +32,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from radsift.errors import ConfigError
+from radsift.evaluation.systems.specs import split_system
 from radsift.text.aspects import WINDOW_OVERLAP, WINDOW_WORDS, passage_windows
 
 KINDS = ("bm25", "tfidf", "dense", "poly", "cross", "rerank")
@@ -68,13 +69,7 @@ def parse_passage_system(text: str) -> PassageSpec:
     Raises:
         ConfigError: Unknown kind or a missing folder argument.
     """
-    raw = str(text).strip()
-    name = None
-    head, eq, tail = raw.partition("=")
-    if eq and head and not any(c in head for c in ":/\\"):
-        name, raw = head.strip(), tail.strip()
-    kind, colon, rest = raw.partition(":")
-    kind = kind.strip().lower()
+    name, kind, colon, rest = split_system(text)
     rest = rest.strip()
     if kind not in KINDS:
         raise ConfigError(f"--systems {text!r}: the passages protocol knows {', '.join(KINDS)} "

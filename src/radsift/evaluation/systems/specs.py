@@ -69,19 +69,25 @@ class SystemSpec:
         return ":".join(parts)
 
 
-def parse_system(text: str, source: str = "--systems") -> SystemSpec:
-    """Parse ``bm25``, ``dense[:MODEL]``, ``hybrid[:MODEL]``, ``[hybrid+]rerank:[MODEL:]RERANKER``, optionally ``NAME=SPEC``.
-
-    Raises:
-        ConfigError: Unknown kind, empty name or path, or a path given to ``bm25``.
-    """
+def split_system(text: str) -> tuple[str | None, str, str, str]:
+    """``NAME=KIND:REST`` -> ``(NAME or None, kind lower-cased, ":" or "", REST)``: the shape every
+    protocol's ``--systems`` entries share (a name holds no ``:``, ``/`` or ``\\``)."""
     raw = str(text).strip()
     name = None
     head, eq, tail = raw.partition("=")
     if eq and head and not any(c in head for c in ":/\\"):
         name, raw = head.strip(), tail.strip()
     kind, colon, rest = raw.partition(":")
-    kind = kind.strip().lower()
+    return name, kind.strip().lower(), colon, rest
+
+
+def parse_system(text: str, source: str = "--systems") -> SystemSpec:
+    """Parse ``bm25``, ``dense[:MODEL]``, ``hybrid[:MODEL]``, ``[hybrid+]rerank:[MODEL:]RERANKER``, optionally ``NAME=SPEC``.
+
+    Raises:
+        ConfigError: Unknown kind, empty name or path, or a path given to ``bm25``.
+    """
+    name, kind, colon, rest = split_system(text)
     first_stage = "dense"
     negation = False
     if kind.endswith("+rerank") and kind[: -len("+rerank")] in FIRST_STAGES:
