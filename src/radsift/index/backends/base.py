@@ -7,11 +7,27 @@ other engines (for example a distributed one) implement the same two methods.
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 
 import numpy as np
 
+from radsift.errors import ConfigError
 from radsift.ranking.topk import top_k
+
+
+class MissingExtraError(ConfigError, ImportError):
+    """An optional dependency is not installed (both a ConfigError for the CLI and an ImportError)."""
+
+
+def extra_module(module: str, backend: str, library: str, extra: str):
+    """Import ``module`` for the ``backend`` vector backend, or raise :class:`MissingExtraError`
+    naming ``library`` and the ``pip install 'radsift[EXTRA]'`` command (``extra``) that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingExtraError(f"the {backend!r} vector backend needs {library}, which is not installed ({exc}); "
+                                f"install it with: {extra}") from exc
 
 
 class VectorBackend(ABC):

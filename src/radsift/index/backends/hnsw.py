@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from radsift.errors import ConfigError, IndexDamagedError
-from radsift.index.backends.base import VectorBackend
+from radsift.index.backends.base import MissingExtraError, VectorBackend, extra_module
 from radsift.ranking.topk import top_k
 
 log = logging.getLogger("radsift.index.hnsw")
@@ -74,18 +74,9 @@ DTYPES = ("i8", "f16", "f32")
 DEFAULTS = {"dtype": "i8", "connectivity": 16, "expansion_add": 128, "expansion_search": 64}
 
 
-class MissingExtraError(ConfigError, ImportError):
-    """An optional dependency is not installed (both a ConfigError for the CLI and an ImportError)."""
-
-
 def faiss_module():
     """The ``faiss`` module, or :class:`MissingExtraError` naming the extra that installs it."""
-    try:
-        import faiss
-    except ImportError as exc:
-        raise MissingExtraError(f"the 'hnsw' vector backend needs FAISS, which is not installed ({exc}); "
-                                f"install it with: {EXTRA}") from exc
-    return faiss
+    return extra_module("faiss", "hnsw", "FAISS", EXTRA)
 
 
 def available() -> bool:

@@ -52,7 +52,7 @@ import numpy as np
 
 from radsift.errors import ConfigError, IndexDamagedError
 from radsift.index.backends.base import VectorBackend
-from radsift.index.backends.hnsw import MissingExtraError
+from radsift.index.backends.base import MissingExtraError, extra_module
 
 log = logging.getLogger("radsift.index.milvus")
 
@@ -97,12 +97,7 @@ class MilvusUnavailableError(ConfigError):
 
 def pymilvus_module():
     """The ``pymilvus`` module, or :class:`MissingExtraError` naming the extra that installs it."""
-    try:
-        import pymilvus
-    except ImportError as exc:
-        raise MissingExtraError(f"the 'milvus' vector backend needs pymilvus, which is not installed ({exc}); "
-                                f"install it with: {EXTRA}") from exc
-    return pymilvus
+    return extra_module("pymilvus", "milvus", "pymilvus", EXTRA)
 
 
 def available() -> bool:
