@@ -205,6 +205,13 @@ def _client(request: Request) -> str | None:
     return request.client.host if request.client else None
 
 
+def _detail_answer(status: int):
+    """An exception handler answering ``{"detail": str(error)}`` with ``status``."""
+    async def answer(request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=status)
+    return answer
+
+
 def _validation_message(exc: RequestValidationError) -> str:
     parts = []
     for err in exc.errors():
@@ -486,34 +493,15 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
     async def on_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         return JSONResponse({"detail": _validation_message(exc)}, status_code=422)
 
-    @app.exception_handler(ConfigError)
-    async def on_config(request: Request, exc: ConfigError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=422)
-
-    @app.exception_handler(IndexStoreError)
-    async def on_store(request: Request, exc: IndexStoreError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=503)
-
-    @app.exception_handler(AuditLogError)
-    async def on_audit(request: Request, exc: AuditLogError) -> JSONResponse:
-        # Handled here, inside the middleware below, so the answer carries the security headers
-        # (an unhandled error would be a bare text/plain 500 from outside it). AuditLog logs it.
-        return JSONResponse({"detail": str(exc)}, status_code=503)
-
     from radsift.rag.llm import LLMError
 
-    @app.exception_handler(LLMError)
-    async def on_llm(request: Request, exc: LLMError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=502)
-
-    @app.exception_handler(ImportError)
-    async def on_missing_extra(request: Request, exc: ImportError) -> JSONResponse:
-        # the offline model's extra is not installed: say which, instead of a bare 500
-        return JSONResponse({"detail": str(exc)}, status_code=503)
-
-    @app.exception_handler(RadsiftError)
-    async def on_radsift(request: Request, exc: RadsiftError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=400)
+    # The handler is found by the error's class hierarchy (its MRO), not by the order below.
+    # AuditLogError is answered here, inside the middleware below, so the answer carries the
+    # security headers (an unhandled error would be a bare text/plain 500 from outside it);
+    # ImportError: the offline model's extra is not installed, said instead of a bare 500.
+    for error, status in ((ConfigError, 422), (IndexStoreError, 503), (AuditLogError, 503), (LLMError, 502),
+                          (ImportError, 503), (RadsiftError, 400)):
+        app.add_exception_handler(error, _detail_answer(status))
 
     # -- access log without query strings, security headers, no caching of API answers ----------
     @app.middleware("http")
