@@ -146,6 +146,11 @@ def main(argv=None) -> int:
     store.close()
     summary, res["optimize_s"] = timed(lambda: optimize_index(index))
     log(f"optimize {res['optimize_s']:.1f}s {summary.describe()}")
+    return _finish(res, args)
+
+
+def _finish(res: dict, args) -> int:
+    """The add's share of the build, the load at the end; the figures printed and written to --out."""
     res["add_over_build"] = res["add_s"] / res["build_s"]
     res["load_end"] = os.getloadavg()
     text = json.dumps(res, indent=1)
@@ -176,13 +181,7 @@ def real(args) -> int:
     log(f"build {res['build_s']:.1f}s {summary.describe()}")
     summary, res["add_s"] = timed(lambda: add_to_index(work / "idx", new, encoder=encoder, progress=False))
     log(f"add {res['add_s']:.1f}s {summary.describe()}")
-    res["add_over_build"] = res["add_s"] / res["build_s"]
-    res["load_end"] = os.getloadavg()
-    text = json.dumps(res, indent=1)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
-    return 0
+    return _finish(res, args)
 
 
 BASELINE = """
