@@ -309,6 +309,7 @@
     }
     if (state.readFor !== p.q) state.overrides = {}; // a new query is read afresh
     saveToHash(p, offset);
+    if (p.level === "passage") return searchPassages(p);
     const params = new URLSearchParams({ q: p.q, k: p.k, mode: p.mode, level: p.level, target: p.target,
       negation: p.negation });
     state.filters.forEach((f) => params.append("where", f.key + f.op + f.value));
@@ -345,6 +346,76 @@
     } finally {
       if (ticket === state.searching) document.body.classList.remove("busy");
     }
+  }
+
+  // Section passages (GET /api/passages): "entity | aspect" or a question; one ranked list, no pages.
+  async function searchPassages(p) {
+    const params = new URLSearchParams({ q: p.q, k: p.k, mode: p.mode });
+    state.filters.forEach((f) => params.append("where", f.key + f.op + f.value));
+    const ticket = ++state.searching;
+    document.body.classList.add("busy");
+    setStatus("Searching passages…");
+    try {
+      const result = await api("/api/passages?" + params.toString());
+      if (ticket !== state.searching) return;
+      state.view = "passages";
+      state.last = null;
+      state.exportParams = null;
+      state.reportQuery = null;
+      $("reading-row").hidden = true;
+      renderPassages(result, p);
+    } catch (err) {
+      if (ticket === state.searching) showError(err);
+    } finally {
+      if (ticket === state.searching) document.body.classList.remove("busy");
+    }
+  }
+
+  function renderPassages(result, p) {
+    welcome.hidden = true;
+    clear(hitList);
+    hideResultBar();
+    state.hits = result.hits;
+    const about = result.aspect ? "“" + result.entity + "” · aspect " + result.aspect : "question";
+    if (!result.hits.length) {
+      clear(statusBox);
+      statusBox.className = "status empty";
+      statusBox.append(el("strong", { text: "No passages match “" + result.query + "”" }),
+        el("div", { text: (result.aspect ? "No section of aspect “" + result.aspect + "” was found near it. " : "") +
+          "Try another aspect, a plain question, or other words." }));
+      return;
+    }
+    setStatus(result.hits.length + " passage" + (result.hits.length === 1 ? "" : "s") + " · " + about + " · " +
+      MODE_WORDS[p.mode] + " · " + Math.round(result.took_ms) + " ms");
+    result.hits.forEach((hit) => hitList.append(renderPassage(hit)));
+  }
+
+  // A passage: its note, heading and aspect, the text with the sentences naming the entity
+  // underlined and its words marked.
+  function renderPassage(hit) {
+    const body = el("p", { class: "passage-text" });
+    const words = highlightRanges(hit.highlights);
+    let pos = 0;
+    for (const [a, b] of hit.sentences || []) {
+      if (a > pos) body.append(document.createTextNode(hit.text.slice(pos, a)));
+      body.append(el("span", { class: "matched-sentence" }, marked(hit.text, words, a, b)));
+      pos = b;
+    }
+    if (pos < hit.text.length) body.append(document.createTextNode(hit.text.slice(pos)));
+    const item = hitItem(hit, "hit passage-hit",
+      el("div", { class: "hit-head" },
+        el("span", { class: "rank", text: hit.rank }),
+        el("span", { class: "report-id", text: hit.report_id }),
+        el("span", { class: "badge badge-heading", text: titleCase(hit.heading) }),
+        el("span", { class: "badge badge-aspect", "data-aspect": hit.aspect, title: "aspect of this heading",
+          text: hit.aspect }),
+        el("span", { class: "score", title: "retrieval score (comparable within this search only)", text: hit.score.toFixed(3) })),
+      body,
+      el("div", { class: "hit-foot" },
+        el("span", { class: "meta", text: (hit.sentences || []).length + " matching sentence" +
+          ((hit.sentences || []).length === 1 ? "" : "s") }),
+        el("button", { type: "button", class: "link open", onclick: () => openReport(hit, item) }, "Open note →")));
+    return item;
   }
 
   // /api/export parameters for a query and its options (mode, target, negation, where, reading,
@@ -891,6 +962,10 @@
     if (!p.q) {
       showSavedError("Type a query to save first.");
       qInput.focus();
+      return;
+    }
+    if (p.level === "passage") {
+      showSavedError("Saved searches keep report searches: set Show to reports or sentences to save one.");
       return;
     }
     if (!name) {
