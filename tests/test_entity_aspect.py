@@ -381,6 +381,33 @@ def test_entity_aspect_query_ranks_passages_of_that_aspect(note_index):
         parse_passage_query("gout | ")
 
 
+def test_index_reads_a_huge_section_as_overlapping_windows(tmp_path):
+    """A section past one window stands as the normalised mean of its windows' vectors (its end counts);
+    a section that fits keeps the model's own vector."""
+    from radsift.index import build_index
+    from radsift.models.hashing import HashingEncoder
+    from radsift.search import Index
+    from radsift.text.aspects import WINDOW_WORDS, passage_windows
+
+    enc = HashingEncoder(tmp_path / "model")
+    filler = " ".join(f"word{i % 97}" for i in range(WINDOW_WORDS + 40))
+    long_plan = filler + " Start colchicine for the gout flare and recheck uric acid."
+    reports = [Report("huge", {"history": "Gout for years.", "plan": long_plan})]
+    build_index(tmp_path / "idx", reports, encoder=enc, progress=False)
+    idx = Index.open(tmp_path / "idx", encoder=enc)
+    units = idx.store.units("section")
+    vecs = np.asarray(units.vectors)
+    by_name = {s.section: row for row, s in enumerate(idx.store.all_sections())}
+    windows = passage_windows(long_plan)
+    assert len(windows) == 2 and "colchicine" in windows[1] and "colchicine" not in windows[0]
+    mean = enc.encode(windows).astype(np.float32).sum(axis=0)
+    np.testing.assert_allclose(vecs[by_name["plan"]], mean / np.linalg.norm(mean), atol=1e-5)
+    np.testing.assert_allclose(vecs[by_name["history"]], enc.encode(["Gout for years."])[0], atol=1e-6)
+    # the windowed vector sees the section's end: closer to it than the first window alone
+    tail = enc.encode(["Start colchicine for the gout flare and recheck uric acid."])[0]
+    assert float(vecs[by_name["plan"]] @ tail) > float(enc.encode([windows[0]])[0] @ tail)
+
+
 def test_search_cli_unit_passage(note_index, monkeypatch):
     import json
 

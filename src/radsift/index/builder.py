@@ -67,6 +67,27 @@ def _encode_unique(encoder, texts: list[str], batch_size: int, progress: bool, d
     return vecs[inverse], len(uniq)
 
 
+def _encode_sections(encoder, texts: list[str], batch_size: int, progress: bool, desc: str) -> tuple[np.ndarray, int]:
+    """Section vectors. A section longer than one window (:data:`radsift.text.aspects.WINDOW_WORDS`
+    words) is read as overlapping windows and stands as the normalised mean of their vectors: the
+    model reads 256 word pieces, so truncating a long note section would drop its end."""
+    from radsift.text.aspects import passage_windows
+
+    windows: list[str] = []
+    owner: list[int] = []
+    for row, text in enumerate(texts):
+        for window in passage_windows(text):
+            windows.append(window)
+            owner.append(row)
+    vecs, n = _encode_unique(encoder, windows, batch_size, progress, desc)
+    if len(windows) == len(texts):  # every section fits one window: its vector is the model's own
+        return vecs, n
+    out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
+    np.add.at(out, np.asarray(owner), vecs.astype(np.float32))
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return out / np.where(norms > 0, norms, 1.0), n
+
+
 def _units_of(reports: list[Report], first_row: int) -> tuple[list[SentenceRecord], list[SectionRecord]]:
     from radsift.text import report_sentences
 
@@ -311,8 +332,8 @@ def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, o
             new_sent, new_sec = _units_of(new, first_row=0)  # rows local to the new segment
             sent_vecs, n1 = _encode_unique(encoder, [s.text for s in new_sent], opts.batch_size, opts.progress,
                                            "encoding sentences")
-            sec_vecs, n2 = _encode_unique(encoder, [s.text for s in new_sec], opts.batch_size, opts.progress,
-                                          "encoding sections")
+            sec_vecs, n2 = _encode_sections(encoder, [s.text for s in new_sec], opts.batch_size, opts.progress,
+                                            "encoding sections")
             labels: list[LabelRecord] = []
             if opts.label:
                 new_labels = _label_sentences([s.text for s in new_sent], opts.lexicon, opts.progress)
