@@ -471,3 +471,44 @@ def test_api_passages(note_index):
     assert "pneumonia" in hit["text"][a:b]
     res = client.get("/api/passages", params={"q": "pneumonia", "aspect": "weather"})
     assert res.status_code == 422 and "known aspects" in res.text   # the API answers bad options with 422
+
+
+@pytest.mark.slow
+def test_combined_recipe_joins_entity_aspect_steps(monkeypatch, tmp_path):
+    """``combined`` with ``entity_share``: CAPR steps from the training reports' sections (never the held-out
+    ones), spread evenly; the lexicon / pair schedule of the other steps is the plain one."""
+    from sentence_transformers import SentenceTransformer
+
+    from radsift.demo import generate_reports
+    from radsift.models import default_model_path
+    from radsift.models.training import entity_aspect, load_config
+    from radsift.models.training.combined import CombinedRecipe, is_pair_step
+    from radsift.models.training.data import prepare_data
+    from radsift.models.training.entity_aspect import EntityAspectRecipe
+    from radsift.models.training.findings_impression import FindingsImpressionRecipe
+    from radsift.models.training.loop import Optimizer
+    from radsift.models.training.runner import _entity_aspect_data
+
+    monkeypatch.setattr(entity_aspect, "DEFAULT_DATA_DIR", tmp_path)  # no MedQuAD: the reports' sections alone
+    reports = [d.report for d in generate_reports(n=120, seed=3)]
+    small = dict(batch_size=4, mega_batch_size=4, pair_batch_size=4, max_seq_length=32, section_max_seq_length=32)
+    cfg = load_config(recipe="combined", entity_share=0.25, pair_share=0.4, **small)
+    data = prepare_data(reports, cfg, progress=False)
+    ea = _entity_aspect_data(reports, data, cfg, lambda m: None)
+    assert ea.examples and ea.notes() <= data.train_ids and not ea.notes() & data.heldout_ids
+    assert {p.aspect for p in ea.passages} <= {"findings", "assessment"}
+    model = SentenceTransformer(str(default_model_path()), device="cpu", local_files_only=True)
+    recipe = CombinedRecipe(model, data, cfg, random.Random(0), entity=ea)
+    chosen = [recipe.next_recipe() for _ in range(100)]
+    assert sum(isinstance(r, EntityAspectRecipe) for r in chosen) == 25
+    assert sum(isinstance(r, FindingsImpressionRecipe) for r in chosen) == 30  # 40% of the other 75
+    entity_steps = [i for i, r in enumerate(chosen) if isinstance(r, EntityAspectRecipe)]
+    assert max(b - a for a, b in zip(entity_steps, entity_steps[1:])) == 4  # spread, not bunched
+    # entity_share 0: the plain combined schedule, entity data or not
+    plain = CombinedRecipe(model, data, load_config(recipe="combined", pair_share=0.4, **small), random.Random(0),
+                           entity=ea)
+    assert plain.entity is None
+    assert [isinstance(plain.next_recipe(), FindingsImpressionRecipe) for _ in range(20)] == [
+        is_pair_step(i, 0.4) for i in range(20)]
+    result = recipe.entity.step(Optimizer(model.parameters(), cfg))
+    assert result.kind == "entity-aspect" and np.isfinite(result.loss)

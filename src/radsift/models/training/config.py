@@ -104,7 +104,10 @@ class TrainConfig:
         query_sampling_alpha: Lexicon queries are drawn with probability ∝ count^alpha
             (0 = uniform over queries, 1 = uniform over labeled entries).
         pair_batch_size: Findings-impression pairs per step.
-        pair_share: ``combined``: share of steps that are findings-impression steps.
+        pair_share: ``combined``: share of steps that are findings-impression steps (of the steps
+            that are not entity-aspect steps).
+        entity_share: ``combined``: share of steps that are CAPR entity-aspect steps on the
+            corpus's section passages and MedQuAD outside the CDV test split (0 = none).
         learning_rate: AdamW peak learning rate.
         weight_decay: AdamW weight decay.
         warmup_ratio: Share of steps with linear warm-up.
@@ -175,6 +178,7 @@ class TrainConfig:
     # findings-impression / combined
     pair_batch_size: int = 32
     pair_share: float = 0.4
+    entity_share: float = 0.0
     # optimisation
     learning_rate: float = 5e-5
     weight_decay: float = 0.01
@@ -232,7 +236,7 @@ class TrainConfig:
             )
         if not 0.0 < self.heldout_fraction < 1.0:
             raise ConfigError(f"heldout_fraction: {self.heldout_fraction} must lie strictly between 0 and 1")
-        for name in ("pair_share", "warmup_ratio"):
+        for name in ("pair_share", "entity_share", "warmup_ratio"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ConfigError(f"{name}: {getattr(self, name)} must lie between 0 and 1")
         if self.split_by_finding is not None and not 0 <= self.split_by_finding < self.finding_folds:

@@ -399,7 +399,7 @@ def dev_passage_data(dev_docs) -> "PassageData":  # noqa: F821
     return PassageData(texts, ids, queries, source="development split (held-out MedQuAD training documents)")
 
 
-def _load_sources(config, say):
+def load_sources(config, say):
     """MedQuAD training candidates, the test split's document ids and passage texts."""
     from radsift.corpus.medquad import read_cdv_test, read_medquad, test_document_ids
 
@@ -429,7 +429,7 @@ def train_entity_aspect(reports, config, out: Path, base_path: Path, *, progress
 
     say = log or (lambda m: None)
     start = time.monotonic() if start is None else start
-    docs, test_ids, test_texts = _load_sources(config, say)
+    docs, test_ids, test_texts = load_sources(config, say)
     data = build_entity_aspect_data(reports, medquad_docs=docs, test_ids=test_ids, test_texts=test_texts,
                                     dev_fraction=config.dev_fraction, seed=config.heldout_seed, log=say)
     rng = random.Random(config.seed)

@@ -106,6 +106,7 @@ def train(
 
         return train_entity_aspect(reports, config, out, base_path, progress=progress, log=say, start=start)
 
+    reports = list(reports)  # read twice when the combined recipe joins entity-aspect examples
     data = prepare_data(reports, config, labeler=labeler, progress=progress)
     stats = data.stats()
     say(f"data: {stats['train_reports']} training reports, {stats['heldout_reports']} held out; "
@@ -123,7 +124,11 @@ def train(
     model = SentenceTransformer(str(base_path), device="cpu", local_files_only=True)
     if config.freeze_embeddings:
         say(f"embeddings frozen ({freeze_embeddings(model):,} parameters)")
-    recipe = build_recipe(model, data, config, rng)
+    entity = _entity_aspect_data(reports, data, config, say) if config.recipe == "combined" and config.entity_share > 0 \
+        else None
+    if entity is not None:
+        stats = {**stats, "entity_aspect": entity.stats}
+    recipe = build_recipe(model, data, config, rng, entity=entity)
     optimizer = Optimizer(model.parameters(), config)
     loop = run_loop(lambda i: recipe.step(optimizer), config, desc=f"training {config.recipe}", progress=progress,
                     log=log)
@@ -152,8 +157,20 @@ def train(
     return TrainResult(out, config, stats, loop.to_dict(), evaluation, time.monotonic() - start)
 
 
-def build_recipe(model, data, config, rng: random.Random):
-    """The recipe object (with a ``step(optimizer)`` method) for ``config.recipe``."""
+def _entity_aspect_data(reports, data, config, say):
+    """``combined`` with ``entity_share``: CAPR's examples from the training reports' sections and MedQuAD
+    (never the CDV test split, nor the held-out reports)."""
+    from radsift.models.training.entity_aspect import build_entity_aspect_data, load_sources
+
+    docs, test_ids, test_texts = load_sources(config, say)
+    train = [r for r in reports if r.id in data.train_ids]
+    return build_entity_aspect_data(train, medquad_docs=docs, test_ids=test_ids, test_texts=test_texts,
+                                    dev_fraction=config.dev_fraction, seed=config.heldout_seed, log=say)
+
+
+def build_recipe(model, data, config, rng: random.Random, entity=None):
+    """The recipe object (with a ``step(optimizer)`` method) for ``config.recipe``; ``entity``: the
+    entity-aspect data a ``combined`` recipe with ``entity_share`` joins."""
     from radsift.models.training.combined import CombinedRecipe
     from radsift.models.training.findings_impression import FindingsImpressionRecipe
     from radsift.models.training.lexicon import LexiconRecipe
@@ -163,7 +180,7 @@ def build_recipe(model, data, config, rng: random.Random):
     if config.recipe == "findings-impression":
         return FindingsImpressionRecipe(model, data.pairs, config, rng)
     if config.recipe == "combined":
-        return CombinedRecipe(model, data, config, rng)
+        return CombinedRecipe(model, data, config, rng, entity=entity)
     raise ConfigError(f"recipe {config.recipe!r} does not train a bi-encoder")
 
 
