@@ -337,6 +337,28 @@ def test_passage_system_specs():
         check_passage_specs([parse_passage_system("poly:/no/such/folder")])
 
 
+def test_hybrid_passage_system_fuses_dense_and_bm25_with_the_engine_weights(tmp_path):
+    from radsift.evaluation.systems.passages import (BM25Passages, DensePassages, HybridPassages,
+                                                     build_passage_systems, parse_passage_system)
+    from radsift.models.hashing import HashingEncoder
+    from radsift.ranking.fusion import DENSE_WEIGHT, min_max
+
+    spec = parse_passage_system("hybrid")
+    assert spec.kind == "hybrid" and spec.model is None and spec.label == "hybrid"
+    assert parse_passage_system("h=hybrid:models/x").model == "models/x"
+    enc = HashingEncoder(tmp_path / "hash")
+    pool = ["gout is treated with colchicine", "gout symptoms: a painful toe", "pneumonia treatment: antibiotics",
+            "colchicine side effects"]
+    hybrid, = build_passage_systems([spec], encoders={None: enc})
+    assert isinstance(hybrid, HybridPassages)
+    hybrid.prepare(pool)
+    dense, bm25 = DensePassages("d", enc), BM25Passages()
+    dense.prepare(pool), bm25.prepare(pool)
+    queries, cands = ["gout treatment", "colchicine"], [[0, 1, 2], [3, 0, 1]]
+    for got, d, b in zip(hybrid.score(queries, cands), dense.score(queries, cands), bm25.score(queries, cands)):
+        np.testing.assert_allclose(got, DENSE_WEIGHT * min_max(d) + (1 - DENSE_WEIGHT) * min_max(b), atol=1e-6)
+
+
 # ------------------------------------------------------------------ passage search (--unit passage, "entity | aspect")
 _NOTES = [
     ("n1", "HISTORY OF PRESENT ILLNESS: Pneumonia last winter, treated at home.\nPLAN: Start antibiotics for "

@@ -9,6 +9,8 @@ Specs (``--systems``, optionally ``NAME=SPEC``):
 - ``bm25``: Lucene BM25 over the whole passage pool (:mod:`radsift.ranking.bm25`);
 - ``tfidf``: cosine of sublinear TF-IDF vectors (radsift's tokenizer, idf from the pool);
 - ``dense[:MODEL]``: bi-encoder cosine (packaged MiniLM by default);
+- ``hybrid[:MODEL]``: the engine's convex fusion of that bi-encoder's cosine and BM25 over each query's
+  candidates (:func:`radsift.ranking.fusion.convex_combination`, its default dense weight 0.75, not tuned here);
 - ``poly:MODEL``: a poly-encoder folder (:mod:`radsift.models.poly_encoder`);
 - ``cross:RERANKER``: a cross-encoder scoring every candidate;
 - ``rerank:[FIRST:]RERANKER``: the cross-encoder re-scores the top :data:`RERANK_TOP` of a first
@@ -35,7 +37,7 @@ from radsift.errors import ConfigError
 from radsift.evaluation.systems.specs import split_system
 from radsift.text.aspects import WINDOW_OVERLAP, WINDOW_WORDS, passage_windows
 
-KINDS = ("bm25", "tfidf", "dense", "poly", "cross", "rerank")
+KINDS = ("bm25", "tfidf", "dense", "hybrid", "poly", "cross", "rerank")
 #: Candidates the cross-encoder re-scores in ``rerank:`` systems.
 RERANK_TOP = 16
 
@@ -56,8 +58,8 @@ class PassageSpec:
             return self.name
         if self.kind in ("bm25", "tfidf"):
             return self.kind
-        if self.kind == "dense" and self.model is None:
-            return "dense"
+        if self.kind in ("dense", "hybrid") and self.model is None:
+            return self.kind
         if self.kind == "rerank":
             return f"rerank:{Path(self.reranker or '?').name}"
         return f"{self.kind}:{Path(self.model or self.reranker or '?').name}"
@@ -73,12 +75,12 @@ def parse_passage_system(text: str) -> PassageSpec:
     rest = rest.strip()
     if kind not in KINDS:
         raise ConfigError(f"--systems {text!r}: the passages protocol knows {', '.join(KINDS)} "
-                          "(dense[:MODEL], poly:MODEL, cross:RERANKER, rerank:[FIRST:]RERANKER)")
+                          "(dense[:MODEL], hybrid[:MODEL], poly:MODEL, cross:RERANKER, rerank:[FIRST:]RERANKER)")
     if kind in ("bm25", "tfidf"):
         if colon:
             raise ConfigError(f"--systems {text!r}: {kind} takes no model")
         return PassageSpec(kind, name=name)
-    if kind == "dense":
+    if kind in ("dense", "hybrid"):
         return PassageSpec(kind, model=rest or None, name=name)
     if not rest:
         raise ConfigError(f"--systems {text!r}: give the model folder, {kind}:FOLDER")
@@ -273,6 +275,26 @@ class DensePassages(_LazyWindows):
         return out
 
 
+class HybridPassages(PassageSystem):
+    """The engine's convex fusion of a bi-encoder's cosine and BM25 over each query's candidates."""
+
+    kind = "hybrid"
+
+    def __init__(self, name: str, dense: DensePassages, bm25: BM25Passages) -> None:
+        self.name, self.dense, self.bm25 = name, dense, bm25
+
+    def prepare(self, passages):
+        super().prepare(passages)
+        self.dense.prepare(passages)
+        self.bm25.prepare(passages)
+
+    def score(self, queries, candidates):
+        from radsift.ranking.fusion import convex_combination
+
+        return [convex_combination(d, b) for d, b in zip(self.dense.score(queries, candidates),
+                                                          self.bm25.score(queries, candidates))]
+
+
 class PolyPassages(_LazyWindows):
     """Poly-encoder: passage codes computed once per window, queries attend over them."""
 
@@ -366,6 +388,8 @@ def build_passage_systems(specs: Sequence[PassageSpec], *, threads: int | None =
             out.append(TfidfPassages(s.label))
         elif s.kind == "dense":
             out.append(DensePassages(s.label, encoder(s.model), batch_size))
+        elif s.kind == "hybrid":
+            out.append(HybridPassages(s.label, DensePassages("dense", encoder(s.model), batch_size), BM25Passages()))
         elif s.kind == "poly":
             out.append(PolyPassages(s.label, poly(s.model)))
         else:
