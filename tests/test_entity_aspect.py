@@ -534,3 +534,39 @@ def test_combined_recipe_joins_entity_aspect_steps(monkeypatch, tmp_path):
         is_pair_step(i, 0.4) for i in range(20)]
     result = recipe.entity.step(Optimizer(model.parameters(), cfg))
     assert result.kind == "entity-aspect" and np.isfinite(result.loss)
+
+
+@pytest.mark.slow
+def test_eval_every_keeps_a_checkpoint_and_a_development_curve(monkeypatch, tmp_path):
+    """``eval_every``: the model is saved to OUT/checkpoint and scored on the development split every N steps
+    (a curve in radsift_training.json and the model card); the checkpoint goes once the final model is saved."""
+    import json
+
+    from radsift.errors import ConfigError
+    from radsift.models import default_model_path
+    from radsift.models.training import entity_aspect, load_config
+
+    with pytest.raises(ConfigError, match="eval_every"):
+        load_config(recipe="entity-aspect", eval_every=-1)
+    monkeypatch.setattr(entity_aspect, "load_sources", lambda config, say: (_docs(40), frozenset(), []))
+    seen = []
+    real = entity_aspect.evaluate_on_dev
+
+    def spy(model_dir, config, dev_docs, say, kinds=None):
+        seen.append((Path(model_dir).name, (Path(model_dir) / "model.safetensors").is_file(), kinds))
+        return real(model_dir, config, dev_docs, say, kinds=kinds)
+
+    monkeypatch.setattr(entity_aspect, "evaluate_on_dev", spy)
+    cfg = load_config(recipe="entity-aspect", batch_size=2, max_steps=3, eval_every=2, dev_max_queries=4,
+                      section_max_seq_length=32, dev_fraction=0.25, time_limit_minutes=None)
+    out = tmp_path / "ea"
+    out.mkdir()
+    result = entity_aspect.train_entity_aspect(_notes(), cfg, out, default_model_path(), progress=False)
+    # one checkpoint at step 2 (not at the last step, which is the final model), scored on (entity, aspect) queries
+    assert seen == [("checkpoint", True, ("entity-aspect",)), ("ea", True, None)]
+    curve = result.evaluation["dev_curve"]
+    assert [c["step"] for c in curve] == [2] and 0 <= curve[0]["R@1"] <= curve[0]["R@5"] <= 100
+    assert not (out / "checkpoint").exists()
+    card = json.loads((out / "radsift_training.json").read_text())
+    assert card["evaluation"]["dev_curve"] == curve
+    assert "Learning curve" in (out / "README.md").read_text()

@@ -139,6 +139,9 @@ class TrainConfig:
         model_type: ``entity-aspect``: ``bi`` (bi-encoder), ``poly`` (poly-encoder) or ``cross`` (cross-encoder).
         poly_codes: Codes of a poly-encoder (CAPR and Humeau et al.: m).
         dev_max_queries: Development queries evaluated at the end (a seeded sample).
+        eval_every: ``entity-aspect``: every this many steps, save the model to ``OUT/checkpoint``
+            and score its (entity, aspect) queries on the development split (the learning curve in
+            ``training.json``; an interrupted run keeps its last checkpoint); 0 = only at the end.
         threads: torch threads (None = torch's default).
         evaluate: Evaluate on the held-out reports at the end (figures in the model card).
     """
@@ -205,6 +208,7 @@ class TrainConfig:
     model_type: str = "bi"
     poly_codes: int = 16
     dev_max_queries: int = 400
+    eval_every: int = 0
     # runtime
     threads: int | None = None
     evaluate: bool = True
@@ -222,6 +226,8 @@ class TrainConfig:
             raise ConfigError("medquad_share must lie in [0, 1] and dev_fraction in [0, 1)")
         if self.poly_codes < 1 or self.dev_max_queries < 1:
             raise ConfigError("poly_codes and dev_max_queries: must be positive integers")
+        if self.eval_every < 0:
+            raise ConfigError(f"eval_every: {self.eval_every} must be 0 (off) or a number of steps")
         if self.negatives not in NEGATIVES:
             raise ConfigError(f"negatives: {self.negatives!r} is not one of {', '.join(NEGATIVES)}")
         for name in ("max_seq_length", "section_max_seq_length", "batch_size", "mega_batch_size", "max_steps",

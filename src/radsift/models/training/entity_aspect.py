@@ -29,13 +29,15 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from radsift.errors import ConfigError, CorpusError
 from radsift.records import Report
 
 #: Where ``radsift train`` looks for MedQuAD and the CDV split when no folder is given (beside the project).
 DEFAULT_DATA_DIR = Path("../shared/data")
+#: Where a run with ``eval_every`` keeps its latest checkpoint (removed once the final model is saved).
+CHECKPOINT_DIR = "checkpoint"
 #: Entities of one passage that become queries (the first ones in reading order).
 MAX_ENTITIES_PER_PASSAGE = 3
 _WS = re.compile(r"\s+")
@@ -454,19 +456,35 @@ def train_entity_aspect(reports, config, out: Path, base_path: Path, *, progress
         recipe = CrossRecipe(model, data, config, rng)
         params = list(model.parameters())
     optimizer = Optimizer(params, config)
-    loop = run_loop(lambda i: recipe.step(optimizer), config, desc=f"training entity-aspect ({config.model_type})",
-                    progress=progress, log=say)
+    curve: list[dict[str, Any]] = []
+    checkpoint = out / CHECKPOINT_DIR
+
+    def step(i: int):
+        result = recipe.step(optimizer)
+        if config.eval_every and (i + 1) % config.eval_every == 0 and i + 1 < config.max_steps:
+            # Save, then score the dev split's (entity, aspect) queries: the learning curve, and a model
+            # that survives an interrupted run. The dev split is the one tuned on, never the test split.
+            _save(model, poly, checkpoint, config)
+            if data.dev_docs:
+                figures = evaluate_on_dev(checkpoint, config, data.dev_docs, say, kinds=("entity-aspect",))
+                curve.append({"step": i + 1, "seconds": round(time.monotonic() - start, 1),
+                              **{k: v for k, v in figures["dev"]["trained"]["entity-aspect"].items() if "CI" not in k}})
+                say(f"step {i + 1}: development split (entity, aspect) R@1 {curve[-1]['R@1']}, R@5 {curve[-1]['R@5']}")
+            model.train(True)
+        return result
+
+    loop = run_loop(step, config, desc=f"training entity-aspect ({config.model_type})", progress=progress, log=say)
     say(f"trained {loop.steps} steps in {loop.seconds:.0f} s" + (" (time limit)" if loop.stopped_early else ""))
-    model.eval()
-    if poly is not None:
-        poly.save(out)
-    else:
-        if config.model_type == "bi":
-            model.max_seq_length = config.section_max_seq_length
-        model.save(str(out))
+    _save(model, poly, out, config)
     evaluation: dict[str, Any] = {}
     if config.evaluate and data.dev_docs:
         evaluation = evaluate_on_dev(out, config, data.dev_docs, say)
+    if curve:
+        evaluation["dev_curve"] = curve
+    if checkpoint.is_dir():  # the final model is saved: the checkpoint has served
+        import shutil
+
+        shutil.rmtree(checkpoint, ignore_errors=True)
     kind = {"bi": "bi-encoder", "poly": "poly-encoder", "cross": "cross-encoder"}[config.model_type]
     info = _info(config, data.stats, loop.to_dict(), {}, base_path, kind, start)
     write_model_card(out, info)
@@ -477,20 +495,38 @@ def train_entity_aspect(reports, config, out: Path, base_path: Path, *, progress
 
         (out / TRAINING_JSON).write_text(json.dumps({**info, "evaluation": evaluation}, indent=2, default=str) + "\n",
                                          encoding="utf-8")
-        lines = ["", "## Development split", "",
-                 f"{evaluation['dev_queries']} queries over the answers of {len(data.dev_docs)} held-out MedQuAD "
-                 "training documents (never the CDV test split), candidates BM25's top 64 plus the gold: % R@1 / R@5.",
-                 "", "| system | query kind | R@1 | R@5 |", "|---|---|---|---|"]
-        for name, by_kind in evaluation["dev"].items():
-            for qkind, figures in by_kind.items():
-                lines.append(f"| {name} | {qkind} | {figures['R@1']} | {figures['R@5']} |")
+        lines = ["", "## Development split", ""]
+        if "dev" in evaluation:
+            lines += [f"{evaluation['dev_queries']} queries over the answers of {len(data.dev_docs)} held-out MedQuAD "
+                      "training documents (never the CDV test split), candidates BM25's top 64 plus the gold: "
+                      "% R@1 / R@5.", "", "| system | query kind | R@1 | R@5 |", "|---|---|---|---|"]
+            for name, by_kind in evaluation["dev"].items():
+                for qkind, figures in by_kind.items():
+                    lines.append(f"| {name} | {qkind} | {figures['R@1']} | {figures['R@5']} |")
+        if curve:
+            lines += ["", "Learning curve, (entity, aspect) queries of the development split:", "",
+                      "| step | seconds | R@1 | R@5 |", "|---|---|---|---|"]
+            lines += [f"| {c['step']} | {c['seconds']} | {c['R@1']} | {c['R@5']} |" for c in curve]
         with (out / "README.md").open("a", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
     return TrainResult(out, config, data.stats, loop.to_dict(), evaluation, time.monotonic() - start)
 
 
-def evaluate_on_dev(model_dir: Path, config, dev_docs, say: Callable[[str], None]) -> dict[str, Any]:
-    """R@1/R@5 of the trained model (and BM25) on the development split, the passages protocol's way."""
+def _save(model, poly, out: Path, config) -> None:
+    """Save the model being trained (bi-encoder, poly-encoder or cross-encoder) to ``out``."""
+    model.eval()
+    if poly is not None:
+        poly.save(out)
+        return
+    if config.model_type == "bi":
+        model.max_seq_length = config.section_max_seq_length
+    model.save(str(out))
+
+
+def evaluate_on_dev(model_dir: Path, config, dev_docs, say: Callable[[str], None],
+                    kinds: Sequence[str] | None = None) -> dict[str, Any]:
+    """R@1/R@5 of the trained model (and BM25) on the development split, the passages protocol's way
+    (``kinds``: the query kinds to score, default both)."""
     from radsift.evaluation.protocols.passages import report_json, run_passages
     from radsift.evaluation.systems.passages import PassageSpec, build_passage_systems
 
@@ -501,5 +537,5 @@ def evaluate_on_dev(model_dir: Path, config, dev_docs, say: Callable[[str], None
         spec = PassageSpec("dense", model=str(model_dir), name="trained")
     systems = build_passage_systems([PassageSpec("bm25"), spec], threads=config.threads)
     result = run_passages(dev_passage_data(dev_docs), systems, max_queries=config.dev_max_queries,
-                          seed=config.seed, log=say)
+                          seed=config.seed, log=say, **({"kinds": tuple(kinds)} if kinds else {}))
     return {"dev": report_json(result), "dev_queries": result.data["queries"]}
