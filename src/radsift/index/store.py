@@ -888,11 +888,22 @@ class IndexStore:
         rows = np.asarray([int(r) for r in rows], dtype=np.int64)
         if not rows.size:
             return
-        starts = self._starts(kind)
-        which = np.searchsorted(starts, rows, side="right") - 1
+        which, local = self.locations(kind, rows)
         for i in np.unique(which).tolist():
-            mine = rows[which == i]
-            yield self.segments[i], mine, self.segments[i].to_local(kind, mine)
+            at = which == i
+            yield self.segments[i], rows[at], local[at]
+
+    def locations(self, kind: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where store ``rows`` of ``kind`` (``report``, ``sentence`` or ``section``) lie: each one's
+        segment (its index in :attr:`segments`) and its row in that segment's files, which stays
+        true in every later generation that lists the segment."""
+        rows = np.asarray(rows, dtype=np.int64)
+        which = np.searchsorted(self._starts(kind), rows, side="right") - 1
+        local = np.empty_like(rows)
+        for i in np.unique(which).tolist():
+            at = which == i
+            local[at] = self.segments[i].to_local(kind, rows[at])
+        return which, local
 
     def segment_of_report(self, row: int) -> tuple[str, int]:
         """(segment name, segment row) of a store report row."""

@@ -33,6 +33,11 @@ The graph's ids are duplicate groups; every row of a group found is a candidate 
 may carry a few more exact rows than ``candidates``), and a mask keeps a group when any of its
 rows is masked.
 
+A graph can grow (:meth:`HnswBackend.grow`: the rows of an index add become new nodes or join the
+group of a bit-identical node, :mod:`radsift.index.graphs`), and rows leave their groups when their
+reports are deleted, so a group may be empty: such nodes stay in the graph (HNSW cannot drop a
+node) and every search filters them out (an ``IDSelectorBitmap`` of the non-empty nodes).
+
 The graph is saved with FAISS's own format (:meth:`HnswBackend.save`, plus ``<file>.dups.npz``
 holding the duplicate groups when there are any) and opened memory-mapped (:meth:`HnswBackend.open`,
 ``IO_FLAG_MMAP_IFC``: graph and codes stay in the page cache, shared by every process that opens
@@ -48,7 +53,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -106,7 +113,7 @@ class HnswBackend(VectorBackend):
 
     def __init__(self, index, vectors: np.ndarray, *, candidates: int = DEFAULT_CANDIDATES,
                  expansion_search: int | None = None, path: str | Path | None = None,
-                 groups: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+                 groups: tuple[np.ndarray, np.ndarray] | None = None, node_hashes: np.ndarray | None = None) -> None:
         if vectors.ndim != 2:
             raise ConfigError(f"vectors must be a 2-d array, not {vectors.ndim}-d")
         nodes = vectors.shape[0] if groups is None else len(groups[1]) - 1
@@ -117,8 +124,17 @@ class HnswBackend(VectorBackend):
                                     f"not match {vectors.shape[0]} rows of dim {vectors.shape[1]}"
                                     f"{'' if groups is None else f' in {nodes} duplicate groups'}: rebuild the graph")
         #: Duplicate groups: ``order`` (rows sorted by group, ascending within one) and ``offsets``
-        #: (group g is ``order[offsets[g]:offsets[g + 1]]``); None when every row is distinct.
+        #: (group g is ``order[offsets[g]:offsets[g + 1]]``, empty when all its rows were deleted);
+        #: None when node i is row i.
         self.groups = groups
+        #: :func:`row_hashes` of each node's vector (set by :meth:`build` and :meth:`grow`, not saved).
+        self.node_hashes = node_hashes
+        sizes = np.diff(groups[1]) if groups is not None else np.zeros(0, dtype=np.int64)
+        #: Nodes that hold a row (all of them unless a grown graph lost rows), and when some are empty,
+        #: the bitmap that keeps every search off the empty ones.
+        self.live_nodes = nodes - int(np.count_nonzero(sizes == 0))
+        self._filled = np.flatnonzero(sizes) if self.live_nodes < nodes else None
+        self._live_bits = np.packbits(sizes > 0, bitorder="little") if self._filled is not None else None
         if candidates < 1:
             raise ConfigError(f"candidates must be at least 1, not {candidates}")
         self.index = index
@@ -155,7 +171,8 @@ class HnswBackend(VectorBackend):
         if vectors.ndim != 2:
             raise ConfigError(f"vectors must be a 2-d array, not {vectors.ndim}-d")
         n, dim = vectors.shape
-        groups = duplicate_groups(vectors)
+        hashes = row_hashes(vectors)
+        groups = duplicate_groups(vectors, hashes=hashes)
         nodes = np.arange(n) if groups is None else groups[0][groups[1][:-1]]  # one row per group, ascending
         m = len(nodes)
         if dtype == "f32":
@@ -165,20 +182,39 @@ class HnswBackend(VectorBackend):
             index = faiss.IndexHNSWSQ(dim, qtype, connectivity, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = int(expansion_add)
         index.hnsw.efSearch = int(expansion_search)
-        previous = faiss.omp_get_max_threads()
-        if threads:
-            faiss.omp_set_num_threads(int(threads))
-        try:
-            if not index.is_trained and m:
-                step = max(1, m // max(1, train_rows))
-                index.train(_rows(vectors, nodes[::step][:train_rows]))
-            for start in range(0, m, BATCH):
-                index.add(_rows(vectors, nodes[start:start + BATCH]))
-                if progress is not None:
-                    progress(min(m, start + BATCH), m)
-        finally:
-            faiss.omp_set_num_threads(previous)
-        return cls(index, vectors, candidates=candidates, expansion_search=expansion_search, groups=groups)
+        if not index.is_trained and m:
+            step = max(1, m // max(1, train_rows))
+            with _threads(faiss, threads):
+                index.train(rows_of(vectors, nodes[::step][:train_rows]))
+        _add(faiss, index, vectors, nodes, threads, progress)
+        return cls(index, vectors, candidates=candidates, expansion_search=expansion_search, groups=groups,
+                   node_hashes=hashes[nodes])
+
+    @classmethod
+    def grow(cls, index, vectors: np.ndarray, node_of_row: np.ndarray, new_nodes: np.ndarray, *,
+             node_hashes: np.ndarray | None = None, candidates: int = DEFAULT_CANDIDATES,
+             expansion_search: int | None = None, threads: int | None = None, progress=None) -> "HnswBackend":
+        """Grow a saved graph into the graph of ``vectors``: one node added per row of ``new_nodes``.
+
+        The trained quantizer and the existing nodes are kept as they are (FAISS adds to an HNSW
+        graph as a build does, batch after batch), so this costs what is added, not the graph.
+
+        Args:
+            index: A graph read into memory (:func:`read_graph` with ``mmap=False``); it is changed.
+            vectors: ``(n, dim)`` float32 unit vectors of the new generation.
+            node_of_row: ``(n,)`` the node of each row: an old node's id, or ``ntotal + i`` for the
+                i-th row of ``new_nodes``; old nodes no row names stay, empty (never returned).
+            new_nodes: Rows whose vectors become the new nodes, in node order.
+            node_hashes: :func:`row_hashes` of every node's vector, kept on the backend.
+            candidates, expansion_search: As in :meth:`build`.
+            threads: OpenMP threads while adding (None = FAISS's default).
+            progress: Called with ``(rows_added, rows_total)`` after each batch.
+        """
+        faiss = faiss_module()
+        new_nodes = np.asarray(new_nodes, dtype=np.int64)
+        _add(faiss, index, vectors, new_nodes, threads, progress)
+        return cls(index, vectors, candidates=candidates, expansion_search=expansion_search,
+                   groups=groups_of(node_of_row, int(index.ntotal)), node_hashes=node_hashes)
 
     @classmethod
     def open(cls, path: str | Path, vectors: np.ndarray, *, mmap: bool = True, candidates: int = DEFAULT_CANDIDATES,
@@ -188,24 +224,8 @@ class HnswBackend(VectorBackend):
         Raises:
             IndexDamagedError: The file cannot be read, or does not hold a graph of these vectors.
         """
-        faiss = faiss_module()
         path = Path(path)
-        flags = getattr(faiss, "IO_FLAG_MMAP_IFC", 0) if mmap else 0  # FAISS >= 1.11 maps HNSW graphs
-        try:
-            index = faiss.read_index(str(path), flags)
-        except RuntimeError as exc:
-            raise IndexDamagedError(f"{path}: not a readable FAISS HNSW graph ({str(exc).strip().splitlines()[-1]}); "
-                                    "rebuild it") from exc
-        if not hasattr(index, "hnsw"):
-            raise IndexDamagedError(f"{path}: holds a FAISS {type(index).__name__}, not an HNSW graph; rebuild it")
-        groups = None
-        dups = _dups_path(path)
-        if dups.exists():
-            try:
-                with np.load(dups) as data:
-                    groups = (data["order"], data["offsets"])
-            except (OSError, ValueError, KeyError) as exc:
-                raise IndexDamagedError(f"{dups}: unreadable duplicate groups ({exc}); rebuild the graph") from exc
+        index, groups = read_graph(path, mmap=mmap)
         backend = cls(index, vectors, candidates=candidates, expansion_search=expansion_search, path=path,
                       groups=groups)
         backend._probe()
@@ -316,9 +336,7 @@ class HnswBackend(VectorBackend):
                     self.stats["exact"] += 1
                 return self._exact_masked(q, mask, count)
             if bits is None:
-                node_mask = mask if self.groups is None else \
-                    np.logical_or.reduceat(mask[self.groups[0]], self.groups[1][:-1])
-                bits = np.packbits(node_mask, bitorder="little")
+                bits = np.packbits(self._node_mask(mask), bitorder="little")
             rows = self._graph(q, count, bits)
             rows = rows[mask[rows]]
             if rows.size >= need:
@@ -327,12 +345,32 @@ class HnswBackend(VectorBackend):
                 self.stats["grown"] += 1
             count *= 4
 
+    def _node_mask(self, mask: np.ndarray) -> np.ndarray:
+        """Nodes holding at least one masked row (never an empty node)."""
+        if self.groups is None:
+            return mask
+        order, offsets = self.groups
+        if self._filled is None:
+            return np.logical_or.reduceat(mask[order], offsets[:-1])
+        # reduceat reads one element for an empty range: reduce over the filled nodes only.
+        out = np.zeros(len(offsets) - 1, dtype=bool)
+        if self._filled.size:
+            out[self._filled] = np.logical_or.reduceat(mask[order], offsets[self._filled])
+        return out
+
     def _graph(self, q: np.ndarray, count: int, bits: np.ndarray | None = None) -> np.ndarray:
-        """Rows of the (at most ``count``) graph nodes found for ``q`` (only bitmap nodes when given), sorted."""
+        """Rows of the (at most ``count``) graph nodes found for ``q`` (only bitmap nodes when given), sorted.
+
+        Empty nodes are never searched for: without ``bits``, the bitmap of the filled nodes is used.
+        """
         faiss = faiss_module()
         params = faiss.SearchParametersHNSW()
-        count = min(int(count), int(self.index.ntotal))
+        count = min(int(count), self.live_nodes)
+        if count <= 0:
+            return np.zeros(0, dtype=np.int64)
         params.efSearch = max(self.expansion_search, count)
+        if bits is None:
+            bits = self._live_bits
         if bits is not None:
             selector = faiss.IDSelectorBitmap(int(self.index.ntotal), faiss.swig_ptr(bits))
             params.sel = selector
@@ -367,17 +405,64 @@ class HnswBackend(VectorBackend):
         return np.sort(rows).astype(np.int64)
 
 
-def duplicate_groups(vectors: np.ndarray, batch: int = 16_384) -> tuple[np.ndarray, np.ndarray] | None:
-    """Groups of bit-identical rows: ``(order, offsets)`` (see :attr:`HnswBackend.groups`), numbered
-    by their first row; None when every row is distinct. One pass over the vectors (a 64-bit hash
-    of each row's bits), a second over the rows sharing a hash (checked equal to their group's first)."""
-    n, dim = vectors.shape
-    mult = np.random.default_rng(20).integers(1, 2**62, size=dim, dtype=np.int64) | 1
-    h = np.empty(n, dtype=np.int64)
+def read_graph(path: str | Path, mmap: bool = True):
+    """A graph file saved by :meth:`HnswBackend.save` and its duplicate groups (None without a ``.dups.npz``).
+
+    Memory-mapped unless ``mmap=False`` (a graph to grow must be read into memory).
+
+    Raises:
+        IndexDamagedError: The graph or its groups cannot be read, or the file is not an HNSW graph.
+    """
+    faiss = faiss_module()
+    path = Path(path)
+    flags = getattr(faiss, "IO_FLAG_MMAP_IFC", 0) if mmap else 0  # FAISS >= 1.11 maps HNSW graphs
+    try:
+        index = faiss.read_index(str(path), flags)
+    except RuntimeError as exc:
+        raise IndexDamagedError(f"{path}: not a readable FAISS HNSW graph ({str(exc).strip().splitlines()[-1]}); "
+                                "rebuild it") from exc
+    if not hasattr(index, "hnsw"):
+        raise IndexDamagedError(f"{path}: holds a FAISS {type(index).__name__}, not an HNSW graph; rebuild it")
+    groups = None
+    dups = _dups_path(path)
+    if dups.exists():
+        try:
+            with np.load(dups) as data:
+                groups = (data["order"], data["offsets"])
+        except (OSError, ValueError, KeyError) as exc:
+            raise IndexDamagedError(f"{dups}: unreadable duplicate groups ({exc}); rebuild the graph") from exc
+    return index, groups
+
+
+def row_hashes(vectors: np.ndarray, rows: np.ndarray | None = None, batch: int = 16_384) -> np.ndarray:
+    """A 64-bit hash of the bits of each of ``rows`` (default: all) of ``vectors``: equal rows, equal
+    hashes. Rows are read ``batch`` at a time (a run of consecutive rows as one slice)."""
+    rows = np.arange(vectors.shape[0], dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
+    mult = np.random.default_rng(20).integers(1, 2**62, size=vectors.shape[1], dtype=np.int64) | 1
+    h = np.empty(rows.shape[0], dtype=np.int64)
     with np.errstate(over="ignore"):
-        for s in range(0, n, batch):
-            bits = np.ascontiguousarray(vectors[s:s + batch], dtype=np.float32).view(np.int32).astype(np.int64)
+        for s in range(0, rows.shape[0], batch):
+            bits = rows_of(vectors, rows[s:s + batch]).view(np.int32).astype(np.int64)
             h[s:s + batch] = (bits * mult).sum(axis=1)
+    return h
+
+
+def duplicate_groups(vectors: np.ndarray, batch: int = 16_384, hashes: np.ndarray | None = None,
+                     rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """Groups of bit-identical rows: ``(order, offsets)`` (see :attr:`HnswBackend.groups`), numbered
+    by their first row; None when every row is distinct. One pass over the vectors (:func:`row_hashes`,
+    skipped when ``hashes`` are given), a second over the rows sharing a hash (checked equal to their
+    group's first).
+
+    Args:
+        vectors: ``(n, dim)`` float32 vectors.
+        batch: Rows read at a time.
+        hashes: :func:`row_hashes` of the rows grouped, when already known.
+        rows: Group only these rows of ``vectors``; the groups then hold positions in ``rows``.
+    """
+    rows = np.arange(vectors.shape[0], dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
+    n = rows.shape[0]
+    h = row_hashes(vectors, rows, batch) if hashes is None else hashes
     _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
     if len(first) == n:
         return None
@@ -385,18 +470,58 @@ def duplicate_groups(vectors: np.ndarray, batch: int = 16_384) -> tuple[np.ndarr
     first_row = first[inverse]
     shared = np.flatnonzero(first_row != np.arange(n))
     for s in range(0, shared.size, batch):
-        rows = shared[s:s + batch]
-        same = (_rows(vectors, rows) == _rows(vectors, first_row[rows])).all(axis=1)
-        first_row[rows[~same]] = rows[~same]
+        at = shared[s:s + batch]
+        same = (rows_of(vectors, rows[at]) == rows_of(vectors, rows[first_row[at]])).all(axis=1)
+        first_row[at[~same]] = at[~same]
     _, group = np.unique(first_row, return_inverse=True)  # groups numbered in order of their first row
-    if group.max() + 1 == n:
+    return groups_of(group, int(group.max()) + 1)
+
+
+def groups_of(node_of_row: np.ndarray, nodes: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(order, offsets)`` of rows whose node is ``node_of_row`` (nodes without a row are empty
+    groups); None when node i is row i."""
+    node_of_row = np.asarray(node_of_row, dtype=np.int64).reshape(-1)
+    n = node_of_row.shape[0]
+    if nodes == n and np.array_equal(node_of_row, np.arange(n)):
         return None
-    order = np.argsort(group, kind="stable").astype(np.int64)
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(group))]).astype(np.int64)
+    order = np.argsort(node_of_row, kind="stable").astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(node_of_row, minlength=nodes))]).astype(np.int64)
     return order, offsets
 
 
-def _rows(vectors: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def nodes_of(groups: tuple[np.ndarray, np.ndarray] | None, rows: int) -> np.ndarray:
+    """The node of each of ``rows`` rows (the inverse of :func:`groups_of`)."""
+    if groups is None:
+        return np.arange(rows, dtype=np.int64)
+    order, offsets = groups
+    out = np.empty(rows, dtype=np.int64)
+    out[order] = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
+    return out
+
+
+@contextmanager
+def _threads(faiss, threads: int | None) -> Iterator[None]:
+    """FAISS's OpenMP threads set to ``threads`` (when given) for the block."""
+    previous = faiss.omp_get_max_threads()
+    if threads:
+        faiss.omp_set_num_threads(int(threads))
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(previous)
+
+
+def _add(faiss, index, vectors: np.ndarray, rows: np.ndarray, threads: int | None, progress) -> None:
+    """Add ``vectors[rows]`` to the graph, :data:`BATCH` rows at a time (a memory map is read once)."""
+    m = len(rows)
+    with _threads(faiss, threads):
+        for start in range(0, m, BATCH):
+            index.add(rows_of(vectors, rows[start:start + BATCH]))
+            if progress is not None:
+                progress(min(m, start + BATCH), m)
+
+
+def rows_of(vectors: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``vectors[rows]`` as a contiguous float32 array (rows read in ascending order from a memory map)."""
     rows = np.asarray(rows, dtype=np.int64)
     if rows.size and np.all(np.diff(rows) > 0) and rows[-1] - rows[0] + 1 == rows.size:
