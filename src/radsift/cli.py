@@ -349,9 +349,10 @@ def _check_milvus(index_dir: Path, backend: str, uri: Optional[str]) -> None:
         milvus.connect(uri).close()
 
 
-def _graphs(index_dir: Path, backend: str, milvus_uri: Optional[str] = None) -> None:
-    """The HNSW graphs of the new generation, when the backend calls for them (radsift.index.graphs); its
-    vectors pushed to Milvus with --backend milvus, or auto on an index pushed there before."""
+def _graphs(index_dir: Path, backend: str, milvus_uri: Optional[str] = None, extend: bool = True) -> None:
+    """The HNSW graphs of the new generation, when the backend calls for them (radsift.index.graphs: extended
+    from the previous generation's graph when possible, unless ``extend`` is false); its vectors pushed to
+    Milvus with --backend milvus, or auto on an index pushed there before."""
     from radsift.index.backends import milvus
     from radsift.index.graphs import build_graphs
 
@@ -362,7 +363,7 @@ def _graphs(index_dir: Path, backend: str, milvus_uri: Optional[str] = None) -> 
         console.print(f"Milvus: {', '.join(json.loads(side.read_text())['collections'].values())} ({side})",
                       highlight=False)
         return
-    for path in build_graphs(index_dir, backend, say=say):
+    for path in build_graphs(index_dir, backend, say=say, extend=extend):
         console.print(f"HNSW graph: {path}", highlight=False)
 
 
@@ -426,7 +427,7 @@ def index_optimize(index_dir: IndexArg, backend: BackendOpt = "auto") -> None:
     from radsift.index import optimize_index
 
     console.print(optimize_index(index_dir, progress=True).describe(), highlight=False)
-    _graphs(index_dir, backend)
+    _graphs(index_dir, backend, extend=False)  # a fresh graph: no node left empty by deletions
 
 
 @command(index_app, "push", example=["radsift index push my-index",
