@@ -570,3 +570,39 @@ def test_eval_every_keeps_a_checkpoint_and_a_development_curve(monkeypatch, tmp_
     card = json.loads((out / "radsift_training.json").read_text())
     assert card["evaluation"]["dev_curve"] == curve
     assert "Learning curve" in (out / "README.md").read_text()
+
+
+@pytest.mark.slow
+def test_cross_recipe_is_listwise_over_positive_hard_negative_and_batch():
+    """The cross-encoder's loss: per query, cross-entropy over its positive (the label), its same-note hard
+    negative and the batch's other passages (sigmoid logits x 10, the library's cross-encoder MNRL)."""
+    import torch
+
+    from radsift.models import default_model_path
+    from radsift.models.training import load_config
+    from radsift.models.training.entity_aspect import CrossRecipe, build_entity_aspect_data
+    from radsift.models.training.rerank import build_cross_encoder
+
+    data = build_entity_aspect_data([], medquad_docs=_docs(12), dev_fraction=0.0, dictionary=_dictionary())
+    cfg = load_config(recipe="entity-aspect", model_type="cross", batch_size=3, mega_batch_size=3,
+                      rerank_negatives=4)
+    model = build_cross_encoder(str(default_model_path()), 32)
+    recipe = CrossRecipe(model, data, cfg, random.Random(1))
+    batch = recipe.sampler.next_batch()
+    queries, positives, negatives = recipe.columns(batch)
+    for (e, neg), text in zip(batch, negatives):   # the hard negative: the same document, another aspect
+        assert data.passages[neg].note == e.note and data.passages[neg].aspect != e.aspect
+        assert data.passages[neg].text == text
+    model.eval()
+    with torch.no_grad():
+        loss = float(recipe.loss([queries, positives, negatives], torch.zeros(3)))
+
+        def s(q, texts):
+            return torch.sigmoid(model(recipe.loss.model.preprocess([[q, t] for t in texts]))["scores"].squeeze(1))
+
+        manual = 0.0
+        for i, q in enumerate(queries):
+            others = [t for j in range(3) if j != i for t in (positives[j], negatives[j])]
+            logits = 10 * s(q, [positives[i]] + others + [negatives[i]])
+            manual += float(torch.nn.functional.cross_entropy(logits[None], torch.zeros(1, dtype=torch.long)))
+    assert loss == pytest.approx(manual / 3, rel=1e-4)

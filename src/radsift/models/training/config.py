@@ -128,7 +128,8 @@ class TrainConfig:
             lexicon ``descriptions`` ("no " + it for a negative query) instead of a phrasing of its name,
             so the model learns how non-radiologists describe findings.
         time_limit_minutes: Stop early (and say so in the model card) past this wall time.
-        rerank_negatives: ``rerank``: negatives per positive pair.
+        rerank_negatives: ``rerank``: negatives per positive pair; ``entity-aspect`` cross-encoder: in-batch
+            negatives per query besides its hard negative.
         rerank_depth: ``rerank``: negatives come from this many bi-encoder top hits.
         medquad_dir: ``entity-aspect``: MedQuAD folder (None = ``../shared/data/medquad`` when present).
         cdv_dir: ``entity-aspect``: the CDV test split folder whose documents are never trained on

@@ -18,8 +18,8 @@ over the batch's positives and hard negatives. No batch holds two examples of on
 entity, nor a passage that answers another example's query (no false negatives).
 
 The same examples train the poly-encoder (``model_type: poly``; in-batch cross-entropy on its
-scores) and the cross-encoder (``model_type: cross``; binary cross-entropy on the positive, the
-hard negative and another example's positive).
+scores) and the cross-encoder (``model_type: cross``; cross-entropy over the positive, the hard
+negative and ``rerank_negatives`` other passages of the batch).
 """
 
 from __future__ import annotations
@@ -353,32 +353,33 @@ class PolyRecipe(EntityAspectRecipe):
 
 
 class CrossRecipe(EntityAspectRecipe):
-    """Cross-encoder steps: BCE on (query, positive)=1, (query, hard negative)=0, (query, another positive)=0."""
+    """Cross-encoder steps: listwise in-batch cross-entropy, as CAPR trains all three models.
+
+    Each query's group is its positive, its hard negative and ``rerank_negatives`` passages of other
+    examples in the batch (their positives or hard negatives; the sampler keeps them irrelevant to
+    it): the library's cross-encoder multiple-negatives ranking loss over the group's scores.
+    """
 
     kind = "entity-aspect-cross"
 
     def __init__(self, model, data: EAData, config, rng: random.Random) -> None:
-        from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+        import torch
+        from sentence_transformers.cross_encoder.losses import MultipleNegativesRankingLoss
 
         self.model, self.data, self.config, self.rng = model, data, config, rng
         self.sampler = EASampler(data, config.batch_size, rng, config.medquad_share, config.entity_hard_negatives)
-        self.loss = BinaryCrossEntropyLoss(model)
+        # The loss draws its in-batch negatives with torch's generator: seed it for a reproducible run.
+        torch.manual_seed(config.seed)
+        self.loss = MultipleNegativesRankingLoss(model, num_negatives=config.rerank_negatives)
 
     def step(self, optimizer):
         import torch
 
         from radsift.models.training.loop import StepResult
 
-        batch = self.sampler.next_batch()
-        queries, positives, negatives = self.columns(batch)
-        qs, texts, labels = [], [], []
-        for i, q in enumerate(queries):
-            other = positives[(i + 1 + self.rng.randrange(max(1, len(batch) - 1))) % len(batch)] if len(batch) > 1 else None
-            for text, label in ((positives[i], 1.0), (negatives[i], 0.0), (other, 0.0)):
-                if text is not None:
-                    qs.append(q), texts.append(text), labels.append(label)
         self.model.train(True)
-        return StepResult(self.kind, optimizer.step(self.loss([qs, texts], torch.tensor(labels))))
+        columns = self.columns(self.sampler.next_batch())
+        return StepResult(self.kind, optimizer.step(self.loss(columns, torch.zeros(len(columns[0])))))
 
 
 def dev_passage_data(dev_docs) -> "PassageData":  # noqa: F821
