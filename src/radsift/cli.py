@@ -427,7 +427,7 @@ def index_optimize(index_dir: IndexArg, backend: BackendOpt = "auto") -> None:
     from radsift.index import optimize_index
 
     console.print(optimize_index(index_dir, progress=True).describe(), highlight=False)
-    _graphs(index_dir, backend)  # a fresh graph: no node left empty by deletions
+    _graphs(index_dir, backend, extend=False)  # a fresh graph: no node left empty by deletions
 
 
 @command(index_app, "push", example=["radsift index push my-index",
