@@ -188,17 +188,27 @@ def test_a_bit_identical_new_row_joins_its_node_even_an_emptied_one(indexed, enc
         members = order[offsets[node[row]]:offsets[node[row] + 1]]
         assert members.min() < start and (x[members] == x[row]).all()
     store.close()
-    # r5 deleted: its own nodes empty; the same text added again fills them, no new node.
-    delete_from_index(path, ["r5"])
-    assert "0 new nodes, 4 deleted rows dropped" in _extend(path)[0]
+    add_to_index(path, [_report(200)], encoder=enc, progress=False)
+    assert "with 4 new rows (3 new nodes)" in _extend(path)[0]
+    # r5 (first segment) and r200 (a later one) deleted: their own nodes empty; the same texts added
+    # again fill them (checked against the deleted rows, still in their segments' files), no new node.
+    delete_from_index(path, ["r5", "r200"])
+    assert "0 new nodes, 8 deleted rows dropped" in _extend(path)[0]
     graph, store = _graph(path)
-    assert graph.live_nodes == nodes - 3
+    assert graph.live_nodes == nodes + 3 - 6
     store.close()
-    add_to_index(path, [Report("r5-again", dict(_report(5).sections), {})], encoder=enc, progress=False)
-    assert "with 4 new rows (0 new nodes)" in _extend(path)[0]
+    add_to_index(path, [Report(f"r{i}-again", dict(_report(i).sections), {}) for i in (5, 200)], encoder=enc,
+                 progress=False)
+    assert "with 8 new rows (0 new nodes)" in _extend(path)[0]
     graph, store = _graph(path)
-    assert graph.index.ntotal == graph.live_nodes == nodes
+    assert graph.index.ntotal == graph.live_nodes == nodes + 3
     store.close()
+
+
+def test_an_add_that_more_than_doubles_the_graph_builds_it(indexed, enc):
+    add_to_index(indexed, [_report(i) for i in range(120, 250)], encoder=enc, progress=False)
+    said = _extend(indexed)
+    assert all(s.startswith("building") and "more than double" in s for s in said), said
 
 
 def test_optimize_rollback_and_many_deletions_build_from_scratch(indexed, enc, monkeypatch):
