@@ -26,6 +26,17 @@ Run (about 20 minutes at 1M sentences on 2 busy cores)::
 with the packaged MiniLM model (torch). ``--baseline-src DIR`` also times the same build and add
 with another radsift source tree (e.g. the commit before segments, exported with ``git archive``),
 in a subprocess.
+
+``--graph`` times the HNSW graphs instead (``radsift index add --backend hnsw``): the base index and
+its graphs built, then ``--fraction`` new reports added and the new generation's graphs extended
+from the previous ones (:func:`radsift.index.graphs.build_graphs`) against the same graphs built
+from scratch (``extend=False``), each with its top-10 recall against exact search; then a
+``--replace`` and a delete of ``--fraction``, each followed by its extension. Every sentence is
+made distinct by two made-up words (the pool holds 3,146 sentences, which would make a graph of
+3,146 nodes), so the sentence graph has one node per row, as bench_scale's vectors do. Run it on
+an idle machine (a full graph build of 1M rows takes about 4 minutes on 2 cores)::
+
+    .venv/bin/python benchmarks/bench_add.py --graph --sentences 1000000 --out add-graph.json
 """
 
 from __future__ import annotations
@@ -50,8 +61,10 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')} load {os.getloadavg()[0]:.2f}] {msg}", file=sys.stderr, flush=True)
 
 
-def corpus(n_reports: int, seed: int, prefix: str = "s", start: int = 0):
-    """``n_reports`` reports of 8 findings sentences and a one-sentence impression from the demo pool."""
+def corpus(n_reports: int, seed: int, prefix: str = "s", start: int = 0, distinct: bool = False):
+    """``n_reports`` reports of 8 findings sentences and a one-sentence impression from the demo pool
+    (``distinct``: each sentence tagged with two made-up words from its report and place, so that no
+    two sentences of the corpus share a vector)."""
     from radsift.demo import generate_reports
     from radsift.records import Report
     from radsift.text import report_sentences
@@ -59,9 +72,27 @@ def corpus(n_reports: int, seed: int, prefix: str = "s", start: int = 0):
     pool = sorted({s.text for d in generate_reports(n=3000, seed=7) for s in report_sentences(d.report)})
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, len(pool), size=(n_reports, PER_REPORT + 1))
-    return [Report(f"{prefix}{start + i}", {"findings": " ".join(pool[j] for j in row[:PER_REPORT]),
-                                            "impression": pool[row[PER_REPORT]]},
+
+    def text(i: int, j: int, k: int) -> str:
+        if not distinct:
+            return pool[j]
+        n = ((start + i) * (PER_REPORT + 1) + k) * (1 if prefix == "s" else -1)
+        return pool[j].rstrip(".") + f" {_letters(n, 'q')} {_letters(n * 7919 + 13, 'z')}."
+
+    return [Report(f"{prefix}{start + i}",
+                   {"findings": " ".join(text(i, j, k) for k, j in enumerate(row[:PER_REPORT])),
+                    "impression": text(i, row[PER_REPORT], PER_REPORT)},
                    {"site": "north" if i % 2 else "south"}) for i, row in enumerate(picks.tolist())]
+
+
+def _letters(n: int, lead: str) -> str:
+    """A made-up word for the number ``n`` (base 26, after ``lead``; ``x`` before a negative number)."""
+    word, n = ("x" if n < 0 else ""), abs(n)
+    while True:
+        n, r = divmod(n, 26)
+        word += "abcdefghijklmnopqrstuvwxyz"[r]
+        if not n:
+            return lead + word
 
 
 def timed(fn):
@@ -79,26 +110,20 @@ def main(argv=None) -> int:
     ap.add_argument("--openi", default="", help="an Open-i reports.csv: index its real reports (the first "
                     "--reports of them, then 1%% more) with the packaged MiniLM model instead")
     ap.add_argument("--reports", type=int, default=2000, help="with --openi: reports in the base index")
+    ap.add_argument("--graph", action="store_true", help="time extending the HNSW graphs on add against "
+                    "building them (distinct sentences)")
     ap.add_argument("--out", default="")
     args = ap.parse_args(argv)
     if args.openi:
         return real(args)
+    if args.graph:
+        return graphs(args)
 
     from radsift.index import IndexStore, add_to_index, build_index, delete_from_index, optimize_index
-    from radsift.models.hashing import HashingEncoder
     from radsift.ranking.bm25 import bm25_scores
 
-    work = Path(args.workdir)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    enc = HashingEncoder(work / "hash-model", dim=384)
-    n_reports = args.sentences // PER_REPORT
-    n_new = max(1, int(n_reports * args.fraction))
-    base = corpus(n_reports, seed=1)
-    new = corpus(n_new, seed=2, prefix="new")
-    changed = corpus(n_new, seed=3, start=0)  # new versions of s0 .. s{n_new-1}
-    res: dict = {"sentences": args.sentences, "reports": n_reports, "fraction": args.fraction,
-                 "encoder": "hashing dim 384", "cpus": os.cpu_count(), "load_start": os.getloadavg()}
+    work, enc, base, new, changed, res = _synthetic(args)
+    n_reports, n_new = res["reports"], len(new)
     index = work / "idx"
     log(f"build: {n_reports:,} reports")
     summary, res["build_s"] = timed(lambda: build_index(index, base, encoder=enc, progress=False))
@@ -149,10 +174,97 @@ def main(argv=None) -> int:
     return _finish(res, args)
 
 
+def _synthetic(args, distinct: bool = False):
+    """A fresh work folder, the hashing encoder, the base corpus, ``--fraction`` new reports and as many
+    new versions of the first stored ones; and the result dict, started."""
+    from radsift.models.hashing import HashingEncoder
+
+    work = Path(args.workdir)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    enc = HashingEncoder(work / "hash-model", dim=384)
+    n_reports = args.sentences // PER_REPORT
+    n_new = max(1, int(n_reports * args.fraction))
+    base = corpus(n_reports, seed=1, distinct=distinct)
+    new = corpus(n_new, seed=2, prefix="new", distinct=distinct)
+    changed = corpus(n_new, seed=3, start=0, distinct=distinct)  # new versions of s0 .. s{n_new-1}
+    res: dict = {"sentences": args.sentences, "reports": n_reports, "fraction": args.fraction,
+                 "encoder": "hashing dim 384", "cpus": os.cpu_count(), "load_start": os.getloadavg()}
+    return work, enc, base, new, changed, res
+
+
+def graphs(args) -> int:
+    """Extending the HNSW graphs of the index on add, replace and delete, against building them from scratch."""
+    from radsift.index import add_to_index, build_index, delete_from_index
+    from radsift.index.graphs import GRAPH_DIR, build_graphs
+
+    work, enc, base, new, changed, res = _synthetic(args, distinct=True)
+    n_new = len(new)
+    index = work / "idx"
+    log(f"build: {len(base):,} reports")
+    summary, res["build_s"] = timed(lambda: build_index(index, base, encoder=enc, progress=False))
+    res["build_units"] = {"sentences": summary.sentences, "sections": summary.sections}
+    _, res["graph_build_base_s"] = timed(lambda: build_graphs(index, "hnsw", say=log))
+    log(f"graphs of the base built in {res['graph_build_base_s']:.1f}s")
+    queries = [enc.encode_query(q) for q in QUERIES] + \
+        [enc.encode_query(r.sections["findings"].split(". ")[0]) for r in (base[::max(1, len(base) // 10)] + new[:10])]
+
+    _, res["add_s"] = timed(lambda: add_to_index(index, new, encoder=enc, progress=False))
+    _, res["graph_extend_add_s"] = timed(lambda: build_graphs(index, "hnsw", say=log))
+    res["recall10_extended"] = _recall(index, queries)
+    log(f"add {res['add_s']:.2f}s, graphs extended in {res['graph_extend_add_s']:.2f}s, "
+        f"recall@10 {res['recall10_extended']}")
+    for old in (index / GRAPH_DIR).iterdir():  # the same generation's graphs again, from scratch
+        old.unlink()
+    _, res["graph_rebuild_s"] = timed(lambda: build_graphs(index, "hnsw", say=log, extend=False))
+    res["recall10_rebuilt"] = _recall(index, queries)
+    log(f"graphs built from scratch in {res['graph_rebuild_s']:.1f}s, recall@10 {res['recall10_rebuilt']}")
+
+    add_to_index(index, changed, encoder=enc, progress=False, replace=True)
+    _, res["graph_extend_replace_s"] = timed(lambda: build_graphs(index, "hnsw", say=log))
+    delete_from_index(index, [f"s{i}" for i in range(n_new, 2 * n_new)])
+    _, res["graph_extend_delete_s"] = timed(lambda: build_graphs(index, "hnsw", say=log))
+    res["recall10_after_replace_delete"] = _recall(index, queries)
+    log(f"replace: graphs extended in {res['graph_extend_replace_s']:.2f}s; delete: "
+        f"{res['graph_extend_delete_s']:.2f}s; recall@10 {res['recall10_after_replace_delete']}")
+    res["extend_over_rebuild"] = res["graph_extend_add_s"] / res["graph_rebuild_s"]
+    res["load_end"] = os.getloadavg()
+    return _write(res, args)
+
+
+def _recall(index_dir: Path, queries) -> dict[str, float]:
+    """Mean top-10 recall of the live graphs against exact search (rows scoring at least the exact 10th best)."""
+    from radsift.index import IndexStore
+    from radsift.index.backends.hnsw import HnswBackend
+    from radsift.index.backends.numpy_backend import NumpyBackend
+    from radsift.index.graphs import graph_path
+
+    store = IndexStore.open(index_dir)
+    out = {}
+    try:
+        for kind in ("sentence", "section"):
+            vectors = store.units(kind).vectors
+            graph = HnswBackend.open(graph_path(index_dir, store.gen_dir, kind), vectors)
+            exact = NumpyBackend(vectors)
+            hits = []
+            for q in queries:
+                rows, _ = graph.top(q, 10)
+                tenth = exact.top(q, 10)[1][-1]
+                hits.append(np.count_nonzero(np.asarray(vectors[rows]) @ q >= tenth - 1e-6) / 10)
+            out[kind] = round(float(np.mean(hits)), 4)
+    finally:
+        store.close()
+    return out
+
+
 def _finish(res: dict, args) -> int:
     """The add's share of the build, the load at the end; the figures printed and written to --out."""
     res["add_over_build"] = res["add_s"] / res["build_s"]
     res["load_end"] = os.getloadavg()
+    return _write(res, args)
+
+
+def _write(res: dict, args) -> int:
     text = json.dumps(res, indent=1)
     print(text)
     if args.out:
