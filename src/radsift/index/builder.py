@@ -71,14 +71,9 @@ def _encode_sections(encoder, texts: list[str], batch_size: int, progress: bool,
     """Section vectors. A section longer than one window (:data:`radsift.text.aspects.WINDOW_WORDS`
     words) is read as overlapping windows and stands as the normalised mean of their vectors: the
     model reads 256 word pieces, so truncating a long note section would drop its end."""
-    from radsift.text.aspects import passage_windows
+    from radsift.text.aspects import section_windows
 
-    windows: list[str] = []
-    owner: list[int] = []
-    for row, text in enumerate(texts):
-        for window in passage_windows(text):
-            windows.append(window)
-            owner.append(row)
+    windows, owner = section_windows(texts)
     vecs, n = _encode_unique(encoder, windows, batch_size, progress, desc)
     if len(windows) == len(texts):  # every section fits one window: its vector is the model's own
         return vecs, n

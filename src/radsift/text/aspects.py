@@ -233,3 +233,15 @@ def passage_windows(text: str, max_words: int | None = WINDOW_WORDS, overlap: in
         if start + max_words >= len(words):
             break
     return out
+
+
+def section_windows(texts: list[str]) -> tuple[list[str], list[int]]:
+    """The windows of every text (:func:`passage_windows` with the defaults), and the text each
+    window comes from: how the index reads its section units (bi-encoder vectors, poly-encoder codes)."""
+    windows: list[str] = []
+    owner: list[int] = []
+    for row, text in enumerate(texts):
+        for window in passage_windows(text):
+            windows.append(window)
+            owner.append(row)
+    return windows, owner
