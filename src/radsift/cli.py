@@ -269,6 +269,9 @@ ConceptsOpt = Annotated[bool, typer.Option(
 PrfOpt = Annotated[bool, typer.Option(
     "--prf", help="Pseudo-relevance feedback: expand the query from its first-pass top hits (RM3, Rocchio).")]
 CorpusOpt = Annotated[list[Path], typer.Option("--corpus", metavar="PATH", help="Corpus file or folder (repeatable).")]
+PolyOpt = Annotated[Optional[Path], typer.Option(
+    "--poly", metavar="DIR", help="Also encode the sections' codes for this poly-encoder (INDEX_DIR/cache/poly/), so "
+    "that 'radsift search --unit passage --first-stage DIR' does not encode them on its first query.")]
 
 
 def _read(paths: list[Path], options):
@@ -312,12 +315,14 @@ def index_build(
     encoder: EncoderOpt = "torch",
     encoder_cache: EncoderCacheOpt = None,
     milvus_uri: MilvusUriOpt = None,
+    poly: PolyOpt = None,
 ) -> None:
     """Build an index from a corpus (encodes sentences and sections, labels findings, builds BM25);
     with --adapt, tune the model on the corpus first."""
     from radsift.index import build_index
 
     _check_milvus(index_dir, backend, milvus_uri)
+    _check_poly(poly)
     reports, stats = _read(corpus, reader)
     if adapt:
         from radsift.index.adapt import build_adapted_index
@@ -335,6 +340,25 @@ def index_build(
     _report_read_stats(stats)
     console.print(f"built: {summary.describe()}", highlight=False)
     _graphs(index_dir, backend, milvus_uri)
+    _poly_codes(index_dir, poly)
+
+
+def _check_poly(poly: Optional[Path]) -> None:
+    """Before anything is written: --poly must name a poly-encoder folder."""
+    if poly is not None:
+        from radsift.search.passages import check_first_stage
+
+        check_first_stage(poly)
+
+
+def _poly_codes(index_dir: Path, poly: Optional[Path]) -> None:
+    """--poly: the codes of the live generation's segments that have none (radsift.index.poly_codes)."""
+    if poly is None:
+        return
+    from radsift.index.poly_codes import build_poly_codes
+
+    paths = build_poly_codes(index_dir, poly, say=lambda m: err_console.print(m, highlight=False))
+    console.print(f"poly-encoder codes: {len(paths)} segment(s) in {index_dir / 'cache' / 'poly'}", highlight=False)
 
 
 def _check_milvus(index_dir: Path, backend: str, uri: Optional[str]) -> None:
@@ -380,18 +404,21 @@ def index_add(
     encoder: EncoderOpt = "torch",
     encoder_cache: EncoderCacheOpt = None,
     milvus_uri: MilvusUriOpt = None,
+    poly: PolyOpt = None,
 ) -> None:
     """Add reports to an index as one new segment: nothing already stored is re-encoded or rewritten
     (--replace marks the old versions deleted; 'radsift index optimize' merges the segments)."""
     from radsift.index import add_to_index
 
     _check_milvus(index_dir, backend, milvus_uri)
+    _check_poly(poly)
     reports, stats = _read(corpus, reader)
     summary = add_to_index(index_dir, reports, replace=replace, model=model, threads=threads,
                            batch_size=batch_size, encoder_kind=encoder, encoder_cache=encoder_cache)
     _report_read_stats(stats)
     console.print(f"updated: {summary.describe()}", highlight=False)
     _graphs(index_dir, backend, milvus_uri)
+    _poly_codes(index_dir, poly)
 
 
 @command(index_app, "delete", example=["radsift index delete my-index r17 r42",
@@ -504,6 +531,10 @@ def search_cmd(
     aspect: Annotated[Optional[str], typer.Option(
         "--aspect", metavar="ASPECT", help="--unit passage: passages of this aspect (history, treatment, ...; or "
         "write the query as \"ENTITY | ASPECT\").")] = None,
+    first_stage: Annotated[Optional[Path], typer.Option(
+        "--first-stage", metavar="DIR", help="--unit passage: a poly-encoder folder scores every passage in the place "
+        "of the index's bi-encoder (--mode dense: it alone; hybrid: fused with BM25). Its codes are cached in "
+        "INDEX_DIR/cache/poly/.")] = None,
 ) -> None:
     """Search an index: prints how the query was read and how many reports state it, then each hit
     with its relevance band, the status of the query's findings in it and the matched words highlighted.
@@ -513,8 +544,11 @@ def search_cmd(
 
     if unit == "passage" or aspect or "|" in query:
         _search_passages(index_dir, query, k=k, aspect=aspect, mode=mode, where=where, model=model, threads=threads,
-                         rerank=rerank, reranker=reranker, as_json=as_json, backend=backend, milvus_uri=milvus_uri)
+                         rerank=rerank, reranker=reranker, as_json=as_json, backend=backend, milvus_uri=milvus_uri,
+                         first_stage=first_stage)
         return
+    if first_stage is not None:
+        raise ConfigError("--first-stage scores section passages: use it with --unit passage")
     index = Index.open(index_dir, model=model, threads=threads, reranker=reranker if rerank else None,
                        backend=backend, milvus_uri=milvus_uri)
     hits = index.search(query, k=k, mode=mode, level=level, where=where, target=target, unit=unit,
@@ -528,17 +562,20 @@ def search_cmd(
 
 
 def _search_passages(index_dir, query, *, k, aspect, mode, where, model, threads, rerank, reranker, as_json,
-                     backend, milvus_uri) -> None:
+                     backend, milvus_uri, first_stage=None) -> None:
     """``radsift search --unit passage``: passages with heading, aspect and matched sentences (radsift.search.passages)."""
     from rich.text import Text
 
     from radsift.search import Index
-    from radsift.search.passages import load_passage_reranker, parse_passage_query, search_passages
+    from radsift.search.passages import PolyFirstStage, load_passage_reranker, parse_passage_query, search_passages
 
     parsed = parse_passage_query(query, aspect)  # an unknown aspect fails before the index opens
+    stage = PolyFirstStage(first_stage, threads, say=lambda m: err_console.print(m, highlight=False)) \
+        if first_stage is not None else None  # a folder that is not a poly-encoder fails here too
     index = Index.open(index_dir, model=model, threads=threads, backend=backend, milvus_uri=milvus_uri)
     rr = load_passage_reranker(reranker, threads) if rerank and reranker else None
-    hits = search_passages(index, query, k=k, aspect=aspect, mode=mode, where=where, rerank=rerank, reranker=rr)
+    hits = search_passages(index, query, k=k, aspect=aspect, mode=mode, where=where, rerank=rerank, reranker=rr,
+                           first_stage=stage)
     if as_json:
         typer.echo(json.dumps({"query": query, "entity": parsed.entity, "aspect": parsed.aspect, "text": parsed.text,
                                "hits": [h.to_dict() for h in hits]}, ensure_ascii=False))
@@ -1118,6 +1155,10 @@ def serve_cmd(
         "--max-connections", metavar="N", help="Open connections served at once; past them a request gets 503.")] = 64,
     llm_url: LlmUrlOpt = None, llm_model: LlmModelOpt = None, llm_token_file: LlmTokenOpt = None,
     allow_remote_llm: AllowRemoteOpt = False,
+    passage_first_stage: Annotated[Optional[Path], typer.Option(
+        "--passage-first-stage", metavar="DIR", help="A poly-encoder folder that scores every passage of "
+        "/api/passages in the place of the index's bi-encoder (its codes encoded, or read from INDEX_DIR/cache/poly/, "
+        "before the server listens).")] = None,
 ) -> None:
     """Serve the search page and JSON API (127.0.0.1 unless a token is set; Ctrl-C stops)."""
     from radsift.serve import run_server
@@ -1129,7 +1170,7 @@ def serve_cmd(
         os.environ["RADSIFT_MILVUS_URI"] = milvus_uri
     run_server(index_dir, host=host, port=port, token_file=token_file, audit_log=audit_log, model=model,
                reranker=reranker, console=console, limits=limits, saved_dir=saved_dir, backend=backend,
-               llm={"url": llm_url, "model": llm_model, "token_file": llm_token_file, "allow_remote": allow_remote_llm})
+               passage_first_stage=passage_first_stage, llm={"url": llm_url, "model": llm_model, "token_file": llm_token_file, "allow_remote": allow_remote_llm})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -294,7 +294,8 @@ class Index:
                fields: Sequence[str] | None = None, include_report: bool = True,
                query_vector: np.ndarray | None = None, negation: str = "aware", rerank: int = 0,
                reading: Mapping[str, str] | Iterable[str] | None = None, alpha: float | None = None,
-               concepts: bool = True, prf: bool = False, mentions: bool = True, offset: int = 0) -> "SearchResult":
+               concepts: bool = True, prf: bool = False, mentions: bool = True, offset: int = 0,
+               first_stage=None) -> "SearchResult":
         """Search the index.
 
         Args:
@@ -325,6 +326,11 @@ class Index:
                 offsets: ``Hit.reading``); False skips reading the hits (batch runs, benchmarks).
             offset: Skip this many hits of the ranked list (paging: the page after ``offset=0, k=25``
                 is ``offset=25, k=25``; pages never repeat or miss a hit). Past the end: no hits.
+            first_stage: Takes the place of the index's bi-encoder on the dense side: an object whose
+                ``scores(store, query, unit)`` scores every ``unit`` of the store the search runs on (in
+                its row space), e.g. :class:`radsift.search.passages.PolyFirstStage`. ``dense`` then ranks
+                by it alone, ``hybrid`` and ``hybrid-rrf`` fuse it with BM25; the index's model is not
+                loaded and no concept is linked (linking compares the query with the bi-encoder's vectors).
 
         Returns:
             Hits, best first; scores decrease with rank; ``Hit.rank`` counts from ``offset + 1``. The
@@ -334,15 +340,17 @@ class Index:
             band (:mod:`radsift.ranking.bands`).
 
         Raises:
-            ConfigError: A bad option (naming it and the allowed values), or ``rerank`` without a reranker.
+            ConfigError: A bad option (naming it and the allowed values), ``rerank`` without a reranker, or
+                ``first_stage`` with ``bm25`` (no dense side) or ``prf`` (it moves the bi-encoder's query vector).
         """
         store = self.live_store()  # no lock: a search works on the store it started with; reload() swaps it
         with store.guard():
             return self._search(store, query, k, mode, level, target, where, unit, fields, include_report,
-                                query_vector, negation, rerank, reading, alpha, concepts, prf, mentions, offset)
+                                query_vector, negation, rerank, reading, alpha, concepts, prf, mentions, offset,
+                                first_stage)
 
     def _search(self, store, query, k, mode, level, target, where, unit, fields, include_report, query_vector,
-                negation, rerank, reading, alpha, concepts, prf, mentions, offset) -> "SearchResult":
+                negation, rerank, reading, alpha, concepts, prf, mentions, offset, first_stage=None) -> "SearchResult":
         m = store.manifest
         opts = check_options(query, k=k, mode=mode, level=level, unit=unit, negation=negation, rerank=rerank,
                              target=target, where=where, sections=m.sections, metadata_keys=m.metadata_keys,
@@ -350,14 +358,21 @@ class Index:
         if opts.rerank and self.reranker is None:
             raise ConfigError("rerank needs a reranker: pass --reranker DIR (a folder written by "
                               "'radsift train --recipe rerank') or set RADSIFT_RERANKER")
-        if NEEDS_DENSE[opts.mode] and query_vector is None:
+        if first_stage is not None:
+            if not NEEDS_DENSE[opts.mode]:
+                raise ConfigError(f"a first stage takes the bi-encoder's place: mode {opts.mode} does not use it "
+                                  "(use dense for the first stage alone, hybrid or hybrid-rrf to fuse it with BM25)")
+            if opts.prf:
+                raise ConfigError("prf expands the bi-encoder's query vector: it does not apply to another first stage")
+        elif NEEDS_DENSE[opts.mode] and query_vector is None:
             query_vector = self.encoder.encode_query(opts.query)
+        linked = opts.concepts and first_stage is None
         reading = read_query(opts.query, self.labeler, negation=opts.negation, override=dict(opts.reading),
                              lexicon=m.lexicon is not None,
-                             link=self._link_function(opts.mode, opts.query, query_vector) if opts.concepts else None)
+                             link=self._link_function(opts.mode, opts.query, query_vector) if linked else None)
         read_tiers = self._tiers(store, opts, reading)
         tiers = read_tiers.tiers
-        scores = self._scores(store, opts, query_vector, reading)
+        scores = self._scores(store, opts, query_vector, reading, first_stage)
         if opts.prf:
             scores = self._feedback(store, opts, scores, tiers, query_vector, reading)
         if tiers is not None and reading.findings:
@@ -381,14 +396,22 @@ class Index:
         return SearchResult(hits, reading, offset=opts.offset, k=opts.k, total=counts.total,
                             matching=counts.matching, lower_bound=counts.lower_bound)
 
-    def _scores(self, store: IndexStore, opts: SearchOptions, query_vector, reading: QueryReading) -> dict:
+    def _scores(self, store: IndexStore, opts: SearchOptions, query_vector, reading: QueryReading,
+                first_stage=None) -> dict:
         """The query's dense and BM25 scores (only those its mode uses) and the eligible units.
 
         The BM25 side of a query linked to a concept also holds the concept's name and short
-        synonyms (the words reports use for it)."""
+        synonyms (the words reports use for it). ``first_stage`` gives the dense side (see :meth:`search`);
+        its own ``settings`` (when it has them) give the dense weight of ``hybrid``."""
+        settings = self.settings if first_stage is None else getattr(first_stage, "settings", self.settings)
         out: dict = {"mask": self._mask(store, opts),
-                     "alpha": opts.alpha if opts.alpha is not None else self.settings.dense_weight}
-        if NEEDS_DENSE[opts.mode]:
+                     "alpha": opts.alpha if opts.alpha is not None else settings.dense_weight}
+        if NEEDS_DENSE[opts.mode] and first_stage is not None:
+            out["dense"] = np.asarray(first_stage.scores(store, opts.query, opts.unit), dtype=np.float32)
+            if out["dense"].shape != store.units(opts.unit).report_row.shape:
+                raise RuntimeError(f"first stage: {out['dense'].shape[0]} scores for "
+                                 f"{store.units(opts.unit).report_row.shape[0]} {opts.unit} units")
+        elif NEEDS_DENSE[opts.mode]:
             # An approximate backend draws its candidates from the eligible units.
             backend = self._backend(store, opts.unit)
             # A backend that pushes filters down (Milvus) takes them with the mask they make.

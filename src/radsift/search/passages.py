@@ -8,9 +8,12 @@ change is needed and a user's extended map applies to old indexes too.
 ``"pneumonia | treatment"`` (or ``query="pneumonia", aspect="treatment"``) becomes the model text
 ``"pneumonia treatment"`` (:func:`radsift.text.aspects.entity_aspect_text`, as in training) and
 keeps only passages of that aspect; a plain question searches every passage. The first stage is
-:meth:`radsift.Index.search` over section units (the index's bi-encoder: build the index with
-``--model`` a bi-encoder from ``radsift train --recipe entity-aspect``); a cross-encoder or a
-poly-encoder folder re-scores the top ``rerank`` passages (:func:`radsift.models.reranker.rerank`).
+:meth:`radsift.Index.search` over section units: the index's bi-encoder (build the index with
+``--model`` a bi-encoder from ``radsift train --recipe entity-aspect``) or, with ``first_stage``, a
+poly-encoder in its place (:class:`PolyFirstStage`: it scores every live section through codes cached
+per segment, :mod:`radsift.index.poly_codes`); the mode fuses either with BM25 (``dense``: the model
+alone). A cross-encoder or a poly-encoder folder re-scores the top ``rerank`` passages
+(:func:`radsift.models.reranker.rerank`).
 The matched sentences of a passage are those sharing a content word with the entity (or the
 question), each with its matched words.
 """
@@ -18,6 +21,7 @@ question), each with its matched words.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -98,6 +102,101 @@ class PolyReranker:
         return self.poly.score_texts(query, texts)
 
 
+class PolyFirstStage:
+    """A poly-encoder folder as the first stage of passage search, in the place of the index's bi-encoder
+    (``Index.search(..., first_stage=...)``): it scores every live section of the index by its best
+    window, through the codes cached in ``INDEX/cache/poly/`` (:class:`radsift.index.poly_codes.PolyCodes`:
+    a segment without codes is encoded on first use, with a line to ``say``).
+
+    The model loads on first use (or :meth:`prepare`); its folder is checked, and fingerprinted, at once.
+
+    Args:
+        path: The poly-encoder folder.
+        threads: torch threads.
+        say: Told before a segment's codes are encoded (default: a line on stderr).
+        poly: The model of ``path`` when it is already loaded (used as is).
+
+    Attributes:
+        path: The poly-encoder folder.
+        settings: Its search settings (:func:`radsift.models.settings.settings_of_model`): ``hybrid``'s
+            dense weight.
+
+    Raises:
+        ConfigError: ``path`` is not a poly-encoder folder (see :func:`check_first_stage`).
+    """
+
+    def __init__(self, path: str | Path, threads: int | None = None, say=None, *, poly=None) -> None:
+        import threading
+
+        from radsift.index.poly_codes import poly_fingerprint
+        from radsift.models.settings import settings_of_model
+
+        self.path = check_first_stage(path)
+        self.fingerprint = poly_fingerprint(self.path)
+        self.settings = settings_of_model(self.path)
+        self._threads, self._say, self._poly = threads, say, poly
+        self._codes = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return f"poly-encoder {self.path.name}"
+
+    @property
+    def codes(self):
+        """The :class:`~radsift.index.poly_codes.PolyCodes` of the loaded model (loads it once)."""
+        with self._lock:
+            if self._codes is None:
+                from radsift.index.poly_codes import PolyCodes
+                from radsift.models.poly_encoder import PolyEncoder
+
+                poly = self._poly or PolyEncoder.load(self.path, threads=self._threads)
+                self._codes = PolyCodes(poly, self.fingerprint, say=self._say)
+            return self._codes
+
+    def prepare(self, store) -> list[Path]:
+        """Load the model and read or encode the codes of every segment of ``store`` (a server's start)."""
+        with store.guard():
+            return self.codes.ensure(store)
+
+    def scores(self, store, query: str, unit: str = "section"):
+        """The poly-encoder score of every live section of ``store`` for ``query`` (store row order).
+
+        Raises:
+            ConfigError: ``unit`` is not ``section`` (the codes are those of section passages).
+        """
+        if unit != "section":
+            raise ConfigError(f"a poly-encoder first stage scores section passages, not {unit} units: "
+                              "use it with --unit passage")
+        codes = self.codes
+        return codes.scores(store, codes.poly.encode_queries([query])[0])
+
+
+def check_first_stage(path: str | Path) -> Path:
+    """``path`` as a passage first stage: a poly-encoder folder, else a ConfigError saying what it is."""
+    from radsift.models.poly_encoder import CONFIG_FILE, is_poly_encoder
+
+    path = Path(path).expanduser()
+    if is_poly_encoder(path):
+        return path.resolve()
+    if not path.is_dir():
+        raise ConfigError(f"--first-stage {path}: no such folder (expected a poly-encoder from "
+                          "'radsift train --recipe entity-aspect --model-type poly')")
+    if (path / "modules.json").is_file():
+        raise ConfigError(f"--first-stage {path}: a bi-encoder (sentence-transformers) folder, not a poly-encoder: "
+                          "the index's own model already is the bi-encoder first stage (build the index with "
+                          f"--model {path} to search with this one)")
+    try:
+        arch = " ".join(json.loads((path / "config.json").read_text(encoding="utf-8")).get("architectures") or [])
+    except (OSError, ValueError, AttributeError):
+        arch = ""
+    if "SequenceClassification" in arch:
+        raise ConfigError(f"--first-stage {path}: a cross-encoder folder, which re-scores a first stage's passages: "
+                          f"use it as --rerank N --reranker {path}")
+    raise ConfigError(f"--first-stage {path}: not a poly-encoder folder (no {CONFIG_FILE}); train one with "
+                      "'radsift train --recipe entity-aspect --model-type poly'")
+
+
 def load_passage_reranker(path: str | Path, threads: int | None = None):
     """A cross-encoder or poly-encoder folder as a reranker."""
     from radsift.models.poly_encoder import is_poly_encoder
@@ -121,7 +220,8 @@ def matched_sentences(words: str, text: str) -> tuple[tuple[tuple[int, int], ...
 
 
 def search_passages(index, query: str, *, k: int = 10, aspect: str | None = None, mode: str = "hybrid",
-                    where: Mapping | Iterable[str] | None = None, rerank: int = 0, reranker=None) -> list[PassageHit]:
+                    where: Mapping | Iterable[str] | None = None, rerank: int = 0, reranker=None,
+                    first_stage: PolyFirstStage | None = None) -> list[PassageHit]:
     """Rank the index's section passages for an ``"entity | aspect"`` query or a question.
 
     Args:
@@ -133,9 +233,11 @@ def search_passages(index, query: str, *, k: int = 10, aspect: str | None = None
         where: Metadata filters.
         rerank: Re-score the top ``rerank`` passages with ``reranker`` (0 = off).
         reranker: A cross-encoder :class:`~radsift.models.reranker.Reranker` or a :class:`PolyReranker`.
+        first_stage: A :class:`PolyFirstStage` in the place of the index's bi-encoder (``dense``: it
+            alone; ``hybrid``, ``hybrid-rrf``: fused with BM25; ``bm25`` refuses it).
 
     Raises:
-        ConfigError, AspectError: A malformed query or an unknown aspect.
+        ConfigError, AspectError: A malformed query or an unknown aspect; ``first_stage`` with ``bm25``.
     """
     from radsift.models.reranker import rerank as rerank_hits
     from radsift.text.aspects import aspect_of
@@ -147,7 +249,7 @@ def search_passages(index, query: str, *, k: int = 10, aspect: str | None = None
     if parsed.aspect is not None:
         depth = max(depth, ASPECT_DEPTH)
     hits = list(index.search(parsed.text, k=depth, mode=mode, level="sentence", unit="section", where=where,
-                             negation="ignore", concepts=False, mentions=False))
+                             negation="ignore", concepts=False, mentions=False, first_stage=first_stage))
     if parsed.aspect is not None:  # a filter: the passages of the asked aspect, in first-stage order
         hits = [h for h in hits if aspect_of(h.section) == parsed.aspect]
     if rerank:

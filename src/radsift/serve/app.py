@@ -3,7 +3,8 @@
 Endpoints (all under ``/api`` need ``Authorization: Bearer <token>`` when the app has a token):
 
 * ``GET /api/passages`` section passages for ``"entity | aspect"`` or a question, with heading,
-  aspect and the matched sentences (:mod:`radsift.search.passages`);
+  aspect and the matched sentences (:mod:`radsift.search.passages`; first stage: the index's
+  bi-encoder, or the poly-encoder the app was created with, ``passage_first_stage``);
 * ``GET /api/search`` ranked hits with the matched sentence, its highlight offsets and the report,
   how the query was read (``reading``: each finding with its status and side) and what each hit's
   sentence states about those findings (``hits[].reading``); ``negation=ignore`` ranks by similarity
@@ -263,7 +264,8 @@ class _Service:
 
 
 def create_app(index: Index | str | Path, *, token: str | None = None, audit_log: str | Path | None = None,
-               saved_dir: str | Path | None = None, llm=None, llm_timeout: float = 120.0) -> "FastAPI":
+               saved_dir: str | Path | None = None, llm=None, llm_timeout: float = 120.0,
+               passage_first_stage=None) -> "FastAPI":
     """Build the FastAPI app serving ``index``.
 
     Args:
@@ -274,12 +276,19 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
         llm: The back-end of ``/api/ask`` (a :class:`radsift.rag.llm.LLM`, or the keyword arguments of
             :func:`radsift.rag.llm.make_llm`; None = the offline model, loaded on the first question).
         llm_timeout: Seconds one generation may take.
+        passage_first_stage: A poly-encoder folder or a :class:`radsift.search.passages.PolyFirstStage`
+            that scores ``/api/passages`` in the place of the index's bi-encoder (a server option: a
+            request cannot name a folder to load).
 
     Returns:
         The app (run it with uvicorn, or test it with ``fastapi.testclient.TestClient``).
     """
     if not isinstance(index, Index):
         index = Index.open(index)
+    if isinstance(passage_first_stage, (str, Path)):
+        from radsift.search.passages import PolyFirstStage
+
+        passage_first_stage = PolyFirstStage(passage_first_stage)
     service = _Service(index, token, AuditLog(audit_log) if audit_log is not None else None, saved_dir)
 
     app = FastAPI(
@@ -392,12 +401,14 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
         parsed = parse_passage_query(q, aspect)
         start = time.perf_counter()
         hits = search_passages(idx, q, k=k, aspect=aspect, mode=mode, where=parse_where(where), rerank=rerank,
-                               reranker=idx.reranker if rerank else None)
+                               reranker=idx.reranker if rerank else None, first_stage=passage_first_stage)
+        first = passage_first_stage.name if passage_first_stage is not None else "index"
         if service.audit is not None:
             service.audit.write("passages", client=_client(request), token_id=service.token_id, query=q,
-                                params={"aspect": parsed.aspect, "k": k, "mode": mode, "rerank": rerank},
+                                params={"aspect": parsed.aspect, "k": k, "mode": mode, "rerank": rerank,
+                                        "first_stage": first},
                                 result_ids=[h.report_id for h in hits])
-        return {"query": q, "entity": parsed.entity, "aspect": parsed.aspect, "text": parsed.text,
+        return {"query": q, "entity": parsed.entity, "aspect": parsed.aspect, "text": parsed.text, "first_stage": first,
                 "took_ms": round((time.perf_counter() - start) * 1000, 2), "hits": [h.to_dict() for h in hits]}
 
     @api.get("/reports/{report_id:path}", response_model=ReportOut, response_model_exclude_unset=True,

@@ -234,6 +234,7 @@ def run_server(
     saved_dir: str | Path | None = None,
     backend: str = "auto",
     llm: dict | None = None,
+    passage_first_stage: str | Path | None = None,
 ) -> None:
     """Serve the index at ``index_dir`` until interrupted (Ctrl-C).
 
@@ -250,6 +251,9 @@ def run_server(
         backend: The vector backend (``auto``, ``numpy``, ``hnsw``: :class:`radsift.Index`).
         model: Model folder to encode queries with (default: the index's own model).
         reranker: Cross-encoder folder for ``/api/search?rerank=N`` (loaded at start).
+        passage_first_stage: A poly-encoder folder scoring ``/api/passages`` in the place of the index's
+            bi-encoder (:class:`radsift.search.passages.PolyFirstStage`; loaded, and the codes of every
+            segment read or encoded, at start).
         console: Where to print the address.
         limits: Header and keep-alive timeouts and the connection cap (default :class:`ServerLimits`).
 
@@ -267,11 +271,19 @@ def run_server(
     check_port(port)  # before the index and the model load, not after
     token = resolve_token(token, token_file)
     check_bind(host, token)
+    stage = None
+    if passage_first_stage is not None:
+        from radsift.search.passages import PolyFirstStage
+
+        stage = PolyFirstStage(passage_first_stage, say=lambda m: console.print(m, highlight=False))
     index = Index.open(index_dir, model=model, reranker=reranker, backend=backend)
-    app = create_app(index, token=token, audit_log=audit_log, saved_dir=saved_dir, llm=llm)
+    app = create_app(index, token=token, audit_log=audit_log, saved_dir=saved_dir, llm=llm,
+                     passage_first_stage=stage)
     with console.status("loading the query encoder"):
         index.encoder  # load the model now so the first search is not the slow one  # noqa: B018
         index.reranker  # noqa: B018  (a bad reranker folder fails here, not on the first request)
+        if stage is not None:
+            stage.prepare(index.live_store())  # the codes of every segment, before the first passage search
     sock = bind_socket(host, port)
     port = sock.getsockname()[1]
     config = uvicorn.Config(app, log_config=LOG_CONFIG, access_log=False, server_header=False,
