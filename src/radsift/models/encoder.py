@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import os
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -164,22 +165,31 @@ QUERY_THREADS = 1
 _QUERY_LOCK = threading.Lock()
 
 
-def _encode_one(encoder: Encoder, text: str) -> np.ndarray:
+@contextmanager
+def query_threads() -> Iterator[None]:
+    """Run one query's torch work on :data:`QUERY_THREADS` threads (process-wide, so switched under
+    a lock and put back after)."""
     import torch
 
-    st = encoder.model
-    features = st.preprocess([text])
     with _QUERY_LOCK:
         before = torch.get_num_threads()
         if before != QUERY_THREADS:
             torch.set_num_threads(QUERY_THREADS)
         try:
-            with torch.inference_mode():
-                vec = st(features)["sentence_embedding"][0]
-                vec = torch.nn.functional.normalize(vec, dim=0)
+            yield
         finally:
             if before != QUERY_THREADS:
                 torch.set_num_threads(before)
+
+
+def _encode_one(encoder: Encoder, text: str) -> np.ndarray:
+    import torch
+
+    st = encoder.model
+    features = st.preprocess([text])
+    with query_threads(), torch.inference_mode():
+        vec = st(features)["sentence_embedding"][0]
+        vec = torch.nn.functional.normalize(vec, dim=0)
     return vec.numpy().astype(np.float32, copy=False)
 
 

@@ -168,8 +168,11 @@ class PolyFirstStage:
         if unit != "section":
             raise ConfigError(f"a poly-encoder first stage scores section passages, not {unit} units: "
                               "use it with --unit passage")
+        from radsift.models.encoder import query_threads
+
         codes = self.codes
-        return codes.scores(store, codes.poly.encode_queries([query])[0])
+        with query_threads():  # one query: torch's threads collapse on shared cores (see QUERY_THREADS)
+            return codes.scores(store, codes.poly.encode_queries([query])[0])
 
 
 def check_first_stage(path: str | Path) -> Path:
