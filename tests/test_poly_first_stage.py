@@ -13,6 +13,8 @@ from radsift.errors import ConfigError
 from radsift.records import Report
 from radsift.text.aspects import WINDOW_WORDS, passage_windows
 
+pytestmark = pytest.mark.slow  # a MiniLM poly-encoder loads and encodes in every test
+
 _FILLER = " ".join(f"filler{i % 53}" for i in range(WINDOW_WORDS))  # the first window, all of it
 _ASTHMA_PLAN = ("Inhaled steroids for asthma twice a day, albuterol inhaler as needed for wheezing, asthma action plan "
                 "reviewed, spacer technique taught, avoid asthma triggers such as smoke and dust, peak flow diary, "
