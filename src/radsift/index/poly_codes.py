@@ -40,7 +40,7 @@ from typing import Callable
 
 import numpy as np
 
-from radsift.index.store import IndexStore, _referenced_names, _Segment
+from radsift.index.store import IndexStore, _Segment, referenced_names
 
 POLY_DIR = Path("cache") / "poly"
 #: Part of every fingerprint: a new layout or encoding of the codes never reads old files.
@@ -192,7 +192,7 @@ def remove_unlisted_codes(index_dir: str | Path) -> list[Path]:
     """Remove the cache files of segments that no generation on disk lists (none when a manifest
     cannot be read: what it lists is unknown). Returns the files removed."""
     folder = Path(index_dir) / POLY_DIR
-    listed = _referenced_names(Path(index_dir))
+    listed = referenced_names(Path(index_dir))
     if listed is None or not folder.is_dir():
         return []
     removed = []

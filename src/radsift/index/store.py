@@ -554,7 +554,7 @@ def remove_unreferenced_segments(index_dir: Path) -> list[str]:
 
     Nothing is removed when a generation's manifest cannot be read: what it lists is unknown.
     """
-    referenced = _referenced_names(index_dir)
+    referenced = referenced_names(index_dir)
     if referenced is None:
         return []
     removed = []
@@ -565,7 +565,8 @@ def remove_unreferenced_segments(index_dir: Path) -> list[str]:
     return removed
 
 
-def _referenced_names(index_dir: Path) -> set[str] | None:
+def referenced_names(index_dir: Path) -> set[str] | None:
+    """Names of the segments that some generation on disk lists (None: a manifest could not be read)."""
     names: set[str] = set()
     for number in _generation_numbers(index_dir):
         path = index_dir / f"{GEN_PREFIX}{number:06d}" / MANIFEST_NAME
@@ -578,7 +579,7 @@ def _referenced_names(index_dir: Path) -> set[str] | None:
 
 
 def _referenced_numbers(index_dir: Path) -> set[int]:
-    return {int(n[len(SEG_PREFIX):]) for n in (_referenced_names(index_dir) or ())}
+    return {int(n[len(SEG_PREFIX):]) for n in (referenced_names(index_dir) or ())}
 
 
 def _segment_numbers(index_dir: Path) -> set[int]:
