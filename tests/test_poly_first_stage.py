@@ -310,3 +310,22 @@ def test_api_passages_with_the_server_first_stage(note_index, poly_dir, poly):
     assert plain.status_code == 200 and plain.json()["first_stage"] == "index"
     with pytest.raises(ConfigError, match="bi-encoder"):
         create_app(note_index, passage_first_stage=note_index.path.parent / "model")
+
+
+def test_api_passages_rerank_with_a_poly_encoder_reranker(note_index, poly_dir):
+    """A poly-encoder folder given as the server's reranker re-scores /api/passages' head (as the CLI's --reranker)."""
+    from fastapi.testclient import TestClient
+
+    from radsift.search.engine import Index
+    from radsift.search.passages import PolyReranker, search_passages
+    from radsift.serve import create_app
+
+    idx = Index.open(note_index.path, reranker=poly_dir)
+    assert isinstance(idx.reranker, PolyReranker)
+    client = TestClient(create_app(idx))
+    res = client.get("/api/passages", params={"q": "asthma | treatment", "mode": "bm25", "k": 3, "rerank": 5})
+    assert res.status_code == 200, res.text
+    expected = search_passages(note_index, "asthma | treatment", k=3, mode="bm25", rerank=5,
+                               reranker=PolyReranker(poly_dir))
+    assert [(h["report_id"], h["heading"]) for h in res.json()["hits"]] == [(h.report_id, h.heading) for h in expected]
+    assert res.json()["hits"][0]["score"] == pytest.approx(expected[0].score)

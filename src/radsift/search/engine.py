@@ -90,12 +90,19 @@ class Index:
 
     @property
     def reranker(self):
-        """The loaded cross-encoder (loaded on first use), or None when the index has none."""
+        """The loaded reranker (loaded on first use): a cross-encoder, or a poly-encoder folder's
+        :class:`~radsift.search.passages.PolyReranker`; None when the index has none."""
         with self._lock:
             if isinstance(self._reranker, (str, Path)):  # a folder: load it once
+                from radsift.models.poly_encoder import is_poly_encoder
                 from radsift.models.reranker import Reranker
 
-                self._reranker = Reranker.load(self._reranker, threads=self._threads)
+                if is_poly_encoder(self._reranker):
+                    from radsift.search.passages import PolyReranker
+
+                    self._reranker = PolyReranker(self._reranker, threads=self._threads)
+                else:
+                    self._reranker = Reranker.load(self._reranker, threads=self._threads)
         return self._reranker
 
     # -- properties --------------------------------------------------------------------------
