@@ -606,3 +606,36 @@ def test_cross_recipe_is_listwise_over_positive_hard_negative_and_batch():
             logits = 10 * s(q, [positives[i]] + others + [negatives[i]])
             manual += float(torch.nn.functional.cross_entropy(logits[None], torch.zeros(1, dtype=torch.long)))
     assert loss == pytest.approx(manual / 3, rel=1e-4)
+
+
+def test_bench_passages_split_dev_is_the_split_training_holds_out(tmp_path):
+    """``--split dev``: the answers of exactly the MedQuAD documents that training holds out (never a test one)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from radsift.cli import app
+    from radsift.corpus.medquad import read_medquad
+    from radsift.evaluation.protocols.passages import load_dev
+    from radsift.models.training.entity_aspect import build_entity_aspect_data
+
+    mq, cdv = _medquad(tmp_path)
+    for i in range(3, 43):
+        (mq / "2_GARD_QA" / f"{i:07d}.xml").write_text(_XML.format(num=f"{i:07d}", focus=f"Zorb{i} fever"),
+                                                       encoding="utf-8")
+    docs = list(read_medquad(mq))
+    held = {d.id for d in build_entity_aspect_data([], medquad_docs=docs, test_ids=frozenset({"GARD_0000002"}),
+                                                   dictionary=_dictionary()).dev_docs}
+    data = load_dev(cdv, mq)
+    assert held and {i.split("-", 1)[0] for i in data.passage_ids} == held and "GARD_0000002" not in held
+    assert len(data.queries) == len(data.passages) == 2 * len(held)
+    out = tmp_path / "bench-dev"
+    res = CliRunner().invoke(app, ["bench", "--protocol", "passages", "--systems", "bm25", "--split", "dev",
+                                   "--medquad", str(mq), "--cdv", str(cdv), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    report = json.loads((out / "report.json").read_text())
+    assert report["settings"]["split"] == "dev" and report["data"]["passages"] == 2 * len(held)
+    assert "development split" in (out / "report.md").read_text()
+    res = CliRunner().invoke(app, ["bench", "--protocol", "passages", "--split", "train", "--medquad", str(mq),
+                                   "--cdv", str(cdv), "--out", str(out)])
+    assert res.exit_code != 0 and "unknown split" in res.output

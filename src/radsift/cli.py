@@ -1067,6 +1067,9 @@ def bench_cmd(
     passage_tokens: Annotated[Optional[int], typer.Option(
         "--passage-tokens", metavar="N", help="passages: word pieces of a passage the models read (default: each "
         "model's own, 256 for MiniLM).")] = None,
+    split: Annotated[str, typer.Option(
+        "--split", metavar="test|dev", help="passages: the CDV test split (default; never tune on it) or the "
+        "development split (MedQuAD documents that radsift train --recipe entity-aspect holds out).")] = "test",
 ) -> None:
     """Evaluate systems with the protocols of Shi et al. and RadSearch; write report.md, report.json and plots.
     --protocol passages (CAPR, MedQuAD CDV test split) runs alone: --systems bm25 | tfidf | dense[:MODEL] | hybrid[:MODEL] |
@@ -1076,7 +1079,7 @@ def bench_cmd(
 
         if len(set(protocol)) > 1:
             raise ConfigError("--protocol passages runs alone (its own data and systems): run the others separately")
-        report = bench_passages(out, systems or ["bm25", "dense"], medquad_dir=medquad, cdv_dir=cdv,
+        report = bench_passages(out, systems or ["bm25", "dense"], medquad_dir=medquad, cdv_dir=cdv, split=split,
                                 max_queries=max_queries, seed=seed, threads=threads, batch_size=batch_size,
                                 with_latency=latency, max_tokens=passage_tokens,
                                 log=lambda m: err_console.print(m, highlight=False))

@@ -220,8 +220,26 @@ def latency(systems: Sequence, passages: Sequence[str], query: str, n: int = LAT
     return out
 
 
+#: ``split`` of :func:`bench_passages`: the CDV test split (never tuned on) or the development split.
+SPLITS = ("test", "dev")
+
+
+def load_dev(cdv_dir: str | Path, medquad_dir: str | Path) -> PassageData:
+    """The development split as the protocol's data: the answers of the MedQuAD documents that
+    ``radsift train --recipe entity-aspect`` holds out with its default ``dev_fraction`` and
+    ``heldout_seed`` (outside the CDV test split; the split to tune on)."""
+    from radsift.corpus.medquad import read_medquad, test_document_ids
+    from radsift.models.training.config import TrainConfig
+    from radsift.models.training.entity_aspect import dev_passage_data, split_medquad
+
+    defaults = TrainConfig()
+    _, dev = split_medquad(read_medquad(medquad_dir), test_document_ids(cdv_dir), defaults.dev_fraction,
+                           defaults.heldout_seed)
+    return dev_passage_data(dev)
+
+
 def bench_passages(out_dir: str | Path, specs: Sequence[str], *, medquad_dir: str | Path | None = None,
-                   cdv_dir: str | Path | None = None, kinds: Sequence[str] = QUERY_KINDS,
+                   cdv_dir: str | Path | None = None, split: str = "test", kinds: Sequence[str] = QUERY_KINDS,
                    max_queries: int | None = None, seed: int = 0, threads: int | None = None, batch_size: int = 64,
                    with_latency: bool = False, max_tokens: int | None = None,
                    log: Callable[[str], None] = no_log) -> dict:
@@ -230,8 +248,11 @@ def bench_passages(out_dir: str | Path, specs: Sequence[str], *, medquad_dir: st
     ``report.json`` holds ``results``: system -> query kind -> ``"R@1"``, ``"R@5"`` (percent) and
     their 95% intervals, then the protocol's tables, counts and settings.
 
+    ``split``: ``test``, the CDV test split (CAPR's; never tune on it), or ``dev``, the development
+    split of :func:`load_dev` (for choosing settings).
+
     Raises:
-        ConfigError: Unknown systems or missing folders (before any work).
+        ConfigError: Unknown systems, split or query kind, or missing folders (before any work).
     """
     import json
     import os
@@ -248,6 +269,8 @@ def bench_passages(out_dir: str | Path, specs: Sequence[str], *, medquad_dir: st
         if not Path(path).is_dir():
             raise ConfigError(f"{flag} {path}: folder not found (the passages protocol reads MedQuAD and its CDV "
                               "test split; by default from ../shared/data)")
+    if split not in SPLITS:
+        raise ConfigError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
     unknown = [k for k in kinds if k not in QUERY_KINDS]
     if unknown:
         raise ConfigError(f"unknown query kind {unknown[0]!r}; known: {', '.join(QUERY_KINDS)}")
@@ -255,7 +278,7 @@ def bench_passages(out_dir: str | Path, specs: Sequence[str], *, medquad_dir: st
     check_passage_specs(parsed)
     prepare_out_dir(out_dir)
     t0 = time.perf_counter()
-    data = load_cdv(cdv_dir, medquad_dir)
+    data = load_cdv(cdv_dir, medquad_dir) if split == "test" else load_dev(cdv_dir, medquad_dir)
     log(f"read {len(data.passages)} passages and {len(data.queries)} queries ({data.source})")
     systems = build_passage_systems(parsed, threads=threads, batch_size=batch_size, max_tokens=max_tokens)
     result = run_passages(data, systems, kinds=kinds, max_queries=max_queries, seed=seed, log=log)
@@ -268,12 +291,14 @@ def bench_passages(out_dir: str | Path, specs: Sequence[str], *, medquad_dir: st
                                     data.passages, data.queries[0].texts[kinds[0]])
         report["latency_load"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     report["seconds"] = round(time.perf_counter() - t0, 1)
-    report["settings"] = {"systems": [s.label for s in parsed], "kinds": list(kinds), "max_queries": max_queries,
+    report["settings"] = {"systems": [s.label for s in parsed], "split": split, "kinds": list(kinds),
+                          "max_queries": max_queries,
                           "seed": seed, "threads": threads, "max_tokens": max_tokens, "medquad": str(medquad_dir), "cdv": str(cdv_dir),
                           "cpus": os.cpu_count()}
     out = Path(out_dir)
     (out / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
-    lines = [f"# {TITLE}", "", result.description, ""]
+    title = TITLE if split == "test" else TITLE.replace("CDV test split", "development split")
+    lines = [f"# {title}", "", f"Pool and queries: {data.source}.", "", result.description, ""]
     for table in result.tables:
         lines += [f"## {table.title}", "", "| " + " | ".join(table.columns) + " |",
                   "|" + "---|" * len(table.columns)] + ["| " + " | ".join(map(str, r)) + " |" for r in table.rows]

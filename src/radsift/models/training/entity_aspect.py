@@ -128,6 +128,16 @@ def medquad_aspect(qtype: str) -> str | None:
         return None
 
 
+def split_medquad(docs: Iterable, test_ids: frozenset[str], dev_fraction: float, seed: int) -> tuple[list, list]:
+    """MedQuAD documents outside the test split, as (training, development): ``dev_fraction`` of them,
+    drawn by :func:`radsift.splits.heldout_ids` with ``seed``, form the development split."""
+    from radsift.splits import heldout_ids
+
+    docs = [d for d in docs if d.id not in test_ids]
+    dev_ids = heldout_ids([d.id for d in docs], dev_fraction, seed) if docs and dev_fraction > 0 else set()
+    return [d for d in docs if d.id not in dev_ids], [d for d in docs if d.id in dev_ids]
+
+
 def build_entity_aspect_data(reports: Iterable[Report], *, medquad_docs: Iterable = (), test_ids: frozenset[str] = frozenset(),
                              test_texts: Iterable[str] = (), dev_fraction: float = 0.1, seed: int = 0,
                              dictionary=None, max_words: int | None = None,
@@ -146,17 +156,13 @@ def build_entity_aspect_data(reports: Iterable[Report], *, medquad_docs: Iterabl
         max_words: Window size for long passages (default :data:`radsift.text.aspects.WINDOW_WORDS`).
     """
     from radsift.labels.entities import build_entity_dictionary
-    from radsift.splits import heldout_ids
     from radsift.text.aspects import OTHER, UNSPECIFIED, WINDOW_OVERLAP, WINDOW_WORDS, aspect_map, passage_windows
 
     say = log or (lambda m: None)
     max_words = max_words or WINDOW_WORDS
     amap = aspect_map()
     banned_text = {_key(t) for t in test_texts}
-    docs = [d for d in medquad_docs if d.id not in test_ids]
-    dev_ids = heldout_ids([d.id for d in docs], dev_fraction, seed) if docs and dev_fraction > 0 else set()
-    train_docs = [d for d in docs if d.id not in dev_ids]
-    dev_docs = [d for d in docs if d.id in dev_ids]
+    train_docs, dev_docs = split_medquad(medquad_docs, test_ids, dev_fraction, seed)
     if dictionary is None:
         dictionary = build_entity_dictionary(train_docs)
     passages: list[EAPassage] = []
