@@ -359,6 +359,37 @@ def test_hybrid_passage_system_fuses_dense_and_bm25_with_the_engine_weights(tmp_
         np.testing.assert_allclose(got, DENSE_WEIGHT * min_max(d) + (1 - DENSE_WEIGHT) * min_max(b), atol=1e-6)
 
 
+def test_rerank_over_a_hybrid_first_stage(tmp_path, monkeypatch):
+    """``rerank:hybrid[=MODEL]:CROSS``: the cross-encoder re-scores the hybrid system's top RERANK_TOP."""
+    from radsift.evaluation.systems import passages as ps
+    from radsift.models import reranker as rr
+    from radsift.models.hashing import HashingEncoder
+
+    spec = ps.parse_passage_system("rerank:hybrid=models/b:models/c")
+    assert spec.first_hybrid and not spec.first_poly and spec.model == "models/b" and spec.reranker == "models/c"
+    plain = ps.parse_passage_system("rerank:hybrid:models/c")
+    assert plain.first_hybrid and plain.model is None
+    assert not ps.parse_passage_system("rerank:models/b:models/c").first_hybrid
+
+    class Longest:  # a stand-in cross-encoder: longer passages score higher
+        def score(self, query, texts):
+            return np.array([len(t) for t in texts], dtype=np.float32)
+
+    monkeypatch.setattr(rr.Reranker, "load", classmethod(lambda cls, *a, **k: Longest()))
+    enc = HashingEncoder(tmp_path / "hash")
+    system, = ps.build_passage_systems([plain], encoders={None: enc})
+    assert isinstance(system.first, ps.HybridPassages)
+    pool = ["gout", "gout treatment with colchicine and rest", "pneumonia treatment: antibiotics for a week"]
+    system.top = 2
+    system.prepare(pool)
+    first = ps.HybridPassages("h", ps.DensePassages("d", enc), ps.BM25Passages())
+    first.prepare(pool)
+    head = set(np.argsort(-first.score(["gout"], [[0, 1, 2]])[0])[:2].tolist())
+    got = system.score(["gout"], [[0, 1, 2]])[0]
+    ranked = np.argsort(-got).tolist()
+    assert set(ranked[:2]) == head and ranked[0] == max(head, key=lambda r: len(pool[r]))
+
+
 # ------------------------------------------------------------------ passage search (--unit passage, "entity | aspect")
 _NOTES = [
     ("n1", "HISTORY OF PRESENT ILLNESS: Pneumonia last winter, treated at home.\nPLAN: Start antibiotics for "

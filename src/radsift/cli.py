@@ -1073,7 +1073,7 @@ def bench_cmd(
 ) -> None:
     """Evaluate systems with the protocols of Shi et al. and RadSearch; write report.md, report.json and plots.
     --protocol passages (CAPR, MedQuAD CDV test split) runs alone: --systems bm25 | tfidf | dense[:MODEL] | hybrid[:MODEL] |
-    poly:MODEL | cross:RERANKER | rerank:[FIRST:]RERANKER; report.json holds R@1 and R@5 per system and query kind."""
+    poly:MODEL | cross:RERANKER | rerank:[FIRST:]RERANKER (FIRST: dense, MODEL, poly=MODEL, hybrid[=MODEL]); report.json holds R@1 and R@5 per system and query kind."""
     if protocol and "passages" in protocol:
         from radsift.evaluation.protocols.passages import bench_passages
 

@@ -14,8 +14,8 @@ Specs (``--systems``, optionally ``NAME=SPEC``):
 - ``poly:MODEL``: a poly-encoder folder (:mod:`radsift.models.poly_encoder`);
 - ``cross:RERANKER``: a cross-encoder scoring every candidate;
 - ``rerank:[FIRST:]RERANKER``: the cross-encoder re-scores the top :data:`RERANK_TOP` of a first
-  stage (``dense`` by default; ``FIRST`` is ``dense``, a model folder, or ``poly=FOLDER``), the
-  others keep their first-stage order below them.
+  stage (``dense`` by default; ``FIRST`` is ``dense``, a model folder, ``poly=FOLDER``, or
+  ``hybrid`` / ``hybrid=MODEL`` for the hybrid system), the others keep their first-stage order below them.
 
 A passage is read as far as the model reads it (256 word pieces for MiniLM), as CAPR truncates;
 with ``max_windows`` > 1 a longer passage scores by its best window among its first
@@ -51,6 +51,7 @@ class PassageSpec:
     reranker: str | None = None
     name: str | None = None
     first_poly: bool = False
+    first_hybrid: bool = False
 
     @property
     def label(self) -> str:
@@ -90,9 +91,11 @@ def parse_passage_system(text: str) -> PassageSpec:
         return PassageSpec(kind, reranker=rest, name=name)
     first, _, reranker = rest.rpartition(":")
     first_poly = first.startswith("poly=")
-    first = first[len("poly="):] if first_poly else first
+    first_hybrid = first == "hybrid" or first.startswith("hybrid=")
+    if first_poly or first_hybrid:
+        first = first.partition("=")[2]
     return PassageSpec("rerank", model=(first or None) if first != "dense" else None, reranker=reranker, name=name,
-                       first_poly=first_poly)
+                       first_poly=first_poly, first_hybrid=first_hybrid)
 
 
 def check_passage_specs(specs: Sequence[PassageSpec]) -> None:
@@ -397,8 +400,11 @@ def build_passage_systems(specs: Sequence[PassageSpec], *, threads: int | None =
 
             rr = Reranker.load(s.reranker, threads=threads, max_length=max_tokens or 256)
             first = None
-            if s.kind == "rerank":
-                first = (PolyPassages("first", poly(s.model)) if s.first_poly
-                         else DensePassages("first", encoder(s.model), batch_size))
+            if s.kind == "rerank" and s.first_poly:
+                first = PolyPassages("first", poly(s.model))
+            elif s.kind == "rerank" and s.first_hybrid:
+                first = HybridPassages("first", DensePassages("dense", encoder(s.model), batch_size), BM25Passages())
+            elif s.kind == "rerank":
+                first = DensePassages("first", encoder(s.model), batch_size)
             out.append(CrossPassages(s.label, rr, first))
     return out
