@@ -225,6 +225,24 @@ def test_open_refuses_a_graph_of_other_vectors(backend, data, tmp_path):
 
 
 @needs_faiss
+def test_open_checks_stored_codes_not_a_search(backend, data, tmp_path, monkeypatch):
+    """The open-time check decodes the nodes of a few rows: a search that misses a row's own vector (at 10M
+    rows recall@10 is ~0.9) must not make a sound graph look damaged; rows in duplicate groups map to their node."""
+    x, _ = data
+    path = backend.save(tmp_path / "g.faiss")
+    monkeypatch.setattr(hnsw_mod.HnswBackend, "_graph", lambda self, q, count, bits=None: np.zeros(0, np.int64))
+    hnsw_mod.HnswBackend.open(path, x)
+    dup = np.concatenate([x[:300], x[:300], x[300:600]])
+    grouped = hnsw_mod.HnswBackend.build(dup, candidates=200)
+    assert grouped.groups is not None
+    opened = hnsw_mod.HnswBackend.open(grouped.save(tmp_path / "d.faiss"), dup)
+    assert opened._node_of(300) == opened._node_of(0) != opened._node_of(600)
+    shuffled = dup[::-1].copy()
+    with pytest.raises(IndexDamagedError, match="other vectors"):
+        hnsw_mod.HnswBackend.open(tmp_path / "d.faiss", shuffled)
+
+
+@needs_faiss
 def test_build_options_and_errors(data):
     x, queries = data
     small = x[:2000]

@@ -253,16 +253,33 @@ class HnswBackend(VectorBackend):
         self.path = path
         return path
 
-    def _probe(self) -> None:
-        """A saved graph must find the first and the last row's own vector (a cosine of 1)."""
+    def _probe(self, samples: int = 8) -> None:
+        """A saved graph must hold the vectors it is opened over: the codes stored for the nodes of a few
+        rows (the first, the last and some evenly spaced) decode to those rows' vectors.
+
+        Decoding is deterministic, where a search for a row's own vector is not: at 10M rows the
+        graph's recall@10 is about 0.9, and a search missed row 0 of the very vectors it was built from.
+        """
         n = self.vectors.shape[0]
-        for row in sorted({0, n - 1}) if n else ():
-            q = np.asarray(self.vectors[row], dtype=np.float32)
-            rows = self._graph(q, 10)
-            best = float(self._rescore(rows, q).max()) if rows.size else -1.0
-            if best < float(q @ q) - 1e-3:
-                raise IndexDamagedError(f"{self.path}: the HNSW graph does not find row {row} of the vectors "
-                                        f"(best cosine {best:.3f}): it was built from other vectors; rebuild it")
+        if not n:
+            return
+        rows = np.unique(np.linspace(0, n - 1, num=min(n, samples)).round().astype(np.int64))
+        for row in rows.tolist():
+            v = np.asarray(self.vectors[row], dtype=np.float32)
+            stored = np.asarray(self.index.reconstruct(self._node_of(row)), dtype=np.float32)
+            cos = float(stored @ v) / (float(np.linalg.norm(stored) * np.linalg.norm(v)) or 1.0)
+            if cos < 0.99:  # 8-bit codes decode to a cosine above 0.999 with their vector
+                raise IndexDamagedError(f"{self.path}: the HNSW graph does not hold row {row} of the vectors "
+                                        f"(cosine {cos:.3f} with its stored code): it was built from other vectors; "
+                                        "rebuild it")
+
+    def _node_of(self, row: int) -> int:
+        """The graph node of one row."""
+        if self.groups is None:
+            return int(row)
+        order, offsets = self.groups
+        position = int(np.flatnonzero(order == row)[0])
+        return int(np.searchsorted(offsets, position, side="right") - 1)
 
     # -- search --------------------------------------------------------------------------------
     @property
