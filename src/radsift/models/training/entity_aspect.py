@@ -537,11 +537,12 @@ def evaluate_on_dev(model_dir: Path, config, dev_docs, say: Callable[[str], None
     from radsift.evaluation.protocols.passages import report_json, run_passages
     from radsift.evaluation.systems.passages import PassageSpec, build_passage_systems
 
-    kind = {"bi": "dense", "poly": "poly", "cross": "rerank"}[config.model_type]
-    spec = PassageSpec(kind, model=None if kind != "poly" else str(model_dir),
-                       reranker=str(model_dir) if kind == "rerank" else None, name="trained")
-    if kind == "dense":
+    if config.model_type == "bi":
         spec = PassageSpec("dense", model=str(model_dir), name="trained")
+    elif config.model_type == "poly":
+        spec = PassageSpec("poly", model=str(model_dir), name="trained")
+    else:  # the cross-encoder re-scores the head of the bi-encoder it started from (the packaged one by default)
+        spec = PassageSpec("rerank", model=config.base_model, reranker=str(model_dir), name="trained")
     systems = build_passage_systems([PassageSpec("bm25"), spec], threads=config.threads)
     result = run_passages(dev_passage_data(dev_docs), systems, max_queries=config.dev_max_queries,
                           seed=config.seed, log=say, **({"kinds": tuple(kinds)} if kinds else {}))
