@@ -53,8 +53,10 @@ RECIPE_DEFAULTS: dict[str, dict[str, Any]] = {
     "findings-impression": dict(_PLAIN_LEXICON),
     "combined": {},
     "rerank": {**_PLAIN_LEXICON, "batch_size": 32, "learning_rate": 5e-5, "max_steps": 400},
-    # CAPR: MNRL over (entity, aspect) queries; passages up to 256 word pieces.
-    "entity-aspect": {**_PLAIN_LEXICON, "loss": "mnrl", "batch_size": 16, "max_steps": 300, "symmetric": False},
+    # CAPR: MNRL over (entity, aspect) queries. Passages read to 96 word pieces and 600 steps of 32: the
+    # measured run (development split R@1 86.8 at 96 pieces, 85.8 read at 256; flat from step 200 on).
+    "entity-aspect": {**_PLAIN_LEXICON, "loss": "mnrl", "batch_size": 32,
+                      "section_max_seq_length": 96, "max_steps": 600, "symmetric": False},
 }
 
 
