@@ -670,3 +670,34 @@ def test_bench_passages_split_dev_is_the_split_training_holds_out(tmp_path):
     res = CliRunner().invoke(app, ["bench", "--protocol", "passages", "--split", "train", "--medquad", str(mq),
                                    "--cdv", str(cdv), "--out", str(out)])
     assert res.exit_code != 0 and "unknown split" in res.output
+
+
+def test_passage_rerank_fuses_as_search_does():
+    """``rerank:`` orders the head by the ranking core's fused score with the reranker's weight
+    (what ``radsift search --rerank`` does), the rest below it in first-stage order."""
+    from radsift.evaluation.systems import passages as ps
+    from radsift.ranking import rerank
+
+    class First(ps.PassageSystem):
+        def score(self, queries, candidates):
+            return [np.array([5.0, 4.9, 1.0, 0.5, 3.0], dtype=np.float32)[:len(c)] for c in candidates]
+
+    class Cross:
+        def __init__(self, weight):
+            self.weight = weight
+
+        def score(self, query, texts):  # prefers the passage the first stage puts third
+            return np.array([{"a": 0.0, "b": 0.1, "e": 1.0}[t] for t in texts], dtype=np.float32)
+
+    pool = ["a", "b", "c", "d", "e"]
+    orders = {}
+    for weight in (0.0, 0.3, 1.0):
+        system = ps.CrossPassages("r", Cross(weight), First(), top=3)
+        system.prepare(pool)
+        got = system.score(["q"], [[0, 1, 2, 3, 4]])[0]
+        orders[weight] = np.argsort(-got, kind="stable").tolist()
+        head = [0, 1, 4]
+        positions, _ = rerank([5.0, 4.9, 3.0], Cross(weight).score("q", ["a", "b", "e"]), weight, tail=[1.0, 0.5])
+        assert orders[weight] == [(head + [2, 3])[p] for p in positions]
+        assert orders[weight][3:] == [2, 3]  # the tail keeps first-stage order below the head
+    assert orders[0.0][:3] == [0, 1, 4] and orders[1.0][:3] == [4, 1, 0]

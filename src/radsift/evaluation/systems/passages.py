@@ -15,7 +15,9 @@ Specs (``--systems``, optionally ``NAME=SPEC``):
 - ``cross:RERANKER``: a cross-encoder scoring every candidate;
 - ``rerank:[FIRST:]RERANKER``: the cross-encoder re-scores the top :data:`RERANK_TOP` of a first
   stage (``dense`` by default; ``FIRST`` is ``dense``, a model folder, ``poly=FOLDER``, or
-  ``hybrid`` / ``hybrid=MODEL`` for the hybrid system), the others keep their first-stage order below them.
+  ``hybrid`` / ``hybrid=MODEL`` for the hybrid system) exactly as ``radsift search --rerank`` does
+  (:func:`radsift.ranking.rerank`: the head by the fused score, the reranker's weight 0.3 of
+  :data:`radsift.ranking.RERANK_WEIGHT`); the others keep their first-stage order below them.
 
 A passage is read as far as the model reads it (256 word pieces for MiniLM), as CAPR truncates;
 with ``max_windows`` > 1 a longer passage scores by its best window among its first
@@ -336,21 +338,25 @@ class CrossPassages(PassageSystem):
             self.first.prepare(passages)
 
     def score(self, queries, candidates):
-        from radsift.ranking import top_k
+        from radsift.ranking import rerank, top_k
 
         firsts = self.first.score(queries, candidates) if self.first is not None else None
+        weight = getattr(self.reranker, "weight", 1.0)
         out = []
         for i, (q, c) in enumerate(zip(queries, candidates)):
             idx = np.asarray(c, dtype=np.int64)
             if firsts is None:
                 out.append(self.reranker.score(q, [self.passages[j] for j in idx]))
                 continue
-            rows, _ = top_k(firsts[i], self.top)
-            cross = self.reranker.score(q, [self.passages[idx[r]] for r in rows])
-            # Re-scored rows above all others (by cross score), the rest in first-stage order below.
-            s = np.asarray(firsts[i], dtype=np.float64)
-            s = (s - s.min()) / (s.max() - s.min() + 1e-9) - 2.0
-            s[rows] = cross.astype(np.float64)
+            first = np.asarray(firsts[i], dtype=np.float64)
+            ranked, _ = top_k(first, first.size)
+            head, tail = ranked[:self.top], ranked[self.top:]
+            cross = self.reranker.score(q, [self.passages[idx[r]] for r in head])
+            # The search engine's rerank (the ranking core): the head by the fused score
+            # (reranker weight, 0.3 by default), the rest below it in first-stage order.
+            positions, fused = rerank(first[head], cross, weight, tail=first[tail])
+            s = np.empty(first.size, dtype=np.float64)
+            s[np.concatenate([head, tail])[positions]] = fused
             out.append(s.astype(np.float32))
         return out
 
