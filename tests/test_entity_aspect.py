@@ -701,3 +701,21 @@ def test_passage_rerank_fuses_as_search_does():
         assert orders[weight] == [(head + [2, 3])[p] for p in positions]
         assert orders[weight][3:] == [2, 3]  # the tail keeps first-stage order below the head
     assert orders[0.0][:3] == [0, 1, 4] and orders[1.0][:3] == [4, 1, 0]
+
+
+def test_dev_split_asks_a_question_answered_in_parts_once():
+    """A document answering one question in several parts gives one development query whose gold is
+    every part (as the test split has one query per (entity, aspect)); other questions stay apart."""
+    from radsift.models.training.entity_aspect import dev_passage_data
+
+    doc = MedQuADDocument(id="SeniorHealth_0000001", path=Path("x"), focus="Zorbitis",
+                          qa=(QAPair("1", "information", "What is Zorbitis?", "Part one."),
+                              QAPair("2", "information", "What is Zorbitis?", "Part two."),
+                              QAPair("3", "treatment", "How is Zorbitis treated?", "With rest.")))
+    data = dev_passage_data([doc] + _docs(2)[:2])
+    assert len(data.passages) == 3 + 4
+    golds = {q.texts["natural"] + "/" + q.texts["entity-aspect"]: q.gold for q in data.queries}
+    assert len(data.queries) == 2 + 4
+    parts = [g for t, g in golds.items() if t.startswith("What is Zorbitis?")]
+    assert parts == [frozenset({0, 1})]
+    assert all(len(q.gold) == 1 for q in data.queries if not q.texts["natural"].startswith("What is Zorbitis?"))

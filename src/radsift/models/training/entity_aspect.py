@@ -390,11 +390,18 @@ class CrossRecipe(EntityAspectRecipe):
 
 def dev_passage_data(dev_docs) -> "PassageData":  # noqa: F821
     """The development split as the passages protocol's data: every answer of the held-out MedQuAD
-    documents, queried by (focus, aspect) and by its own question."""
+    documents, queried by (focus, aspect) and by its own question.
+
+    A document that answers the same question in several parts (SeniorHealth splits "What is high
+    blood cholesterol?" into up to 19 answers) gives one query whose gold is every part, as the CDV
+    test split has one query per (entity, aspect): one query per part would ask the same text with
+    different golds, and no ranking could score more than k of them at R@k.
+    """
     from radsift.evaluation.protocols.passages import PassageData, PassageQuery
     from radsift.text.aspects import entity_aspect_text
 
-    texts, ids, queries = [], [], []
+    texts, ids = [], []
+    golds: dict[tuple[str, str], list[int]] = {}
     for d in dev_docs:
         for qa in d.qa:
             aspect = medquad_aspect(qa.qtype)
@@ -402,9 +409,9 @@ def dev_passage_data(dev_docs) -> "PassageData":  # noqa: F821
                 continue
             ids.append(f"{d.id}-{qa.qid}")
             texts.append(qa.answer.strip())
-            queries.append(PassageQuery(f"dev{len(queries) + 1}", {"entity-aspect": entity_aspect_text(d.focus, aspect),
-                                                                     "natural": qa.question},
-                                        frozenset([len(texts) - 1])))
+            golds.setdefault((entity_aspect_text(d.focus, aspect), qa.question), []).append(len(texts) - 1)
+    queries = [PassageQuery(f"dev{i + 1}", {"entity-aspect": ea, "natural": question}, frozenset(rows))
+               for i, ((ea, question), rows) in enumerate(golds.items())]
     return PassageData(texts, ids, queries, source="development split (held-out MedQuAD training documents)")
 
 
