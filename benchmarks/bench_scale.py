@@ -99,45 +99,38 @@ def clustered(n: int, dim: int = DIM, centers: int = 2000, seed: int = 1, start:
 
 def exact_truth(x: np.ndarray, queries: np.ndarray, chunk: int = 250_000) -> np.ndarray:
     """The exact k-th best cosine of every query (one pass over ``x``, chunked)."""
-    best = np.full((len(queries), K), -np.inf, dtype=np.float32)
-    for s in range(0, x.shape[0], chunk):
-        sims = queries @ np.asarray(x[s:s + chunk], dtype=np.float32).T
-        best = np.concatenate([best, np.partition(sims, -K, axis=1)[:, -K:]], axis=1)
-        best = np.partition(best, -K, axis=1)[:, -K:]
-        if x.shape[0] > 4 * chunk:
-            log(f"exact truth {min(x.shape[0], s + chunk):,}/{x.shape[0]:,}")
-    return best.min(axis=1)
+    return masked_truths(x, queries, {"all": None}, chunk)["all"]
 
 
 def masked_truths(x: np.ndarray, queries: np.ndarray, by_key: dict, chunk: int = 250_000) -> dict:
-    """Per mask of ``by_key``, the exact k-th best cosine of every query over the masked rows, all in
-    one pass over ``x`` (at 10M rows, gathering the masked rows once per query read gigabytes each)."""
+    """Per mask of ``by_key`` (None: every row), the exact k-th best cosine of every query over the
+    masked rows, all in one pass over ``x`` (at 10M rows, gathering the masked rows once per query
+    read gigabytes each)."""
     best = {key: np.full((len(queries), K), -np.inf, dtype=np.float32) for key in by_key}
     for s in range(0, x.shape[0], chunk):
         sims = queries @ np.asarray(x[s:s + chunk], dtype=np.float32).T
         for key, mask in by_key.items():
-            sub = sims[:, mask[s:s + chunk]]
+            sub = sims if mask is None else sims[:, mask[s:s + chunk]]
             if sub.shape[1]:
                 top = np.partition(sub, -min(K, sub.shape[1]), axis=1)[:, -min(K, sub.shape[1]):]
                 best[key] = np.partition(np.concatenate([best[key], top], axis=1), -K, axis=1)[:, -K:]
         if x.shape[0] > 4 * chunk:
-            log(f"masked truth {min(x.shape[0], s + chunk):,}/{x.shape[0]:,}")
+            log(f"exact truth {min(x.shape[0], s + chunk):,}/{x.shape[0]:,}")
     out = {}
     for key, mask in by_key.items():
-        k = min(K, int(mask.sum()))
+        k = min(K, x.shape[0] if mask is None else int(mask.sum()))
         out[key] = np.sort(best[key], axis=1)[:, -k] if k else np.full(len(queries), np.inf)
     return out
-
-
-def masked_truth(x: np.ndarray, q: np.ndarray, mask: np.ndarray) -> float:
-    rows = np.flatnonzero(mask)
-    sims = np.asarray(x[rows], dtype=np.float32) @ q
-    return float(np.partition(sims, -min(K, len(rows)))[-min(K, len(rows))]) if len(rows) else np.inf
 
 
 def recall(x: np.ndarray, q: np.ndarray, rows: np.ndarray, kth: float, k: int = K) -> float:
     rows = np.asarray(rows)[:k]
     return float(np.count_nonzero(np.asarray(x[np.sort(rows)], dtype=np.float32) @ q >= kth - 1e-5)) / k
+
+
+def mean_recall(x: np.ndarray, queries, found, kths, k: int = K) -> float:
+    """:func:`recall` averaged over the queries (``found``: each query's rows; ``kths``: its k-th best cosine)."""
+    return round(float(np.mean([recall(x, q, rows, kth, k) for q, rows, kth in zip(queries, found, kths)])), 4)
 
 
 def timed(fn, queries, keep=None) -> tuple[list, dict]:
@@ -172,8 +165,7 @@ def run_numpy(x, queries, kth, lat_queries, threads) -> dict:
     res = {"build_s": 0.0}
     before = memory()
     rows, t = timed(lambda q: b.top(q, K)[0], lat_queries)
-    res["top10"] = t | {"recall10": round(np.mean([recall(x, q, r, kth[i]) for i, (q, r) in
-                                                   enumerate(zip(lat_queries, rows))]), 4)}
+    res["top10"] = t | {"recall10": mean_recall(x, lat_queries, rows, kth)}
     res["rss_mib"] = delta(memory(), before)
     try:
         from threadpoolctl import threadpool_limits
@@ -215,14 +207,14 @@ def run_hnsw(x, queries, kth, lat_queries, dtype, args, workdir: Path) -> dict:
         for ef in args.efs:
             b.expansion_search = ef
             rows, t = timed(lambda q: b.top(q, K)[0], lat_queries)
-            t["recall10"] = round(np.mean([recall(x, q, r, kth[i]) for i, (q, r) in enumerate(zip(lat_queries, rows))]), 4)
+            t["recall10"] = mean_recall(x, lat_queries, rows, kth)
             res[f"top10_ef{ef}_{label}"] = t
             log(f"hnsw {dtype} top10 ef={ef} threads={threads}: {t}")
     faiss.omp_set_num_threads(default_threads)
     b.expansion_search = args.expansion_search
     # .copy(): a slice of argpartition's n-row result would keep all of it alive (500 x 80 MB at 10M rows)
     s, t = timed(b.scores, lat_queries, keep=lambda v: np.argpartition(-v, K)[:K].copy())
-    t["recall10"] = round(np.mean([recall(x, q, v, kth[i]) for i, (q, v) in enumerate(zip(lat_queries, s))]), 4)
+    t["recall10"] = mean_recall(x, lat_queries, s, kth)
     res[f"scores_{args.candidates}"] = t
     log(f"hnsw {dtype} scores (candidates={args.candidates}): {t}")
     del s
@@ -235,8 +227,7 @@ def run_hnsw(x, queries, kth, lat_queries, dtype, args, workdir: Path) -> dict:
         before_stats = dict(b.stats)
         rows, t = timed(lambda q: b.top(q, K, mask)[0], mq)
         calls = b.stats["masked"] - before_stats["masked"]
-        t |= {"recall10": round(np.mean([recall(x, q, r, truths[sel][i], min(K, int(mask.sum())))
-                                         for i, (q, r) in enumerate(zip(mq, rows))]), 4),
+        t |= {"recall10": mean_recall(x, mq, rows, truths[sel], min(K, int(mask.sum()))),
               "masked_rows": int(mask.sum()),
               "widened_per_query": round((b.stats["grown"] - before_stats["grown"]) / calls, 3),
               "exact_fallback_share": round((b.stats["exact"] - before_stats["exact"]) / calls, 3)}
@@ -244,8 +235,7 @@ def run_hnsw(x, queries, kth, lat_queries, dtype, args, workdir: Path) -> dict:
         log(f"hnsw {dtype} masked top10 selectivity {sel}: {t}")
         # the engine's filtered path: scores(q, mask) draws its candidates from the masked rows
         best, t = timed(lambda q: b.scores(q, mask), mq, keep=lambda v: _masked_top(v, mask))
-        t["recall10"] = round(np.mean([recall(x, q, r, truths[sel][i], min(K, int(mask.sum())))
-                                       for i, (q, r) in enumerate(zip(mq, best))]), 4)
+        t["recall10"] = mean_recall(x, mq, best, truths[sel], min(K, int(mask.sum())))
         res["masked"][str(sel)][f"scores_{args.candidates}"] = t
         log(f"hnsw {dtype} masked scores (candidates={args.candidates}) selectivity {sel}: {t}")
     del b
@@ -262,7 +252,7 @@ def run_hnsw(x, queries, kth, lat_queries, dtype, args, workdir: Path) -> dict:
     # the same queries again (the graph's pages now cached), then the engine's path on the mapped graph
     res["opened_top10_warm"] = timed(lambda q: opened.top(q, K)[0], lat_queries)[1]
     s, t = timed(opened.scores, lat_queries, keep=lambda v: np.argpartition(-v, K)[:K].copy())
-    t["recall10"] = round(np.mean([recall(x, q, v, kth[i]) for i, (q, v) in enumerate(zip(lat_queries, s))]), 4)
+    t["recall10"] = mean_recall(x, lat_queries, s, kth)
     res[f"opened_scores_{args.candidates}"] = t
     res["rss_opened_after_scores_mib"] = delta(memory(), before)
     log(f"hnsw {dtype} opened (mmap), warm: top10 {res['opened_top10_warm']}; scores {t}; "

@@ -26,7 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
-from bench_scale import K, delta, log, masked_truth, memory, recall, timed
+from bench_scale import K, delta, log, masked_truths, mean_recall, memory, timed
 
 SELECTIVITY = {"0.1": ("m0", "g", 10), "0.01": ("m1", "h", 100), "0.001": ("m2", "k", 1000)}
 
@@ -84,12 +84,12 @@ def run_milvus(x, queries, kth, lat_queries, args, workdir: Path) -> dict:
     for ef in args.efs:
         b.ef = ef
         got, t = timed(lambda q: b.top(q, K)[0], lat_queries)
-        t["recall10"] = round(np.mean([recall(x, q, r, kth[i]) for i, (q, r) in enumerate(zip(lat_queries, got))]), 4)
+        t["recall10"] = mean_recall(x, lat_queries, got, kth)
         res[f"top10_ef{ef}"] = t
         log(f"milvus top10 ef={ef}: {t}")
     b.ef = args.expansion_search
     s, t = timed(b.scores, lat_queries, keep=lambda v: np.argpartition(-v, K)[:K])
-    t["recall10"] = round(np.mean([recall(x, q, v, kth[i]) for i, (q, v) in enumerate(zip(lat_queries, s))]), 4)
+    t["recall10"] = mean_recall(x, lat_queries, s, kth)
     res[f"scores_{args.candidates}"] = t
     log(f"milvus scores (candidates={args.candidates}): {t}")
     del s
@@ -100,15 +100,16 @@ def run_milvus(x, queries, kth, lat_queries, args, workdir: Path) -> dict:
     res["masked"] = {}
     mq = lat_queries[:args.masked_queries]
     all_rows = np.arange(n)
+    by_sel = {sel: all_rows % modulo == 3 for sel, (_, _, modulo) in SELECTIVITY.items()}
+    truths = masked_truths(x, mq, by_sel)
     for sel, (field, prefix, modulo) in SELECTIVITY.items():
-        mask = all_rows % modulo == 3
+        mask = by_sel[sel]
         value = _bucket(np.array([3]), modulo, prefix)[0]
         filters = [Filter(prefix, value)]
         before_stats = dict(b.stats)
         got, t = timed(lambda q: b.top(q, K, mask, filters=filters)[0], mq)
         calls = len(mq) + 1  # timed() warms up once
-        t |= {"recall10": round(np.mean([recall(x, q, r, masked_truth(x, q, mask), min(K, int(mask.sum())))
-                                         for q, r in zip(mq, got)]), 4),
+        t |= {"recall10": mean_recall(x, mq, got, truths[sel], min(K, int(mask.sum()))),
               "masked_rows": int(mask.sum()), "expression": mv.expression(None, filters, b.fields)[0],
               "overfetch_rows_per_query": round((b.stats["overfetch"] - before_stats["overfetch"]) / calls, 2),
               "widened_per_query": round((b.stats["grown"] - before_stats["grown"]) / calls, 3),
