@@ -236,7 +236,8 @@ def test_open_checks_stored_codes_not_a_search(backend, data, tmp_path, monkeypa
     grouped = hnsw_mod.HnswBackend.build(dup, candidates=200)
     assert grouped.groups is not None
     opened = hnsw_mod.HnswBackend.open(grouped.save(tmp_path / "d.faiss"), dup)
-    assert opened._node_of(300) == opened._node_of(0) != opened._node_of(600)
+    node = hnsw_mod.nodes_of(opened.groups, len(dup))
+    assert node[300] == node[0] != node[600]
     shuffled = dup[::-1].copy()
     with pytest.raises(IndexDamagedError, match="other vectors"):
         hnsw_mod.HnswBackend.open(tmp_path / "d.faiss", shuffled)

@@ -264,22 +264,15 @@ class HnswBackend(VectorBackend):
         if not n:
             return
         rows = np.unique(np.linspace(0, n - 1, num=min(n, samples)).round().astype(np.int64))
-        for row in rows.tolist():
+        nodes = nodes_of(self.groups, n)[rows]
+        for row, node in zip(rows.tolist(), nodes.tolist()):
             v = np.asarray(self.vectors[row], dtype=np.float32)
-            stored = np.asarray(self.index.reconstruct(self._node_of(row)), dtype=np.float32)
+            stored = np.asarray(self.index.reconstruct(node), dtype=np.float32)
             cos = float(stored @ v) / (float(np.linalg.norm(stored) * np.linalg.norm(v)) or 1.0)
             if cos < 0.99:  # 8-bit codes decode to a cosine above 0.999 with their vector
                 raise IndexDamagedError(f"{self.path}: the HNSW graph does not hold row {row} of the vectors "
                                         f"(cosine {cos:.3f} with its stored code): it was built from other vectors; "
                                         "rebuild it")
-
-    def _node_of(self, row: int) -> int:
-        """The graph node of one row."""
-        if self.groups is None:
-            return int(row)
-        order, offsets = self.groups
-        position = int(np.flatnonzero(order == row)[0])
-        return int(np.searchsorted(offsets, position, side="right") - 1)
 
     # -- search --------------------------------------------------------------------------------
     @property
