@@ -389,6 +389,9 @@ def build_passage_systems(specs: Sequence[PassageSpec], *, threads: int | None =
                 polys[model].model.max_seq_length = int(max_tokens)
         return polys[model]
 
+    def hybrid(name, model):
+        return HybridPassages(name, DensePassages("dense", encoder(model), batch_size), BM25Passages())
+
     out: list[PassageSystem] = []
     for s in specs:
         if s.kind == "bm25":
@@ -398,7 +401,7 @@ def build_passage_systems(specs: Sequence[PassageSpec], *, threads: int | None =
         elif s.kind == "dense":
             out.append(DensePassages(s.label, encoder(s.model), batch_size))
         elif s.kind == "hybrid":
-            out.append(HybridPassages(s.label, DensePassages("dense", encoder(s.model), batch_size), BM25Passages()))
+            out.append(hybrid(s.label, s.model))
         elif s.kind == "poly":
             out.append(PolyPassages(s.label, poly(s.model)))
         else:
@@ -406,11 +409,9 @@ def build_passage_systems(specs: Sequence[PassageSpec], *, threads: int | None =
 
             rr = Reranker.load(s.reranker, threads=threads, max_length=max_tokens or 256)
             first = None
-            if s.kind == "rerank" and s.first_poly:
-                first = PolyPassages("first", poly(s.model))
-            elif s.kind == "rerank" and s.first_hybrid:
-                first = HybridPassages("first", DensePassages("dense", encoder(s.model), batch_size), BM25Passages())
-            elif s.kind == "rerank":
-                first = DensePassages("first", encoder(s.model), batch_size)
+            if s.kind == "rerank":
+                first = (PolyPassages("first", poly(s.model)) if s.first_poly
+                         else hybrid("first", s.model) if s.first_hybrid
+                         else DensePassages("first", encoder(s.model), batch_size))
             out.append(CrossPassages(s.label, rr, first))
     return out
