@@ -291,7 +291,7 @@ class _FixedScores:
 
 
 def test_hits_at_by_hand():
-    from radsift.evaluation.protocols.passages import hits_at, recall_summary
+    from radsift.evaluation.protocols.passage_retrieval import hits_at, recall_summary
 
     cands = [[5, 7, 9], [1, 2, 3], [4, 6, 8]]
     scores = [np.array([0.1, 0.9, 0.5]), np.array([0.3, 0.3, 0.2]), np.array([0.0, 0.1, 0.2])]
@@ -305,7 +305,7 @@ def test_hits_at_by_hand():
 
 
 def test_run_passages_candidates_and_report():
-    from radsift.evaluation.protocols.passages import PassageData, PassageQuery, report_json, run_passages
+    from radsift.evaluation.protocols.passage_retrieval import PassageData, PassageQuery, report_json, run_passages
 
     passages = ["gout treatment colchicine", "gout symptoms pain", "asthma treatment inhaler",
                 "asthma symptoms wheeze", "unrelated text here"]
@@ -325,7 +325,7 @@ def test_run_passages_candidates_and_report():
 
 
 def test_passage_system_specs():
-    from radsift.evaluation.systems.passages import check_passage_specs, parse_passage_system
+    from radsift.evaluation.systems.passage_systems import check_passage_specs, parse_passage_system
 
     assert parse_passage_system("bm25").label == "bm25"
     assert parse_passage_system("mini=dense").label == "mini"
@@ -338,7 +338,7 @@ def test_passage_system_specs():
 
 
 def test_hybrid_passage_system_fuses_dense_and_bm25_with_the_engine_weights(tmp_path):
-    from radsift.evaluation.systems.passages import (BM25Passages, DensePassages, HybridPassages,
+    from radsift.evaluation.systems.passage_systems import (BM25Passages, DensePassages, HybridPassages,
                                                      build_passage_systems, parse_passage_system)
     from radsift.models.hashing import HashingEncoder
     from radsift.ranking.fusion import DENSE_WEIGHT, min_max
@@ -361,7 +361,7 @@ def test_hybrid_passage_system_fuses_dense_and_bm25_with_the_engine_weights(tmp_
 
 def test_rerank_over_a_hybrid_first_stage(tmp_path, monkeypatch):
     """``rerank:hybrid[=MODEL]:CROSS``: the cross-encoder re-scores the hybrid system's top RERANK_TOP."""
-    from radsift.evaluation.systems import passages as ps
+    from radsift.evaluation.systems import passage_systems as ps
     from radsift.models import reranker as rr
     from radsift.models.hashing import HashingEncoder
 
@@ -647,7 +647,7 @@ def test_bench_passages_split_dev_is_the_split_training_holds_out(tmp_path):
 
     from radsift.cli import app
     from radsift.corpus.medquad import read_medquad
-    from radsift.evaluation.protocols.passages import load_dev
+    from radsift.evaluation.protocols.passage_retrieval import load_dev
     from radsift.models.training.entity_aspect import build_entity_aspect_data
 
     mq, cdv = _medquad(tmp_path)
@@ -675,7 +675,7 @@ def test_bench_passages_split_dev_is_the_split_training_holds_out(tmp_path):
 def test_passage_rerank_fuses_as_search_does():
     """``rerank:`` orders the head by the ranking core's fused score with the reranker's weight
     (what ``radsift search --rerank`` does), the rest below it in first-stage order."""
-    from radsift.evaluation.systems import passages as ps
+    from radsift.evaluation.systems import passage_systems as ps
     from radsift.ranking import rerank
 
     class First(ps.PassageSystem):

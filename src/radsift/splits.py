@@ -13,8 +13,8 @@ splits are used by ``radsift bench`` and must be used the same way by ``radsift 
   findings are ``groups[f]``, its training findings all the others. Unlike the report split,
   it depends on the labels: a labeler or lexicon change can move findings between folds, so
   ``radsift bench`` checks a fold model's recorded held-out findings
-  (:func:`radsift.evaluation.splits.check_card_splits`) and can take them from the model
-  (:func:`radsift.evaluation.splits.card_split`, ``--split-from``).
+  (:func:`radsift.evaluation.card_splits.check_card_splits`) and can take them from the model
+  (:func:`radsift.evaluation.card_splits.card_split`, ``--split-from``).
 
 Defaults (:data:`DEFAULT_SEED`, :data:`DEFAULT_HOLDOUT_FRACTION`, :data:`DEFAULT_FOLDS`) are
 the ones ``radsift bench`` uses when no option is given.

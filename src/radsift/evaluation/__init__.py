@@ -6,7 +6,7 @@
 - :mod:`radsift.evaluation.stats`: Wilson intervals, McNemar, Bonferroni, t intervals, paired
   randomization test (imports scipy; import it explicitly).
 - :mod:`radsift.evaluation.run_eval`: score a run file against a qrels file (``radsift eval``).
-- :mod:`radsift.evaluation.splits`: a fold model's recorded split, checked before it is judged
+- :mod:`radsift.evaluation.card_splits`: a fold model's recorded split, checked before it is judged
   (the splits themselves, shared with training, are :mod:`radsift.splits`).
 - :mod:`radsift.evaluation.bench` (``radsift bench``): the protocols of Shi et al. and RadSearch
   (:mod:`radsift.evaluation.protocols`) for the systems of :mod:`radsift.evaluation.systems`

@@ -25,7 +25,7 @@ from radsift.errors import ConfigError, CorpusError
 from radsift.evaluation.protocols import OPT_IN_PROTOCOLS, PROTOCOLS
 from radsift.evaluation.protocols.base import ProtocolResult, skipped
 from radsift.splits import DEFAULT_FOLDS, DEFAULT_HOLDOUT_FRACTION, DEFAULT_SEED, check_fraction
-from radsift.evaluation.splits import CardSplit, card_split, check_card_splits, split_from_card
+from radsift.evaluation.card_splits import CardSplit, card_split, check_card_splits, split_from_card
 from radsift.evaluation.systems import SystemSpec, check_specs, load_systems_file, parse_system
 
 Log = Callable[[str], None]

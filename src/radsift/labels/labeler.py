@@ -8,7 +8,7 @@ from typing import Iterable, Sequence
 
 from radsift.labels.lexicon import Lexicon, load_lexicon
 from radsift.labels.negation import NegationDetector
-from radsift.labels.phrases import Phrase, PhraseReader
+from radsift.labels.openvocab import Phrase, PhraseReader
 from radsift.labels.rules import Rules, load_rules
 from radsift.labels.spotter import Spotter
 from radsift.records import Mention
@@ -88,7 +88,7 @@ class Labeler:
 
     def query_phrases(self, query: str) -> list[Phrase]:
         """Finding phrases of a query outside the lexicon, each with the status asked for
-        (see :mod:`radsift.labels.phrases`)."""
+        (see :mod:`radsift.labels.openvocab`)."""
         with self._lock:
             return self.phrase_reader.phrases(query)
 

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Iterator
 
 from radsift.errors import LexiconError
-from radsift.labels.tokens import GAP, Normalizer, derive_irregulars, phrase_words
+from radsift.labels.phrase_tokens import GAP, Normalizer, derive_irregulars, phrase_words
 from radsift.labels.yamlfile import LineDict, LineList, check_keys, load_yaml, read_text, string_list
 
 PACKAGED_LEXICON = "chest_xray.yaml"

@@ -29,7 +29,7 @@ from spacy.tokens import Doc
 
 from radsift.labels.rules import NEGATED, NEGATION_END, POSSIBLE, STATUS_OF, NormalForms, Rules
 from radsift.labels.spotter import Match
-from radsift.labels.tokens import BARRIERS, Normalizer, Token
+from radsift.labels.phrase_tokens import BARRIERS, Normalizer, Token
 from radsift.records import Mention
 
 with warnings.catch_warnings():
@@ -216,7 +216,7 @@ class NegationDetector:
     def read_matches(self, text: str, matches: list[Match], doc: Doc | None = None) -> list[Mention]:
         """ConText statuses of spotted matches (non-overlapping, in order) of one sentence.
 
-        Also used for phrases outside the lexicon (:mod:`radsift.labels.phrases`).
+        Also used for phrases outside the lexicon (:mod:`radsift.labels.openvocab`).
         """
         if doc is None:
             doc = self.nlp.make_doc(text)

@@ -1,7 +1,7 @@
 """Phrase spotting: the longest lexicon phrases in a sentence, with character spans.
 
 Sentences and lexicon phrases are compared as normalized tokens (see
-:mod:`radsift.labels.tokens`), so case, plural/singular, hyphens and punctuation do not
+:mod:`radsift.labels.phrase_tokens`), so case, plural/singular, hyphens and punctuation do not
 matter. Among overlapping candidates the one covering more tokens wins ("calcified
 granuloma" over "granuloma"); ties go to the earlier one.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from radsift.labels.lexicon import MAX_GAP, Concept, Lexicon, load_lexicon
-from radsift.labels.tokens import BARRIERS, GAP, Token
+from radsift.labels.phrase_tokens import BARRIERS, GAP, Token
 
 # A "*" gap never runs through a negation or a clause break: "heart is not enlarged" must not
 # match "heart * enlarged".

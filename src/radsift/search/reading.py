@@ -4,7 +4,7 @@ The reading comes from the labeler that labeled the index: lexicon findings firs
 spotter and ConText rules, :class:`~radsift.labels.Labeler`); when the query names none, the
 concept linker (:mod:`radsift.search.concepts`) may find the lexicon concept it describes
 ("a breathing tube in the windpipe"); failing that, the open-vocabulary reader
-(:mod:`radsift.labels.phrases`) reads its finding phrases. Side words
+(:mod:`radsift.labels.openvocab`) reads its finding phrases. Side words
 (left, right, bilateral) are read on their own. A reading can be overridden finding by finding
 (the page's chips: present / absent / uncertain / ignore).
 
@@ -79,7 +79,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     Raises:
         ConfigError: The override names a finding the query was not read to name.
     """
-    from radsift.labels.phrases import query_side
+    from radsift.labels.openvocab import query_side
 
     side = query_side(query)
     found: dict[str, ReadFinding] = {}

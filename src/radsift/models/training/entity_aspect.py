@@ -119,7 +119,7 @@ def resolve_data_dirs(medquad_dir: str | None, cdv_dir: str | None) -> tuple[Pat
 
 def medquad_aspect(qtype: str) -> str | None:
     """The aspect of a MedQuAD question type (None when the map has none)."""
-    from radsift.evaluation.protocols.passages import CDV_ASPECTS
+    from radsift.evaluation.protocols.passage_retrieval import CDV_ASPECTS
     from radsift.text.aspects import AspectError, resolve_aspect
 
     try:
@@ -397,7 +397,7 @@ def dev_passage_data(dev_docs) -> "PassageData":  # noqa: F821
     test split has one query per (entity, aspect): one query per part would ask the same text with
     different golds, and no ranking could score more than k of them at R@k.
     """
-    from radsift.evaluation.protocols.passages import PassageData, PassageQuery
+    from radsift.evaluation.protocols.passage_retrieval import PassageData, PassageQuery
     from radsift.text.aspects import entity_aspect_text
 
     texts, ids = [], []
@@ -541,8 +541,8 @@ def evaluate_on_dev(model_dir: Path, config, dev_docs, say: Callable[[str], None
                     kinds: Sequence[str] | None = None) -> dict[str, Any]:
     """R@1/R@5 of the trained model (and BM25) on the development split, the passages protocol's way
     (``kinds``: the query kinds to score, default both)."""
-    from radsift.evaluation.protocols.passages import report_json, run_passages
-    from radsift.evaluation.systems.passages import PassageSpec, build_passage_systems
+    from radsift.evaluation.protocols.passage_retrieval import report_json, run_passages
+    from radsift.evaluation.systems.passage_systems import PassageSpec, build_passage_systems
 
     if config.model_type == "bi":
         spec = PassageSpec("dense", model=str(model_dir), name="trained")

@@ -118,13 +118,13 @@ def run_passages(data: PassageData, systems: Sequence, *, kinds: Sequence[str] =
 
     Args:
         data: The pool and the queries.
-        systems: :class:`radsift.evaluation.systems.passages.PassageSystem` objects.
+        systems: :class:`radsift.evaluation.systems.passage_systems.PassageSystem` objects.
         kinds: Query kinds to run.
         depth: BM25 candidates per query.
         max_queries: Evaluate a seeded sample of this many queries (None = all).
         seed: Seed of the sample.
     """
-    from radsift.evaluation.systems.passages import BM25Passages
+    from radsift.evaluation.systems.passage_systems import BM25Passages
 
     queries = list(data.queries)
     if max_queries is not None and max_queries < len(queries):
@@ -259,7 +259,7 @@ def bench_passages(out_dir: str | Path, specs: Sequence[str], *, medquad_dir: st
 
     from radsift.errors import ConfigError
     from radsift.evaluation.report import prepare_out_dir
-    from radsift.evaluation.systems.passages import (build_passage_systems, check_passage_specs,
+    from radsift.evaluation.systems.passage_systems import (build_passage_systems, check_passage_specs,
                                                      parse_passage_system)
 
     data_dir = Path("../shared/data")
