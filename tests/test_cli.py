@@ -288,7 +288,7 @@ def test_demo_runs_the_main_job_end_to_end(tmp_path):
         assert step in res.output
     index = Index.open(out / "index")
     assert index.manifest.counts["reports"] == 250
-    from radsift.demo_runner import EXAMPLE_SEARCHES
+    from radsift.workflows.demo import EXAMPLE_SEARCHES
 
     for query in EXAMPLE_SEARCHES:
         assert index.search(query, k=3), query

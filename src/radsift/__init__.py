@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from radsift.records import Hit, Mention, Report, Sentence
+from radsift.version import __version__
 
 __all__ = ["Hit", "Index", "Mention", "Report", "Sentence", "__version__", "ask", "draft_impression"]
 

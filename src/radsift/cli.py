@@ -1189,7 +1189,7 @@ def demo_cmd(
         "--adapt-steps", metavar="N", help="Training steps of the adapt step (0 skips it).")] = 40,
 ) -> None:
     """The main job on the bundled demo corpus: generate, index, search, adapt the model (and serve)."""
-    from radsift.demo_runner import run_demo
+    from radsift.workflows.demo import run_demo
 
     run_demo(out, n=n, serve=serve, port=port, adapt_steps=adapt_steps, console=console)
 

@@ -25,6 +25,7 @@ from radsift.errors import ConfigError, CorpusError
 from radsift.evaluation.protocols import OPT_IN_PROTOCOLS, PROTOCOLS
 from radsift.evaluation.protocols.base import ProtocolResult, skipped
 from radsift.splits import DEFAULT_FOLDS, DEFAULT_HOLDOUT_FRACTION, DEFAULT_SEED, check_fraction
+from radsift.version import __version__
 from radsift.evaluation.card_splits import CardSplit, card_split, check_card_splits, split_from_card
 from radsift.evaluation.systems import SystemSpec, check_specs, load_systems_file, parse_system
 
@@ -400,10 +401,8 @@ def _config_dict(config: BenchConfig, specs: Sequence[SystemSpec], wanted: Seque
 def _environment() -> dict[str, Any]:
     import os
 
-    import radsift
-
     return {
-        "radsift": getattr(radsift, "__version__", "?"),
+        "radsift": __version__,
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),

@@ -292,7 +292,7 @@ def _label_sentences(texts: list[str], lexicon, progress: bool) -> list[list[tup
 def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, opts: BuildOptions) -> BuildSummary:
     """A build (``old`` None: one new segment, a generation of it alone) or an add (a new segment of the
     new reports only, listed after ``old``'s segments; replaced reports deleted from their segments)."""
-    from radsift import __version__
+    from radsift.version import __version__
     from radsift.models.encoder import model_fingerprint
 
     start = time.perf_counter()
@@ -472,7 +472,7 @@ def optimize_index(index_dir: str | Path, *, progress: bool = False) -> ChangeSu
     Committed atomically like every write: an interrupted optimize leaves
     the previous generation live and whole (its leftovers are removed by the next writer).
     """
-    from radsift import __version__
+    from radsift.version import __version__
 
     index_dir = Path(index_dir)
     start = time.perf_counter()

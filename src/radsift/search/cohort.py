@@ -103,7 +103,7 @@ class Cohort:
 
     def provenance(self, **extra: Any) -> dict[str, Any]:
         """Everything needed to reproduce (and audit) the cohort."""
-        from radsift import __version__
+        from radsift.version import __version__
 
         return {"query": self.query, "command": export_command(self), "reading": self.reading.to_dict(),
                 "reading_text": self.reading.describe(),

@@ -40,7 +40,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 
-from radsift import __version__
+from radsift.version import __version__
 from radsift.errors import ConfigError, IndexStoreError, RadsiftError
 from radsift.search import Index
 from radsift.search.query import MAX_OFFSET, MAX_QUERY_CHARS, parse_where

@@ -1,0 +1,5 @@
+"""Workflows: the jobs that combine stages (adapt a model then build its index, run the demo).
+
+They sit above the index, training and evaluation so that none of those imports another upward;
+the CLI calls them.
+"""
