@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from radsift.labels.lexicon import Concept
 from radsift.labels.spotter import Match
 from radsift.records import Mention
+from radsift.text.sides import SIDE_WORDS
 from radsift.text.tokens import TOKEN_RE, stem
 
 #: Content words of a phrase must lie within this many tokens of its head word.
@@ -39,9 +40,6 @@ STOP_WORDS = frozenset(
 OPTIONAL_WORDS = frozenset(
     "small large tiny trace minimal mild mildly moderate moderately severe severely marked markedly acute "
     "chronic new old subtle prominent extensive diffuse focal multiple single few several".split())
-#: Side word -> side.
-SIDE_WORDS = {"left": "left", "right": "right", "bilateral": "bilateral", "bilaterally": "bilateral",
-              "both": "bilateral", "bibasilar": "bilateral", "bibasal": "bilateral"}
 _SPLIT = frozenset({"and", "or", "with", "plus", ",", ";", "/", "versus", "vs"})
 _WORD = re.compile(r"[A-Za-z]")
 

@@ -36,9 +36,12 @@ them into calibrated boosts instead (each tier costs ``gap`` times the score ran
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
+
+from radsift.text.sides import SIDES, side_words
+from radsift.text.tokens import stem
 
 #: Signed polarity of a stated reading (uncertain mentions have none).
 POLARITY = {"present": 1, "absent": -1}
@@ -54,8 +57,6 @@ NO_READING = {"present": 1, "absent": 1, "uncertain": 2}
 OPPOSITE_TIER = 3
 #: Side tiers within one reading tier (same, none, opposite).
 SIDE_SLOTS = 3
-#: Query side -> (side words a unit must carry, side words that oppose it).
-SIDES = ("left", "right", "bilateral")
 
 
 def apply_tiers(scores: np.ndarray, tiers: np.ndarray | None, gap: float | None = None) -> np.ndarray:
@@ -148,6 +149,25 @@ def side_tiers(side: str, has_left: np.ndarray, has_right: np.ndarray, has_bilat
         tiers[own & ~other] = 0  # a unit naming both sides ("right pneumothorax on the left decubitus") is no match
         tiers[other & ~own] = 2
     return tiers
+
+
+def side_flags(n_units: int, units_with: Callable[[str], Sequence[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per unit: whether it has a left, a right and a bilateral side word (:data:`radsift.text.sides.SIDE_WORDS`).
+
+    Args:
+        n_units: Number of units.
+        units_with: A word's stem (:func:`radsift.text.tokens.stem`) -> the units holding it.
+
+    Returns:
+        ``(has left, has right, has bilateral)``, the arguments of :func:`side_tiers`.
+    """
+    flags = []
+    for side in SIDES:
+        has = np.zeros(n_units, dtype=bool)
+        for word in side_words(side):
+            has[np.asarray(units_with(stem(word)), dtype=np.int64)] = True
+        flags.append(has)
+    return flags[0], flags[1], flags[2]
 
 
 def stating(tiers: np.ndarray) -> np.ndarray:

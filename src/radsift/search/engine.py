@@ -18,8 +18,8 @@ import numpy as np
 from radsift.errors import ConfigError, IndexStoreError
 from radsift.index.backends import create_backend
 from radsift.index.store import IndexStore
-from radsift.ranking import (NEEDS_BM25, NEEDS_DENSE, bm25_scores, rank, rank_groups, rerank as rerank_core, stating,
-                             units_with_terms)
+from radsift.ranking import (NEEDS_BM25, NEEDS_DENSE, bm25_scores, rank, rank_groups, rerank as rerank_core, side_flags,
+                             stating, units_with_terms)
 from radsift.ranking.bands import BandTable, band_of, relative_scores, score_kind
 from radsift.ranking.core import base_scores, eligible
 from radsift.ranking.tiers import CLASS_NAMES, STATES
@@ -645,23 +645,11 @@ class _Counts:
         return out
 
 
-_BILATERAL = ("bilateral", "bilaterally", "both", "bibasilar", "bibasal")
-
-
 def _side_flags(store: IndexStore, unit: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per unit: whether it has a left, a right and a bilateral side word (from its BM25 terms)."""
-    from radsift.text.tokens import stem
-
     retriever = store.bm25(unit)
     n = store.units(unit).report_row.shape[0]
-
-    def has(words) -> np.ndarray:
-        out = np.zeros(n, dtype=bool)
-        for word in words:
-            out[units_with_terms(retriever, [stem(word)], n)] = True
-        return out
-
-    return has(["left"]), has(["right"]), has(_BILATERAL)
+    return side_flags(n, lambda term: units_with_terms(retriever, [term], n))
 
 
 def _section_of_sentence(store: IndexStore) -> np.ndarray:

@@ -19,7 +19,7 @@ import numpy as np
 from radsift.evaluation.systems.cache import EmbeddingCache, load_encoder, texts_key
 from radsift.evaluation.systems.specs import DEFAULT_MODEL_KEY, SystemSpec, check_specs, parse_system
 from radsift.ranking import (BM25_PARAMS, DENSE_WEIGHT, NEEDS_BM25, NEEDS_DENSE, RRF_K, STATUS_CODES, bm25_scores,
-                             build_bm25_texts, rank, rank_groups, stating)
+                             build_bm25_texts, rank, rank_groups, side_flags, stating)
 from radsift.ranking import rerank as rerank_core
 
 Ranking = list[tuple[int, float]]
@@ -163,7 +163,6 @@ class RankedSystem(System):
         if not self.negation:
             return None
         from radsift.search.reading import read_query, reading_tiers
-        from radsift.text.tokens import stem
 
         info = self._candidate_labels(candidates)
         stems, n = info["stems"], len(candidates)
@@ -172,18 +171,11 @@ class RankedSystem(System):
             sets = [set(stems.get(t, ())) for t in terms]
             return np.array(sorted(set.intersection(*sets)) if sets else [], dtype=np.int64)
 
-        def flags(words) -> np.ndarray:
-            out = np.zeros(n, dtype=bool)
-            for w in words:
-                out[stems.get(stem(w), [])] = True
-            return out
-
         return reading_tiers(
             read_query(" ".join(query.split()), self.labeler), self.labeler, n_units=n, labels=info["labels"],
             finding_codes=info["codes"], sentence_texts=lambda rows: {r: candidates[r] for r in rows},
             open_candidates=with_terms,
-            side_flags=lambda: (flags(["left"]), flags(["right"]),
-                                flags(["bilateral", "bilaterally", "both", "bibasilar", "bibasal"])),
+            side_flags=lambda: side_flags(n, lambda s: stems.get(s, [])),
             group_of=groups)
 
     # -- ranking ---------------------------------------------------------------------------------
