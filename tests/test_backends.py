@@ -328,7 +328,8 @@ def test_engine_searches_with_hnsw_backend(tmp_path, monkeypatch):
     from radsift.index import build_index
     from radsift.models.hashing import HashingEncoder
     from radsift.records import Report
-    from radsift.search import Index, engine
+    from radsift.index.backends import placement
+    from radsift.search import Index
 
     words = ["pneumothorax", "effusion", "consolidation", "atelectasis", "cardiomegaly", "edema", "nodule", "fracture"]
     sides = ["left", "right", "bilateral"]
@@ -337,8 +338,8 @@ def test_engine_searches_with_hnsw_backend(tmp_path, monkeypatch):
                for i in range(120)]
     enc = HashingEncoder(tmp_path / "model")
     build_index(tmp_path / "idx", reports, encoder=enc, progress=False)
-    real_create = engine.create_backend
-    monkeypatch.setattr(engine, "create_backend",
+    real_create = placement.create_backend
+    monkeypatch.setattr(placement, "create_backend",
                         lambda name, vectors, **kw: real_create(name, vectors, candidates=30, **kw) if name == "hnsw"
                         else real_create(name, vectors, **kw))
     exact = Index.open(tmp_path / "idx", encoder=enc)

@@ -101,10 +101,11 @@ def _searches(path: Path, enc, queries, monkeypatch, candidates: int = 100,
               levels=("report", "sentence")) -> tuple[list, list]:
     """Dense top-10 (report id, score) of report and sentence search through the engine, on the live
     graph and on exact numpy search."""
-    from radsift.search import Index, engine
+    from radsift.index.backends import placement
+    from radsift.search import Index
 
-    real = engine.create_backend
-    monkeypatch.setattr(engine, "create_backend", lambda name, vectors, **o: real(
+    real = placement.create_backend
+    monkeypatch.setattr(placement, "create_backend", lambda name, vectors, **o: real(
         name, vectors, **({"candidates": candidates} if name == "hnsw" else {}), **o))
     approx, exact = Index.open(path, encoder=enc, backend="hnsw"), Index.open(path, encoder=enc, backend="numpy")
     graph = approx._backend(approx.store, "sentence")

@@ -58,11 +58,12 @@ def built(tmp_path_factory):
 
 
 def open_index(idx, enc, backend, monkeypatch=None, candidates=40):
-    from radsift.search import Index, engine
+    from radsift.index.backends import placement
+    from radsift.search import Index
 
     if monkeypatch is not None:  # few candidates, so that the approximate path (not exact scoring) is tested
-        real = engine.create_backend
-        monkeypatch.setattr(engine, "create_backend",
+        real = placement.create_backend
+        monkeypatch.setattr(placement, "create_backend",
                             lambda name, vectors, **kw: real(name, vectors, candidates=candidates, **kw)
                             if name in ("hnsw", "milvus") else real(name, vectors, **kw))
     return Index.open(idx, encoder=enc, backend=backend)

@@ -31,19 +31,14 @@ from typing import Callable
 import numpy as np
 
 from radsift.errors import IndexStoreError
+from radsift.index.backends.placement import GRAPH_DIR, graph_path
 from radsift.index.store import GEN_PREFIX, UNIT_KINDS, IndexStore
 
-GRAPH_DIR = Path("cache") / "hnsw"
 LAYOUT_VERSION = 1
 #: Build from scratch instead of extending when more than this share of the nodes would be empty.
 MAX_EMPTY = 0.2
 #: Build options that shape a graph (an earlier graph built with others is not extended).
 SHAPING = ("dtype", "connectivity", "expansion_add")
-
-
-def graph_path(index_dir: str | Path, gen_dir: str | Path, kind: str) -> Path:
-    """Where the graph of ``kind`` units of generation ``gen_dir`` lives."""
-    return Path(index_dir) / GRAPH_DIR / f"{Path(gen_dir).name}.{kind}.faiss"
 
 
 def layout_path(graph: str | Path) -> Path:

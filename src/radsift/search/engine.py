@@ -16,7 +16,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from radsift.errors import ConfigError, IndexStoreError
-from radsift.index.backends import create_backend
+from radsift.index.backends.placement import open_backend
 from radsift.index.store import IndexStore
 from radsift.ranking import (NEEDS_BM25, NEEDS_DENSE, bm25_scores, rank, rank_groups, rerank as rerank_core, side_flags,
                              stating, units_with_terms)
@@ -285,15 +285,8 @@ class Index:
         )
 
     def _backend(self, store: IndexStore, kind: str):
-        from radsift.index.graphs import graph_path
-
-        from radsift.index.backends.milvus import MilvusPlace
-
-        return store.cached(("backend", self._backend_name, kind),
-                            lambda: create_backend(self._backend_name, store.units(kind).vectors,
-                                                   graph=graph_path(store.index_dir, store.gen_dir, kind),
-                                                   milvus=MilvusPlace(store.index_dir, store.gen_dir, kind,
-                                                                      self._milvus_uri)))
+        """The vector backend of this index's ``kind`` units in ``store`` (:mod:`radsift.index.backends.placement`)."""
+        return open_backend(store, self._backend_name, kind, self._milvus_uri)
 
     # -- search ----------------------------------------------------------------------------
     def search(self, query: str, k: int = 10, mode: str = "hybrid", level: str = "report",
