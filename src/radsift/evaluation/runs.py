@@ -32,7 +32,7 @@ def run_queries(index, queries_path: str | Path, out: str | Path, *, k: int = 10
             or ``rerank`` without a reranker.
     """
     from radsift.ranking import NEEDS_DENSE
-    from radsift.search.query import check_options
+    from radsift.search.options import check_options
 
     m = index.manifest
     check_options("check", k=k, mode=mode, level=level, unit=unit, negation=negation, rerank=rerank,

@@ -1,7 +1,8 @@
-"""Search options: checked once, before any scoring, with messages that name the option.
+"""The checks of a search's values: the query's text, choices, whole numbers, targets, metadata filters.
 
-The HTTP API, the CLI and the Python API share these checks (through :meth:`radsift.Index.search`),
-so they refuse the same things with the same words.
+:mod:`radsift.search.options` declares the options and runs these checks on them (through
+:meth:`radsift.Index.search`), so the HTTP API, the CLI and the Python API refuse the same things
+with the same words.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import numpy as np
 
 from radsift.errors import ConfigError
 from radsift.ranking import MODES
-from radsift.search.reading import parse_override
 
 LEVELS = ("report", "sentence")
 UNITS = ("sentence", "section")
@@ -26,8 +26,8 @@ WHOLE_REPORT = "report"
 #: ``KEY=VALUE`` matches exactly; ``KEY~VALUE`` case-insensitively by substring.
 FILTER_OPS = ("=", "~")
 
-__all__ = ["LEVELS", "MODES", "UNITS", "NEGATION", "Filter", "SearchOptions", "check_choice", "check_offset", "check_options",
-           "normalize_query", "parse_where"]
+__all__ = ["LEVELS", "MODES", "UNITS", "NEGATION", "Filter", "check_alpha", "check_bool", "check_choice", "check_rerank",
+           "check_target", "normalize_query", "parse_where", "whole_number"]
 
 
 @dataclass(frozen=True)
@@ -40,26 +40,6 @@ class Filter:
 
     def __str__(self) -> str:
         return f"{self.key}{self.op}{self.value}"
-
-
-@dataclass(frozen=True)
-class SearchOptions:
-    """A search request after its checks (see :func:`check_options`)."""
-
-    query: str
-    k: int
-    mode: str
-    level: str
-    unit: str
-    negation: str
-    rerank: int
-    target: str | None  # None = the whole report
-    filters: tuple[Filter, ...]
-    reading: tuple[tuple[str, str], ...] = ()  # overrides of the query's reading: (finding, status)
-    alpha: float | None = None  # the hybrid's dense share; None = the model's own (radsift.models.settings)
-    concepts: bool = True  # link a query that describes a lexicon concept to it (radsift.search.concepts)
-    prf: bool = False  # pseudo-relevance feedback (radsift.ranking.prf)
-    offset: int = 0  # hits of the ranked list skipped (paging)
 
 
 #: Characters a query may not carry: C0/C1 controls (tabs and newlines become spaces first) and the
@@ -158,7 +138,7 @@ def check_target(target: str | None, sections: Sequence[str]) -> str | None:
     return target
 
 
-def _whole_number(name: str, value, low: int, high: int, what: str) -> int:
+def whole_number(name: str, value, low: int, high: int, what: str) -> int:
     """``value`` as an int within [low, high]; True, 1.5 or "10" are errors naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ConfigError(f"{name}: must be a whole number of {what}, not {str(value)[:40]!r}")
@@ -167,14 +147,11 @@ def _whole_number(name: str, value, low: int, high: int, what: str) -> int:
     return int(value)
 
 
-def check_k(k) -> int:
-    """A number of hits: a whole number from 1 to :data:`MAX_K` (True, 1.5 or "10" are errors)."""
-    return _whole_number("k", k, 1, MAX_K, "hits")
-
-
-def check_offset(offset) -> int:
-    """Hits to skip: a whole number from 0 to :data:`MAX_OFFSET`."""
-    return _whole_number("offset", offset, 0, MAX_OFFSET, "hits to skip")
+def check_rerank(rerank) -> int:
+    """Candidates to rerank: 0 (off) or a positive whole number."""
+    if isinstance(rerank, bool) or not isinstance(rerank, (int, np.integer)) or rerank < 0:
+        raise ConfigError(f"rerank: must be 0 (off) or a positive number of candidates, not {str(rerank)[:40]!r}")
+    return int(rerank)
 
 
 def check_alpha(alpha: float | None) -> float | None:
@@ -190,32 +167,8 @@ def check_alpha(alpha: float | None) -> float | None:
     return value
 
 
-def check_options(query: str, *, k: int, mode: str, level: str, unit: str, negation: str, rerank: int,
-                  target: str | None, where, sections: Sequence[str], metadata_keys: Sequence[str],
-                  reading=None, alpha: float | None = None, concepts: bool = True, prf: bool = False,
-                  offset: int = 0) -> SearchOptions:
-    """Every check of a search request, in one place.
-
-    Raises:
-        ConfigError: Naming the option and the allowed values.
-    """
-    if isinstance(rerank, bool) or not isinstance(rerank, (int, np.integer)) or rerank < 0:
-        raise ConfigError(f"rerank: must be 0 (off) or a positive number of candidates, not {str(rerank)[:40]!r}")
-    if where is not None and not isinstance(where, (Mapping, list, tuple)):
-        raise ConfigError(f"where: must be a list of KEY=VALUE / KEY~VALUE filters, not {type(where).__name__}")
-    if target is not None and not isinstance(target, str):
-        raise ConfigError(f"target: must be a section name, not {type(target).__name__}")
-    return SearchOptions(
-        query=normalize_query(query), k=check_k(k), mode=check_choice("mode", mode, MODES),
-        level=check_choice("level", level, LEVELS), unit=check_choice("unit", unit, UNITS),
-        negation=check_choice("negation", negation, NEGATION), rerank=int(rerank),
-        target=check_target(target, sections), filters=parse_where(where, metadata_keys),
-        reading=tuple(parse_override(reading).items()), alpha=check_alpha(alpha),
-        concepts=_check_bool("concepts", concepts), prf=_check_bool("prf", prf), offset=check_offset(offset),
-    )
-
-
-def _check_bool(name: str, value) -> bool:
+def check_bool(name: str, value) -> bool:
+    """``value`` as a bool: True or False only (1, "yes" are errors naming ``name``)."""
     if not isinstance(value, (bool, np.bool_)):
         raise ConfigError(f"{name}: must be true or false, not {str(value)[:40]!r}")
     return bool(value)

@@ -1,0 +1,279 @@
+"""The search options, declared once: :class:`SearchOptions`.
+
+Each option is one field of :class:`SearchOptions`: its name, type and default are the field's, and
+its :class:`Option` (the field's metadata) holds the rest: help, allowed values, bounds, and how the
+command line and the HTTP API take it. Everything else is derived from that one declaration:
+
+- the checks (:func:`check_search`: every option checked once, before any scoring, by messages that
+  name it; :meth:`radsift.Index.search` runs them, so Python, the CLI and the API refuse the same
+  things with the same words);
+- the flags of ``radsift search`` (and of ``radsift export`` / ``saved add``, for the options a
+  cohort keeps): :func:`cli_options`, read by the CLI's ``search_flags``;
+- the query parameters of ``GET /api/search`` (and ``/api/export``): :func:`http_options`, read by
+  :func:`radsift.serve.params.search_params`.
+
+Adding an option is one field here (and the code that uses it).
+"""
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional, Sequence, Union
+
+import numpy as np
+
+from radsift.errors import ConfigError
+from radsift.ranking import MODES
+from radsift.search.query import (LEVELS, MAX_K, MAX_OFFSET, NEGATION, UNITS, WHOLE_REPORT, check_alpha, check_bool,
+                                  check_choice, check_rerank, check_target, normalize_query, parse_where, whole_number)
+from radsift.search.reading import parse_override
+
+_KEY = "radsift.option"
+_SAME = object()
+
+
+class IndexFacts(NamedTuple):
+    """What the checks need to know of the index searched."""
+
+    sections: Sequence[str]
+    metadata_keys: Sequence[str]
+
+
+#: A check: (option name, value, the index's facts) -> the checked value, or ConfigError naming the option.
+Check = Callable[[str, Any, IndexFacts], Any]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option's declaration beyond its name, type and default (those are its field's).
+
+    Attributes:
+        help: What it does (the flag's help, the query parameter's description, the docs).
+        check: Its check, when not derived from ``choices``, ``what`` or a ``bool`` default.
+        choices: The allowed values (checked; a ``Literal`` on the API).
+        low, high: A number's bounds (checked with ``what``; ``ge``/``le`` on the API).
+        what: A whole number's unit, for its message ("hits").
+        flags: Command-line flags (``()``: ``--NAME``); None: not on the command line.
+        metavar: The flag's value in help (``N``, ``MODE``).
+        cli_help: The flag's help when it says more than ``help`` (the command line's extras).
+        wire: The type on the command line and in the URL, when it is not the field's.
+        http: Whether the API takes it as a query parameter.
+        http_high: A tighter upper bound on the API.
+        http_default: The API's default, when it is not the field's.
+    """
+
+    help: str
+    check: Check | None = None
+    choices: tuple[str, ...] = ()
+    low: float | None = None
+    high: float | None = None
+    what: str = ""
+    flags: tuple[str, ...] | None = ()
+    metavar: str | None = None
+    cli_help: str | None = None
+    wire: Any = None
+    http: bool = True
+    http_high: float | None = None
+    http_default: Any = _SAME
+
+
+def _option(default: Any, help: str, **spec: Any) -> Any:
+    return field(default=default, metadata={_KEY: Option(help, **spec)})
+
+
+def _python_only(default: Any, help: str) -> Any:
+    return _option(default, help, flags=None, http=False)
+
+
+# -- the checks that are not derived -----------------------------------------------------------
+def _target(name: str, value, facts: IndexFacts) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"target: must be a section name, not {type(value).__name__}")
+    return check_target(value, facts.sections)
+
+
+def _where(name: str, value, facts: IndexFacts):
+    if value is not None and not isinstance(value, (Mapping, list, tuple)):
+        raise ConfigError(f"where: must be a list of KEY=VALUE / KEY~VALUE filters, not {type(value).__name__}")
+    return parse_where(value, facts.metadata_keys)
+
+
+def _rerank(name: str, value, facts: IndexFacts) -> int:
+    return check_rerank(value)
+
+
+def _reading(name: str, value, facts: IndexFacts) -> tuple[tuple[str, str], ...]:
+    return tuple(parse_override(value).items())
+
+
+def _alpha(name: str, value, facts: IndexFacts) -> float | None:
+    return check_alpha(value)
+
+
+READING_HELP = ("Override how the query is read, finding by finding: FINDING=STATUS with STATUS present, absent, "
+                "uncertain or ignore (repeatable), e.g. cardiomegaly=absent; side=ignore drops the side. The "
+                "finding must be one the query was read to name.")
+WHERE_HELP = ("Metadata filter (repeatable): KEY=VALUE (or KEY:VALUE) matches exactly, KEY~VALUE case-insensitively "
+              "by substring, e.g. indication~cough; several filters on one key: any, on several keys: all. Keys "
+              "must be metadata of the index (radsift index info lists them).")
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """Every option of a search (:meth:`radsift.Index.search`); the defaults are those of ``radsift search``.
+
+    Build one and pass it, or name options as keywords (``index.search("x", k=5, mode="bm25")``), or
+    both (the keywords override the object's). The values are checked by :func:`check_search`; after
+    it, ``where`` holds :class:`~radsift.search.query.Filter` objects, ``reading`` ``(finding, status)``
+    pairs and ``target`` None for the whole report. Each option's help is below.
+    """
+
+    k: int = _option(10, "Number of hits.", what="hits", low=1, high=MAX_K, http_high=1000,
+                     flags=("-k", "--k"), metavar="N")
+    mode: str = _option("hybrid", "Retrieval mode: hybrid (convex combination of dense and BM25, "
+                        "radsift.ranking.fusion), dense, bm25, or hybrid-rrf (their reciprocal rank fusion).",
+                        choices=MODES, metavar="MODE")
+    level: str = _option("report", "report (one hit per report: its best unit stands for it) or sentence "
+                         "(every matching unit).", choices=LEVELS, metavar="LEVEL")
+    target: Optional[str] = _option(None, "Search one section only: findings, impression (the diagnoses that go "
+                                    "with a findings description), ...; report = every section.", check=_target,
+                                    metavar="SECTION", http_default=WHOLE_REPORT)
+    where: Union[Sequence[str], Mapping[str, Any], None] = _option(
+        None, WHERE_HELP, check=_where, wire=Optional[list[str]], metavar="KEY=VALUE|KEY~VALUE")
+    unit: str = _option("sentence", "Rank sentence units, or whole section units.", choices=UNITS, metavar="UNIT",
+                        cli_help="Rank sentence units, whole section units, or passage (sections with heading and "
+                                 "aspect; \"ENTITY | ASPECT\" queries).")
+    negation: str = _option("aware", "aware: units stating the query's reading of its findings rank first, the "
+                            "opposite last, the same side first (radsift.ranking.tiers); ignore: plain similarity.",
+                            choices=NEGATION, metavar="aware|ignore")
+    rerank: int = _option(0, "Rerank the first stage's top N hits with the cross-encoder (--reranker; the server's) "
+                          "and return the best k of them (0 = off).", check=_rerank, low=0, http_high=1000,
+                          metavar="N")
+    reading: Union[Sequence[str], Mapping[str, str], None] = _option(
+        None, READING_HELP, check=_reading, wire=Optional[list[str]], metavar="FINDING=STATUS")
+    alpha: Optional[float] = _option(None, "The dense share of hybrid, 0 to 1 (default: the model's own, measured "
+                                     "for it; see radsift index info).", check=_alpha, low=0, high=1,
+                                     metavar="WEIGHT")
+    concepts: bool = _option(True, "Link a query that describes a lexicon finding without naming it to that "
+                             "finding (\"understood as\"; radsift.search.concepts; modes that use the encoder only).",
+                             flags=("--concepts/--no-concepts",))
+    prf: bool = _option(False, "Pseudo-relevance feedback: expand the query from its first-pass top hits (RM3 on "
+                        "BM25, Rocchio on the dense side: radsift.ranking.prf), then rank again.")
+    offset: int = _option(0, "Hits of the ranked list to skip (paging: the page after offset 0, k 25 is offset 25, "
+                          "k 25; pages never repeat or miss a hit); past the end: an empty page.",
+                          what="hits to skip", low=0, high=MAX_OFFSET, metavar="N")
+    fields: Optional[Sequence[str]] = _python_only(None, "Report sections to include in hits (None = all).")
+    include_report: bool = _python_only(True, "Attach the report's sections and metadata to each hit.")
+    mentions: bool = _python_only(True, "Attach to each hit what its unit states about the query's findings "
+                                  "(Hit.reading); False skips reading the hits (batch runs, benchmarks).")
+    query_vector: Optional[np.ndarray] = _python_only(None, "A precomputed query embedding (skips encoding).")
+    first_stage: Any = _python_only(
+        None, "Takes the place of the index's bi-encoder on the dense side: an object whose scores(store, query, "
+        "unit) scores every unit of the store (radsift.search.passages.PolyFirstStage); dense ranks by it alone, "
+        "hybrid and hybrid-rrf fuse it with BM25; no concept is linked, and bm25 and prf refuse it.")
+
+    def pick(self, names: Iterable[str]) -> dict[str, Any]:
+        """``{name: value}`` of the options ``names``."""
+        return {name: getattr(self, name) for name in names}
+
+
+def option_specs() -> list[tuple[dataclasses.Field, Option]]:
+    """Every option's field and :class:`Option`, in declaration order."""
+    return [(f, f.metadata[_KEY]) for f in dataclasses.fields(SearchOptions)]
+
+
+def _wire(f: dataclasses.Field, spec: Option) -> Any:
+    return spec.wire if spec.wire is not None else f.type
+
+
+def cli_options(names: Iterable[str] | None = None) -> list[tuple[str, Any, Any, tuple[str, ...], str | None, str]]:
+    """``(name, type, default, flags, metavar, help)`` of each option the command line takes (or of ``names``)."""
+    wanted = None if names is None else set(names)
+    return [(f.name, _wire(f, spec), f.default, spec.flags or (f"--{f.name.replace('_', '-')}",), spec.metavar,
+             spec.cli_help or spec.help)
+            for f, spec in option_specs() if spec.flags is not None and (wanted is None or f.name in wanted)]
+
+
+@dataclass(frozen=True)
+class HttpOption:
+    """How the HTTP API takes an option (:func:`radsift.serve.params.search_params` turns it into a query parameter)."""
+
+    name: str
+    type: Any
+    default: Any
+    help: str
+    choices: tuple[str, ...]
+    low: float | None
+    high: float | None
+
+
+def http_options(names: Iterable[str] | None = None) -> list[HttpOption]:
+    """The options the HTTP API takes as query parameters (or those of ``names``), in declaration order."""
+    wanted = None if names is None else set(names)
+    return [HttpOption(f.name, _wire(f, spec), f.default if spec.http_default is _SAME else spec.http_default,
+                       spec.help, spec.choices, spec.low, spec.http_high if spec.http_high is not None else spec.high)
+            for f, spec in option_specs() if spec.http and (wanted is None or f.name in wanted)]
+
+
+def _checked(f: dataclasses.Field, spec: Option, value, facts: IndexFacts):
+    """One option's checked value: its own check, else one derived from its declaration (Python-only
+    options are used as given)."""
+    if spec.check is not None:
+        return spec.check(f.name, value, facts)
+    if spec.flags is None and not spec.http:
+        return value
+    if spec.choices:
+        return check_choice(f.name, value, spec.choices)
+    if spec.what:
+        return whole_number(f.name, value, int(spec.low), int(spec.high), spec.what)
+    if isinstance(f.default, bool):
+        return check_bool(f.name, value)
+    return value
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """A search after its checks: the normalized query and its checked options (see :class:`SearchOptions`)."""
+
+    query: str
+    options: SearchOptions
+
+
+def search_options(options: SearchOptions | None = None, **overrides: Any) -> SearchOptions:
+    """``options`` (default: every default) with ``overrides`` in place of its values.
+
+    Raises:
+        TypeError: ``options`` is not a :class:`SearchOptions`, or an override names no option.
+    """
+    if options is None:
+        options = SearchOptions()
+    elif not isinstance(options, SearchOptions):
+        raise TypeError(f"options must be a SearchOptions, not {type(options).__name__}")
+    if not overrides:
+        return options
+    known = {f.name for f in dataclasses.fields(SearchOptions)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise TypeError(f"search() got an unexpected keyword argument {unknown[0]!r} (options: {', '.join(sorted(known))})")
+    return dataclasses.replace(options, **overrides)
+
+
+def check_search(query: str, options: SearchOptions, sections: Sequence[str],
+                 metadata_keys: Sequence[str]) -> SearchRequest:
+    """Every check of a search request, in one place: the query's, then each option's in declaration order.
+
+    Raises:
+        ConfigError: Naming the option and the allowed values.
+    """
+    facts = IndexFacts(tuple(sections), tuple(metadata_keys))
+    text = normalize_query(query)
+    checked = {f.name: _checked(f, spec, getattr(options, f.name), facts) for f, spec in option_specs()}
+    return SearchRequest(text, SearchOptions(**checked))
+
+
+def check_options(query: str, *, sections: Sequence[str], metadata_keys: Sequence[str], **options: Any) -> SearchRequest:
+    """:func:`check_search` with the options as keywords (``check_options(q, k=10, mode="bm25", sections=...)``)."""
+    return check_search(query, search_options(**options), sections, metadata_keys)
+
+
+__all__ = ["HttpOption", "IndexFacts", "Option", "SearchOptions", "SearchRequest", "check_options", "check_search",
+           "cli_options", "http_options", "option_specs", "search_options"]

@@ -1,0 +1,89 @@
+"""Plan a search: the units it may return, and what each states of the query's reading.
+
+The plan is what the scores do not decide: the eligible units (the ``target`` section and the
+metadata filters, :func:`eligible_mask`), the reading tier of every unit (its findings' statuses,
+then its side: :func:`~radsift.search.reading.reading_tiers` over the stored labels) and the units
+that state the whole reading (the ranking keeps those first, whatever their score).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from radsift.index.store import IndexStore
+from radsift.ranking import side_flags, stating, units_with_terms
+from radsift.records import QueryReading
+from radsift.search.options import SearchRequest
+from radsift.search.reading import ReadingTiers, reading_tiers
+from radsift.search.units import section_of_sentence
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a search ranks over.
+
+    Attributes:
+        mask: The eligible units (None: every unit).
+        reading: The reading's tier of every unit, and what each states (for counts and bands).
+        keep: The units that state the query's whole reading (None when it names no finding).
+    """
+
+    mask: np.ndarray | None
+    reading: ReadingTiers
+    keep: np.ndarray | None
+
+    @property
+    def tiers(self) -> np.ndarray | None:
+        """The ranking tier of every unit (None when the ranking reads nothing)."""
+        return self.reading.tiers
+
+
+def plan_search(store: IndexStore, request: SearchRequest, reading: QueryReading, labeler) -> Plan:
+    """The plan of ``request`` over ``store`` for the query's ``reading`` (``labeler`` reads open phrases)."""
+    read_tiers = unit_reading(store, request.options, reading, labeler)
+    tiers = read_tiers.tiers
+    keep = stating(tiers) if tiers is not None and reading.findings else None
+    return Plan(eligible_mask(store, request.options), read_tiers, keep)
+
+
+def eligible_mask(store: IndexStore, opts) -> np.ndarray | None:
+    """The units of ``opts.unit`` in the ``target`` section whose reports match the filters (None: all)."""
+    units = store.units(opts.unit)
+    mask = None
+    if opts.target is not None:
+        mask = units.section_code == store.section_code(opts.target)
+    if opts.where:
+        m2 = np.isin(units.report_row, store.report_rows_where(opts.where))
+        mask = m2 if mask is None else mask & m2
+    return mask
+
+
+def unit_reading(store: IndexStore, opts, reading: QueryReading, labeler) -> ReadingTiers:
+    """The reading tier of every unit of ``opts.unit`` and what each states (see
+    :func:`~radsift.search.reading.reading_tiers`)."""
+    if not reading.active:
+        return ReadingTiers(None)
+    labels = store.labels()
+    sentence_bm25 = store.bm25("sentence")
+    n_sentences = store.units("sentence").report_row.shape[0]
+    units = store.units(opts.unit)
+    return reading_tiers(
+        reading, labeler, n_units=units.report_row.shape[0],
+        labels=(labels.row, labels.finding, labels.status),
+        finding_codes={f: i for i, f in enumerate(store.manifest.findings)},
+        sentence_texts=lambda rows: {r: s.text for r, s in store.sentences_by_rows(rows).items()},
+        open_candidates=lambda stems: units_with_terms(sentence_bm25, stems, n_sentences),
+        side_flags=lambda: store.cached(("sides", opts.unit), lambda: unit_sides(store, opts.unit)),
+        unit_of=None if opts.unit == "sentence" else store.cached(("section_of_sentence",),
+                                                                   lambda: section_of_sentence(store)),
+        group_of=units.report_row if opts.level == "report" else None, classes=True,
+    )
+
+
+def unit_sides(store: IndexStore, unit: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per unit: whether it has a left, a right and a bilateral side word (from its BM25 terms)."""
+    retriever = store.bm25(unit)
+    n = store.units(unit).report_row.shape[0]
+    return side_flags(n, lambda term: units_with_terms(retriever, [term], n))
