@@ -1,9 +1,8 @@
 """``radsift.Index``: open an index and search it (dense, BM25 or hybrid; sentence or report level).
 
-A search walks down once: its options are checked (:mod:`.options`), the query is read
-(:mod:`.reading`), the search is planned (:mod:`.plan`: eligible units, reading and side tiers),
-scored (:mod:`.scoring`: BM25, the dense backend, feedback), ranked (:mod:`.rank`: the ranking core,
-then the cross-encoder) and its page cut, counted and banded into hits (:mod:`.results`).
+The facade: open an index, follow its live generation, read a query, search, fetch a report. A
+search's options are checked here (:mod:`.options`), then the request walks down once
+(:mod:`.walk`: read, plan, score, rank, page).
 """
 
 from __future__ import annotations
@@ -12,22 +11,19 @@ import logging
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from radsift.errors import ConfigError, IndexStoreError
+from radsift.errors import IndexStoreError
 from radsift.index.backends.factory import resolve_backend
 from radsift.index.backends.placement import open_backend
 from radsift.index.store import IndexStore
-from radsift.ranking import MODES, NEEDS_DENSE
+from radsift.ranking import MODES
 from radsift.records import HitMention, QueryReading, Report
 from radsift.search.mentions import mentions_in
-from radsift.search.options import SearchOptions, SearchRequest, check_search, search_options
-from radsift.search.plan import plan_search
+from radsift.search.options import SearchOptions, check_search, search_options
 from radsift.search.query import NEGATION, check_choice, normalize_query
-from radsift.search.rank import rank_units, rerank_head
 from radsift.search.reading import parse_override, read_query
 from radsift.search.resources import IndexResources
-from radsift.search.results import SearchResult, result_page
-from radsift.search.scoring import feedback, first_pass
-from radsift.search.units import unit_texts
+from radsift.search.results import SearchResult
+from radsift.search.walk import walk
 
 log = logging.getLogger("radsift.search")
 
@@ -165,46 +161,8 @@ class Index(IndexResources):
         options = search_options(options, **overrides)
         store = self.live_store()  # no lock: a search works on the store it started with; reload() swaps it
         with store.guard():
-            return self._search(store, check_search(query, options, store.manifest.sections,
-                                                    store.manifest.metadata_keys))
-
-    def _search(self, store: IndexStore, request: SearchRequest) -> SearchResult:
-        opts = request.options
-        query_vector = self._query_vector(request)
-        linked = opts.concepts and opts.first_stage is None
-        reading = read_query(request.query, self.labeler, negation=opts.negation, override=dict(opts.reading),
-                             lexicon=store.manifest.lexicon is not None,
-                             link=self._link_function(opts.mode, request.query, query_vector) if linked else None)
-        plan = plan_search(store, request, reading, self.labeler)
-        sources = {"query_vector": query_vector, "backends": lambda kind: self._backend(store, kind),
-                   "expansion": lambda finding: self.linker.expansion(finding)}
-        scores = first_pass(store, request, plan, reading, settings=self.settings, **sources)
-        if opts.prf:
-            scores = feedback(store, request, scores, plan.tiers, reading, gap=self.tier_gap, **sources)
-        if plan.keep is not None:
-            scores["keep"] = plan.keep
-        picked = rank_units(store, request, scores, plan.tiers, self.tier_gap)
-        units = unit_texts(store, opts.unit, [u for _, u, _ in picked])
-        if opts.rerank:
-            picked = rerank_head(request, picked, units, plan.tiers, self.reranker)
-        return result_page(store, request, picked, units, scores, plan, reading, self.mentions_in)
-
-    def _query_vector(self, request: SearchRequest):
-        """The query's embedding when its mode uses the bi-encoder (encoded here unless given); refuses a
-        rerank without a reranker and a first stage its mode or ``prf`` cannot use."""
-        opts = request.options
-        if opts.rerank and self.reranker is None:
-            raise ConfigError("rerank needs a reranker: pass --reranker DIR (a folder written by "
-                              "'radsift train --recipe rerank') or set RADSIFT_RERANKER")
-        if opts.first_stage is not None:
-            if not NEEDS_DENSE[opts.mode]:
-                raise ConfigError(f"a first stage takes the bi-encoder's place: mode {opts.mode} does not use it "
-                                  "(use dense for the first stage alone, hybrid or hybrid-rrf to fuse it with BM25)")
-            if opts.prf:
-                raise ConfigError("prf expands the bi-encoder's query vector: it does not apply to another first stage")
-        elif NEEDS_DENSE[opts.mode] and opts.query_vector is None:
-            return self.encoder.encode_query(request.query)
-        return opts.query_vector
+            return walk(self, store, check_search(query, options, store.manifest.sections,
+                                                  store.manifest.metadata_keys))
 
     def mentions_in(self, text: str, reading: QueryReading) -> tuple[HitMention, ...]:
         """What ``text`` (a sentence, a section or a whole report) states about the reading's findings: each
