@@ -19,13 +19,21 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Any, Callable, Optional, Sequence
 
 import typer
 from rich.console import Console
+from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 
 from radsift.errors import ConfigError, IndexDamagedError, RadsiftError
+from radsift.search import Index
+from radsift.search.cohort import COHORT_OPTIONS, Cohort, cohort_format, collect_cohort, write_cohort
+from radsift.search.display import print_hits, reading_text
+from radsift.search.options import SearchOptions, cli_options
+from radsift.search.passages import PolyFirstStage, load_passage_reranker, parse_passage_query, search_passages
+from radsift.search.saved import SavedSearches
+from radsift.serve.audit import AuditLog
 
 #: ``radsift --help`` lists the commands in the order a user runs them, then the demo.
 COMMAND_ORDER = ("index", "search", "ask", "draft-impression", "label", "train", "bench", "run", "eval", "serve", "demo", "demo-corpus")
@@ -213,6 +221,47 @@ def reader_flags(dest: str = "reader", *, prefix: str = "", panel: str = "Reader
 
 
 # ---------------------------------------------------------------------------------------------
+# Search flags, declared once (radsift.search.options.SearchOptions): search, export, saved add
+# ---------------------------------------------------------------------------------------------
+def search_flags(dest: str = "options", *, only: Sequence[str] | None = None) -> Callable:
+    """Give a command the search options' flags; it receives them as one ``SearchOptions`` argument ``dest``.
+
+    The flags replace the parameter ``dest`` in the command's signature (typer reads the signature),
+    so their names, types, defaults and help are those declared once in
+    :class:`radsift.search.options.SearchOptions` (which the HTTP API's parameters come from too).
+
+    Args:
+        dest: The command's parameter that receives the ``SearchOptions``.
+        only: The options to take (default: every option the command line takes).
+    """
+
+    def decorate(fn: Callable) -> Callable:
+        sig = inspect.signature(fn, eval_str=True)
+        if dest not in sig.parameters:
+            raise TypeError(f"{fn.__name__} has no parameter {dest!r} for the search flags")
+        specs = cli_options(only)
+        names = {name: f"{dest}_{name}" for name, *_ in specs}
+        flags = [
+            inspect.Parameter(names[name], inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[
+                kind, typer.Option(*decls, metavar=metavar, help=help_)])
+            for name, kind, default, decls, metavar, help_ in specs
+        ]
+        params = []
+        for p in sig.parameters.values():
+            params.extend(flags if p.name == dest else [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)])
+
+        @functools.wraps(fn)
+        def wrapper(**kwargs):
+            kwargs[dest] = SearchOptions(**{name: kwargs.pop(param) for name, param in names.items()})
+            return fn(**kwargs)
+
+        wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
+
+
+# ---------------------------------------------------------------------------------------------
 # Options shared by several commands
 # ---------------------------------------------------------------------------------------------
 BackendOpt = Annotated[str, typer.Option(
@@ -256,10 +305,6 @@ UnitOpt = Annotated[str, typer.Option("--unit", metavar="UNIT", help="Rank sente
 NegationOpt = Annotated[str, typer.Option(
     "--negation", metavar="aware|ignore",
     help="aware: units stating the query's reading of its findings rank first, the opposite last; ignore: off.")]
-ReadingOpt = Annotated[Optional[list[str]], typer.Option(
-    "--reading", metavar="FINDING=STATUS",
-    help="Override how the query is read (repeatable): STATUS is present, absent, uncertain or ignore, "
-         "e.g. --reading cardiomegaly=absent; FINDING=side for the side.")]
 AlphaOpt = Annotated[Optional[float], typer.Option(
     "--alpha", metavar="WEIGHT",
     help="The dense share of hybrid, 0 to 1 (default: the model's own, measured for it; see radsift index info).")]
@@ -517,17 +562,14 @@ def index_rollback(index_dir: IndexArg) -> None:
     'radsift search my-index "pneumothorax" --mode bm25 --where indication~chest --json',
     'radsift search my-index "cardiomegaly" --reading cardiomegaly=absent',
 ])
+@search_flags()
 def search_cmd(
     index_dir: IndexArg,
     query: Annotated[str, typer.Argument(metavar="QUERY", help="Free-text query, e.g. \"no pleural effusion\".")],
-    k: Annotated[int, typer.Option("-k", "--k", metavar="N", help="Number of hits.")] = 10,
-    mode: ModeOpt = "hybrid", level: LevelOpt = "report", where: WhereOpt = None, target: TargetOpt = None,
-    unit: UnitOpt = "sentence", negation: NegationOpt = "aware", model: ModelOpt = None,
-    threads: ThreadsOpt = None, as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable hits.")] = False,
-    rerank: RerankOpt = 0, reranker: RerankerOpt = None, reading: ReadingOpt = None, alpha: AlphaOpt = None,
-    concepts: ConceptsOpt = True, prf: PrfOpt = False,
-    offset: Annotated[int, typer.Option("--offset", metavar="N", help="Skip the first N hits (the next page).")] = 0,
-    backend: BackendOpt = "auto", milvus_uri: MilvusUriOpt = None,
+    options: SearchOptions,
+    model: ModelOpt = None, threads: ThreadsOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable hits.")] = False,
+    reranker: RerankerOpt = None, backend: BackendOpt = "auto", milvus_uri: MilvusUriOpt = None,
     aspect: Annotated[Optional[str], typer.Option(
         "--aspect", metavar="ASPECT", help="--unit passage: passages of this aspect (history, treatment, ...; or "
         "write the query as \"ENTITY | ASPECT\").")] = None,
@@ -539,43 +581,33 @@ def search_cmd(
     """Search an index: prints how the query was read and how many reports state it, then each hit
     with its relevance band, the status of the query's findings in it and the matched words highlighted.
     With --unit passage: section passages with their heading and aspect, for "ENTITY | ASPECT" or a question."""
-    from radsift.search import Index
-    from radsift.search.display import print_hits
-
-    if unit == "passage" or aspect or "|" in query:
-        _search_passages(index_dir, query, k=k, aspect=aspect, mode=mode, where=where, model=model, threads=threads,
-                         rerank=rerank, reranker=reranker, as_json=as_json, backend=backend, milvus_uri=milvus_uri,
-                         first_stage=first_stage)
+    if options.unit == "passage" or aspect or "|" in query:
+        _search_passages(index_dir, query, options, aspect=aspect, model=model, threads=threads, reranker=reranker,
+                         as_json=as_json, backend=backend, milvus_uri=milvus_uri, first_stage=first_stage)
         return
     if first_stage is not None:
         raise ConfigError("--first-stage scores section passages: use it with --unit passage")
-    index = Index.open(index_dir, model=model, threads=threads, reranker=reranker if rerank else None,
+    index = Index.open(index_dir, model=model, threads=threads, reranker=reranker if options.rerank else None,
                        backend=backend, milvus_uri=milvus_uri)
-    hits = index.search(query, k=k, mode=mode, level=level, where=where, target=target, unit=unit,
-                        negation=negation, rerank=rerank, reading=reading, alpha=alpha, concepts=concepts, prf=prf,
-                        offset=offset)
+    hits = index.search(query, options)
     if as_json:
-        typer.echo(json.dumps({"query": query, "mode": mode, "level": level, "reading": hits.reading.to_dict(),
-                               **hits.page_dict(), "hits": [h.to_dict() for h in hits]}, ensure_ascii=False))
+        typer.echo(json.dumps({"query": query, "mode": options.mode, "level": options.level,
+                               "reading": hits.reading.to_dict(), **hits.page_dict(),
+                               "hits": [h.to_dict() for h in hits]}, ensure_ascii=False))
     else:
         print_hits(console, query, hits)
 
 
-def _search_passages(index_dir, query, *, k, aspect, mode, where, model, threads, rerank, reranker, as_json,
+def _search_passages(index_dir, query, options: SearchOptions, *, aspect, model, threads, reranker, as_json,
                      backend, milvus_uri, first_stage=None) -> None:
     """``radsift search --unit passage``: passages with heading, aspect and matched sentences (radsift.search.passages)."""
-    from rich.text import Text
-
-    from radsift.search import Index
-    from radsift.search.passages import PolyFirstStage, load_passage_reranker, parse_passage_query, search_passages
-
     parsed = parse_passage_query(query, aspect)  # an unknown aspect fails before the index opens
     stage = PolyFirstStage(first_stage, threads, say=lambda m: err_console.print(m, highlight=False)) \
         if first_stage is not None else None  # a folder that is not a poly-encoder fails here too
     index = Index.open(index_dir, model=model, threads=threads, backend=backend, milvus_uri=milvus_uri)
-    rr = load_passage_reranker(reranker, threads) if rerank and reranker else None
-    hits = search_passages(index, query, k=k, aspect=aspect, mode=mode, where=where, rerank=rerank, reranker=rr,
-                           first_stage=stage)
+    rr = load_passage_reranker(reranker, threads) if options.rerank and reranker else None
+    hits = search_passages(index, query, k=options.k, aspect=aspect, mode=options.mode, where=options.where,
+                           rerank=options.rerank, reranker=rr, first_stage=stage)
     if as_json:
         typer.echo(json.dumps({"query": query, "entity": parsed.entity, "aspect": parsed.aspect, "text": parsed.text,
                                "hits": [h.to_dict() for h in hits]}, ensure_ascii=False))
@@ -602,28 +634,23 @@ MaxRowsOpt = Annotated[int, typer.Option(
 
 @command(app, "export", example=['radsift export my-index "pneumothorax" --out cohort.csv',
                                  'radsift export my-index "no pleural effusion" --out cohort.jsonl --include related'])
+@search_flags(only=COHORT_OPTIONS)
 def export_cmd(
     index_dir: IndexArg,
     query: Annotated[str, typer.Argument(metavar="QUERY", help="Free-text query, e.g. \"pneumothorax\".")],
     out: Annotated[Path, typer.Option("--out", metavar="FILE", help="Cohort file to write: .csv or .jsonl.")],
     fmt: Annotated[Optional[str], typer.Option("--format", metavar="csv|jsonl", help="Default: from --out's suffix.")] = None,
     include: IncludeOpt = None, max_rows: MaxRowsOpt = 10000,
-    mode: ModeOpt = "hybrid", where: WhereOpt = None, target: TargetOpt = None, negation: NegationOpt = "aware",
-    reading: ReadingOpt = None, alpha: AlphaOpt = None, concepts: ConceptsOpt = True, model: ModelOpt = None,
-    threads: ThreadsOpt = None,
+    options: SearchOptions = SearchOptions(), model: ModelOpt = None, threads: ThreadsOpt = None,
     audit_log: Annotated[Optional[Path], typer.Option(
         "--audit-log", metavar="FILE", help="Audit trail to append the export to (default INDEX_DIR/audit/exports.jsonl).")] = None,
 ) -> None:
     """Export every report that states the query's reading (a cohort) with its evidence sentences,
     offsets, status, cue, score and band, plus a provenance sidecar (FILE.provenance.json)."""
-    from radsift.search import Index
-    from radsift.search.cohort import collect_cohort, cohort_format, write_cohort
-
     cohort_format(out, fmt)  # a bad --out or --format fails before the search
     audit = _export_audit(index_dir, audit_log)
     index = Index.open(index_dir, model=model, threads=threads)
-    cohort = collect_cohort(index, query, include=include, max_rows=max_rows, mode=mode, where=where, target=target,
-                            negation=negation, reading=reading, alpha=alpha, concepts=concepts)
+    cohort = collect_cohort(index, query, include=include, max_rows=max_rows, **options.pick(COHORT_OPTIONS))
     path, side = write_cohort(cohort, out, fmt)
     audit.write("export", client="cli", token_id=None, user=cohort.provenance()["user"], query=cohort.query,
                 params=cohort.options, include=cohort.include, rows=len(cohort.rows), file=str(path.resolve()),
@@ -632,15 +659,11 @@ def export_cmd(
     console.print(f"wrote {len(cohort.rows)} reports to {path} (provenance: {side.name})", highlight=False)
 
 
-def _export_audit(index_dir: Path, audit_log: Optional[Path]):
-    from radsift.serve.audit import AuditLog
-
+def _export_audit(index_dir: Path, audit_log: Optional[Path]) -> AuditLog:
     return AuditLog(audit_log if audit_log is not None else Path(index_dir) / "audit" / "exports.jsonl")
 
 
 def _print_cohort_summary(cohort) -> None:
-    from radsift.search.display import reading_text
-
     console.print(reading_text(cohort.reading))
     if cohort.matching is not None:
         console.print(f"{cohort.matching} of {cohort.total} ranked reports state the reading; "
@@ -657,22 +680,18 @@ NameArg = Annotated[str, typer.Argument(metavar="NAME", help="Name: letters, dig
 
 
 @command(saved_app, "add", example='radsift saved add my-index ptx "pneumothorax" --mode hybrid')
+@search_flags(only=COHORT_OPTIONS)
 def saved_add(
     index_dir: IndexArg, name: NameArg,
     query: Annotated[str, typer.Argument(metavar="QUERY", help="The query to save.")],
-    include: IncludeOpt = None, mode: ModeOpt = "hybrid", where: WhereOpt = None, target: TargetOpt = None,
-    negation: NegationOpt = "aware", reading: ReadingOpt = None, alpha: AlphaOpt = None, concepts: ConceptsOpt = True,
+    include: IncludeOpt = None, options: SearchOptions = SearchOptions(),
     model: ModelOpt = None, saved_dir: SavedDirOpt = None,
     replace: Annotated[bool, typer.Option("--replace", help="Replace a saved search of that name.")] = False,
 ) -> None:
     """Save a search by name (checked against the index first)."""
-    from radsift.search import Index
-    from radsift.search.saved import SavedSearches
-
     index = Index.open(index_dir, model=model)
     saved = SavedSearches.of_index(index_dir, saved_dir).add(
-        index, name, query, include=include, replace=replace, mode=mode, where=where, target=target,
-        negation=negation, reading=reading, alpha=alpha, concepts=concepts)
+        index, name, query, include=include, replace=replace, **options.pick(COHORT_OPTIONS))
     console.print(f"saved {saved.name!r}: {saved.query!r}", highlight=False)
 
 
@@ -680,8 +699,6 @@ def saved_add(
 def saved_list(index_dir: IndexArg, saved_dir: SavedDirOpt = None,
                as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable searches.")] = False) -> None:
     """List the saved searches of an index, with when each last ran."""
-    from radsift.search.saved import SavedSearches
-
     searches = SavedSearches.of_index(index_dir, saved_dir).list()
     if as_json:
         typer.echo(json.dumps([s.to_dict() for s in searches], ensure_ascii=False))
@@ -706,10 +723,6 @@ def saved_run(
         "--audit-log", metavar="FILE", help="With --out: the audit trail (default INDEX_DIR/audit/exports.jsonl).")] = None,
 ) -> None:
     """Run a saved search: its reports, or with --new only those added since its last run."""
-    from radsift.search import Index
-    from radsift.search.cohort import cohort_format, write_cohort
-    from radsift.search.saved import SavedSearches
-
     if out is not None:
         cohort_format(out, None)
     audit = _export_audit(index_dir, audit_log) if out is not None else None
@@ -733,8 +746,6 @@ def saved_run(
             text = e.text if e is not None else (r.hit.sentence.text if r.hit.sentence is not None else "")
             console.print(f"{r.hit.rank:>5}. {r.hit.report_id}  [{r.hit.band}] {text}", highlight=False, soft_wrap=True)
     if out is not None:
-        from radsift.search.cohort import Cohort
-
         part = Cohort(**{**run.cohort.__dict__, "rows": rows})
         path, side = write_cohort(part, out, saved_search=name, new_only=new)
         audit.write("export", client="cli", token_id=None, user=part.provenance()["user"], query=part.query,
@@ -746,8 +757,6 @@ def saved_run(
 @command(saved_app, "rm", example="radsift saved rm my-index ptx")
 def saved_rm(index_dir: IndexArg, name: NameArg, saved_dir: SavedDirOpt = None) -> None:
     """Remove a saved search."""
-    from radsift.search.saved import SavedSearches
-
     SavedSearches.of_index(index_dir, saved_dir).remove(name)
     console.print(f"removed {name!r}", highlight=False)
 

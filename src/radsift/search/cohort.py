@@ -35,6 +35,9 @@ DEFAULT_MAX_ROWS = 10000
 MAX_ROWS_LIMIT = 1_000_000
 #: Hits fetched per page while walking the ranked list.
 PAGE = 1000
+#: The search options a cohort takes (:class:`~radsift.search.options.SearchOptions`): an export's and a
+#: saved search's (a cohort is a report-level walk of the whole ranked list: no ``k``, ``offset`` or ``level``).
+COHORT_OPTIONS = ("mode", "target", "where", "negation", "reading", "alpha", "concepts")
 FORMATS = ("csv", "jsonl")
 _KEEP = {"states": ("states",), "related": ("states", "related"), "all": ("states", "related", "unlikely")}
 

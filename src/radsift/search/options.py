@@ -129,8 +129,8 @@ class SearchOptions:
 
     k: int = _option(10, "Number of hits.", what="hits", low=1, high=MAX_K, http_high=1000,
                      flags=("-k", "--k"), metavar="N")
-    mode: str = _option("hybrid", "Retrieval mode: hybrid (convex combination of dense and BM25, "
-                        "radsift.ranking.fusion), dense, bm25, or hybrid-rrf (their reciprocal rank fusion).",
+    mode: str = _option("hybrid", "Retrieval mode: hybrid (convex combination of dense and BM25), "
+                        "dense, bm25, or hybrid-rrf (their reciprocal rank fusion).",
                         choices=MODES, metavar="MODE")
     level: str = _option("report", "report (one hit per report: its best unit stands for it) or sentence "
                          "(every matching unit).", choices=LEVELS, metavar="LEVEL")
@@ -143,10 +143,10 @@ class SearchOptions:
                         cli_help="Rank sentence units, whole section units, or passage (sections with heading and "
                                  "aspect; \"ENTITY | ASPECT\" queries).")
     negation: str = _option("aware", "aware: units stating the query's reading of its findings rank first, the "
-                            "opposite last, the same side first (radsift.ranking.tiers); ignore: plain similarity.",
+                            "opposite last, the same side first; ignore: plain similarity.",
                             choices=NEGATION, metavar="aware|ignore")
-    rerank: int = _option(0, "Rerank the first stage's top N hits with the cross-encoder (--reranker; the server's) "
-                          "and return the best k of them (0 = off).", check=_rerank, low=0, http_high=1000,
+    rerank: int = _option(0, "Rerank the top N hits with the cross-encoder (the command's --reranker, or the "
+                          "server's) and return the best k of them (0 = off).", check=_rerank, low=0, http_high=1000,
                           metavar="N")
     reading: Union[Sequence[str], Mapping[str, str], None] = _option(
         None, READING_HELP, check=_reading, wire=Optional[list[str]], metavar="FINDING=STATUS")
@@ -154,10 +154,10 @@ class SearchOptions:
                                      "for it; see radsift index info).", check=_alpha, low=0, high=1,
                                      metavar="WEIGHT")
     concepts: bool = _option(True, "Link a query that describes a lexicon finding without naming it to that "
-                             "finding (\"understood as\"; radsift.search.concepts; modes that use the encoder only).",
+                             "finding (\"understood as\"; modes that use the encoder only).",
                              flags=("--concepts/--no-concepts",))
     prf: bool = _option(False, "Pseudo-relevance feedback: expand the query from its first-pass top hits (RM3 on "
-                        "BM25, Rocchio on the dense side: radsift.ranking.prf), then rank again.")
+                        "BM25, Rocchio on the dense side), then rank again.")
     offset: int = _option(0, "Hits of the ranked list to skip (paging: the page after offset 0, k 25 is offset 25, "
                           "k 25; pages never repeat or miss a hit); past the end: an empty page.",
                           what="hits to skip", low=0, high=MAX_OFFSET, metavar="N")

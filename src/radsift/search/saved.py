@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from radsift.errors import ConfigError
-from radsift.search.cohort import INCLUDE, Cohort, _atomic_write, collect_cohort, plain_options
+from radsift.search.cohort import COHORT_OPTIONS, INCLUDE, Cohort, _atomic_write, collect_cohort, plain_options
 
 #: The folder of saved searches inside an index folder.
 SAVED_DIR = "saved"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 #: Search options a saved search may keep (those of a cohort: a report-level walk of the list).
-OPTIONS = ("mode", "target", "where", "negation", "reading", "alpha", "concepts")
+OPTIONS = COHORT_OPTIONS
 
 
 def check_name(name: str) -> str:
