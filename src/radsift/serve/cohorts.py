@@ -13,18 +13,19 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from radsift.search.cohort import DEFAULT_MAX_ROWS, MAX_ROWS_LIMIT, collect_cohort, render_cohort
+from radsift.search.cohort import COHORT_OPTIONS, DEFAULT_MAX_ROWS, MAX_ROWS_LIMIT, collect_cohort, render_cohort
+from radsift.search.options import SearchOptions
 from radsift.search.query import MAX_QUERY_CHARS, parse_where
-from radsift.search.saved import SavedSearches
+from radsift.serve.params import only_params, param_names, search_params
+from radsift.serve.service import Service, api_router, client_of
 
-EXPORT_PARAMS = frozenset({"q", "mode", "target", "where", "negation", "reading", "alpha", "concepts", "include",
-                           "max_rows", "format"})
+EXPORT_PARAMS = frozenset({"q", "include", "max_rows", "format"} | param_names(COHORT_OPTIONS))
 MEDIA = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8"}
 
 
@@ -42,13 +43,10 @@ class SavedIn(BaseModel):
     replace: bool = False
 
 
-def cohort_router(service, only_params, client) -> APIRouter:
-    """The export and saved-search endpoints over ``service`` (the app's :class:`_Service`)."""
-    router = APIRouter()
-
-    def audit(request: Request, event: str, **details: Any) -> None:
-        if service.audit is not None:
-            service.audit.write(event, client=client(request), token_id=service.token_id, **details)
+def cohort_router(service: Service) -> APIRouter:
+    """The export and saved-search endpoints over ``service``."""
+    router = api_router(service)
+    audit = service.audit_write
 
     @router.get("/export", dependencies=[only_params(EXPORT_PARAMS)],
                 responses={200: {"description": "The cohort: CSV, JSON lines, or JSON with its provenance.",
@@ -56,22 +54,15 @@ def cohort_router(service, only_params, client) -> APIRouter:
     def export(
         request: Request,
         q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS)],
-        mode: Literal["dense", "bm25", "hybrid", "hybrid-rrf"] = "hybrid",
-        target: str = "report",
-        where: Annotated[list[str] | None, Query()] = None,
-        negation: Literal["aware", "ignore"] = "aware",
-        reading: Annotated[list[str] | None, Query()] = None,
-        alpha: Annotated[float | None, Query(ge=0, le=1)] = None,
-        concepts: bool = True,
+        options: Annotated[SearchOptions, Depends(search_params(COHORT_OPTIONS))],
         include: Annotated[Literal["states", "related", "all"] | None, Query(
             description="states (reports stating the reading; default when the query names a finding), related, all.")] = None,
         max_rows: Annotated[int, Query(ge=1, le=MAX_ROWS_LIMIT, description="Refuse a larger cohort.")] = DEFAULT_MAX_ROWS,
         format: Literal["csv", "jsonl", "json"] = "csv",
     ) -> Response:
-        filters = parse_where(where)
-        cohort = collect_cohort(service.index, q, include=include, max_rows=max_rows, mode=mode, target=target,
-                                where=filters, negation=negation, reading=reading, alpha=alpha, concepts=concepts)
-        provenance = cohort.provenance(format=format, via="GET /api/export", client=client(request),
+        chosen = {**options.pick(COHORT_OPTIONS), "where": parse_where(options.where)}
+        cohort = collect_cohort(service.index, q, include=include, max_rows=max_rows, **chosen)
+        provenance = cohort.provenance(format=format, via="GET /api/export", client=client_of(request),
                                        token_id=service.token_id)
         audit(request, "export", query=cohort.query, params=cohort.options, include=cohort.include,
               rows=len(cohort.rows), generation=cohort.index.get("generation"))
@@ -124,6 +115,3 @@ def cohort_router(service, only_params, client) -> APIRouter:
 
     return router
 
-
-def saved_searches(index, folder=None) -> SavedSearches:
-    return SavedSearches.of_index(index.path, folder)

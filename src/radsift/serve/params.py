@@ -1,17 +1,64 @@
-"""Parameters of the HTTP API that only the API has: which fields of each hit to return.
+"""Parameters of the HTTP API: the search options as query parameters, and which fields of each hit to return.
 
-Metadata filters (``where=key=value``, ``key:value`` or ``key~value``) and targets are checked by
-:meth:`radsift.Index.search` (:mod:`radsift.search.query`), so the API, the CLI and Python refuse
-the same things with the same words. :func:`parse_fields` raises
-:class:`radsift.errors.ConfigError` naming the parameter; the app turns it into a 422 response.
+The search options' query parameters come from their one declaration
+(:class:`radsift.search.options.SearchOptions`): :func:`search_params` is a FastAPI dependency whose
+parameters (names, types, defaults, bounds, descriptions) are derived from it and which answers one
+``SearchOptions``, the object the CLI and Python build too. Metadata filters (``where=key=value``,
+``key:value`` or ``key~value``) and targets are checked by :meth:`radsift.Index.search`
+(:mod:`radsift.search.options`), so the API, the CLI and Python refuse the same things with the same
+words. :func:`parse_fields` raises :class:`radsift.errors.ConfigError` naming the parameter; the app
+turns it into a 422 response.
 """
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Annotated, Callable, Iterable, Literal, Sequence
+
+from fastapi import Depends, HTTPException, Query, Request
 
 from radsift.errors import ConfigError
+from radsift.search.options import HttpOption, SearchOptions, http_options
+
+
+def _parameter(option: HttpOption) -> inspect.Parameter:
+    kind = Literal[option.choices] if option.choices else option.type
+    bounds = {"ge": option.low, "le": option.high} if option.low is not None or option.high is not None else {}
+    query = Query(description=option.help, **{k: v for k, v in bounds.items() if v is not None})
+    return inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=option.default,
+                             annotation=Annotated[kind, query])
+
+
+def search_params(names: Iterable[str] | None = None) -> Callable[..., SearchOptions]:
+    """A FastAPI dependency that takes the search options (or those of ``names``) as query parameters
+    and answers them as one :class:`~radsift.search.options.SearchOptions`."""
+    options = http_options(names)
+
+    def dependency(**values) -> SearchOptions:
+        return SearchOptions(**values)
+
+    dependency.__signature__ = inspect.Signature([_parameter(o) for o in options],  # type: ignore[attr-defined]
+                                                 return_annotation=SearchOptions)
+    return dependency
+
+
+def param_names(names: Iterable[str] | None = None) -> frozenset[str]:
+    """The query parameters of :func:`search_params` (``names``, or every search option the API takes)."""
+    return frozenset(o.name for o in http_options(names))
+
+
+def only_params(allowed: frozenset[str]):
+    """A dependency that answers 422 for query parameters the endpoint does not know."""
+
+    def check(request: Request) -> None:
+        unknown = sorted({k for k in request.query_params.keys() if k not in allowed})
+        if unknown:
+            known = ", ".join(sorted(allowed)) or "none"
+            raise HTTPException(422, f"unknown parameter(s): {', '.join(u[:40] for u in unknown)}; "
+                                     f"this endpoint takes: {known}")
+
+    return Depends(check)
 
 
 @dataclass(frozen=True)
@@ -45,3 +92,5 @@ def parse_fields(fields: Sequence[str] | None, sections: Sequence[str]) -> Field
     if "sections" in names:
         picked = None
     return FieldSelection(sections=picked, metadata="metadata" in names)
+
+__all__ = ["FieldSelection", "only_params", "param_names", "parse_fields", "search_params"]
