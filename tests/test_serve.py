@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-import radsift.search
+import radsift.serve.server
 from radsift.cli import app as cli_app
 from radsift.errors import ConfigError
 from radsift.index import add_to_index, build_index
@@ -415,7 +415,7 @@ def fake_uvicorn(built, monkeypatch):
     def run(server, sockets=None):  # stands in for uvicorn.Server.run: records what would be served
         calls.append((server.config, [s.getsockname()[:2] for s in sockets]))
 
-    monkeypatch.setattr(radsift.search, "Index", HashIndex)
+    monkeypatch.setattr(radsift.serve.server, "Index", HashIndex)
     monkeypatch.setattr(uvicorn.Server, "run", run)
     return calls
 

@@ -295,7 +295,7 @@ def test_cli_serve_defaults_are_the_server_limits_defaults():
 def test_run_server_hands_the_limits_to_uvicorn(built, monkeypatch):
     import uvicorn
 
-    import radsift.search
+    import radsift.serve.server
 
     path, enc = built
 
@@ -305,7 +305,7 @@ def test_run_server_hands_the_limits_to_uvicorn(built, monkeypatch):
             return Index.open(p, encoder=enc)
 
     seen = []
-    monkeypatch.setattr(radsift.search, "Index", HashIndex)
+    monkeypatch.setattr(radsift.serve.server, "Index", HashIndex)
     monkeypatch.setattr(uvicorn.Server, "run", lambda server, sockets=None: seen.append(server.config))
     run_server(path, port=0, limits=ServerLimits(header_timeout=3, keepalive_timeout=2, max_connections=7))
     (config,) = seen

@@ -19,27 +19,15 @@ Nothing leaves the machine unless told: the default back-end is SmolLM2-135M-Ins
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Sequence
 
 from radsift.rag.answer import Answer, answer_from_reports, check_question
+from radsift.rag.draft import Draft, draft_impression
 from radsift.rag.llm.base import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, LLM, LLMError
+from radsift.rag.llm.factory import llm_or_default
+from radsift.rag.retrieve import open_index, retrieve
 
 __all__ = ["Answer", "Draft", "LLM", "LLMError", "answer_from_reports", "ask", "draft_impression"]
-
-
-def _index(index):
-    from radsift.search import Index
-
-    return index if isinstance(index, Index) else Index.open(index)
-
-
-def _llm(llm):
-    if llm is None:
-        from radsift.rag.llm.factory import make_llm
-
-        return make_llm()
-    return llm
 
 
 def ask(index, question: str, *, llm: LLM | None = None, k: int = 3, retrieval: bool = True, target: str | None = "auto",
@@ -71,17 +59,13 @@ def ask(index, question: str, *, llm: LLM | None = None, k: int = 3, retrieval: 
         LLMError: The back-end could not answer.
     """
     question = check_question(question)
-    idx = _index(index)
+    idx = open_index(index)
     reports, how = ([], {"used": False})
     if retrieval:
-        from radsift.rag.retrieve import retrieve
-
         reports, how = retrieve(idx, question, k=k, target=target, mode=mode, where=where)
-    answer = answer_from_reports(question, reports, _llm(llm), task="ask", max_tokens=max_tokens, timeout=timeout,
+    answer = answer_from_reports(question, reports, llm_or_default(llm), task="ask", max_tokens=max_tokens, timeout=timeout,
                                  max_prompt_tokens=max_prompt_tokens, retrieval=how)
     if retrieval and not reports:
         answer.notes.append("no report matched: the model answered alone")
     return answer
 
-
-from radsift.rag.draft import Draft, draft_impression  # noqa: E402 - draft imports the helpers above

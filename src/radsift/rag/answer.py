@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 
 from radsift.errors import ConfigError
 from radsift.rag.citations import check_citations
-from radsift.rag.llm.base import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, LLM
+from radsift.rag.llm.base import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, LLM, check_limits
 from radsift.rag.prompts import Prompt, build_prompt
 
 #: Longest question or findings text accepted (longer is refused; what does not fit the model's
@@ -113,8 +113,6 @@ def answer_from_reports(question: str, reports: Sequence[tuple[str, Mapping[str,
         LLMError: The back-end could not answer.
         ConfigError: A bad limit, or a context too small.
     """
-    from radsift.rag.llm.base import check_limits
-
     check_limits(max_tokens, timeout)
     prompt: Prompt = build_prompt(question, reports, task=task, count_tokens=llm.count_tokens,
                                   context_tokens=llm.context_tokens, max_tokens=max_tokens,

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from radsift.errors import ConfigError
 from radsift.rag.answer import Answer, answer_from_reports, check_question
 from radsift.rag.llm.base import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, LLM
+from radsift.rag.llm.factory import llm_or_default
+from radsift.rag.retrieve import open_index, retrieve
 
 IMPRESSION = "impression"
 
@@ -42,11 +44,8 @@ def draft_impression(index, findings: str, *, llm: LLM | None = None, k: int = 3
         ConfigError: Empty findings, or an index without an ``impression`` section.
         LLMError: The back-end could not answer.
     """
-    from radsift.rag import _index, _llm
-    from radsift.rag.retrieve import retrieve
-
     findings = check_question(findings, "findings")
-    idx = _index(index)
+    idx = open_index(index)
     if IMPRESSION not in idx.manifest.sections:
         raise ConfigError(f"draft-impression needs an index with an {IMPRESSION!r} section; {idx.path} has: "
                           f"{', '.join(idx.manifest.sections) or 'none'}")
@@ -58,6 +57,6 @@ def draft_impression(index, findings: str, *, llm: LLM | None = None, k: int = 3
     if reports:
         rid, secs, score = reports[0]
         baseline = {"report_id": rid, "impression": secs[IMPRESSION].strip(), "score": score}
-    answer = answer_from_reports(findings, reports, _llm(llm), task="draft", max_tokens=max_tokens, timeout=timeout,
+    answer = answer_from_reports(findings, reports, llm_or_default(llm), task="draft", max_tokens=max_tokens, timeout=timeout,
                                  max_prompt_tokens=max_prompt_tokens, sections=(IMPRESSION,), retrieval=how)
     return Draft(findings, answer, baseline)

@@ -11,10 +11,16 @@ from typing import Sequence
 
 from radsift.errors import ConfigError
 from radsift.rag.prompts import looks_like_findings
+from radsift.search import Index
 from radsift.search.query import MAX_QUERY_CHARS
 
 #: ``target`` values: ``auto`` picks impressions for findings, whole reports for a question.
 AUTO = "auto"
+
+
+def open_index(index) -> Index:
+    """``index`` when it is an opened :class:`radsift.Index`, else the index at that folder, opened."""
+    return index if isinstance(index, Index) else Index.open(index)
 
 
 def pick_target(index, question: str, target: str | None) -> tuple[str | None, str]:

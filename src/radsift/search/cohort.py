@@ -17,6 +17,7 @@ import getpass
 import io
 import json
 import os
+import shlex
 import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -25,6 +26,8 @@ from typing import Any, Mapping, Sequence
 
 from radsift.errors import ConfigError
 from radsift.records import Hit, QueryReading
+from radsift.text.sentences import split_sentences
+from radsift.version import __version__
 
 #: Which bands a cohort keeps: ``states`` (the reports stating the reading), ``related`` (and those
 #: the calibration finds relevant at least RELATED_MIN of the time) or ``all`` (the whole ranked list).
@@ -106,8 +109,6 @@ class Cohort:
 
     def provenance(self, **extra: Any) -> dict[str, Any]:
         """Everything needed to reproduce (and audit) the cohort."""
-        from radsift.version import __version__
-
         return {"query": self.query, "command": export_command(self), "reading": self.reading.to_dict(),
                 "reading_text": self.reading.describe(),
                 "options": self.options, "include": self.include, "rows": len(self.rows),
@@ -191,8 +192,6 @@ def collect_cohort(index, query: str, *, include: str | None = None, max_rows: i
 
 def export_command(cohort: "Cohort", out: str | Path | None = None) -> str:
     """The ``radsift export`` command line that reproduces a cohort (on the same index generation)."""
-    import shlex
-
     words = ["radsift", "export", str(cohort.index.get("path", "INDEX")), cohort.query]
     if out is not None:
         words += ["--out", str(out)]
@@ -231,8 +230,6 @@ def evidence_of(index, hit: Hit, reading: QueryReading) -> tuple[Evidence, ...]:
     """Every sentence of the hit's report stating a wanted finding with the wanted status."""
     if not reading.findings or not hit.sections:
         return ()
-    from radsift.text.sentences import split_sentences
-
     wanted = {f.finding: f.status for f in reading.findings}
     out = []
     for section, text in hit.sections.items():

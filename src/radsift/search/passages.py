@@ -22,11 +22,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from radsift.errors import ConfigError
+from radsift.index.poly_codes import PolyCodes, poly_fingerprint
+from radsift.models.encoder import query_threads
+from radsift.models.poly_encoder import CONFIG_FILE, PolyEncoder, is_poly_encoder
+from radsift.models.reranker import Reranker
+from radsift.models.reranker import rerank as rerank_hits
+from radsift.models.settings import settings_of_model
+from radsift.search.highlight import highlight_spans
+from radsift.text import split_sentences
+from radsift.text.aspects import aspect_of, entity_aspect_text, resolve_aspect
 
 #: Separator of ``"entity | aspect"`` queries.
 ASPECT_SEPARATOR = "|"
@@ -50,8 +60,6 @@ def parse_passage_query(query: str, aspect: str | None = None) -> PassageQuery:
         ConfigError: An empty entity or aspect, or both ``|`` and ``aspect`` given.
         AspectError: The aspect is unknown (the message lists the known aspects).
     """
-    from radsift.text.aspects import entity_aspect_text, resolve_aspect
-
     text = " ".join(str(query).split())
     if ASPECT_SEPARATOR in text:
         if aspect:
@@ -93,8 +101,6 @@ class PolyReranker:
     weight = 1.0
 
     def __init__(self, path: str | Path, threads: int | None = None) -> None:
-        from radsift.models.poly_encoder import PolyEncoder
-
         self.poly = PolyEncoder.load(path, threads=threads)
         self.path = self.poly.path
 
@@ -126,11 +132,6 @@ class PolyFirstStage:
     """
 
     def __init__(self, path: str | Path, threads: int | None = None, say=None, *, poly=None) -> None:
-        import threading
-
-        from radsift.index.poly_codes import poly_fingerprint
-        from radsift.models.settings import settings_of_model
-
         self.path = check_first_stage(path)
         self.fingerprint = poly_fingerprint(self.path)
         self.settings = settings_of_model(self.path)
@@ -147,9 +148,6 @@ class PolyFirstStage:
         """The :class:`~radsift.index.poly_codes.PolyCodes` of the loaded model (loads it once)."""
         with self._lock:
             if self._codes is None:
-                from radsift.index.poly_codes import PolyCodes
-                from radsift.models.poly_encoder import PolyEncoder
-
                 poly = self._poly or PolyEncoder.load(self.path, threads=self._threads)
                 self._codes = PolyCodes(poly, self.fingerprint, say=self._say)
             return self._codes
@@ -168,8 +166,6 @@ class PolyFirstStage:
         if unit != "section":
             raise ConfigError(f"a poly-encoder first stage scores section passages, not {unit} units: "
                               "use it with --unit passage")
-        from radsift.models.encoder import query_threads
-
         codes = self.codes
         with query_threads():  # one query: torch's threads collapse on shared cores (see QUERY_THREADS)
             return codes.scores(store, codes.poly.encode_queries([query])[0])
@@ -177,8 +173,6 @@ class PolyFirstStage:
 
 def check_first_stage(path: str | Path) -> Path:
     """``path`` as a passage first stage: a poly-encoder folder, else a ConfigError saying what it is."""
-    from radsift.models.poly_encoder import CONFIG_FILE, is_poly_encoder
-
     path = Path(path).expanduser()
     if is_poly_encoder(path):
         return path.resolve()
@@ -202,17 +196,11 @@ def check_first_stage(path: str | Path) -> Path:
 
 def load_passage_reranker(path: str | Path, threads: int | None = None):
     """A cross-encoder or poly-encoder folder as a reranker."""
-    from radsift.models.poly_encoder import is_poly_encoder
-    from radsift.models.reranker import Reranker
-
     return PolyReranker(path, threads) if is_poly_encoder(path) else Reranker.load(path, threads=threads, weight=1.0)
 
 
 def matched_sentences(words: str, text: str) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
     """Sentences of ``text`` that share a content word with ``words``, and those words' spans."""
-    from radsift.search.highlight import highlight_spans
-    from radsift.text import split_sentences
-
     sentences, spans = [], []
     for start, end in split_sentences(text):
         found = highlight_spans(words, text[start:end])
@@ -242,9 +230,6 @@ def search_passages(index, query: str, *, k: int = 10, aspect: str | None = None
     Raises:
         ConfigError, AspectError: A malformed query or an unknown aspect; ``first_stage`` with ``bm25``.
     """
-    from radsift.models.reranker import rerank as rerank_hits
-    from radsift.text.aspects import aspect_of
-
     parsed = parse_passage_query(query, aspect)
     if rerank and reranker is None:
         raise ConfigError("--rerank needs --reranker DIR (a cross-encoder or a poly-encoder folder)")

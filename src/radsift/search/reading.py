@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from radsift.errors import ConfigError
+from radsift.labels.openvocab import query_side
 from radsift.ranking import STATUS_CODES, side_tiers, stated_tiers, unit_tiers
 from radsift.ranking.tiers import reading_classes
 from radsift.records import QueryReading, ReadFinding
@@ -79,8 +80,6 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     Raises:
         ConfigError: The override names a finding the query was not read to name.
     """
-    from radsift.labels.openvocab import query_side
-
     side = query_side(query)
     found: dict[str, ReadFinding] = {}
     if lexicon:

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from radsift.errors import ConfigError
-from radsift.search.cohort import COHORT_OPTIONS, INCLUDE, Cohort, _atomic_write, collect_cohort, plain_options
+from radsift.search.cohort import (COHORT_OPTIONS, DEFAULT_MAX_ROWS, INCLUDE, Cohort, _atomic_write, collect_cohort,
+                                   plain_options)
+from radsift.search.query import normalize_query
 
 #: The folder of saved searches inside an index folder.
 SAVED_DIR = "saved"
@@ -138,8 +140,6 @@ class SavedSearches:
         path = self._path(name)
         if path.exists() and not replace:
             raise ConfigError(f"a saved search named {name!r} exists (remove it first, or replace it)")
-        from radsift.search.query import normalize_query
-
         m = index.manifest
         saved = SavedSearch(name=name, query=normalize_query(query), options=plain_options(options), include=include,
                             created=_now(), model=m.model_name, model_fingerprint=m.model_fingerprint)
@@ -166,8 +166,6 @@ class SavedSearches:
             mark: Record this run (its time and the index's report ids) for the next ``new``.
             max_rows: The export limit (default :data:`~radsift.search.cohort.DEFAULT_MAX_ROWS`).
         """
-        from radsift.search.cohort import DEFAULT_MAX_ROWS
-
         saved = self.get(name)
         warnings = []
         m = index.manifest

@@ -21,10 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import h11
+import uvicorn
 from rich.console import Console
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from radsift.errors import ConfigError
+from radsift.search import Index
+from radsift.search.passages import PolyFirstStage
+from radsift.serve.app import create_app
 from radsift.serve.auth import TOKEN_ENV, is_loopback, resolve_token
 
 log = logging.getLogger("radsift.serve")
@@ -261,11 +265,6 @@ def run_server(
         ConfigError: No token for a non-loopback host, a bad token file, a port out of range or in use.
         IndexStoreError: The index is missing or its model is not available.
     """
-    import uvicorn
-
-    from radsift.search import Index
-    from radsift.serve.app import create_app
-
     console = console or Console(stderr=True)
     limits = limits or ServerLimits()
     check_port(port)  # before the index and the model load, not after
@@ -273,8 +272,6 @@ def run_server(
     check_bind(host, token)
     stage = None
     if passage_first_stage is not None:
-        from radsift.search.passages import PolyFirstStage
-
         stage = PolyFirstStage(passage_first_stage, say=lambda m: console.print(m, highlight=False))
     index = Index.open(index_dir, model=model, reranker=reranker, backend=backend)
     app = create_app(index, token=token, audit_log=audit_log, saved_dir=saved_dir, llm=llm,

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
-from radsift.errors import RadsiftError
+from radsift.errors import ConfigError, RadsiftError
 
 #: Most new tokens one answer may generate unless asked otherwise.
 DEFAULT_MAX_TOKENS = 256
@@ -100,8 +100,6 @@ def check_limits(max_tokens: int, timeout: float) -> None:
     Raises:
         ConfigError: Naming the option.
     """
-    from radsift.errors import ConfigError
-
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise ConfigError(f"--max-tokens must be a whole number of at least 1, not {max_tokens!r}")
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:

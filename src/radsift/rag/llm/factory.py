@@ -7,7 +7,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from radsift.errors import ConfigError
 from radsift.rag.llm.base import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, LLM, Generation, LLMError, Messages
+from radsift.rag.llm.local_gguf import LocalGGUF
+from radsift.rag.llm.openai_compat import DEFAULT_CONTEXT_TOKENS, OpenAICompatLLM, read_token
 
 #: ``--llm`` names accepted by :func:`make_llm`.
 BACKENDS = ("local", "openai")
@@ -31,18 +34,17 @@ def make_llm(url: str | None = None, model: str | None = None, *, token_file: st
         ImportError: The offline model is asked for but not installed (naming the extra).
     """
     if url:
-        from radsift.rag.llm.openai_compat import DEFAULT_CONTEXT_TOKENS, OpenAICompatLLM, read_token
-
         return OpenAICompatLLM(url, model or "default", token=read_token(token_file), allow_remote=allow_remote,
                                context_tokens=context_tokens or DEFAULT_CONTEXT_TOKENS)
-    from radsift.errors import ConfigError
-
     if model or token_file:
         raise ConfigError("--llm-model and --llm-token-file go with --llm-url (the offline model needs neither)")
-    from radsift.rag.llm.local_gguf import LocalGGUF
-
     return LocalGGUF(threads=threads) if context_tokens is None else LocalGGUF(threads=threads,
                                                                                 context_tokens=context_tokens)
+
+
+def llm_or_default(llm: LLM | None) -> LLM:
+    """``llm``, or the default back-end (the offline model) when it is None."""
+    return make_llm() if llm is None else llm
 
 
 class AuditedLLM:
