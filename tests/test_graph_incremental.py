@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from radsift.index import IndexStore, add_to_index, build_index, delete_from_index, optimize_index
 from radsift.index.backends import hnsw as hnsw_mod
 from radsift.index.graphs import GRAPH_DIR, build_graphs, graph_path
-from radsift.index.store import rollback
+from radsift.index.lifecycle import rollback
 from radsift.models.hashing import HashingEncoder
 from radsift.records import Report
 

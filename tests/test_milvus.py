@@ -98,7 +98,7 @@ def test_side_file_and_collections(built):
 
 @needs_lite
 def test_backend_top_matches_exact(built):
-    from radsift.index.store import IndexStore
+    from radsift.index.reader import IndexStore
 
     idx, enc, _ = built
     store = IndexStore.open(idx)
@@ -122,7 +122,7 @@ def test_backend_top_matches_exact(built):
 @needs_lite
 def test_every_copy_of_a_duplicate_vector_is_a_candidate(built):
     """Reports repeat sentences: bit-identical vectors form groups, and every copy of a group found scores."""
-    from radsift.index.store import IndexStore
+    from radsift.index.reader import IndexStore
 
     idx, _, side = built
     info = json.loads(side.read_text())
@@ -220,7 +220,7 @@ def test_selective_mask_is_scored_exactly(built, monkeypatch):
 def test_add_pushes_new_generation_and_auto_finds_it(tmp_path, monkeypatch):
     from radsift.cli import app
     from radsift.index import add_to_index, build_index
-    from radsift.index.store import IndexStore
+    from radsift.index.reader import IndexStore
     from radsift.models.hashing import HashingEncoder
 
     enc = HashingEncoder(tmp_path / "model")

@@ -488,7 +488,7 @@ def index_verify(
     """Check the files of every segment the live generation lists: sizes and array shapes against its
     manifest (--deep: checksums, vectors, SQLite). Exits 1 naming each bad file; recover with 'radsift index
     rollback' or a rebuild."""
-    from radsift.index.store import verify_index
+    from radsift.index.verify import verify_index
 
     problems = verify_index(index_dir, deep=deep)
     only_notes = all("no checksums" in p.reason for p in problems)
@@ -503,7 +503,7 @@ def index_verify(
 @command(index_app, "rollback", example="radsift index rollback my-index")
 def index_rollback(index_dir: IndexArg) -> None:
     """Make the previous generation live again (after a bad add, or a damaged live generation)."""
-    from radsift.index.store import rollback
+    from radsift.index.lifecycle import rollback
 
     old, new = rollback(index_dir)
     console.print(f"rolled back {index_dir}: {old} -> {new} (a running server follows by itself)", highlight=False)

@@ -31,7 +31,8 @@ from typing import Callable
 import numpy as np
 
 from radsift.errors import IndexStoreError
-from radsift.index.store import GEN_PREFIX, UNIT_KINDS, IndexStore
+from radsift.index.format import GEN_PREFIX, UNIT_KINDS
+from radsift.index.reader import IndexStore
 
 GRAPH_DIR = Path("cache") / "hnsw"
 LAYOUT_VERSION = 1

@@ -251,7 +251,8 @@ def push_generation(index_dir: str | Path, uri: str | None = None, *, index: dic
     Returns:
         The side file written.
     """
-    from radsift.index.store import UNIT_KINDS, IndexStore
+    from radsift.index.format import UNIT_KINDS
+    from radsift.index.reader import IndexStore
 
     index_dir = Path(index_dir)
     if index is None and os.environ.get(ENV_INDEX, "").strip():
