@@ -17,7 +17,7 @@ import numpy as np
 
 from radsift.errors import ConfigError, IndexStoreError
 from radsift.index.backends import create_backend
-from radsift.index.store import IndexStore
+from radsift.index.reader import IndexStore
 from radsift.ranking import (NEEDS_BM25, NEEDS_DENSE, bm25_scores, rank, rank_groups, rerank as rerank_core, stating,
                              units_with_terms)
 from radsift.ranking.bands import BandTable, band_of, relative_scores, score_kind
