@@ -41,6 +41,7 @@ from typing import Callable
 import numpy as np
 
 from radsift.index.store import IndexStore, _Segment, referenced_names
+from radsift.ranking import best_per_owner
 
 POLY_DIR = Path("cache") / "poly"
 #: Part of every fingerprint: a new layout or encoding of the codes never reads old files.
@@ -262,7 +263,7 @@ class PolyCodes:
             live = np.flatnonzero(rows >= 0)
             for start in range(0, live.shape[0], SCORE_CHUNK):
                 at = live[start:start + SCORE_CHUNK]
-                np.maximum.at(out, rows[at], self.poly.score(q, found.codes[at])[0])
+                best_per_owner(self.poly.score(q, found.codes[at])[0], rows[at], n, out=out)
         return out
 
 

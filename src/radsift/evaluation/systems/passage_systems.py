@@ -37,6 +37,7 @@ import numpy as np
 
 from radsift.errors import ConfigError
 from radsift.evaluation.systems.specs import split_system
+from radsift.ranking import best_per_owner
 from radsift.text.aspects import WINDOW_OVERLAP, WINDOW_WORDS, passage_windows
 
 KINDS = ("bm25", "tfidf", "dense", "hybrid", "poly", "cross", "rerank")
@@ -216,12 +217,6 @@ def _windows(passages: Sequence[str], max_windows: int | None = None) -> tuple[l
     return texts, np.asarray(owner, dtype=np.int64)
 
 
-def _best_window(window_scores: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
-    out = np.full(n, -np.inf, dtype=np.float32)
-    np.maximum.at(out, owner, window_scores.astype(np.float32))
-    return out
-
-
 class _LazyWindows(PassageSystem):
     """Encodes a passage's windows the first time a query has it among its candidates (a sampled run
     encodes only the passages its queries need)."""
@@ -276,7 +271,7 @@ class DensePassages(_LazyWindows):
         for q, c in zip(queries, candidates):
             idx = np.asarray(c, dtype=np.int64)
             rows, pos = self._window_table(idx)
-            out.append(_best_window(matrix[rows] @ qvecs[qrow[q]], pos, len(idx)))
+            out.append(best_per_owner(matrix[rows] @ qvecs[qrow[q]], pos, len(idx)))
         return out
 
 
@@ -319,7 +314,7 @@ class PolyPassages(_LazyWindows):
         for i, c in enumerate(candidates):
             idx = np.asarray(c, dtype=np.int64)
             rows, pos = self._window_table(idx)
-            out.append(_best_window(self.poly.score(qv[i:i + 1], codes[rows])[0], pos, len(idx)))
+            out.append(best_per_owner(self.poly.score(qv[i:i + 1], codes[rows])[0], pos, len(idx)))
         return out
 
 
