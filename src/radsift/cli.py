@@ -1075,7 +1075,7 @@ def bench_cmd(
     --protocol passages (CAPR, MedQuAD CDV test split) runs alone: --systems bm25 | tfidf | dense[:MODEL] | hybrid[:MODEL] |
     poly:MODEL | cross:RERANKER | rerank:[FIRST:]RERANKER (FIRST: dense, MODEL, poly=MODEL, hybrid[=MODEL]); report.json holds R@1 and R@5 per system and query kind."""
     if protocol and "passages" in protocol:
-        from radsift.evaluation.protocols.passage_retrieval import bench_passages
+        from radsift.evaluation.bench_passages import bench_passages
 
         if len(set(protocol)) > 1:
             raise ConfigError("--protocol passages runs alone (its own data and systems): run the others separately")

@@ -45,6 +45,7 @@ from radsift.index.lifecycle import referenced_names
 from radsift.index.reader import IndexStore
 from radsift.index.segment import SegmentReader
 from radsift.models.poly_encoder import PolyEncoder
+from radsift.ranking import best_per_owner
 from radsift.text.aspects import WINDOW_OVERLAP, WINDOW_WORDS, section_windows
 
 POLY_DIR = Path("cache") / "poly"
@@ -261,7 +262,7 @@ class PolyCodes:
             live = np.flatnonzero(rows >= 0)
             for start in range(0, live.shape[0], SCORE_CHUNK):
                 at = live[start:start + SCORE_CHUNK]
-                np.maximum.at(out, rows[at], self.poly.score(q, found.codes[at])[0])
+                best_per_owner(self.poly.score(q, found.codes[at])[0], rows[at], n, out=out)
         return out
 
 
