@@ -69,7 +69,7 @@ def report_ids(index_dir: Path, enc) -> set[str]:
 
 def kill_round(root: Path, n: int, seed: int, point: str) -> dict:
     from radsift.index import add_to_index
-    from radsift.index.store import verify_index
+    from radsift.index.verify import verify_index
     from radsift.records import Report
 
     index_dir, enc, before = fresh_index(root, n, seed)
@@ -90,7 +90,8 @@ def kill_round(root: Path, n: int, seed: int, point: str) -> dict:
 
 def damage(index_dir: Path, kind: str, rng: random.Random) -> Path:
     """Damage the live generation: its manifest, or a file of its (newest) segment."""
-    from radsift.index.store import read_current, segment_dir
+    from radsift.index.format import segment_dir
+    from radsift.index.generations import read_current
 
     gen = read_current(index_dir)
     seg = segment_dir(index_dir, json.loads((gen / "manifest.json").read_text())["segments"][-1]["name"])
@@ -132,7 +133,7 @@ def damage(index_dir: Path, kind: str, rng: random.Random) -> Path:
 
 def damage_round(root: Path, n: int, seed: int, kind: str, rng: random.Random) -> dict:
     from radsift.errors import RadsiftError
-    from radsift.index.store import verify_index
+    from radsift.index.verify import verify_index
     from radsift.search import Index
 
     index_dir, enc, _ = fresh_index(root, n, seed)

@@ -104,7 +104,8 @@ def synthetic_sentences(n: int, seed: int = 0) -> tuple[list[str], list[tuple[in
 
 def bench_million(n: int, workdir: Path, rows: list[tuple[str, ...]], n_queries: int, dim: int = 384) -> None:
     from radsift.index.manifest import FORMAT_VERSION, Manifest
-    from radsift.index.store import GenerationData, LabelRecord, ReportRecord, SentenceRecord, write_generation
+    from radsift.index.format import GenerationData, LabelRecord, ReportRecord, SentenceRecord
+    from radsift.index.writer import write_generation
     from radsift.text.tokens import tokenize
     from radsift.models import Encoder, model_fingerprint
     from radsift.search import Index

@@ -41,6 +41,8 @@ def run_milvus(x, queries, kth, lat_queries, args, workdir: Path) -> dict:
 
     from milvus_lite.server_manager import server_manager_instance
     from radsift.index.backends import milvus as mv
+    from radsift.index.backends import milvus_client as mvc
+    from radsift.index.backends import milvus_push as mvp
 
     path = workdir / "milvus-bench.db"
     shutil.rmtree(path, ignore_errors=True)
@@ -48,7 +50,7 @@ def run_milvus(x, queries, kth, lat_queries, args, workdir: Path) -> dict:
     gc.collect()
     before = memory()
     t0 = time.time()
-    client = mv.connect(str(path))
+    client = mvc.connect(str(path))
     name = "bench"
     schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
     schema.add_field("row", DataType.INT64, is_primary=True)
@@ -62,9 +64,9 @@ def run_milvus(x, queries, kth, lat_queries, args, workdir: Path) -> dict:
                      params={"M": args.connectivity, "efConstruction": args.expansion_add}
                      if args.milvus_index == "HNSW" else {})
     client.create_collection(name, schema=schema, index_params=params)
-    step = max(mv.BATCH, (n // 10) // mv.BATCH * mv.BATCH)
-    for s in range(0, n, mv.BATCH):
-        e = min(n, s + mv.BATCH)
+    step = max(mvp.BATCH, (n // 10) // mvp.BATCH * mvp.BATCH)
+    for s in range(0, n, mvp.BATCH):
+        e = min(n, s + mvp.BATCH)
         rows = np.arange(s, e)
         vecs = np.asarray(x[s:e], dtype=np.float32)
         m0, m1, m2 = _bucket(rows, 10, "g"), _bucket(rows, 100, "h"), _bucket(rows, 1000, "k")
@@ -123,7 +125,7 @@ def run_milvus(x, queries, kth, lat_queries, args, workdir: Path) -> dict:
     res["disk_mib"] = round(sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20)
     before = memory()
     t0 = time.time()
-    client = mv.connect(str(path))
+    client = mvc.connect(str(path))
     client.load_collection(name)
     b = mv.MilvusBackend(client, name, x, candidates=args.candidates, ef=args.expansion_search, uri=str(path))
     b.top(lat_queries[0], K)
@@ -155,14 +157,14 @@ def openi_engine(openi: Path, workdir: Path, candidates: int = 1000, only: Seque
     lexicon finding (its name), report level, k=10, negation-aware, dense and hybrid, plain, with
     ``--target impression`` and with a metadata filter; the share of exact search's top-10 reports
     Milvus also returns, and latency end to end (query encoding included, p50/p99)."""
-    from radsift.index.backends import milvus as mv
+    from radsift.index.backends import milvus_push as mvp
     from radsift.search import Index
 
     idx = workdir / "openi-milvus"
     shutil.rmtree(idx, ignore_errors=True)
     shutil.copytree(openi, idx, ignore=shutil.ignore_patterns("cache"))
     t0 = time.time()
-    mv.push_generation(idx)
+    mvp.push_generation(idx)
     push_s = round(time.time() - t0, 1)
     log(f"Open-i pushed to milvus-lite in {push_s}s")
     exact = Index.open(idx, backend="numpy")
@@ -172,7 +174,7 @@ def openi_engine(openi: Path, workdir: Path, candidates: int = 1000, only: Seque
                 "indication~pain": {"where": ["indication~pain"]}}
     variants = {k: v for k, v in variants.items() if not only or k in only}
     out = {"queries": len(queries), "push_s": push_s, "candidates": candidates,
-           "index": os.environ.get(mv.ENV_INDEX, "HNSW")}
+           "index": os.environ.get(mvp.ENV_INDEX, "HNSW")}
     for mode in ("dense", "hybrid"):
         for label, opts in variants.items():
             overlaps, tied, lat = [], [], {"numpy": [], "milvus": []}

@@ -10,6 +10,7 @@ import pytest
 
 from radsift.errors import ConfigError, IndexDamagedError
 from radsift.index.backends import create_backend, hnsw_min_rows, resolve_backend
+from radsift.index.backends import duplicates
 from radsift.index.backends import hnsw as hnsw_mod
 from radsift.index.backends.factory import HNSW_MIN_ROWS
 from radsift.index.backends.numpy_backend import NumpyBackend
@@ -192,7 +193,7 @@ def test_duplicate_rows_enter_the_graph_once(data, tmp_path):
     assert (tmp_path / "dup.faiss.dups.npz").exists()
     opened = hnsw_mod.HnswBackend.open(path, dup, candidates=200)
     np.testing.assert_array_equal(opened.scores(queries[0]), b.scores(queries[0]))
-    assert hnsw_mod.duplicate_groups(x) is None
+    assert duplicates.duplicate_groups(x) is None
 
 
 @needs_faiss
@@ -236,7 +237,7 @@ def test_open_checks_stored_codes_not_a_search(backend, data, tmp_path, monkeypa
     grouped = hnsw_mod.HnswBackend.build(dup, candidates=200)
     assert grouped.groups is not None
     opened = hnsw_mod.HnswBackend.open(grouped.save(tmp_path / "d.faiss"), dup)
-    node = hnsw_mod.nodes_of(opened.groups, len(dup))
+    node = duplicates.nodes_of(opened.groups, len(dup))
     assert node[300] == node[0] != node[600]
     shuffled = dup[::-1].copy()
     with pytest.raises(IndexDamagedError, match="other vectors"):

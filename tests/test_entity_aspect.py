@@ -178,7 +178,7 @@ def _notes() -> list[Report]:
 
 
 def test_examples_never_include_test_documents_or_texts():
-    from radsift.models.training.entity_aspect import build_entity_aspect_data
+    from radsift.models.training.entity_aspect_data import build_entity_aspect_data
 
     docs = _docs(40)
     test_ids = frozenset({"GARD_0000003", "GARD_0000004"})
@@ -202,7 +202,8 @@ def test_examples_never_include_test_documents_or_texts():
 
 
 def test_sampler_hard_negatives_and_no_false_negatives():
-    from radsift.models.training.entity_aspect import EASampler, build_entity_aspect_data
+    from radsift.models.training.entity_aspect_data import build_entity_aspect_data
+    from radsift.models.training.entity_aspect_sampler import EASampler
 
     data = build_entity_aspect_data(_notes(), medquad_docs=_docs(40), dev_fraction=0.0, dictionary=_dictionary())
     sampler = EASampler(data, 8, random.Random(0), medquad_share=0.5)
@@ -226,7 +227,7 @@ def test_sampler_hard_negatives_and_no_false_negatives():
 def test_real_split_never_reaches_training(shared_data):
     from radsift.corpus.medquad import read_medquad
     from radsift.labels.entities import EntityDictionary
-    from radsift.models.training.entity_aspect import build_entity_aspect_data
+    from radsift.models.training.entity_aspect_data import build_entity_aspect_data
 
     cdv, mq = shared_data / "medquad-cdv-test", shared_data / "medquad"
     test_ids = medquad_reader.test_document_ids(cdv)
@@ -305,7 +306,8 @@ def test_hits_at_by_hand():
 
 
 def test_run_passages_candidates_and_report():
-    from radsift.evaluation.protocols.passage_retrieval import PassageData, PassageQuery, report_json, run_passages
+    from radsift.corpus.medquad_passages import PassageData, PassageQuery
+    from radsift.evaluation.protocols.passage_retrieval import report_json, run_passages
 
     passages = ["gout treatment colchicine", "gout symptoms pain", "asthma treatment inhaler",
                 "asthma symptoms wheeze", "unrelated text here"]
@@ -534,15 +536,15 @@ def test_combined_recipe_joins_entity_aspect_steps(monkeypatch, tmp_path):
 
     from radsift.demo import generate_reports
     from radsift.models import default_model_path
-    from radsift.models.training import entity_aspect, load_config
+    from radsift.models.training import entity_aspect_data, load_config
     from radsift.models.training.combined import CombinedRecipe, is_pair_step
     from radsift.models.training.data import prepare_data
-    from radsift.models.training.entity_aspect import EntityAspectRecipe
+    from radsift.models.training.entity_aspect_bi import EntityAspectRecipe
     from radsift.models.training.findings_impression import FindingsImpressionRecipe
     from radsift.models.training.loop import Optimizer
     from radsift.models.training.runner import _entity_aspect_data
 
-    monkeypatch.setattr(entity_aspect, "DEFAULT_DATA_DIR", tmp_path)  # no MedQuAD: the reports' sections alone
+    monkeypatch.setattr(entity_aspect_data, "DEFAULT_DATA_DIR", tmp_path)  # no MedQuAD: the reports' sections alone
     reports = [d.report for d in generate_reports(n=120, seed=3)]
     small = dict(batch_size=4, mega_batch_size=4, pair_batch_size=4, max_seq_length=32, section_max_seq_length=32)
     cfg = load_config(recipe="combined", entity_share=0.25, pair_share=0.4, **small)
@@ -575,24 +577,26 @@ def test_eval_every_keeps_a_checkpoint_and_a_development_curve(monkeypatch, tmp_
 
     from radsift.errors import ConfigError
     from radsift.models import default_model_path
+    from radsift.evaluation import heldout
     from radsift.models.training import entity_aspect, load_config
 
     with pytest.raises(ConfigError, match="eval_every"):
         load_config(recipe="entity-aspect", eval_every=-1)
     monkeypatch.setattr(entity_aspect, "load_sources", lambda config, say: (_docs(40), frozenset(), []))
     seen = []
-    real = entity_aspect.evaluate_on_dev
+    real = heldout.evaluate_on_dev
 
     def spy(model_dir, config, dev_docs, say, kinds=None):
         seen.append((Path(model_dir).name, (Path(model_dir) / "model.safetensors").is_file(), kinds))
         return real(model_dir, config, dev_docs, say, kinds=kinds)
 
-    monkeypatch.setattr(entity_aspect, "evaluate_on_dev", spy)
+    monkeypatch.setattr(heldout, "evaluate_on_dev", spy)
     cfg = load_config(recipe="entity-aspect", batch_size=2, max_steps=3, eval_every=2, dev_max_queries=4,
                       section_max_seq_length=32, dev_fraction=0.25, time_limit_minutes=None)
     out = tmp_path / "ea"
     out.mkdir()
-    result = entity_aspect.train_entity_aspect(_notes(), cfg, out, default_model_path(), progress=False)
+    result = entity_aspect.train_entity_aspect(_notes(), cfg, out, default_model_path(), progress=False,
+                                               evaluator=heldout.HeldOutEvaluator())
     # one checkpoint at step 2 (not at the last step, which is the final model), scored on (entity, aspect) queries
     assert seen == [("checkpoint", True, ("entity-aspect",)), ("ea", True, None)]
     curve = result.evaluation["dev_curve"]
@@ -611,7 +615,8 @@ def test_cross_recipe_is_listwise_over_positive_hard_negative_and_batch():
 
     from radsift.models import default_model_path
     from radsift.models.training import load_config
-    from radsift.models.training.entity_aspect import CrossRecipe, build_entity_aspect_data
+    from radsift.models.training.entity_aspect_cross import CrossRecipe
+    from radsift.models.training.entity_aspect_data import build_entity_aspect_data
     from radsift.models.training.rerank import build_cross_encoder
 
     data = build_entity_aspect_data([], medquad_docs=_docs(12), dev_fraction=0.0, dictionary=_dictionary())
@@ -647,8 +652,8 @@ def test_bench_passages_split_dev_is_the_split_training_holds_out(tmp_path):
 
     from radsift.cli import app
     from radsift.corpus.medquad import read_medquad
-    from radsift.evaluation.protocols.passage_retrieval import load_dev
-    from radsift.models.training.entity_aspect import build_entity_aspect_data
+    from radsift.evaluation.bench_passages import load_dev
+    from radsift.models.training.entity_aspect_data import build_entity_aspect_data
 
     mq, cdv = _medquad(tmp_path)
     for i in range(3, 43):
@@ -706,7 +711,7 @@ def test_passage_rerank_fuses_as_search_does():
 def test_dev_split_asks_a_question_answered_in_parts_once():
     """A document answering one question in several parts gives one development query whose gold is
     every part (as the test split has one query per (entity, aspect)); other questions stay apart."""
-    from radsift.models.training.entity_aspect import dev_passage_data
+    from radsift.corpus.medquad_passages import dev_passage_data
 
     doc = MedQuADDocument(id="SeniorHealth_0000001", path=Path("x"), focus="Zorbitis",
                           qa=(QAPair("1", "information", "What is Zorbitis?", "Part one."),

@@ -239,7 +239,7 @@ def test_the_onnx_build_encoder_without_the_extra_names_it(monkeypatch):
 @needs_onnx
 def test_an_index_built_with_onnx_stores_the_torch_vectors_and_says_so(tmp_path, cache_dir):
     from radsift.index import add_to_index, build_index
-    from radsift.index.store import IndexStore
+    from radsift.index.reader import IndexStore
 
     torch_dir, onnx_dir = tmp_path / "torch", tmp_path / "onnx"
     build_index(torch_dir, REPORTS[:-1], progress=False)

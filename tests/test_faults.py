@@ -22,7 +22,10 @@ from typer.testing import CliRunner
 from radsift.cli import app
 from radsift.errors import CorpusError, IndexDamagedError, IndexStoreError
 from radsift.index import IndexStore, add_to_index, build_index
-from radsift.index.store import CURRENT, MARKER, READERS, read_current, rollback, verify_index
+from radsift.index.format import CURRENT, MARKER, READERS
+from radsift.index.generations import read_current
+from radsift.index.lifecycle import rollback
+from radsift.index.verify import verify_index
 from radsift.models.hashing import HashingEncoder
 from radsift.records import Report
 from radsift.search import Index

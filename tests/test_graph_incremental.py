@@ -11,9 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from radsift.index import IndexStore, add_to_index, build_index, delete_from_index, optimize_index
+from radsift.index.backends import duplicates
 from radsift.index.backends import hnsw as hnsw_mod
 from radsift.index.graphs import GRAPH_DIR, build_graphs, graph_path
-from radsift.index.store import rollback
+from radsift.index.lifecycle import rollback
 from radsift.models.hashing import HashingEncoder
 from radsift.records import Report
 
@@ -181,7 +182,7 @@ def test_a_bit_identical_new_row_joins_its_node_even_an_emptied_one(indexed, enc
     assert "with 4 new rows (0 new nodes)" in said[0], said
     graph, store = _graph(path)
     assert graph.index.ntotal == nodes
-    node = hnsw_mod.nodes_of(graph.groups, graph.size)
+    node = duplicates.nodes_of(graph.groups, graph.size)
     order, offsets = graph.groups
     x = np.asarray(store.units("sentence").vectors)
     start = store.segments[0].n_units("sentence")

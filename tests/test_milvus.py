@@ -17,6 +17,8 @@ from radsift.errors import ConfigError
 from radsift.index.backends import create_backend
 from radsift.index.backends import hnsw as hnsw_mod
 from radsift.index.backends import milvus as mv
+from radsift.index.backends import milvus_client as mvc
+from radsift.index.backends import milvus_push as mvp
 from radsift.index.backends.numpy_backend import NumpyBackend
 from radsift.search.query import Filter
 
@@ -53,7 +55,7 @@ def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("milvus")
     enc = HashingEncoder(root / "model")
     build_index(root / "idx", reports(), encoder=enc, progress=False)
-    side = mv.push_generation(root / "idx")
+    side = mvp.push_generation(root / "idx")
     return root / "idx", enc, side
 
 
@@ -80,7 +82,7 @@ def test_expression_translates_target_and_filters():
     expr, complete = mv.expression(None, [Filter("site", '5" or 1'), Filter("other", "x")], fields)
     assert expr is None and not complete
     assert mv.expression(None, [], fields) == (None, True)
-    assert mv.ascii_lower("ÉCHO Abc") == "Écho abc"  # as SQLite's lower(): ASCII only
+    assert mvc.ascii_lower("ÉCHO Abc") == "Écho abc"  # as SQLite's lower(): ASCII only
 
 
 # -- search parity and filters ----------------------------------------------------------------------
@@ -88,18 +90,18 @@ def test_expression_translates_target_and_filters():
 def test_side_file_and_collections(built):
     idx, _, side = built
     info = json.loads(side.read_text())
-    assert info["uri"] == str(mv.DEFAULT_LITE)  # inside the index folder: recorded relative to it
+    assert info["uri"] == str(mvc.DEFAULT_LITE)  # inside the index folder: recorded relative to it
     assert set(info["collections"]) == {"sentence", "section"}
     assert set(info["fields"]) == {"site", "indication"}
-    client = mv.connect(str(idx / mv.DEFAULT_LITE))
+    client = mvc.connect(str(idx / mvc.DEFAULT_LITE))
     for kind, name in info["collections"].items():
-        assert name.startswith(mv.collection_prefix(idx)) and "gen_000001" in name
+        assert name.startswith(mvc.collection_prefix(idx)) and "gen_000001" in name
         assert client.get_collection_stats(name)["row_count"] == info["rows"][kind] > 0
 
 
 @needs_lite
 def test_backend_top_matches_exact(built):
-    from radsift.index.store import IndexStore
+    from radsift.index.reader import IndexStore
 
     idx, enc, _ = built
     store = IndexStore.open(idx)
@@ -123,17 +125,17 @@ def test_backend_top_matches_exact(built):
 @needs_lite
 def test_every_copy_of_a_duplicate_vector_is_a_candidate(built):
     """Reports repeat sentences: bit-identical vectors form groups, and every copy of a group found scores."""
-    from radsift.index.store import IndexStore
+    from radsift.index.reader import IndexStore
 
     idx, _, side = built
     info = json.loads(side.read_text())
-    assert info["dups"]["section"] and (idx / mv.SIDE_DIR / info["dups"]["section"]).exists()
+    assert info["dups"]["section"] and (idx / mvc.SIDE_DIR / info["dups"]["section"]).exists()
     store = IndexStore.open(idx)
     x = np.asarray(store.units("section").vectors)
     b = create_backend("milvus", x, milvus=mv.MilvusPlace(idx, store.gen_dir, "section"), candidates=5)
     assert b.groups is not None and b.copies_partition
     # the copies live in their own partition (the distinct rows' HNSW graph stays whole)
-    assert mv.COPIES in b.client.list_partitions(b.collection)
+    assert mvc.COPIES in b.client.list_partitions(b.collection)
     sizes = np.diff(b.groups[1])
     big = int(np.argmax(sizes))
     copies = b.groups[0][b.groups[1][big]:b.groups[1][big + 1]]
@@ -221,24 +223,24 @@ def test_selective_mask_is_scored_exactly(built, monkeypatch):
 def test_add_pushes_new_generation_and_auto_finds_it(tmp_path, monkeypatch):
     from radsift.cli import app
     from radsift.index import add_to_index, build_index
-    from radsift.index.store import IndexStore
+    from radsift.index.reader import IndexStore
     from radsift.models.hashing import HashingEncoder
 
     enc = HashingEncoder(tmp_path / "model")
     idx = tmp_path / "idx"
     build_index(idx, reports(60), encoder=enc, progress=False)
     uri = str(tmp_path / "elsewhere.db")
-    mv.push_generation(idx, uri)
-    first = mv.read_side(idx, IndexStore.open(idx).gen_dir)
+    mvp.push_generation(idx, uri)
+    first = mvc.read_side(idx, IndexStore.open(idx).gen_dir)
     assert first["uri"] == uri
     add_to_index(idx, reports(30, start=60), encoder=enc)
     from radsift.cli import _graphs
 
     _graphs(idx, "auto")  # auto on an index pushed before: pushes the new generation to the same URI
     store = IndexStore.open(idx)
-    second = mv.read_side(idx, store.gen_dir)
+    second = mvc.read_side(idx, store.gen_dir)
     assert second["uri"] == uri and second["collections"] != first["collections"]
-    client = mv.connect(uri)
+    client = mvc.connect(uri)
     names = client.list_collections()
     assert set(second["collections"].values()) <= set(names)
     assert set(first["collections"].values()) <= set(names)  # the previous generation is kept for rollback
@@ -249,8 +251,8 @@ def test_add_pushes_new_generation_and_auto_finds_it(tmp_path, monkeypatch):
     import shutil
 
     shutil.rmtree(idx / first["generation"])
-    assert sorted(mv.drop_gone(idx, client)) == sorted(first["collections"].values())
-    assert not (idx / mv.SIDE_DIR / f"{first['generation']}.json").exists()
+    assert sorted(mvp.drop_gone(idx, client)) == sorted(first["collections"].values())
+    assert not (idx / mvc.SIDE_DIR / f"{first['generation']}.json").exists()
     store.close()
     assert app is not None
 
@@ -275,7 +277,7 @@ def test_cli_build_search_with_milvus(tmp_path, monkeypatch):
     res = runner.invoke(app, ["index", "build", str(idx), str(corpus), *mapping, "--model", str(folder),
                               "--backend", "milvus"])
     assert res.exit_code == 0, res.output
-    assert "Milvus:" in res.output and (idx / mv.DEFAULT_LITE).is_dir()
+    assert "Milvus:" in res.output and (idx / mvc.DEFAULT_LITE).is_dir()
     res = runner.invoke(app, ["search", str(idx), "left pneumothorax", "--json", "--mode", "dense", "--backend",
                               "milvus", "--where", "site=EAST", "-k", "3"])
     assert res.exit_code == 0, res.output
@@ -285,13 +287,13 @@ def test_cli_build_search_with_milvus(tmp_path, monkeypatch):
 
 def test_missing_extra_names_it(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "pymilvus", None)  # `import pymilvus` now raises ImportError
-    assert not mv.available()
+    assert not mvc.available()
     x = np.eye(4, dtype=np.float32)
     with pytest.raises(ConfigError, match=r"pip install 'radsift\[milvus\]'") as err:
         create_backend("milvus", x, milvus=mv.MilvusPlace(tmp_path, tmp_path / "gen-000001", "sentence"))
     assert isinstance(err.value, ImportError)
     with pytest.raises(ConfigError, match=r"radsift\[milvus\]"):
-        mv.connect("http://127.0.0.1:9")
+        mvc.connect("http://127.0.0.1:9")
 
 
 @needs_lite
@@ -310,7 +312,7 @@ def test_uri_that_does_not_answer_writes_nothing(tmp_path, monkeypatch):
     assert "http://127.0.0.1:9" in res.output and "does not answer" in res.output
     assert not idx.exists()
     with pytest.raises(ConfigError, match="must end in .db"):
-        mv.resolve_uri(idx, str(tmp_path / "vectors.sqlite"))
+        mvc.resolve_uri(idx, str(tmp_path / "vectors.sqlite"))
 
 
 @needs_lite
@@ -320,8 +322,8 @@ def test_lite_file_held_by_another_process(tmp_path):
     fd = os.open(path / "LOCK", os.O_CREAT | os.O_RDWR)
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a running `radsift serve` holds it
     try:
-        with pytest.raises(mv.MilvusUnavailableError, match="one process at a time"):
-            mv.connect(str(path))
+        with pytest.raises(mvc.MilvusUnavailableError, match="one process at a time"):
+            mvc.connect(str(path))
     finally:
         os.close(fd)
 

@@ -168,3 +168,19 @@ def test_bm25_drops_unknown_query_words_and_scores_misses_zero():
     assert bm25_scores(retriever, "zebra", 3).tolist() == [0, 0, 0]
     empty = build_bm25_texts(["...", ""])  # no token at all: a stub index that matches nothing
     assert bm25_scores(empty, "pneumothorax", 2).tolist() == [0, 0]
+
+
+def test_best_per_owner_is_each_owners_best_unit():
+    """The scatter-max of unit scores onto their owners: fill for an owner without units, and chunks
+    accumulated into ``out`` give the one-pass answer."""
+    from radsift.ranking import best_per_owner
+
+    scores = np.array([0.2, 0.9, -0.5, 0.4, 0.1])
+    owner = np.array([0, 0, 2, 2, 0])
+    best = best_per_owner(scores, owner, 4)
+    assert best.dtype == np.float32 and best.tolist() == pytest.approx([0.9, -np.inf, 0.4, -np.inf])
+    assert best_per_owner(scores, owner, 4, fill=0.0).tolist() == pytest.approx([0.9, 0.0, 0.4, 0.0])
+    out = np.full(4, -np.inf, dtype=np.float32)
+    for at in (slice(0, 2), slice(2, 5)):
+        best_per_owner(scores[at], owner[at], 4, out=out)
+    assert out.tolist() == best.tolist()

@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 from radsift.cli import app
 from radsift.errors import IndexStoreError
 from radsift.index import IndexStore, add_to_index, build_index, delete_from_index, optimize_index
-from radsift.index.store import read_current, verify_index
+from radsift.index.generations import read_current
+from radsift.index.verify import verify_index
 from radsift.models.hashing import HashingEncoder
 from radsift.ranking.bm25 import bm25_scores, build_bm25
 from radsift.records import Report
@@ -117,7 +118,7 @@ def test_search_results_equal_one_segment_in_every_mode(tmp_path, enc, segmented
 
 
 def test_segmented_vectors_read_like_the_concatenated_live_rows():
-    from radsift.index.store import SegmentedVectors
+    from radsift.index.segment import SegmentedVectors
 
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((10, 4)).astype(np.float32), rng.standard_normal((7, 4)).astype(np.float32)
@@ -307,7 +308,7 @@ def _as_format_1(path: Path) -> None:
     """Rewrite a one-segment index in the layout before segments: every file in the generation folder."""
     import shutil
 
-    from radsift.index.integrity import record_files
+    from radsift.index.verify import record_files
 
     gen = read_current(path)
     data = json.loads((gen / "manifest.json").read_text())

@@ -76,7 +76,7 @@ def test_loss_decreases_over_a_few_steps(request, recipe: str, loss: str, query_
 
 def test_query_margin_contrasts_each_sentence_with_the_opposite_phrasing(data):
     from radsift.labels import opposite, phrasings
-    from radsift.models.training.lexicon import QueryMarginLoss
+    from radsift.models.training.lexicon_losses import QueryMarginLoss
 
     cfg = load_config(recipe="combined", query_margin=0.5, **SMALL)
     rec = build_recipe(_model(), data, cfg, random.Random(0)).lexicon
@@ -140,7 +140,7 @@ def test_the_query_margin_term_raises_the_separation_of_a_sentence_from_the_oppo
     """A few steps on one fixed batch must move each sentence toward its own reading and away from
     the opposite one (Shi et al.'s separation; measured 0.059 -> 0.309, and -0.065 with the term's sign
     reversed). A falling loss alone would not notice a reversed sign."""
-    from radsift.models.training.lexicon import QueryMarginLoss
+    from radsift.models.training.lexicon_losses import QueryMarginLoss
 
     seed_everything(0)
     cfg = load_config(recipe="lexicon-mnrl", loss="mnrl+triplet", query_margin=0.5,

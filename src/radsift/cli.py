@@ -410,25 +410,25 @@ def _check_milvus(index_dir: Path, backend: str, uri: Optional[str]) -> None:
     """Before anything is written: --backend milvus needs its extra and a Milvus server that answers."""
     if backend != "milvus":
         return
-    from radsift.index.backends import milvus
+    from radsift.index.backends import milvus_client
 
-    milvus.pymilvus_module()
-    uri = milvus.resolve_uri(index_dir, uri or (milvus.pushed_before(index_dir) or {}).get("uri"))
-    if not milvus.is_local(uri):
-        milvus.connect(uri).close()
+    milvus_client.pymilvus_module()
+    uri = milvus_client.resolve_uri(index_dir, uri or (milvus_client.pushed_before(index_dir) or {}).get("uri"))
+    if not milvus_client.is_local(uri):
+        milvus_client.connect(uri).close()
 
 
 def _graphs(index_dir: Path, backend: str, milvus_uri: Optional[str] = None, extend: bool = True) -> None:
     """The HNSW graphs of the new generation, when the backend calls for them (radsift.index.graphs: extended
     from the previous generation's graph when possible, unless ``extend`` is false); its vectors pushed to
     Milvus with --backend milvus, or auto on an index pushed there before."""
-    from radsift.index.backends import milvus
+    from radsift.index.backends import milvus_client, milvus_push
     from radsift.index.graphs import build_graphs
 
     say = lambda m: err_console.print(m, highlight=False)  # noqa: E731
-    if backend == "milvus" or (backend == "auto" and milvus.pushed_before(index_dir) is not None
-                               and milvus.available()):
-        side = milvus.push_generation(index_dir, milvus_uri, say=say)
+    if backend == "milvus" or (backend == "auto" and milvus_client.pushed_before(index_dir) is not None
+                               and milvus_client.available()):
+        side = milvus_push.push_generation(index_dir, milvus_uri, say=say)
         console.print(f"Milvus: {', '.join(json.loads(side.read_text())['collections'].values())} ({side})",
                       highlight=False)
         return
@@ -533,7 +533,7 @@ def index_verify(
     """Check the files of every segment the live generation lists: sizes and array shapes against its
     manifest (--deep: checksums, vectors, SQLite). Exits 1 naming each bad file; recover with 'radsift index
     rollback' or a rebuild."""
-    from radsift.index.store import verify_index
+    from radsift.index.verify import verify_index
 
     problems = verify_index(index_dir, deep=deep)
     only_notes = all("no checksums" in p.reason for p in problems)
@@ -548,7 +548,7 @@ def index_verify(
 @command(index_app, "rollback", example="radsift index rollback my-index")
 def index_rollback(index_dir: IndexArg) -> None:
     """Make the previous generation live again (after a bad add, or a damaged live generation)."""
-    from radsift.index.store import rollback
+    from radsift.index.lifecycle import rollback
 
     old, new = rollback(index_dir)
     console.print(f"rolled back {index_dir}: {old} -> {new} (a running server follows by itself)", highlight=False)
@@ -1084,7 +1084,7 @@ def bench_cmd(
     --protocol passages (CAPR, MedQuAD CDV test split) runs alone: --systems bm25 | tfidf | dense[:MODEL] | hybrid[:MODEL] |
     poly:MODEL | cross:RERANKER | rerank:[FIRST:]RERANKER (FIRST: dense, MODEL, poly=MODEL, hybrid[=MODEL]); report.json holds R@1 and R@5 per system and query kind."""
     if protocol and "passages" in protocol:
-        from radsift.evaluation.protocols.passage_retrieval import bench_passages
+        from radsift.evaluation.bench_passages import bench_passages
 
         if len(set(protocol)) > 1:
             raise ConfigError("--protocol passages runs alone (its own data and systems): run the others separately")

@@ -1,6 +1,6 @@
 """The splits shared by training and evaluation, so that a model is never judged on what it saw.
 
-This module sits below both :mod:`radsift.models.training` and :mod:`radsift.evaluation`. Two
+This module sits below both :mod:`radsift.models.training` and :mod:`radsift.evaluation`. Three
 splits are used by ``radsift bench`` and must be used the same way by ``radsift train``:
 
 - :func:`report_split`: a seeded report-level hold-out (RadSearch's findings-to-impression
@@ -15,6 +15,9 @@ splits are used by ``radsift bench`` and must be used the same way by ``radsift 
   ``radsift bench`` checks a fold model's recorded held-out findings
   (:func:`radsift.evaluation.card_splits.check_card_splits`) and can take them from the model
   (:func:`radsift.evaluation.card_splits.card_split`, ``--split-from``).
+- :func:`split_medquad`: MedQuAD documents outside the CDV test split, a hashed share of them
+  held out as the development split (``radsift train --recipe entity-aspect`` tunes on it,
+  ``radsift bench --protocol passages --split dev`` measures on it).
 
 Defaults (:data:`DEFAULT_SEED`, :data:`DEFAULT_HOLDOUT_FRACTION`, :data:`DEFAULT_FOLDS`) are
 the ones ``radsift bench`` uses when no option is given.
@@ -23,15 +26,10 @@ the ones ``radsift bench`` uses when no option is given.
 from __future__ import annotations
 
 import hashlib
-import json
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import Iterable
 
 from radsift.errors import ConfigError
-
-if TYPE_CHECKING:  # radsift.labels pulls in nothing heavy at import, but keep this module light
-    from radsift.labels import WeakLabels
+from radsift.labels import WeakLabels, split_findings
 
 DEFAULT_SEED = 0
 DEFAULT_HOLDOUT_FRACTION = 0.2
@@ -106,8 +104,6 @@ def fold_findings(
     Raises:
         ConfigError: ``fold`` is out of range.
     """
-    from radsift.labels import split_findings
-
     if folds < 2:
         raise ConfigError(f"a split by finding needs at least 2 folds, got {folds}")
     if not 0 <= fold < folds:
@@ -129,3 +125,15 @@ def heldout_ids(report_ids: Iterable[str], fraction: float = DEFAULT_HOLDOUT_FRA
         ConfigError: ``fraction`` is not in (0, 1).
     """
     return set(report_split(report_ids, fraction, seed)[1])
+
+
+def split_medquad(docs: Iterable, test_ids: frozenset[str], dev_fraction: float, seed: int) -> tuple[list, list]:
+    """MedQuAD documents outside the test split, as (training, development): ``dev_fraction`` of them,
+    drawn by :func:`heldout_ids` with ``seed``, form the development split.
+
+    ``radsift train --recipe entity-aspect`` trains on the first and tunes on the second;
+    ``radsift bench --protocol passages --split dev`` evaluates on the second.
+    """
+    docs = [d for d in docs if d.id not in test_ids]
+    dev_ids = heldout_ids([d.id for d in docs], dev_fraction, seed) if docs and dev_fraction > 0 else set()
+    return [d for d in docs if d.id not in dev_ids], [d for d in docs if d.id in dev_ids]

@@ -4,7 +4,7 @@
 - :mod:`radsift.evaluation.metrics`: AP, P@k, R@k, recall at R, nDCG@k, RR, hit@k and
   :func:`evaluate` (conventions of ranx, checked against it in the tests).
 - :mod:`radsift.evaluation.stats`: Wilson intervals, McNemar, Bonferroni, t intervals, paired
-  randomization test (imports scipy; import it explicitly).
+  randomization test (scipy, imported on first use).
 - :mod:`radsift.evaluation.run_eval`: score a run file against a qrels file (``radsift eval``).
 - :mod:`radsift.evaluation.card_splits`: a fold model's recorded split, checked before it is judged
   (the splits themselves, shared with training, are :mod:`radsift.splits`).
@@ -12,7 +12,10 @@
   (:mod:`radsift.evaluation.protocols`) for the systems of :mod:`radsift.evaluation.systems`
   (which rank through :mod:`radsift.ranking`, as search does), written up by
   :mod:`radsift.evaluation.report` and :mod:`radsift.evaluation.plots`.
-- :mod:`radsift.evaluation.heldout`: the evaluator ``radsift train`` is handed for its model card.
+- :mod:`radsift.evaluation.heldout`: the evaluator ``radsift train`` is handed for its model card
+  (held-out reports; the entity-aspect recipes' development split).
+- :mod:`radsift.evaluation.bench_passages` (``radsift bench --protocol passages``): the answer-passage
+  protocol (:mod:`radsift.evaluation.protocols.passage_retrieval`) on MedQuAD, written up.
 - :mod:`radsift.evaluation.runs` (``radsift run``): a file of queries in, a TREC run out.
 - :mod:`radsift.evaluation.ranking`: a run's entries in trec_eval's order (score, then docid),
   so that runs scored in memory and read back from disk agree.

@@ -13,6 +13,7 @@ the category field, the fold and the holdout fraction.
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 import time
@@ -21,13 +22,25 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from radsift.corpus import ReaderOptions, ReadStats, read_corpus
 from radsift.errors import ConfigError, CorpusError
-from radsift.evaluation.protocols import OPT_IN_PROTOCOLS, PROTOCOLS
+from radsift.evaluation.card_splits import CardSplit, card_split, check_card_splits, split_from_card
+from radsift.evaluation.protocols import (OPT_IN_PROTOCOLS, PROTOCOLS, check_judgments, detect_category_field,
+                                          run_category, run_cross_collection, run_findings_to_impression,
+                                          run_free_text, run_sentence_retrieval, run_separation)
 from radsift.evaluation.protocols.base import ProtocolResult, skipped
+from radsift.evaluation.protocols.category import KEY as CATEGORY_KEY, TITLE as CATEGORY_TITLE
+from radsift.evaluation.protocols.cross_collection import KEY as CROSS_KEY, TITLE as CROSS_TITLE
+from radsift.evaluation.protocols.free_text import KEY as FREE_KEY, TITLE as FREE_TITLE
+from radsift.evaluation.protocols.rag import run_rag
+from radsift.evaluation.report import prepare_out_dir, write_report
+from radsift.evaluation.systems import SystemSpec, build_systems, check_specs, load_systems_file, parse_system
+from radsift.evaluation.trec import read_qrels, read_queries
+from radsift.labels.weak import build_weak_labels, split_findings
+from radsift.rag.llm import make_llm
+from radsift.search.query import parse_where
 from radsift.splits import DEFAULT_FOLDS, DEFAULT_HOLDOUT_FRACTION, DEFAULT_SEED, check_fraction
 from radsift.version import __version__
-from radsift.evaluation.card_splits import CardSplit, card_split, check_card_splits, split_from_card
-from radsift.evaluation.systems import SystemSpec, check_specs, load_systems_file, parse_system
 
 Log = Callable[[str], None]
 
@@ -148,8 +161,6 @@ def _check_config(config: BenchConfig) -> list[str]:
 
 
 def _read(paths: Sequence[Path], reader) -> tuple[list, Any]:
-    from radsift.corpus import ReaderOptions, ReadStats, read_corpus
-
     stats = ReadStats()
     options = reader if reader is not None else ReaderOptions()
     reports = [r for r in read_corpus(list(paths), options, stats) if not r.is_empty]
@@ -157,8 +168,6 @@ def _read(paths: Sequence[Path], reader) -> tuple[list, Any]:
 
 
 def _filter(reports: list, where: Sequence[str], source: str) -> list:
-    from radsift.search.query import parse_where
-
     filters = parse_where(list(where))
     if not filters:
         return reports
@@ -178,6 +187,29 @@ def _filter(reports: list, where: Sequence[str], source: str) -> list:
     return kept
 
 
+@dataclass
+class _Inputs:
+    """What the protocols run on: the corpus, its weak labels, the other collection, the judged queries
+    and the split by finding."""
+
+    reports: list
+    queries: Any = None
+    qrels: Any = None
+    category_field: str | None = None
+    labeler: Any = None
+    weak: Any = None
+    other_reports: list = field(default_factory=list)
+    other_weak: Any = None
+    other_name: str = ""
+    groups: list[set[str]] | None = None
+    fold: int | None = None
+
+    @property
+    def test_findings(self) -> set[str] | None:
+        """The findings of the judged fold (None: every finding)."""
+        return self.groups[self.fold] if self.groups is not None and self.fold is not None else None
+
+
 def run_bench(config: BenchConfig, *, encoders: Mapping[str | None, Any] | None = None,
               rerankers: Mapping[str, Any] | None = None, log: Log | None = None) -> BenchResult:
     """Run the evaluation protocols for every system.
@@ -192,22 +224,6 @@ def run_bench(config: BenchConfig, *, encoders: Mapping[str | None, Any] | None 
     Raises:
         ConfigError, CorpusError, EvaluationError: Bad options or input, before the slow work.
     """
-    from radsift.evaluation.protocols import (
-        check_judgments,
-        detect_category_field,
-        run_category,
-        run_cross_collection,
-        run_findings_to_impression,
-        run_free_text,
-        run_sentence_retrieval,
-        run_separation,
-    )
-    from radsift.evaluation.protocols.category import TITLE as CATEGORY_TITLE, KEY as CATEGORY_KEY
-    from radsift.evaluation.protocols.cross_collection import TITLE as CROSS_TITLE, KEY as CROSS_KEY
-    from radsift.evaluation.protocols.free_text import TITLE as FREE_TITLE, KEY as FREE_KEY
-    from radsift.evaluation.systems import build_systems
-    from radsift.evaluation.trec import read_qrels, read_queries
-
     log = log or _stderr
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
@@ -230,38 +246,10 @@ def run_bench(config: BenchConfig, *, encoders: Mapping[str | None, Any] | None 
     log(f"read {len(reports)} reports ({stats.summary()})")
     if queries is not None:
         check_judgments(queries, qrels, {r.id for r in reports}, config.queries, config.qrels)
-    category_field = None
-    if "category" in wanted and (config.category_field or "").lower() != "none":
-        if config.category_field:
-            if not any(r.metadata.get(config.category_field, "").strip() for r in reports):
-                fields = sorted({k for r in reports[:200] for k in r.metadata})
-                raise ConfigError(f"--category-field {config.category_field!r}: no report has this metadata field "
-                                  f"(fields: {', '.join(fields) or 'none'})")
-            category_field = config.category_field
-        else:
-            category_field = detect_category_field(reports)
+    inputs = _Inputs(reports, queries, qrels, _category_field(config, reports, wanted))
 
     t0 = time.perf_counter()
-    from radsift.labels import Labeler, build_weak_labels  # loads spaCy/medspaCy: seconds
-
-    needs_labels = any(p in wanted for p in ("sentences", "cross", "separation"))
-    weak = other_weak = None
-    other_name = ""
-    labeler = None
-    if needs_labels:
-        log("labeling sentences (weak labels) ...")
-        labeler = Labeler()
-        weak = build_weak_labels(reports, labeler, sections=tuple(config.label_sections), progress=config.progress)
-    other_reports: list = []
-    if config.cross_corpus and "cross" in wanted:
-        other_reports, other_stats = _read(config.cross_corpus, config.cross_reader)
-        other_name = ", ".join(Path(p).name for p in config.cross_corpus)
-        other_reports = _filter(other_reports, config.cross_where, other_name)
-        if config.cross_where:
-            other_name += f" ({' and '.join(config.cross_where)})"
-        log(f"read {len(other_reports)} reports of {other_name}")
-        other_weak = build_weak_labels(other_reports, labeler or Labeler(), sections=tuple(config.label_sections),
-                                       progress=config.progress)
+    _label(config, inputs, wanted, log)
     timings["label"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -270,72 +258,113 @@ def run_bench(config: BenchConfig, *, encoders: Mapping[str | None, Any] | None 
     timings["load_systems"] = time.perf_counter() - t0
     log(f"systems: {', '.join(s.name for s in systems)}")
 
-    groups, fold = _fold_groups(config, weak, split_from, model_splits, log)
-    test_findings = groups[fold] if groups is not None and fold is not None else None
+    inputs.groups, inputs.fold = _fold_groups(config, inputs.weak, split_from, model_splits, log)
     results: list[ProtocolResult] = []
     steps = [p for p in PROTOCOLS + OPT_IN_PROTOCOLS if p in wanted]
     for i, name in enumerate(steps, 1):
         log(f"[{i}/{len(steps)}] {name}")
         t0 = time.perf_counter()
-        common = {"log": log}
-        if name == "sentences":
-            res = run_sentence_retrieval(weak, systems, fold_groups=groups, fold=fold,
-                                         max_queries=config.max_queries, seed=config.seed, **common)
-        elif name == "cross":
-            if other_weak is None:
-                res = skipped(CROSS_KEY, CROSS_TITLE, "no --cross-corpus given")
-            else:
-                res = run_cross_collection(weak, other_weak, systems, other_name=other_name, findings=test_findings,
-                                           max_queries=config.max_queries, seed=config.seed, **common)
-        elif name == "separation":
-            res = run_separation(weak, systems, findings=test_findings, **common)
-        elif name == "impression":
-            res = run_findings_to_impression(reports, systems, holdout_fraction=config.holdout_fraction,
-                                             seed=config.seed, max_queries=config.max_queries, **common)
-        elif name == "free-text":
-            if queries is None:
-                res = skipped(FREE_KEY, FREE_TITLE, "no --queries/--qrels given")
-            else:
-                res = run_free_text(reports, systems, queries, qrels,
-                                    source=f"{Path(config.queries).name}, {Path(config.qrels).name}",
-                                    max_queries=config.max_queries, seed=config.seed, **common)
-        elif name == "rag":
-            res = _run_rag(config, reports, systems, labeler, log)
-        else:  # category
-            if category_field is None:
-                res = skipped(CATEGORY_KEY, CATEGORY_TITLE,
-                              "no category field in the metadata (give --category-field KEY, e.g. medical_specialty)")
-            else:
-                res = run_category(reports, systems, field=category_field, holdout_fraction=config.holdout_fraction,
-                                   seed=config.seed, max_queries=config.max_queries, **common)
+        res = _run_protocol(name, config, inputs, systems, log)
         res.seconds = time.perf_counter() - t0
         timings[name] = res.seconds
         if res.skipped:
             log(f"  skipped: {res.skipped}")
         results.append(res)
     timings["total"] = time.perf_counter() - t_start
-
-    corpus_info: dict[str, Any] = {
-        "paths": [str(p) for p in config.corpus],
-        "reports": len(reports),
-        "read": stats.summary(),
-        "category_field": category_field,
-    }
-    if weak is not None:
-        ws = weak.stats()
-        corpus_info["weak_labels"] = {k: v for k, v in ws.items() if k != "per_finding"}
-        corpus_info["fold_findings"] = [sorted(g) for g in groups] if groups else None
-    if other_weak is not None:
-        corpus_info["cross_collection"] = {"name": other_name, "reports": len(other_reports),
-                                           "unique_sentences": len(other_weak.sentences)}
     return BenchResult(
-        config=_config_dict(config, specs, wanted, fold),
-        corpus=corpus_info,
+        config=_config_dict(config, specs, wanted, inputs.fold),
+        corpus=_corpus_info(config, inputs, stats),
         systems=[{"name": s.name, "kind": s.kind, "description": s.describe()} for s in systems],
         protocols=results,
         timings={k: round(v, 2) for k, v in timings.items()},
         environment=_environment(),
     )
+
+
+def _category_field(config: BenchConfig, reports: list, wanted: Sequence[str]) -> str | None:
+    """The metadata field of the category protocol: as given (checked against the reports), else
+    detected; None when the protocol does not run or is switched off."""
+    if "category" not in wanted or (config.category_field or "").lower() == "none":
+        return None
+    if config.category_field:
+        if not any(r.metadata.get(config.category_field, "").strip() for r in reports):
+            fields = sorted({k for r in reports[:200] for k in r.metadata})
+            raise ConfigError(f"--category-field {config.category_field!r}: no report has this metadata field "
+                              f"(fields: {', '.join(fields) or 'none'})")
+        return config.category_field
+    return detect_category_field(reports)
+
+
+def _label(config: BenchConfig, inputs: _Inputs, wanted: Sequence[str], log: Log) -> None:
+    """The weak labels of the corpus (when a protocol judges by them) and of the other collection."""
+    from radsift.labels.labeler import Labeler  # loads spaCy/medspaCy: seconds
+
+    if any(p in wanted for p in ("sentences", "cross", "separation")):
+        log("labeling sentences (weak labels) ...")
+        inputs.labeler = Labeler()
+        inputs.weak = build_weak_labels(inputs.reports, inputs.labeler, sections=tuple(config.label_sections),
+                                        progress=config.progress)
+    if config.cross_corpus and "cross" in wanted:
+        other_reports, _ = _read(config.cross_corpus, config.cross_reader)
+        other_name = ", ".join(Path(p).name for p in config.cross_corpus)
+        other_reports = _filter(other_reports, config.cross_where, other_name)
+        if config.cross_where:
+            other_name += f" ({' and '.join(config.cross_where)})"
+        log(f"read {len(other_reports)} reports of {other_name}")
+        inputs.other_reports, inputs.other_name = other_reports, other_name
+        inputs.other_weak = build_weak_labels(other_reports, inputs.labeler or Labeler(),
+                                              sections=tuple(config.label_sections), progress=config.progress)
+
+
+def _run_protocol(name: str, config: BenchConfig, inputs: _Inputs, systems: list, log: Log) -> ProtocolResult:
+    """One protocol of :data:`PROTOCOLS` (or ``rag``) on ``inputs``, skipped when its input is missing."""
+    common = {"log": log}
+    if name == "sentences":
+        return run_sentence_retrieval(inputs.weak, systems, fold_groups=inputs.groups, fold=inputs.fold,
+                                      max_queries=config.max_queries, seed=config.seed, **common)
+    if name == "cross":
+        if inputs.other_weak is None:
+            return skipped(CROSS_KEY, CROSS_TITLE, "no --cross-corpus given")
+        return run_cross_collection(inputs.weak, inputs.other_weak, systems, other_name=inputs.other_name,
+                                    findings=inputs.test_findings, max_queries=config.max_queries, seed=config.seed,
+                                    **common)
+    if name == "separation":
+        return run_separation(inputs.weak, systems, findings=inputs.test_findings, **common)
+    if name == "impression":
+        return run_findings_to_impression(inputs.reports, systems, holdout_fraction=config.holdout_fraction,
+                                          seed=config.seed, max_queries=config.max_queries, **common)
+    if name == "free-text":
+        if inputs.queries is None:
+            return skipped(FREE_KEY, FREE_TITLE, "no --queries/--qrels given")
+        return run_free_text(inputs.reports, systems, inputs.queries, inputs.qrels,
+                             source=f"{Path(config.queries).name}, {Path(config.qrels).name}",
+                             max_queries=config.max_queries, seed=config.seed, **common)
+    if name == "rag":
+        return _run_rag(config, inputs.reports, systems, inputs.labeler, log)
+    # category
+    if inputs.category_field is None:
+        return skipped(CATEGORY_KEY, CATEGORY_TITLE,
+                       "no category field in the metadata (give --category-field KEY, e.g. medical_specialty)")
+    return run_category(inputs.reports, systems, field=inputs.category_field, holdout_fraction=config.holdout_fraction,
+                        seed=config.seed, max_queries=config.max_queries, **common)
+
+
+def _corpus_info(config: BenchConfig, inputs: _Inputs, stats) -> dict[str, Any]:
+    """The corpus section of the report: counts, the weak labels' statistics, the other collection."""
+    corpus_info: dict[str, Any] = {
+        "paths": [str(p) for p in config.corpus],
+        "reports": len(inputs.reports),
+        "read": stats.summary(),
+        "category_field": inputs.category_field,
+    }
+    if inputs.weak is not None:
+        ws = inputs.weak.stats()
+        corpus_info["weak_labels"] = {k: v for k, v in ws.items() if k != "per_finding"}
+        corpus_info["fold_findings"] = [sorted(g) for g in inputs.groups] if inputs.groups else None
+    if inputs.other_weak is not None:
+        corpus_info["cross_collection"] = {"name": inputs.other_name, "reports": len(inputs.other_reports),
+                                           "unique_sentences": len(inputs.other_weak.sentences)}
+    return corpus_info
 
 
 def _split_from(config: BenchConfig) -> CardSplit | None:
@@ -363,8 +392,6 @@ def _model_folders(specs: Sequence[SystemSpec]) -> list[str]:
 def _fold_groups(config: BenchConfig, weak, split_from: CardSplit | None, model_splits: Sequence[CardSplit],
                  log: Log) -> tuple[list[set[str]] | None, int | None]:
     """The split by finding and the judged fold: recomputed from the labels or read from a model."""
-    from radsift.labels import split_findings
-
     if weak is None:
         return None, config.fold
     if split_from is not None:
@@ -399,8 +426,6 @@ def _config_dict(config: BenchConfig, specs: Sequence[SystemSpec], wanted: Seque
 
 
 def _environment() -> dict[str, Any]:
-    import os
-
     return {
         "radsift": __version__,
         "python": platform.python_version(),
@@ -418,8 +443,6 @@ def bench(config: BenchConfig, out_dir: str | Path, *, encoders: Mapping[str | N
     Returns:
         The result and the written paths (``markdown``, ``json``, one per plot).
     """
-    from radsift.evaluation.report import prepare_out_dir, write_report
-
     prepare_out_dir(out_dir)
     result = run_bench(config, encoders=encoders, rerankers=rerankers, log=log)
     return result, write_report(result, out_dir, plots=plots)
@@ -427,9 +450,7 @@ def bench(config: BenchConfig, out_dir: str | Path, *, encoders: Mapping[str | N
 
 def _run_rag(config: BenchConfig, reports: list, systems: list, labeler, log: Log) -> ProtocolResult:
     """The ``rag`` protocol with the configured back-end (loaded only now: it is the slow part)."""
-    from radsift.evaluation.protocols.rag import run_rag
-    from radsift.labels import Labeler
-    from radsift.rag.llm import make_llm
+    from radsift.labels.labeler import Labeler  # loads spaCy/medspaCy
 
     if config.rag_draft_reports < 0:
         raise ConfigError(f"--rag-draft-reports must be 0 or more, not {config.rag_draft_reports}")

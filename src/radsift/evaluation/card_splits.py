@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from radsift.errors import ConfigError
+from radsift.models.training.modelcard import TRAINING_JSON
 from radsift.splits import DEFAULT_FOLDS
 
 
@@ -41,8 +42,6 @@ def card_split(model_dir: str | Path) -> CardSplit | None:
     Raises:
         ConfigError: The record exists but cannot be read.
     """
-    from radsift.models.training.modelcard import TRAINING_JSON
-
     path = Path(model_dir) / TRAINING_JSON
     if not path.is_file():
         return None

@@ -21,19 +21,28 @@ table comes from ``radsift bench``):
 
 Queries use their plain phrasing (:attr:`radsift.labels.Query.text`). BM25 over the same
 units is available as a baseline (:func:`evaluate_bm25`).
+
+The ``entity-aspect`` recipes (no weak labels) are scored on their development split instead:
+R@1/R@5 of (entity, aspect) and question queries over the answers of the held-out MedQuAD
+documents, the passages protocol's way (:func:`evaluate_on_dev`,
+:meth:`HeldOutEvaluator.development`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from radsift.corpus.medquad_passages import dev_passage_data
 from radsift.evaluation.metrics import average_precision
-from radsift.labels.weak import Query, opposite
-from radsift.models.training.data import LabeledSentence, SectionPair, TrainingData
-from radsift.ranking import DENSE_WEIGHT, bm25_scores, build_bm25_texts, rank, rerank, top_k
+from radsift.evaluation.protocols.passage_retrieval import report_json, run_passages
+from radsift.evaluation.systems.passage_systems import PassageSpec, build_passage_systems
+from radsift.labels.weak import Query, normalize_sentence, opposite
+from radsift.models.training.data import LabeledSentence, SectionPair, TrainingData, labeled_sentence
+from radsift.ranking import DENSE_WEIGHT, RERANK_WEIGHT, bm25_scores, build_bm25_texts, rank, rerank, top_k
 
 TOP_K = 5
 
@@ -71,9 +80,7 @@ def eval_set(data: TrainingData, findings: set[str] | None = None, sentences: st
     if findings is None:
         findings = set(data.test_findings) or None
     if sentences == "all":
-        from radsift.models.training.data import _labeled
-
-        sentences = [_labeled(s, set()) for s in data.weak.sentences]
+        sentences = [labeled_sentence(s, set()) for s in data.weak.sentences]
     elif sentences == "heldout":
         sentences = data.heldout_sentences
     else:
@@ -116,8 +123,6 @@ def _means(per_query: dict[str, float]) -> dict[str, Any]:
 
 def distinct_impressions(pairs: Sequence[SectionPair]) -> tuple[list[str], list[int]]:
     """The distinct impressions (first text of each key) and each pair's candidate index."""
-    from radsift.labels.weak import normalize_sentence
-
     index: dict[str, int] = {}
     texts: list[str] = []
     own = []
@@ -252,8 +257,6 @@ def evaluate_reranker(model, first_stage_encode, es, depth: int = 50, weight: fl
         "weight"}``: ``reranked`` is what ``radsift search --rerank`` does (the fused score),
         ``cross_encoder_only`` orders the head by the cross-encoder alone.
     """
-    from radsift.ranking import RERANK_WEIGHT
-
     if not es.sentences or not es.queries:
         return {}
     weight = RERANK_WEIGHT if weight is None else weight
@@ -278,13 +281,36 @@ def evaluate_reranker(model, first_stage_encode, es, depth: int = 50, weight: fl
             "depth": depth, "weight": weight}
 
 
+def evaluate_on_dev(model_dir: Path, config, dev_docs, say: Callable[[str], None],
+                    kinds: Sequence[str] | None = None) -> dict[str, Any]:
+    """R@1/R@5 of the trained model (and BM25) on the development split, the passages protocol's way
+    (``kinds``: the query kinds to score, default both)."""
+    if config.model_type == "bi":
+        spec = PassageSpec("dense", model=str(model_dir), name="trained")
+    elif config.model_type == "poly":
+        spec = PassageSpec("poly", model=str(model_dir), name="trained")
+    else:  # the cross-encoder re-scores the head of the bi-encoder it started from (the packaged one by default)
+        spec = PassageSpec("rerank", model=config.base_model, reranker=str(model_dir), name="trained")
+    systems = build_passage_systems([PassageSpec("bm25"), spec], threads=config.threads)
+    result = run_passages(dev_passage_data(dev_docs), systems, max_queries=config.dev_max_queries,
+                          seed=config.seed, log=say, **({"kinds": tuple(kinds)} if kinds else {}))
+    return {"dev": report_json(result), "dev_queries": result.data["queries"]}
+
+
 class HeldOutEvaluator:
-    """The evaluator ``radsift train`` is given: held-out figures for the model card.
+    """The evaluator ``radsift train`` is given: held-out figures for the model card
+    (:class:`radsift.models.training.evaluator.Evaluator`).
 
     Called by :func:`radsift.models.training.train` once the model is saved, with ``kind``
     ``bi-encoder`` (the trained model, the base model and BM25 on the held-out reports) or
-    ``cross-encoder`` (the bi-encoder's ranking with and without the reranker).
+    ``cross-encoder`` (the bi-encoder's ranking with and without the reranker); the
+    ``entity-aspect`` recipes call :meth:`development`.
     """
+
+    def development(self, model_dir: Path, config, dev_docs, log: Callable[[str], None],
+                    kinds: Sequence[str] | None = None) -> dict[str, Any]:
+        """The development-split figures of an ``entity-aspect`` model (:func:`evaluate_on_dev`)."""
+        return evaluate_on_dev(model_dir, config, dev_docs, log, kinds=kinds)
 
     def __call__(self, kind: str, model, data: TrainingData, config, base_path=None,
                  first_stage_encode=None) -> dict[str, Any]:

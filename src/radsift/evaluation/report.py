@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from radsift.errors import ConfigError
+from radsift.evaluation.plots import write_plots
 from radsift.evaluation.protocols.base import Table
 
 
@@ -170,8 +171,6 @@ def write_report(result, out_dir: str | Path, plots: bool = True) -> dict[str, P
     Raises:
         ConfigError: ``out_dir`` exists and is not a folder, or cannot be created.
     """
-    from radsift.evaluation.plots import write_plots
-
     out = prepare_out_dir(out_dir)
     drawn = write_plots(result.protocols, out) if plots else {}
     paths = {"markdown": out / "report.md", "json": out / "report.json"}

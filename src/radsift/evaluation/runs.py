@@ -11,6 +11,8 @@ from typing import Iterable
 
 from radsift.evaluation.trec import read_queries, write_run
 from radsift.progress import progress_bar
+from radsift.ranking import NEEDS_DENSE
+from radsift.search.options import check_options
 
 
 def run_queries(index, queries_path: str | Path, out: str | Path, *, k: int = 1000, mode: str = "hybrid",
@@ -31,9 +33,6 @@ def run_queries(index, queries_path: str | Path, out: str | Path, *, k: int = 10
         ConfigError: A bad option (an unknown ``where`` key or ``target`` section, a bad mode ...),
             or ``rerank`` without a reranker.
     """
-    from radsift.ranking import NEEDS_DENSE
-    from radsift.search.options import check_options
-
     m = index.manifest
     check_options("check", k=k, mode=mode, level=level, unit=unit, negation=negation, rerank=rerank,
                   target=target, where=where, sections=m.sections, metadata_keys=m.metadata_keys, alpha=alpha,

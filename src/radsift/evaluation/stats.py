@@ -9,7 +9,9 @@
   test on per-query metric differences, with a fixed seed; :func:`paired_t_test` as the
   parametric companion.
 
-Distributions come from :mod:`scipy.stats`; only the short closed forms are written here.
+Distributions come from :mod:`scipy.stats` (imported on first use: it takes most of a second, and
+the modules that import this one need not pay it until a test runs); only the short closed forms are
+written here.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy import stats as _st
 
 # Below this many discordant pairs McNemar's test is exact (binomial); at or above it the
 # continuity-corrected chi-square is used. 25 is the usual textbook threshold: the
@@ -28,10 +29,17 @@ from scipy import stats as _st
 MCNEMAR_EXACT_BELOW = 25
 
 
+def _scipy_stats():
+    """:mod:`scipy.stats`, imported on first use."""
+    from scipy import stats
+
+    return stats
+
+
 def _z(confidence: float) -> float:
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    return float(_st.norm.ppf(0.5 + confidence / 2.0))
+    return float(_scipy_stats().norm.ppf(0.5 + confidence / 2.0))
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -109,10 +117,10 @@ def mcnemar_counts(b: int, c: int, exact: bool | None = None) -> McNemarResult:
     if n == 0:
         return McNemarResult(b, c, 0.0, 1.0, "exact" if use_exact else "chi2-cc")
     if use_exact:
-        p = _st.binomtest(b, n, 0.5, alternative="two-sided").pvalue
+        p = _scipy_stats().binomtest(b, n, 0.5, alternative="two-sided").pvalue
         return McNemarResult(b, c, float(min(b, c)), float(min(1.0, p)), "exact")
     stat = max(abs(b - c) - 1, 0) ** 2 / n
-    return McNemarResult(b, c, float(stat), float(_st.chi2.sf(stat, df=1)), "chi2-cc")
+    return McNemarResult(b, c, float(stat), float(_scipy_stats().chi2.sf(stat, df=1)), "chi2-cc")
 
 
 def mcnemar(first: Sequence[bool], second: Sequence[bool], exact: bool | None = None) -> McNemarResult:
@@ -188,7 +196,7 @@ def mean_interval(values: Sequence[float], confidence: float = 0.95) -> MeanInte
     if x.size < 2:
         return MeanInterval(mean, math.nan, math.nan, 1, confidence)
     sem = float(x.std(ddof=1)) / math.sqrt(x.size)
-    half = float(_st.t.ppf(0.5 + confidence / 2.0, df=x.size - 1)) * sem
+    half = float(_scipy_stats().t.ppf(0.5 + confidence / 2.0, df=x.size - 1)) * sem
     return MeanInterval(mean, mean - half, mean + half, int(x.size), confidence)
 
 
@@ -243,7 +251,7 @@ def paired_randomization_test(
     def mean_diff(u: np.ndarray, v: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.mean(u - v, axis=axis)
 
-    res = _st.permutation_test(
+    res = _scipy_stats().permutation_test(
         (x, y),
         mean_diff,
         permutation_type="samples",
@@ -269,5 +277,5 @@ def paired_t_test(a: Sequence[float], b: Sequence[float]) -> PairedTestResult:
     if not np.any(diff - diff.mean()):
         # No variance in the differences: t is infinite (p = 0) unless all differences are 0.
         return PairedTestResult(float(diff.mean()), 1.0 if not np.any(diff) else 0.0, int(x.size), "t")
-    res = _st.ttest_rel(x, y)
+    res = _scipy_stats().ttest_rel(x, y)
     return PairedTestResult(float(diff.mean()), float(res.pvalue), int(x.size), "t")

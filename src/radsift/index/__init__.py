@@ -5,7 +5,7 @@ Searching an index is :class:`radsift.Index` (in :mod:`radsift.search`, downstre
 
 from radsift.index.builder import BuildSummary, ChangeSummary, add_to_index, build_index, delete_from_index, optimize_index
 from radsift.index.manifest import FORMAT_VERSION, Manifest
-from radsift.index.store import IndexStore
+from radsift.index.reader import IndexStore
 
 __all__ = ["FORMAT_VERSION", "BuildSummary", "ChangeSummary", "IndexStore", "Manifest", "add_to_index", "build_index",
            "delete_from_index", "optimize_index"]

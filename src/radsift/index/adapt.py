@@ -76,7 +76,7 @@ def build_adapted_index(index_dir: str | Path, reports: Iterable[Report], *, ste
     """
     from radsift.errors import ConfigError
     from radsift.index.builder import build_index
-    from radsift.index.store import CURRENT
+    from radsift.index.format import CURRENT
     from radsift.models.encoder import Encoder
     from radsift.models.training.config import TrainConfig
     from radsift.models.training.runner import train

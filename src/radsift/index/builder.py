@@ -14,10 +14,14 @@ from typing import Iterable
 import numpy as np
 
 from radsift.errors import ConfigError, CorpusError, IndexStoreError
-from radsift.index.manifest import FORMAT_VERSION, Manifest, now_iso
-from radsift.index.store import (CURRENT, GEN_PREFIX, MARKER, SEGMENTS, TMP_PREFIX, GenerationData, IndexStore,
-                                 LabelRecord, ReportRecord, SectionRecord, SentenceRecord, commit_generation,
-                                 mark_index_dir, remove_leftovers, write_lock, write_segment)
+from radsift.index.format import (CURRENT, GEN_PREFIX, MARKER, SEGMENTS, TMP_PREFIX, GenerationData, LabelRecord,
+                                  ReportRecord, SectionRecord, SentenceRecord)
+from radsift.index.generations import mark_index_dir, read_current, write_lock
+from radsift.index.lifecycle import remove_leftovers
+from radsift.index.manifest import FORMAT_VERSION, MANIFEST_NAME, Manifest, now_iso
+from radsift.index.reader import IndexStore
+from radsift.index.verify import check_files
+from radsift.index.writer import commit_generation, live_counts, write_segment
 from radsift.ranking.bm25 import TermStats
 from radsift.text.tokens import TOKENIZER_VERSION, tokenize
 from radsift.records import Report
@@ -398,8 +402,6 @@ def _tombstoned(store: IndexStore, ids: Iterable[str]) -> list[dict]:
 
 def _commit(index_dir: Path, manifest: Manifest, segments: list[dict]) -> Path:
     """Fill in what the generation's segments decide (live counts, section and finding names) and commit it."""
-    from radsift.index.store import live_counts
-
     manifest.segments = segments
     counts = live_counts(index_dir, segments)
     manifest.counts = {**counts, "empty_reports": len(manifest.empty_ids),
@@ -510,9 +512,6 @@ def optimize_index(index_dir: str | Path, *, progress: bool = False) -> ChangeSu
 
 def _format_of(index_dir: Path) -> int | None:
     """The format version the live generation's manifest declares (None when it cannot be read)."""
-    from radsift.index.manifest import MANIFEST_NAME
-    from radsift.index.store import read_current
-
     try:
         return json.loads((read_current(index_dir) / MANIFEST_NAME).read_text(encoding="utf-8")).get("format_version")
     except (OSError, ValueError, AttributeError):
@@ -525,9 +524,6 @@ def _upgrade_v1(index_dir: Path, opts: BuildOptions, start: float) -> ChangeSumm
     re-encoded. The format-1 generation stays on disk until the next write (not readable by this radsift)."""
     import sqlite3
 
-    from radsift.index.integrity import check_files
-    from radsift.index.manifest import MANIFEST_NAME
-    from radsift.index.store import read_current
     from radsift.ranking.tiers import STATUS_CODES
 
     gen = read_current(index_dir)

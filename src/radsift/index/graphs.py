@@ -31,8 +31,12 @@ from typing import Callable
 import numpy as np
 
 from radsift.errors import IndexStoreError
+from radsift.index.backends.duplicates import duplicate_groups, nodes_of, row_hashes, rows_of
+from radsift.index.backends.factory import resolve_backend
+from radsift.index.backends.hnsw import BATCH, DEFAULTS, HnswBackend, read_graph
 from radsift.index.backends.placement import GRAPH_DIR, graph_path
-from radsift.index.store import GEN_PREFIX, UNIT_KINDS, IndexStore
+from radsift.index.format import GEN_PREFIX, UNIT_KINDS
+from radsift.index.reader import IndexStore
 
 LAYOUT_VERSION = 1
 #: Build from scratch instead of extending when more than this share of the nodes would be empty.
@@ -56,7 +60,7 @@ class Layout:
             vector file that the manifest records: a segment name can come back after a rollback),
             ``deleted`` (its deleted report rows) and ``units`` (its live rows of this kind).
         options: The graph-shaping build options (:data:`SHAPING`).
-        hashes: Per node, the :func:`~radsift.index.backends.hnsw.row_hashes` of its vector.
+        hashes: Per node, the :func:`~radsift.index.backends.duplicates.row_hashes` of its vector.
         node_segment: Per node, the segment (index into ``segments``) of one of its rows ...
         node_row: ... and that row in the segment's vector file: still there once the row's report
             is deleted, so a new row equal to an empty node's vector is checked against it and
@@ -135,8 +139,6 @@ def build_graphs(index_dir: str | Path, backend: str = "hnsw", *, say: Callable[
     Raises:
         ConfigError: An unknown backend, or ``hnsw`` without its extra installed.
     """
-    from radsift.index.backends.factory import resolve_backend
-
     index_dir = Path(index_dir)
     written = []
     store = IndexStore.open(index_dir)
@@ -165,8 +167,6 @@ def _write_graph(store: IndexStore, kind: str, path: Path, extend: bool, say: Ca
                  options: dict) -> None:
     """Extend the earlier graph into ``path`` or build it from scratch; the layout is saved first, so
     a graph file never lacks its layout (a crash in between leaves a layout nothing reads)."""
-    from radsift.index.backends.hnsw import HnswBackend
-
     vectors = store.units(kind).vectors
     plan = _plan(store, kind, options) if extend else None
     if isinstance(plan, _Growth):
@@ -208,8 +208,6 @@ def _vectors_sha(info, kind: str) -> str | None:
 
 def _shaping(options: dict) -> dict:
     """The graph-shaping options of a build with ``options`` (defaults filled in)."""
-    from radsift.index.backends.hnsw import DEFAULTS
-
     return {k: options.get(k, DEFAULTS[k]) for k in SHAPING}
 
 
@@ -232,8 +230,6 @@ def _plan(store: IndexStore, kind: str, options: dict) -> _Growth | str | None:
 
     Reads the earlier graph into memory and the new segments' vectors; nothing is written.
     """
-    from radsift.index.backends.hnsw import nodes_of, read_graph, row_hashes
-
     source = _earlier_graph(store.index_dir, store.gen_dir.name, kind)
     if source is None:
         return None
@@ -301,8 +297,6 @@ def _known_nodes(store: IndexStore, kind: str, earlier: Layout, rows: np.ndarray
     A hash match is checked against the node's recorded row (read from its segment's vector file,
     which holds the row even when its report was deleted since).
     """
-    from radsift.index.backends.hnsw import BATCH, rows_of
-
     out = np.full(rows.shape[0], -1, dtype=np.int64)
     if not len(earlier.hashes) or not rows.size:
         return out
@@ -328,8 +322,6 @@ def _known_nodes(store: IndexStore, kind: str, earlier: Layout, rows: np.ndarray
 def _distinct(vectors, rows: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct vectors among ``rows``: positions (in ``rows``) of the first row of each, and the
     number of each row's vector."""
-    from radsift.index.backends.hnsw import duplicate_groups, nodes_of
-
     groups = duplicate_groups(vectors, hashes=hashes, rows=rows)
     first = np.arange(rows.shape[0], dtype=np.int64) if groups is None else groups[0][groups[1][:-1]]
     return first, nodes_of(groups, rows.shape[0])

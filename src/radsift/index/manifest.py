@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from radsift.errors import IndexStoreError
+from radsift.models.encoder import model_fingerprint
 from radsift.ranking.bm25 import BM25_PARAMS
 
 #: 2: segments (``INDEX/segments/``) listed by each generation, BM25 as term statistics (1: one folder per
@@ -46,7 +47,7 @@ class Manifest:
     # How the stored vectors were encoded, in order of use (radsift.models.onnx_encoder.BUILD_ENCODERS):
     # ["torch"], or ["onnx-int8"], or ["torch", "onnx"] after an add with another encoder.
     build_encoders: list[str] = field(default_factory=lambda: ["torch"])
-    # The generation's segments, in row order (radsift.index.store): {"name", "counts" (reports, sentences,
+    # The generation's segments, in row order (radsift.index.writer): {"name", "counts" (reports, sentences,
     # sections written), "sections", "findings" (the segment's own code tables), "files" (relative path ->
     # {"size", "sha256"}), "deleted" (the segment's report rows deleted since, ascending)}.
     segments: list[dict] = field(default_factory=list)
@@ -59,8 +60,6 @@ class Manifest:
         Raises:
             IndexStoreError: Naming the index, its model and the folder given.
         """
-        from radsift.models.encoder import model_fingerprint
-
         if model_fingerprint(Path(path)) != self.model_fingerprint:
             raise IndexStoreError(
                 f"{index_dir} was built with model {self.model_name} ({self.model_path}); {path} is a different "

@@ -40,7 +40,13 @@ from typing import Callable
 
 import numpy as np
 
-from radsift.index.store import IndexStore, _Segment, referenced_names
+from radsift.errors import IndexDamagedError
+from radsift.index.lifecycle import referenced_names
+from radsift.index.reader import IndexStore
+from radsift.index.segment import SegmentReader
+from radsift.models.poly_encoder import PolyEncoder
+from radsift.ranking import best_per_owner
+from radsift.text.aspects import WINDOW_OVERLAP, WINDOW_WORDS, section_windows
 
 POLY_DIR = Path("cache") / "poly"
 #: Part of every fingerprint: a new layout or encoding of the codes never reads old files.
@@ -54,8 +60,6 @@ _SHAPING_FILES = ("poly_encoder.json", "sentence_bert_config.json", "config.json
 
 
 def _window_settings() -> dict:
-    from radsift.text.aspects import WINDOW_OVERLAP, WINDOW_WORDS
-
     return {"words": WINDOW_WORDS, "overlap": WINDOW_OVERLAP}
 
 
@@ -100,7 +104,7 @@ class SegmentCodes:
     path: Path | None = None
 
 
-def _identity(seg: _Segment) -> dict:
+def _identity(seg: SegmentReader) -> dict:
     """What the codes of ``seg`` depend on besides the model: the segment's contents and the windows."""
     sha = ((seg.info.get("files") or {}).get("store.sqlite") or {}).get("sha256")
     return {"segment": seg.name, "store_sha256": sha, "sections": int(seg.info["counts"]["sections"]),
@@ -117,7 +121,7 @@ def _valid_owner(owner: np.ndarray, n_sections: int) -> bool:
     return bool(owner.size and owner[0] == 0 and owner[-1] == n_sections - 1 and np.isin(steps, (0, 1)).all())
 
 
-def read_segment_codes(seg: _Segment, fingerprint: str, m: int, dim: int) -> SegmentCodes | None:
+def read_segment_codes(seg: SegmentReader, fingerprint: str, m: int, dim: int) -> SegmentCodes | None:
     """The cached codes of ``seg``, or None when there are none that can be trusted (missing,
     unreadable, not finite, another shape, another segment by that name, other window settings)."""
     path = codes_path(seg.index_dir, seg.name, fingerprint)
@@ -139,14 +143,10 @@ def read_segment_codes(seg: _Segment, fingerprint: str, m: int, dim: int) -> Seg
     return SegmentCodes(codes, owner, path)
 
 
-def encode_segment(seg: _Segment, poly) -> SegmentCodes:
+def encode_segment(seg: SegmentReader, poly) -> SegmentCodes:
     """Encode every section of ``seg`` (its windows; identical windows once) with ``poly``."""
-    from radsift.text.aspects import section_windows
-
     rows = seg.rows("sections", None)
     if [r[0] for r in rows] != list(range(len(rows))):
-        from radsift.errors import IndexDamagedError
-
         raise IndexDamagedError(f"{seg.path / 'store.sqlite'}: section rows are not numbered 0..{len(rows) - 1}")
     windows, owner = section_windows([r[3] for r in rows])
     uniq: dict[str, int] = {}
@@ -171,7 +171,7 @@ def _save_atomic(path: Path, write: Callable[[object], None]) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def write_segment_codes(seg: _Segment, fingerprint: str, found: SegmentCodes) -> Path:
+def write_segment_codes(seg: SegmentReader, fingerprint: str, found: SegmentCodes) -> Path:
     """Write ``found`` as the cache of ``seg`` (sidecar first, codes last), then remove the caches of
     segments no generation lists any more.
 
@@ -228,7 +228,7 @@ class PolyCodes:
         self._segments: dict[tuple[str, str], SegmentCodes] = {}
         self._lock = threading.Lock()
 
-    def segment(self, seg: _Segment) -> SegmentCodes:
+    def segment(self, seg: SegmentReader) -> SegmentCodes:
         """The codes of ``seg``: kept, cached on disk, or encoded now (and cached)."""
         key = (str(seg.index_dir.resolve()), json.dumps(_identity(seg), sort_keys=True))
         with self._lock:
@@ -262,7 +262,7 @@ class PolyCodes:
             live = np.flatnonzero(rows >= 0)
             for start in range(0, live.shape[0], SCORE_CHUNK):
                 at = live[start:start + SCORE_CHUNK]
-                np.maximum.at(out, rows[at], self.poly.score(q, found.codes[at])[0])
+                best_per_owner(self.poly.score(q, found.codes[at])[0], rows[at], n, out=out)
         return out
 
 
@@ -276,8 +276,6 @@ def build_poly_codes(index_dir: str | Path, poly, *, say: Callable[[str], None] 
     Raises:
         ConfigError: ``poly`` is not a poly-encoder folder.
     """
-    from radsift.models.poly_encoder import PolyEncoder
-
     if isinstance(poly, (str, Path)):
         poly = PolyEncoder.load(poly)
     store = IndexStore.open(index_dir)

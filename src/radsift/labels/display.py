@@ -7,14 +7,13 @@ from typing import Any, Sequence
 from rich.table import Table
 
 from radsift.records import Mention
+from radsift.text import split_sentences
 
 _STATUS_STYLE = {"present": "green", "absent": "red", "uncertain": "yellow"}
 
 
 def explain(labeler, text: str) -> list[str]:
     """Split ``text`` into sentences and explain each (spans are offsets in its sentence)."""
-    from radsift.text import split_sentences
-
     spans = split_sentences(text) or [(0, len(text))]
     lines: list[str] = []
     for start, end in spans:

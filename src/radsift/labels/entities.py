@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from radsift.labels.lexicon import load_lexicon
+
 #: Phrases shorter than this (characters) match only as upper-case abbreviations of at least
 #: :data:`MIN_ABBREVIATION` letters, case-sensitively ("CKD" but not "ckd"; "AS", "MS" never).
 MIN_CHARS = 4
@@ -157,8 +159,6 @@ def medquad_entities(documents: Iterable) -> list[Entity]:
 
 def lexicon_entities(lexicon=None) -> list[Entity]:
     """Entities of a radsift finding lexicon (default: the packaged one): name and synonyms."""
-    from radsift.labels.lexicon import load_lexicon
-
     lex = lexicon if lexicon is not None else load_lexicon()
     return [Entity(c.name, None, tuple(s for s in c.synonyms if s != c.name), "lexicon") for c in lex]
 

@@ -11,6 +11,7 @@ from radsift.labels.negation import NegationDetector
 from radsift.labels.openvocab import Phrase, PhraseReader
 from radsift.labels.rules import Rules, load_rules
 from radsift.labels.spotter import Spotter
+from radsift.progress import progress_bar
 from radsift.records import Mention
 
 _CACHE_LIMIT = 1_000_000  # unique sentences kept; radiology repeats sentences a lot
@@ -76,7 +77,6 @@ class Labeler:
             if any(m.kind == "synonym" for m in matches):
                 need_doc.append(text)
         docs = iter(self.detector.make_docs(need_doc, batch_size=batch_size))
-        from radsift.progress import progress_bar
 
         with progress_bar(disable=None if progress else True) as bar:
             task = bar.add_task("labeling sentences", total=len(texts))

@@ -164,26 +164,9 @@ def _check_descriptions(raw, phrases: dict, source: str) -> None:
             seen.setdefault(key, (text, line, name))
 
 
-def parse_lexicon(text: str, source: str) -> Lexicon:
-    """Parse lexicon YAML text (see the module docstring for the format).
-
-    Raises:
-        LexiconError: Naming ``source`` and the line of the first problem.
-    """
-    data = load_yaml(text, source)
-    if data is None:
-        raise LexiconError(f"{source}: empty lexicon file")
-    check_keys(data, _TOP_KEYS, {"concepts"}, source, "lexicon")
-    if "version" in data and data["version"] != 1:
-        raise LexiconError(f"{source}:{data.line_of('version')}: unsupported lexicon version {data['version']!r}")
-    for key in ("name", "description"):
-        if key in data and not isinstance(data[key], str):
-            raise LexiconError(f"{source}:{data.line_of(key)}: {key!r} must be a string")
-    categories = tuple(c for c, _ in string_list(data, "categories", source, "lexicon"))
-    concepts_node = data["concepts"]
-    if not isinstance(concepts_node, LineList) or not concepts_node:
-        raise LexiconError(f"{source}:{data.line_of('concepts')}: 'concepts' must be a non-empty list")
-
+def _read_concepts(concepts_node: LineList, categories: tuple[str, ...],
+                   source: str) -> list[tuple[LineDict, str, str, dict[str, list[tuple[str, int]]]]]:
+    """Each concept's node, name, category and phrase lists (``(text, line)``), its keys and types checked."""
     raw: list[tuple[LineDict, str, str, dict[str, list[tuple[str, int]]]]] = []
     for i, node in enumerate(concepts_node):
         if not isinstance(node, LineDict):
@@ -206,6 +189,30 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
             for key in ("synonyms", "absent_phrases", "normal_subjects", "descriptions")
         }
         raw.append((node, name, category, lists))
+    return raw
+
+
+def parse_lexicon(text: str, source: str) -> Lexicon:
+    """Parse lexicon YAML text (see the module docstring for the format).
+
+    Raises:
+        LexiconError: Naming ``source`` and the line of the first problem.
+    """
+    data = load_yaml(text, source)
+    if data is None:
+        raise LexiconError(f"{source}: empty lexicon file")
+    check_keys(data, _TOP_KEYS, {"concepts"}, source, "lexicon")
+    if "version" in data and data["version"] != 1:
+        raise LexiconError(f"{source}:{data.line_of('version')}: unsupported lexicon version {data['version']!r}")
+    for key in ("name", "description"):
+        if key in data and not isinstance(data[key], str):
+            raise LexiconError(f"{source}:{data.line_of(key)}: {key!r} must be a string")
+    categories = tuple(c for c, _ in string_list(data, "categories", source, "lexicon"))
+    concepts_node = data["concepts"]
+    if not isinstance(concepts_node, LineList) or not concepts_node:
+        raise LexiconError(f"{source}:{data.line_of('concepts')}: 'concepts' must be a non-empty list")
+
+    raw = _read_concepts(concepts_node, categories, source)
 
     # Irregular plurals come from the lexicon's own vocabulary, so derive them before keying phrases.
     vocabulary = phrase_words(

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from radsift.errors import CorpusError
 from radsift.labels.lexicon import slugify
 from radsift.records import Mention, Report
+from radsift.text import report_sentences
 
 YES, NO = "yes", "no"
 POLARITY_OF_STATUS = {"present": YES, "absent": NO}
@@ -305,7 +306,6 @@ def build_weak_labels(
         CorpusError: A report id contains whitespace (it could not be a TREC docid).
     """
     from radsift.labels.labeler import Labeler
-    from radsift.text import report_sentences
 
     labeler = labeler or Labeler()
     sections = tuple(sections)

@@ -19,6 +19,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from radsift.errors import ConfigError
+from radsift.progress import progress_bar
 
 # The hub's own offline switches: even a mistaken hub id must fail instead of downloading.
 for _var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
@@ -135,8 +136,6 @@ class Encoder:
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
     def _encode_with_progress(self, texts: list[str], batch_size: int, desc: str) -> np.ndarray:
-        from radsift.progress import progress_bar
-
         # Sort by length so batches pad little, encode in chunks to drive a rich progress bar.
         order = np.argsort([len(t) for t in texts], kind="stable")[::-1]
         out = np.empty((len(texts), self.dim), dtype=np.float32)

@@ -41,7 +41,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from radsift.errors import ConfigError
-from radsift.models.encoder import model_display_name, model_fingerprint, resolve_model_path
+from radsift.models.encoder import Encoder, model_display_name, model_fingerprint, resolve_model_path
+from radsift.progress import progress_bar
 
 #: What ``pip install`` brings what this module needs.
 INSTALL_HINT = "pip install 'radsift[fast]' (or: pip install onnxruntime onnx 'numpy<2')"
@@ -268,8 +269,6 @@ def _export_into(path: Path, out: Path, variant: str) -> dict[str, Any]:
 
     import torch
 
-    from radsift.models.encoder import Encoder
-
     quant = _quant_settings(variant)
     base = Encoder.load(path)
     st = base.model
@@ -470,7 +469,6 @@ class OnnxEncoder:
             return np.zeros((0, self.dim), dtype=np.float32)
         if not progress:
             return self.runner.encode(list(texts), batch_size)
-        from radsift.progress import progress_bar
 
         with progress_bar() as bar:
             task = bar.add_task(desc, total=len(texts))
@@ -506,8 +504,6 @@ def load_build_encoder(kind: str = "torch", model: str | Path | None = None, *, 
         raise ConfigError(f"--encoder {kind!r}: unknown encoder; choose one of {', '.join(BUILD_ENCODERS)}")
     variant = BUILD_ENCODERS[kind]
     if variant is None:
-        from radsift.models.encoder import Encoder
-
         return Encoder.load(model, threads=threads)
     return OnnxEncoder.load(model, variant=variant, threads=threads, cache_dir=cache_dir, log=log)
 

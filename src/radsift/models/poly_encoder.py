@@ -30,6 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from radsift.errors import ConfigError
+from radsift.models.encoder import resolve_model_path, set_threads
 
 CONFIG_FILE = "poly_encoder.json"
 CODES_FILE = "poly_codes.safetensors"
@@ -109,8 +110,6 @@ class PolyEncoder:
         torch = _torch()
         from sentence_transformers import SentenceTransformer
 
-        from radsift.models.encoder import resolve_model_path
-
         if codes < 1:
             raise ConfigError(f"poly_codes: must be at least 1, not {codes}")
         path = resolve_model_path(base_model)
@@ -130,8 +129,6 @@ class PolyEncoder:
         torch = _torch()
         from safetensors.torch import load_file
         from sentence_transformers import SentenceTransformer
-
-        from radsift.models.encoder import set_threads
 
         path = Path(path).expanduser()
         if not is_poly_encoder(path):

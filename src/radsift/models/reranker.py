@@ -29,6 +29,7 @@ from typing import Sequence, TypeVar, Union
 import numpy as np
 
 from radsift.errors import ConfigError
+from radsift.models.encoder import set_threads
 from radsift.ranking.fusion import RERANK_WEIGHT, check_weight, fuse, fused_order
 from radsift.records import Hit
 
@@ -70,7 +71,6 @@ class Reranker:
         path = Path(path).expanduser()
         if not (path / "config.json").exists():
             raise ConfigError(f"reranker folder not found or not a model folder (no config.json): {path}")
-        from radsift.models.encoder import set_threads
 
         set_threads(threads)
         from sentence_transformers import CrossEncoder

@@ -19,6 +19,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from radsift.errors import ConfigError
+from radsift.models.encoder import DEFAULT_MODEL_NAME, model_display_name
 
 #: Written beside a trained model; read by the index that uses the model.
 SETTINGS_FILE = "radsift_search.json"
@@ -101,8 +102,6 @@ def load_search_settings(folder: str | Path | None, name: str | None = None) -> 
 def settings_of_model(folder: str | Path | None, name: str | None = None) -> SearchSettings:
     """The settings of the model in ``folder`` (its own file, else the packaged table under its display
     name); without a folder, the packaged table's entry for ``name`` (default: the packaged model)."""
-    from radsift.models.encoder import DEFAULT_MODEL_NAME, model_display_name
-
     if folder is None:
         return packaged_settings(name or DEFAULT_MODEL_NAME)
     path = Path(folder)

@@ -1,4 +1,5 @@
-"""From a unit ranking (sentences, sections) to a group ranking (reports): the best unit stands for its group."""
+"""From unit scores (sentences, sections, windows, phrases) to their owners' (reports, passages,
+concepts): the best unit stands for its owner."""
 
 from __future__ import annotations
 
@@ -28,6 +29,27 @@ def best_per_group(rows: np.ndarray, scores: np.ndarray, group_of: np.ndarray, k
     if k is not None:
         first = first[:k]
     return groups[first], rows[first], np.asarray(scores)[first]
+
+
+def best_per_owner(scores: np.ndarray, owner: np.ndarray, n: int, *, fill: float = -np.inf,
+                   out: np.ndarray | None = None) -> np.ndarray:
+    """The best score of each owner's units (a scatter-max, float32).
+
+    Args:
+        scores: One score per unit.
+        owner: The owner (0 to ``n - 1``) of each unit.
+        n: Number of owners.
+        fill: The score of an owner without units.
+        out: Accumulate into this array instead (its values count as scores already seen;
+            ``n`` and ``fill`` are then unused): for units scored in chunks.
+
+    Returns:
+        ``(n,)`` float32 (``out`` when given).
+    """
+    if out is None:
+        out = np.full(n, fill, dtype=np.float32)
+    np.maximum.at(out, np.asarray(owner), np.asarray(scores, dtype=out.dtype))
+    return out
 
 
 def best_unit_per_report(rows: np.ndarray, scores: np.ndarray, report_of_row: np.ndarray, k: int | None

@@ -31,6 +31,8 @@ from typing import Sequence
 
 import numpy as np
 
+from radsift.ranking import best_per_owner
+
 #: Synonyms longer than this many words do not join the BM25 side of a linked query.
 MAX_EXPANSION_WORDS = 3
 
@@ -91,9 +93,7 @@ class ConceptLinker:
     def scores(self, query_vector: np.ndarray) -> np.ndarray:
         """The best cosine of the query with each concept's phrases (one per concept)."""
         sims = self.vectors @ np.asarray(query_vector, dtype=np.float32)
-        best = np.full(len(self.concepts), -np.inf, dtype=np.float32)
-        np.maximum.at(best, self.owner, sims)
-        return best
+        return best_per_owner(sims, self.owner, len(self.concepts))
 
     def link(self, query_vector: np.ndarray, threshold: float) -> Link | None:
         """The concept the query describes, or None when no phrase reaches ``threshold``."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from radsift.index.store import IndexStore
+from radsift.index.reader import IndexStore
 from radsift.ranking.bands import BandTable, band_of, relative_scores, score_kind
 from radsift.ranking.core import base_scores, eligible
 from radsift.ranking.tiers import CLASS_NAMES, STATES

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping
 from radsift.errors import IndexStoreError
 from radsift.index.backends.factory import resolve_backend
 from radsift.index.backends.placement import open_backend
-from radsift.index.store import IndexStore
+from radsift.index.reader import IndexStore
 from radsift.ranking import MODES
 from radsift.records import HitMention, QueryReading, Report
 from radsift.search.mentions import mentions_in

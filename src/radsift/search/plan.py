@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from radsift.index.store import IndexStore
+from radsift.index.reader import IndexStore
 from radsift.ranking import side_flags, stating, units_with_terms
 from radsift.records import QueryReading
 from radsift.search.options import SearchRequest

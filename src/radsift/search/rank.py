@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from radsift.index.store import IndexStore
+from radsift.index.reader import IndexStore
 from radsift.ranking import rank, rank_groups
 from radsift.ranking import rerank as rerank_core
 from radsift.search.options import SearchRequest

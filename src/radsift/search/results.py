@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Sequence
 
-from radsift.index.store import IndexStore
+from radsift.index.reader import IndexStore
 from radsift.records import Hit, HitMention, QueryReading
 from radsift.search.counts import Counts
 from radsift.search.highlight import highlight_spans

@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from radsift.errors import IndexDamagedError
-from radsift.index.store import IndexStore
+from radsift.index.reader import IndexStore
 from radsift.ranking import NEEDS_BM25, NEEDS_DENSE, bm25_scores, rank
 from radsift.ranking.prf import FB_DOCS, rm3_weights, rocchio, weighted_bm25_scores
 from radsift.records import QueryReading

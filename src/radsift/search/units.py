@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from radsift.index.store import IndexStore
+from radsift.index.reader import IndexStore
 from radsift.records import Sentence
 
 

@@ -15,7 +15,7 @@ jobs of this package in order:
 from __future__ import annotations
 
 from radsift.errors import ConfigError
-from radsift.index.store import IndexStore
+from radsift.index.reader import IndexStore
 from radsift.ranking import NEEDS_DENSE
 from radsift.search.options import SearchRequest
 from radsift.search.plan import plan_search

@@ -16,6 +16,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from radsift.evaluation.stats import bonferroni, mean_interval, paired_randomization_test
+
 # Recall levels of the interpolated precision-recall curves (0, 0.05, ..., 1).
 RECALL_LEVELS = np.round(np.linspace(0.0, 1.0, 21), 2)
 
@@ -139,8 +141,6 @@ def mean_pr_curve(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[
 # ---------------------------------------------------------------------------------------------
 def mean_ci(values: Sequence[float]) -> dict[str, float]:
     """Mean and t-based 95% interval (``nan`` bounds for fewer than 2 values)."""
-    from radsift.evaluation.stats import mean_interval
-
     if not len(values):
         return {"mean": math.nan, "low": math.nan, "high": math.nan, "n": 0}
     mi = mean_interval(values)
@@ -159,8 +159,6 @@ def paired_comparisons(per_system: Mapping[str, Sequence[float]], metric: str,
     Returns:
         ``(table, rows)``; the table is None with fewer than two systems.
     """
-    from radsift.evaluation.stats import bonferroni, paired_randomization_test
-
     names = list(per_system)
     pairs = list(itertools.combinations(names, 2))
     if not pairs:

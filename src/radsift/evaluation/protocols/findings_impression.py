@@ -37,6 +37,8 @@ from radsift.evaluation.protocols.base import (
     pvalue,
     skipped,
 )
+from radsift.evaluation.stats import bonferroni, mcnemar, wilson_interval
+from radsift.labels.weak import normalize_sentence
 from radsift.splits import is_held_out
 
 KEY = "findings_to_impression"
@@ -46,8 +48,6 @@ KS = (1, 5, 10)
 
 def impression_key(text: str) -> str:
     """The identity of an impression: case, spacing and a final period folded."""
-    from radsift.labels.weak import normalize_sentence
-
     return normalize_sentence(text)
 
 
@@ -66,8 +66,6 @@ def run_findings_to_impression(reports: Sequence, systems: Sequence, *, holdout_
         max_queries: Evaluate a seeded sample of at most this many held-out findings (the
             candidates stay all held-out impressions).
     """
-    from radsift.evaluation.stats import bonferroni, mcnemar, wilson_interval
-
     t0 = time.perf_counter()
     pairs = [
         (r.id, r.sections[findings_section].strip(), r.sections[impression_section].strip())
@@ -127,25 +125,9 @@ def run_findings_to_impression(reports: Sequence, systems: Sequence, *, holdout_
             note="Identical impressions (case, spacing and final period folded) are one candidate.",
         )],
     )
-    tests = []
-    names = list(summary)
-    pairs_of_systems = list(itertools.combinations(names, 2))
-    if pairs_of_systems:
-        test_rows = []
-        for k in ks:
-            results = [mcnemar(hits[a][k], hits[b][k]) for a, b in pairs_of_systems]
-            adjusted = bonferroni([r.p_value for r in results], m=len(pairs_of_systems))
-            for (a, b), r, p_adj in zip(pairs_of_systems, results, adjusted):
-                tests.append({"k": k, "a": a, "b": b, "a_only": r.b, "b_only": r.c, "statistic": r.statistic,
-                              "p": r.p_value, "p_bonferroni": p_adj, "method": r.method})
-                test_rows.append([f"top-{k}", a, b, r.b, r.c, r.method, pvalue(r.p_value), pvalue(p_adj)])
-        result.tables.append(Table(
-            title=f"McNemar tests between systems (Bonferroni over {len(pairs_of_systems)} pair(s) per cutoff)",
-            columns=["cutoff", "A", "B", "A only", "B only", "test", "p", "p (Bonferroni)"],
-            rows=test_rows,
-            note="'A only': queries matched by A and not by B. exact = binomial test on the discordant pairs "
-                 "(fewer than 25), chi2-cc = continuity-corrected chi-square.",
-        ))
+    tests, table = mcnemar_tests(hits, list(summary), ks)
+    if table is not None:
+        result.tables.append(table)
     result.data = {
         "held_out_reports": len(test),
         "reports_with_both_sections": len(pairs),
@@ -160,3 +142,36 @@ def run_findings_to_impression(reports: Sequence, systems: Sequence, *, holdout_
     result.plots = {"match_rates": {name: {k: summary[name][f"top{k}"] for k in ks} for name in summary}}
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def mcnemar_tests(hits: dict[str, dict[int, list[bool]]], names: Sequence[str],
+                  ks: Sequence[int]) -> tuple[list[dict], Table | None]:
+    """McNemar tests between every pair of systems at each cutoff, Bonferroni-corrected over the pairs.
+
+    Args:
+        hits: System -> cutoff -> one matched flag per query (the same queries for every system).
+        names: The systems, in report order.
+        ks: The cutoffs.
+
+    Returns:
+        ``(tests, table)``: one record per (cutoff, pair) and their table (None for a single system).
+    """
+    tests: list[dict] = []
+    pairs_of_systems = list(itertools.combinations(names, 2))
+    if not pairs_of_systems:
+        return tests, None
+    test_rows = []
+    for k in ks:
+        results = [mcnemar(hits[a][k], hits[b][k]) for a, b in pairs_of_systems]
+        adjusted = bonferroni([r.p_value for r in results], m=len(pairs_of_systems))
+        for (a, b), r, p_adj in zip(pairs_of_systems, results, adjusted):
+            tests.append({"k": k, "a": a, "b": b, "a_only": r.b, "b_only": r.c, "statistic": r.statistic,
+                          "p": r.p_value, "p_bonferroni": p_adj, "method": r.method})
+            test_rows.append([f"top-{k}", a, b, r.b, r.c, r.method, pvalue(r.p_value), pvalue(p_adj)])
+    return tests, Table(
+        title=f"McNemar tests between systems (Bonferroni over {len(pairs_of_systems)} pair(s) per cutoff)",
+        columns=["cutoff", "A", "B", "A only", "B only", "test", "p", "p (Bonferroni)"],
+        rows=test_rows,
+        note="'A only': queries matched by A and not by B. exact = binomial test on the discordant pairs "
+             "(fewer than 25), chi2-cc = continuity-corrected chi-square.",
+    )

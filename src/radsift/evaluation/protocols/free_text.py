@@ -41,6 +41,8 @@ from radsift.evaluation.protocols.base import (
     skipped,
     with_ci,
 )
+from radsift.evaluation.stats import wilson_interval
+from radsift.text import report_sentences
 
 KEY = "free_text_queries"
 TITLE = "Free-text queries (RadSearch)"
@@ -84,9 +86,6 @@ def run_free_text(reports: Sequence, systems: Sequence, queries: Mapping[str, st
         seed: Seed of the sample and of the tests.
     """
     import random
-
-    from radsift.evaluation.stats import wilson_interval
-    from radsift.text import report_sentences
 
     t0 = time.perf_counter()
     unjudged = check_judgments(queries, qrels, {r.id for r in reports})

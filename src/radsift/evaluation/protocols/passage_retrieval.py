@@ -4,7 +4,7 @@ CAPR (Grundmann, Arnold & Löser, "Self-supervised answer retrieval on clinical 
 candidate passages for each query and reports Recall@1 and Recall@5. Here:
 
 * The pool is every annotated passage of the split (3,762 answers of 1,111 MedQuAD documents;
-  :func:`radsift.corpus.medquad.read_cdv_test`).
+  :func:`radsift.corpus.medquad_passages.load_cdv`).
 * Each of the 3,293 queries is asked twice: (a) as its (entity, aspect) pair, the text
   :func:`radsift.text.aspects.entity_aspect_text` builds from the annotated entity and the
   aspect it normalises to (``"Sarcoidosis information"``); (b) as its natural-language question.
@@ -14,74 +14,30 @@ candidate passages for each query and reports Recall@1 and Recall@5. Here:
   candidates; ties keep the candidate order (BM25's).
 * R@k is the share of queries with a gold passage among the top k (for the 97% of queries with
   one gold passage, exactly Recall@k), with a Wilson 95% interval (:func:`radsift.evaluation.stats.wilson_interval`).
+
+``radsift bench --protocol passages`` runs it and writes its report (:mod:`radsift.evaluation.bench_passages`).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
+from radsift.corpus.medquad_passages import PassageData
 from radsift.evaluation.protocols.base import ProtocolResult, Table, no_log
+from radsift.evaluation.stats import wilson_interval
+from radsift.evaluation.systems.passage_systems import BM25Passages
+from radsift.ranking import top_k
 
 KEY = "passages"
 TITLE = "Answer passages by (entity, aspect) and by question (MedQuAD CDV test split, CAPR)"
 DEPTH = 64
 CUTOFFS = (1, 5)
 QUERY_KINDS = ("entity-aspect", "natural")
-#: The CDV split's aspect names that are not headings of radsift's aspect map.
-CDV_ASPECTS = {"exams and tests": "tests", "genetic changes": "genetics", "susceptibility": "risk_factors",
-               "information": "information"}
-
-
-@dataclass
-class PassageQuery:
-    """One query: its id, its texts by kind and its gold passage rows."""
-
-    id: str
-    texts: dict[str, str]
-    gold: frozenset[int]
-
-
-@dataclass
-class PassageData:
-    """A pool of passages and the queries over it."""
-
-    passages: list[str]
-    passage_ids: list[str]
-    queries: list[PassageQuery]
-    source: str = ""
-    notes: list[str] = field(default_factory=list)
-
-
-def cdv_aspect(aspect: str) -> str:
-    """The radsift aspect of a CDV aspect name (``exams and tests`` -> ``tests``)."""
-    from radsift.text.aspects import resolve_aspect
-
-    return CDV_ASPECTS.get(aspect) or resolve_aspect(aspect)
-
-
-def load_cdv(cdv_dir: str | Path, medquad_dir: str | Path) -> PassageData:
-    """The CDV test split as a :class:`PassageData` (both query kinds)."""
-    from radsift.corpus.medquad import read_cdv_test
-    from radsift.text.aspects import entity_aspect_text
-
-    split = read_cdv_test(cdv_dir, medquad_dir)
-    rows = {p.id: i for i, p in enumerate(split.passages)}
-    queries = [PassageQuery(q.id, {"entity-aspect": entity_aspect_text(q.entity, cdv_aspect(q.aspect)),
-                                   "natural": q.text}, frozenset(rows[g] for g in q.gold))
-               for q in split.queries]
-    return PassageData([p.text for p in split.passages], [p.id for p in split.passages], queries,
-                       source=f"{cdv_dir} + {medquad_dir}")
-
-
 def candidate_lists(bm25, queries: Sequence[str], golds: Sequence[frozenset[int]], depth: int = DEPTH) -> list[list[int]]:
     """Per query: BM25's top ``depth`` pool rows, then the gold rows it missed (ascending)."""
-    from radsift.ranking import top_k
-
     out = []
     for q, gold in zip(queries, golds):
         rows, _ = top_k(bm25.full_scores(q), depth)
@@ -94,8 +50,6 @@ def candidate_lists(bm25, queries: Sequence[str], golds: Sequence[frozenset[int]
 def hits_at(scores: Sequence[np.ndarray], candidates: Sequence[Sequence[int]], golds: Sequence[frozenset[int]],
             k: int) -> list[bool]:
     """Per query: is a gold row among the ``k`` best-scored candidates (ties by candidate order)?"""
-    from radsift.ranking import top_k
-
     out = []
     for s, cand, gold in zip(scores, candidates, golds):
         rows, _ = top_k(np.asarray(s), k)
@@ -105,8 +59,6 @@ def hits_at(scores: Sequence[np.ndarray], candidates: Sequence[Sequence[int]], g
 
 def recall_summary(hits: Sequence[bool]) -> dict[str, float]:
     """Share of hits with its Wilson 95% interval (as fractions)."""
-    from radsift.evaluation.stats import wilson_interval
-
     n, s = len(hits), int(sum(hits))
     low, high = wilson_interval(s, n) if n else (float("nan"), float("nan"))
     return {"value": s / n if n else float("nan"), "low": low, "high": high, "n": n}
@@ -124,8 +76,6 @@ def run_passages(data: PassageData, systems: Sequence, *, kinds: Sequence[str] =
         max_queries: Evaluate a seeded sample of this many queries (None = all).
         seed: Seed of the sample.
     """
-    from radsift.evaluation.systems.passage_systems import BM25Passages
-
     queries = list(data.queries)
     if max_queries is not None and max_queries < len(queries):
         rng = np.random.default_rng(seed)
@@ -218,94 +168,3 @@ def latency(systems: Sequence, passages: Sequence[str], query: str, n: int = LAT
                     "ms_pre_encoded": round(1000 * ((t2 - t0) if joint else (t2 - t1)), 1),
                     "ms_with_encoding": round(1000 * (t2 - t0), 1)})
     return out
-
-
-#: ``split`` of :func:`bench_passages`: the CDV test split (never tuned on) or the development split.
-SPLITS = ("test", "dev")
-
-
-def load_dev(cdv_dir: str | Path, medquad_dir: str | Path) -> PassageData:
-    """The development split as the protocol's data: the answers of the MedQuAD documents that
-    ``radsift train --recipe entity-aspect`` holds out with its default ``dev_fraction`` and
-    ``heldout_seed`` (outside the CDV test split; the split to tune on)."""
-    from radsift.corpus.medquad import read_medquad, test_document_ids
-    from radsift.models.training.config import TrainConfig
-    from radsift.models.training.entity_aspect import dev_passage_data, split_medquad
-
-    defaults = TrainConfig()
-    _, dev = split_medquad(read_medquad(medquad_dir), test_document_ids(cdv_dir), defaults.dev_fraction,
-                           defaults.heldout_seed)
-    return dev_passage_data(dev)
-
-
-def bench_passages(out_dir: str | Path, specs: Sequence[str], *, medquad_dir: str | Path | None = None,
-                   cdv_dir: str | Path | None = None, split: str = "test", kinds: Sequence[str] = QUERY_KINDS,
-                   max_queries: int | None = None, seed: int = 0, threads: int | None = None, batch_size: int = 64,
-                   with_latency: bool = False, max_tokens: int | None = None,
-                   log: Callable[[str], None] = no_log) -> dict:
-    """``radsift bench --protocol passages``: run the protocol and write ``report.json`` and ``report.md``.
-
-    ``report.json`` holds ``results``: system -> query kind -> ``"R@1"``, ``"R@5"`` (percent) and
-    their 95% intervals, then the protocol's tables, counts and settings.
-
-    ``split``: ``test``, the CDV test split (CAPR's; never tune on it), or ``dev``, the development
-    split of :func:`load_dev` (for choosing settings).
-
-    Raises:
-        ConfigError: Unknown systems, split or query kind, or missing folders (before any work).
-    """
-    import json
-    import os
-
-    from radsift.errors import ConfigError
-    from radsift.evaluation.report import prepare_out_dir
-    from radsift.evaluation.systems.passage_systems import (build_passage_systems, check_passage_specs,
-                                                     parse_passage_system)
-
-    data_dir = Path("../shared/data")
-    medquad_dir = Path(medquad_dir) if medquad_dir else data_dir / "medquad"
-    cdv_dir = Path(cdv_dir) if cdv_dir else data_dir / "medquad-cdv-test"
-    for flag, path in (("--medquad", medquad_dir), ("--cdv", cdv_dir)):
-        if not Path(path).is_dir():
-            raise ConfigError(f"{flag} {path}: folder not found (the passages protocol reads MedQuAD and its CDV "
-                              "test split; by default from ../shared/data)")
-    if split not in SPLITS:
-        raise ConfigError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
-    unknown = [k for k in kinds if k not in QUERY_KINDS]
-    if unknown:
-        raise ConfigError(f"unknown query kind {unknown[0]!r}; known: {', '.join(QUERY_KINDS)}")
-    parsed = [parse_passage_system(s) for s in (specs or ["bm25", "dense"])]
-    check_passage_specs(parsed)
-    prepare_out_dir(out_dir)
-    t0 = time.perf_counter()
-    data = load_cdv(cdv_dir, medquad_dir) if split == "test" else load_dev(cdv_dir, medquad_dir)
-    log(f"read {len(data.passages)} passages and {len(data.queries)} queries ({data.source})")
-    systems = build_passage_systems(parsed, threads=threads, batch_size=batch_size, max_tokens=max_tokens)
-    result = run_passages(data, systems, kinds=kinds, max_queries=max_queries, seed=seed, log=log)
-    report: dict = {"protocol": KEY, "results": report_json(result), **result.to_dict()}
-    report["data"] = {k: v for k, v in result.data.items() if k != "per_query_hit1"}
-    if with_latency:
-        log(f"latency: {LATENCY_PASSAGES} passages per query ...")
-        report["latency"] = latency(build_passage_systems(parsed, threads=threads, batch_size=batch_size,
-                                                          max_tokens=max_tokens),
-                                    data.passages, data.queries[0].texts[kinds[0]])
-        report["latency_load"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    report["seconds"] = round(time.perf_counter() - t0, 1)
-    report["settings"] = {"systems": [s.label for s in parsed], "split": split, "kinds": list(kinds),
-                          "max_queries": max_queries,
-                          "seed": seed, "threads": threads, "max_tokens": max_tokens, "medquad": str(medquad_dir), "cdv": str(cdv_dir),
-                          "cpus": os.cpu_count()}
-    out = Path(out_dir)
-    (out / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
-    title = TITLE if split == "test" else TITLE.replace("CDV test split", "development split")
-    lines = [f"# {title}", "", f"Pool and queries: {data.source}.", "", result.description, ""]
-    for table in result.tables:
-        lines += [f"## {table.title}", "", "| " + " | ".join(table.columns) + " |",
-                  "|" + "---|" * len(table.columns)] + ["| " + " | ".join(map(str, r)) + " |" for r in table.rows]
-        lines += ["", table.note, ""]
-    if with_latency:
-        lines += [f"## Latency: ms to score {LATENCY_PASSAGES} passages for one query ({os.cpu_count()} cores, "
-                  f"load {report['latency_load']})", "", "| system | pre-encoded | with encoding |", "|---|---|---|"]
-        lines += [f"| {r['system']} | {r['ms_pre_encoded']} | {r['ms_with_encoding']} |" for r in report["latency"]]
-    (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return report

@@ -27,7 +27,6 @@ paired randomization tests between the conditions.
 
 from __future__ import annotations
 
-import itertools
 import json
 import random
 import time
@@ -38,7 +37,12 @@ from typing import Sequence
 
 from radsift.errors import ConfigError
 from radsift.evaluation.protocols.base import Log, ProtocolResult, Table, mean_ci, no_log, paired_comparisons, percent, pvalue, skipped, with_ci
+from radsift.evaluation.protocols.findings_impression import impression_key
+from radsift.evaluation.stats import bonferroni, mcnemar, wilson_interval
+from radsift.rag.answer import answer_from_reports
+from radsift.rag.llm.base import LLMError
 from radsift.splits import is_held_out
+from radsift.text.sentences import split_sentences
 
 KEY = "rag"
 TITLE = "Retrieval-augmented diagnosis and impression drafts (RadSearch)"
@@ -98,8 +102,6 @@ def load_cases(path: str | Path | None = None, lexicon=None) -> list[Case]:
 
 def stated(text: str, labeler) -> set[tuple[str, str]]:
     """(finding, status) pairs the labeler reads in ``text``, sentence by sentence."""
-    from radsift.text.sentences import split_sentences
-
     spans = split_sentences(text) or [(0, len(text))]
     sentences = [text[a:b] for a, b in spans if text[a:b].strip()]
     return {(m.finding, m.status) for mentions in labeler.label_many(sentences) for m in mentions}
@@ -130,9 +132,6 @@ class _Answers:
         self.seconds = 0.0
 
     def __call__(self, question: str, reports: list, task: str, sections=None, max_tokens: int | None = None):
-        from radsift.rag.answer import answer_from_reports
-        from radsift.rag.llm.base import LLMError
-
         key = json.dumps([question, [(r[0], dict(r[1])) for r in reports], task, max_tokens], sort_keys=True)
         if key not in self.cache:
             t0 = time.perf_counter()
@@ -150,8 +149,6 @@ class _Answers:
 
 def _distinct_impressions(reports: Sequence, findings_section: str, impression_section: str):
     """Reports with both sections, and their distinct impressions -> the first report that wrote each."""
-    from radsift.evaluation.protocols.findings_impression import impression_key
-
     pairs = [r for r in reports if r.sections.get(findings_section, "").strip()
              and r.sections.get(impression_section, "").strip()]
     texts, owner, seen = [], [], {}
@@ -183,8 +180,6 @@ def run_rag(reports: Sequence, systems: Sequence, llm, *, labeler, holdout_fract
         draft_max_tokens: New tokens of a drafted impression.
         timeout: Seconds per generation.
     """
-    from radsift.evaluation.stats import bonferroni, mcnemar, wilson_interval
-
     t0 = time.perf_counter()
     pairs, impressions, owner = _distinct_impressions(reports, findings_section, impression_section)
     if not impressions:
@@ -193,33 +188,10 @@ def run_rag(reports: Sequence, systems: Sequence, llm, *, labeler, holdout_fract
     if max_queries is not None and len(cases) > max_queries:
         cases = sorted(random.Random(seed).sample(cases, max_queries), key=lambda c: c.id)
     answers = _Answers(llm, max_tokens, timeout, log)
-    full = lambda r: {findings_section: r.sections[findings_section], impression_section: r.sections[impression_section]}  # noqa: E731
 
     # -- diagnosis --------------------------------------------------------------------------------
-    right: dict[str, list[bool]] = {}
-    per_case: dict[str, dict] = {c.id: {"diagnosis": c.diagnosis} for c in cases}
-    log(f"  {ALONE}: {len(cases)} finding descriptions")
-    right[ALONE] = []
-    for c in cases:
-        a = answers(c.findings, [], "ask")
-        ok = a is not None and names_diagnosis(a.text, c.accepted, labeler)
-        right[ALONE].append(ok)
-        per_case[c.id][ALONE] = {"answer": None if a is None else a.text, "right": ok}
-    for system in systems:
-        log(f"  {system.name}: top impression of {len(impressions)} for each description, then the LLM")
-        top = [r[0][0] if r else None for r in system.rank([c.findings for c in cases], impressions, k=1)]
-        with_llm, alone = f"LLM + {system.name}", f"retrieval only: {system.name}"
-        right[with_llm], right[alone] = [], []
-        for c, i in zip(cases, top):
-            rep = owner[i] if i is not None else None
-            a = answers(c.findings, [(rep.id, full(rep), None)] if rep is not None else [], "ask")
-            ok = a is not None and names_diagnosis(a.text, c.accepted, labeler)
-            right[with_llm].append(ok)
-            ret_ok = rep is not None and names_diagnosis(rep.sections[impression_section], c.accepted, labeler)
-            right[alone].append(ret_ok)
-            per_case[c.id][with_llm] = {"report_id": None if rep is None else rep.id,
-                                        "answer": None if a is None else a.text, "right": ok}
-            per_case[c.id][alone] = {"report_id": None if rep is None else rep.id, "right": ret_ok}
+    right, per_case = _diagnose(cases, systems, impressions, owner, answers, labeler, findings_section,
+                                impression_section, log)
     n = len(cases)
     acc_rows, summary = [], {}
     for name, hits in right.items():
@@ -274,11 +246,41 @@ def run_rag(reports: Sequence, systems: Sequence, llm, *, labeler, holdout_fract
     return result
 
 
+def _diagnose(cases: Sequence[Case], systems: Sequence, impressions: list[str], owner: list, answers: _Answers,
+              labeler, findings_section: str, impression_section: str, log: Log) -> tuple[dict, dict]:
+    """Each description answered by the LLM alone, then with the top report of each system, and by that
+    report's impression alone: ``(condition -> one right flag per case, case id -> its answers)``."""
+    full = lambda r: {findings_section: r.sections[findings_section], impression_section: r.sections[impression_section]}  # noqa: E731
+    right: dict[str, list[bool]] = {}
+    per_case: dict[str, dict] = {c.id: {"diagnosis": c.diagnosis} for c in cases}
+    log(f"  {ALONE}: {len(cases)} finding descriptions")
+    right[ALONE] = []
+    for c in cases:
+        a = answers(c.findings, [], "ask")
+        ok = a is not None and names_diagnosis(a.text, c.accepted, labeler)
+        right[ALONE].append(ok)
+        per_case[c.id][ALONE] = {"answer": None if a is None else a.text, "right": ok}
+    for system in systems:
+        log(f"  {system.name}: top impression of {len(impressions)} for each description, then the LLM")
+        top = [r[0][0] if r else None for r in system.rank([c.findings for c in cases], impressions, k=1)]
+        with_llm, alone = f"LLM + {system.name}", f"retrieval only: {system.name}"
+        right[with_llm], right[alone] = [], []
+        for c, i in zip(cases, top):
+            rep = owner[i] if i is not None else None
+            a = answers(c.findings, [(rep.id, full(rep), None)] if rep is not None else [], "ask")
+            ok = a is not None and names_diagnosis(a.text, c.accepted, labeler)
+            right[with_llm].append(ok)
+            ret_ok = rep is not None and names_diagnosis(rep.sections[impression_section], c.accepted, labeler)
+            right[alone].append(ret_ok)
+            per_case[c.id][with_llm] = {"report_id": None if rep is None else rep.id,
+                                        "answer": None if a is None else a.text, "right": ok}
+            per_case[c.id][alone] = {"report_id": None if rep is None else rep.id, "right": ret_ok}
+    return right, per_case
+
+
 def _drafting(pairs, system, answers: _Answers, labeler, *, holdout_fraction, seed, n, max_tokens, findings_section,
               impression_section, log) -> dict:
     """Impression drafts for a sample of held-out reports: F1 of each condition against the real one."""
-    from radsift.evaluation.protocols.findings_impression import impression_key
-
     test = [r for r in pairs if is_held_out(r.id, holdout_fraction, seed)]
     pool = [r for r in pairs if not is_held_out(r.id, holdout_fraction, seed)]
     if not test or not pool:

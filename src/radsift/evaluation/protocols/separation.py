@@ -22,6 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from radsift.evaluation.protocols.base import Log, ProtocolResult, Table, no_log, num, percent, skipped
+from radsift.labels.weak import opposite
 
 KEY = "embedding_separation"
 TITLE = "Embedding separation of opposite-negation queries (Shi et al. 2022, Table 3)"
@@ -57,8 +58,6 @@ def run_separation(weak, systems: Sequence, *, findings: set[str] | None = None,
             get an n/a row.
         findings: Only entries of these findings (the test findings of ``--fold``).
     """
-    from radsift.labels import opposite
-
     t0 = time.perf_counter()
     entries = entries_for(weak, findings)
     if not entries:

@@ -9,11 +9,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from radsift.models.encoder import Encoder, resolve_model_path
+from radsift.models.hashing import HashingEncoder
+
 
 def load_encoder(model: str | None, threads: int | None = None):
     """Load a bi-encoder folder (None = packaged default); HashingEncoder folders load as such."""
-    from radsift.models import Encoder, resolve_model_path
-
     if model is not None:
         marker = Path(model).expanduser() / "modules.json"
         try:
@@ -21,8 +22,6 @@ def load_encoder(model: str | None, threads: int | None = None):
         except (OSError, ValueError):
             info = None
         if isinstance(info, dict) and "radsift_hashing_encoder" in info:
-            from radsift.models.hashing import HashingEncoder
-
             return HashingEncoder(marker.parent, dim=int(info["radsift_hashing_encoder"]))
     resolve_model_path(model)
     return Encoder.load(model, threads=threads)

@@ -36,8 +36,13 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from radsift.errors import ConfigError
+from radsift.evaluation.systems.cache import load_encoder
 from radsift.evaluation.systems.specs import split_system
+from radsift.models.poly_encoder import PolyEncoder, is_poly_encoder
+from radsift.models.reranker import Reranker
+from radsift.ranking import best_per_owner, bm25_scores, build_bm25_texts, convex_combination, rerank, top_k
 from radsift.text.aspects import WINDOW_OVERLAP, WINDOW_WORDS, passage_windows
+from radsift.text.tokens import tokenize
 
 KINDS = ("bm25", "tfidf", "dense", "hybrid", "poly", "cross", "rerank")
 #: Candidates the cross-encoder re-scores in ``rerank:`` systems.
@@ -102,8 +107,6 @@ def parse_passage_system(text: str) -> PassageSpec:
 
 def check_passage_specs(specs: Sequence[PassageSpec]) -> None:
     """Fail before any work: unique names, folders that exist."""
-    from radsift.models.poly_encoder import is_poly_encoder
-
     seen = set()
     for s in specs:
         if s.label in seen:
@@ -140,14 +143,10 @@ class BM25Passages(PassageSystem):
         self.name = name
 
     def prepare(self, passages: Sequence[str]) -> None:
-        from radsift.ranking import build_bm25_texts
-
         super().prepare(passages)
         self.retriever = build_bm25_texts(self.passages)
 
     def full_scores(self, query: str) -> np.ndarray:
-        from radsift.ranking import bm25_scores
-
         return bm25_scores(self.retriever, query, len(self.passages))
 
     def score(self, queries, candidates):
@@ -171,8 +170,6 @@ class TfidfPassages(PassageSystem):
     def prepare(self, passages):
         from scipy.sparse import csr_matrix
 
-        from radsift.text.tokens import tokenize
-
         super().prepare(passages)
         toks = [tokenize(p) for p in self.passages]
         df = Counter(t for ts in toks for t in set(ts))
@@ -186,8 +183,6 @@ class TfidfPassages(PassageSystem):
         self.matrix = csr_matrix((vals, (rows, cols)), shape=(n, len(self.vocab)), dtype=np.float64)
 
     def score(self, queries, candidates):
-        from radsift.text.tokens import tokenize
-
         out = []
         for q, c in zip(queries, candidates):
             qv = self._vector(tokenize(q))
@@ -214,12 +209,6 @@ def _windows(passages: Sequence[str], max_windows: int | None = None) -> tuple[l
             texts.append(w)
             owner.append(i)
     return texts, np.asarray(owner, dtype=np.int64)
-
-
-def _best_window(window_scores: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
-    out = np.full(n, -np.inf, dtype=np.float32)
-    np.maximum.at(out, owner, window_scores.astype(np.float32))
-    return out
 
 
 class _LazyWindows(PassageSystem):
@@ -276,7 +265,7 @@ class DensePassages(_LazyWindows):
         for q, c in zip(queries, candidates):
             idx = np.asarray(c, dtype=np.int64)
             rows, pos = self._window_table(idx)
-            out.append(_best_window(matrix[rows] @ qvecs[qrow[q]], pos, len(idx)))
+            out.append(best_per_owner(matrix[rows] @ qvecs[qrow[q]], pos, len(idx)))
         return out
 
 
@@ -294,8 +283,6 @@ class HybridPassages(PassageSystem):
         self.bm25.prepare(passages)
 
     def score(self, queries, candidates):
-        from radsift.ranking.fusion import convex_combination
-
         return [convex_combination(d, b) for d, b in zip(self.dense.score(queries, candidates),
                                                           self.bm25.score(queries, candidates))]
 
@@ -319,7 +306,7 @@ class PolyPassages(_LazyWindows):
         for i, c in enumerate(candidates):
             idx = np.asarray(c, dtype=np.int64)
             rows, pos = self._window_table(idx)
-            out.append(_best_window(self.poly.score(qv[i:i + 1], codes[rows])[0], pos, len(idx)))
+            out.append(best_per_owner(self.poly.score(qv[i:i + 1], codes[rows])[0], pos, len(idx)))
         return out
 
 
@@ -338,8 +325,6 @@ class CrossPassages(PassageSystem):
             self.first.prepare(passages)
 
     def score(self, queries, candidates):
-        from radsift.ranking import rerank, top_k
-
         firsts = self.first.score(queries, candidates) if self.first is not None else None
         weight = getattr(self.reranker, "weight", 1.0)
         out = []
@@ -368,8 +353,6 @@ def build_passage_systems(specs: Sequence[PassageSpec], *, threads: int | None =
 
     ``max_tokens``: word pieces of a passage the models read (None = each model's own length).
     """
-    from radsift.evaluation.systems.cache import load_encoder
-
     encoders = dict(encoders or {})
     polys: dict[str, object] = {}
 
@@ -381,8 +364,6 @@ def build_passage_systems(specs: Sequence[PassageSpec], *, threads: int | None =
         return encoders[model]
 
     def poly(model):
-        from radsift.models.poly_encoder import PolyEncoder
-
         if model not in polys:
             polys[model] = PolyEncoder.load(model, threads=threads)
             if max_tokens:
@@ -405,8 +386,6 @@ def build_passage_systems(specs: Sequence[PassageSpec], *, threads: int | None =
         elif s.kind == "poly":
             out.append(PolyPassages(s.label, poly(s.model)))
         else:
-            from radsift.models.reranker import Reranker
-
             rr = Reranker.load(s.reranker, threads=threads, max_length=max_tokens or 256)
             first = None
             if s.kind == "rerank":

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from radsift.errors import ConfigError
+from radsift.models.encoder import resolve_model_path
 
 KINDS = ("bm25", "dense", "hybrid", "hybrid-rrf", "rerank")
 # First stages a reranker can re-score; ``hybrid+rerank:...`` names the hybrid one.
@@ -214,8 +215,6 @@ def check_specs(specs: Sequence[SystemSpec], injected: Sequence[str] = ()) -> No
     Raises:
         ConfigError: Naming the system and the path or problem.
     """
-    from radsift.models import resolve_model_path
-
     if not specs:
         raise ConfigError("no system to evaluate: give --systems bm25 --systems dense (or --systems-file)")
     seen: dict[str, SystemSpec] = {}

@@ -18,9 +18,15 @@ import numpy as np
 
 from radsift.evaluation.systems.cache import EmbeddingCache, load_encoder, texts_key
 from radsift.evaluation.systems.specs import DEFAULT_MODEL_KEY, SystemSpec, check_specs, parse_system
+from radsift.models.encoder import resolve_model_path
+from radsift.models.reranker import Reranker
+from radsift.models.settings import settings_of_model
+from radsift.progress import progress_bar
 from radsift.ranking import (BM25_PARAMS, DENSE_WEIGHT, NEEDS_BM25, NEEDS_DENSE, RRF_K, STATUS_CODES, bm25_scores,
                              build_bm25_texts, rank, rank_groups, side_flags, stating)
 from radsift.ranking import rerank as rerank_core
+from radsift.search.reading import read_query, reading_tiers
+from radsift.text.tokens import tokenize
 
 Ranking = list[tuple[int, float]]
 # Queries scored per matrix product: bounds memory on large candidate sets.
@@ -141,8 +147,6 @@ class RankedSystem(System):
         """Stored-label arrays, the stem index and the side flags of a candidate set (once per set)."""
         key = texts_key(candidates)
         if key not in self._labels:
-            from radsift.text.tokens import tokenize
-
             rows, findings, status, codes = [], [], [], {}
             for row, mentions in enumerate(self.labeler.label_many(list(candidates), progress=False)):
                 for m in {(m.finding, m.status) for m in mentions}:
@@ -162,8 +166,6 @@ class RankedSystem(System):
         """Reading tier of every candidate, as ``radsift search`` computes it (None when not negation-aware)."""
         if not self.negation:
             return None
-        from radsift.search.reading import read_query, reading_tiers
-
         info = self._candidate_labels(candidates)
         stems, n = info["stems"], len(candidates)
 
@@ -220,9 +222,6 @@ class RankedSystem(System):
 def dense_settings(dense: "DenseSystem"):
     """The search settings of a dense system's model: its folder's, the packaged model's, or those of the
     encoder's folder (a test's hashing encoder)."""
-    from radsift.models.encoder import resolve_model_path
-    from radsift.models.settings import settings_of_model
-
     folder = resolve_model_path(dense.model) if dense.model else getattr(dense.cache.encoder, "path", None)
     return settings_of_model(folder)
 
@@ -333,8 +332,6 @@ class RerankSystem(System):
         return f"rerank: top {self.depth} of [{self.first.describe()}] re-scored by the cross-encoder {where or ''}".rstrip()
 
     def rank_units(self, queries, candidates, k=None, groups=None, exclude=None):
-        from radsift.progress import progress_bar
-
         first = self.first.rank_units(queries, candidates, None if k is None else max(k, self.depth), groups, exclude)
         weight = getattr(self.reranker, "weight", 1.0)
         out = []
@@ -408,8 +405,6 @@ def build_systems(
         else:  # rerank: check_specs made sure the module and the folder exist
             reranker = (rerankers or {}).get(spec.reranker)
             if reranker is None:
-                from radsift.models.reranker import Reranker
-
                 reranker = Reranker.load(spec.reranker, threads=threads)
             first: RankedSystem = dense(spec, f"{spec.label}/dense")
             if spec.first_stage == "hybrid":

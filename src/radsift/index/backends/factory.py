@@ -26,7 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from radsift.errors import ConfigError
+from radsift.index.backends import hnsw, milvus_client
 from radsift.index.backends.base import VectorBackend
+from radsift.index.backends.hnsw import HnswBackend
+from radsift.index.backends.milvus import MilvusBackend
+from radsift.index.backends.numpy_backend import NumpyBackend
 
 log = logging.getLogger("radsift.index.backends")
 
@@ -69,8 +73,6 @@ def resolve_backend(name: str, rows: int) -> str:
     threshold = hnsw_min_rows()
     if rows < threshold:
         return "numpy"
-    from radsift.index.backends import hnsw
-
     if hnsw.available():
         return "hnsw"
     log.warning("%d vectors (auto switches to hnsw from %d rows, %s): the FAISS extra is not installed, "
@@ -101,18 +103,14 @@ def create_backend(name: str, vectors: np.ndarray, *, graph: str | Path | None =
         MilvusUnavailableError: The Milvus URI does not answer (a ConfigError).
     """
     if name == "auto" and milvus is not None and milvus.recorded() is not None:
-        from radsift.index.backends import milvus as milvus_mod
-
-        if milvus_mod.available():
+        if milvus_client.available():
             name = "milvus"
         else:
             log.warning("%s: this generation's vectors are in Milvus, but pymilvus is not installed: searching the "
-                        "local copy instead; install it with: %s", milvus.index_dir, milvus_mod.EXTRA)
+                        "local copy instead; install it with: %s", milvus.index_dir, milvus_client.EXTRA)
     resolved = resolve_backend(name, int(vectors.shape[0]))
     if resolved == "milvus":
-        from radsift.index.backends.milvus import MilvusBackend, pymilvus_module
-
-        pymilvus_module()  # the missing-extra error before anything else
+        milvus_client.pymilvus_module()  # the missing-extra error before anything else
         if milvus is None:
             raise ConfigError("the 'milvus' backend needs to know the index and generation (milvus=MilvusPlace(...))")
         return MilvusBackend.open(milvus, vectors, **{k: v for k, v in options.items() if k in ("candidates", "ef")})
@@ -121,12 +119,8 @@ def create_backend(name: str, vectors: np.ndarray, *, graph: str | Path | None =
                     "to search approximately", graph, vectors.shape[0])
         resolved = "numpy"
     if resolved == "numpy":
-        from radsift.index.backends.numpy_backend import NumpyBackend
-
         return NumpyBackend(vectors)
-    from radsift.index.backends.hnsw import HnswBackend, faiss_module
-
-    faiss_module()  # the missing-extra error before anything else
+    hnsw.faiss_module()  # the missing-extra error before anything else
     if graph is not None and Path(graph).exists():
         return HnswBackend.open(graph, vectors, **{k: v for k, v in options.items() if k in OPEN_OPTIONS})
     return HnswBackend.build(vectors, **{k: v for k, v in options.items() if k != "mmap"})

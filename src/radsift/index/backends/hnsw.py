@@ -61,6 +61,7 @@ import numpy as np
 
 from radsift.errors import ConfigError, IndexDamagedError
 from radsift.index.backends.base import MissingExtraError, VectorBackend, extra_module
+from radsift.index.backends.duplicates import duplicate_groups, groups_of, nodes_of, row_hashes, rows_of
 from radsift.ranking.topk import top_k
 
 log = logging.getLogger("radsift.index.hnsw")
@@ -127,7 +128,8 @@ class HnswBackend(VectorBackend):
         #: (group g is ``order[offsets[g]:offsets[g + 1]]``, empty when all its rows were deleted);
         #: None when node i is row i.
         self.groups = groups
-        #: :func:`row_hashes` of each node's vector (set by :meth:`build` and :meth:`grow`, not saved).
+        #: :func:`~radsift.index.backends.duplicates.row_hashes` of each node's vector (set by :meth:`build`
+        #: and :meth:`grow`, not saved).
         self.node_hashes = node_hashes
         sizes = np.diff(groups[1]) if groups is not None else np.zeros(0, dtype=np.int64)
         #: Nodes that hold a row (all of them unless a grown graph lost rows), and when some are empty,
@@ -205,7 +207,8 @@ class HnswBackend(VectorBackend):
             node_of_row: ``(n,)`` the node of each row: an old node's id, or ``ntotal + i`` for the
                 i-th row of ``new_nodes``; old nodes no row names stay, empty (never returned).
             new_nodes: Rows whose vectors become the new nodes, in node order.
-            node_hashes: :func:`row_hashes` of every node's vector, kept on the backend.
+            node_hashes: :func:`~radsift.index.backends.duplicates.row_hashes` of every node's vector, kept on
+                the backend.
             candidates, expansion_search: As in :meth:`build`.
             threads: OpenMP threads while adding (None = FAISS's default).
             progress: Called with ``(rows_added, rows_total)`` after each batch.
@@ -444,71 +447,6 @@ def read_graph(path: str | Path, mmap: bool = True):
     return index, groups
 
 
-def row_hashes(vectors: np.ndarray, rows: np.ndarray | None = None, batch: int = 16_384) -> np.ndarray:
-    """A 64-bit hash of the bits of each of ``rows`` (default: all) of ``vectors``: equal rows, equal
-    hashes. Rows are read ``batch`` at a time (a run of consecutive rows as one slice)."""
-    rows = np.arange(vectors.shape[0], dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
-    mult = np.random.default_rng(20).integers(1, 2**62, size=vectors.shape[1], dtype=np.int64) | 1
-    h = np.empty(rows.shape[0], dtype=np.int64)
-    with np.errstate(over="ignore"):
-        for s in range(0, rows.shape[0], batch):
-            bits = rows_of(vectors, rows[s:s + batch]).view(np.int32).astype(np.int64)
-            h[s:s + batch] = (bits * mult).sum(axis=1)
-    return h
-
-
-def duplicate_groups(vectors: np.ndarray, batch: int = 16_384, hashes: np.ndarray | None = None,
-                     rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
-    """Groups of bit-identical rows: ``(order, offsets)`` (see :attr:`HnswBackend.groups`), numbered
-    by their first row; None when every row is distinct. One pass over the vectors (:func:`row_hashes`,
-    skipped when ``hashes`` are given), a second over the rows sharing a hash (checked equal to their
-    group's first).
-
-    Args:
-        vectors: ``(n, dim)`` float32 vectors.
-        batch: Rows read at a time.
-        hashes: :func:`row_hashes` of the rows grouped, when already known.
-        rows: Group only these rows of ``vectors``; the groups then hold positions in ``rows``.
-    """
-    rows = np.arange(vectors.shape[0], dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
-    n = rows.shape[0]
-    h = row_hashes(vectors, rows, batch) if hashes is None else hashes
-    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
-    if len(first) == n:
-        return None
-    # A hash shared by different rows (not seen in practice): such a row gets its own group.
-    first_row = first[inverse]
-    shared = np.flatnonzero(first_row != np.arange(n))
-    for s in range(0, shared.size, batch):
-        at = shared[s:s + batch]
-        same = (rows_of(vectors, rows[at]) == rows_of(vectors, rows[first_row[at]])).all(axis=1)
-        first_row[at[~same]] = at[~same]
-    _, group = np.unique(first_row, return_inverse=True)  # groups numbered in order of their first row
-    return groups_of(group, int(group.max()) + 1)
-
-
-def groups_of(node_of_row: np.ndarray, nodes: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(order, offsets)`` of rows whose node is ``node_of_row`` (nodes without a row are empty
-    groups); None when node i is row i."""
-    node_of_row = np.asarray(node_of_row, dtype=np.int64).reshape(-1)
-    n = node_of_row.shape[0]
-    if nodes == n and np.array_equal(node_of_row, np.arange(n)):
-        return None
-    order = np.argsort(node_of_row, kind="stable").astype(np.int64)
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(node_of_row, minlength=nodes))]).astype(np.int64)
-    return order, offsets
-
-
-def nodes_of(groups: tuple[np.ndarray, np.ndarray] | None, rows: int) -> np.ndarray:
-    """The node of each of ``rows`` rows (the inverse of :func:`groups_of`)."""
-    if groups is None:
-        return np.arange(rows, dtype=np.int64)
-    order, offsets = groups
-    out = np.empty(rows, dtype=np.int64)
-    out[order] = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
-    return out
-
-
 @contextmanager
 def _threads(faiss, threads: int | None) -> Iterator[None]:
     """FAISS's OpenMP threads set to ``threads`` (when given) for the block."""
@@ -529,14 +467,6 @@ def _add(faiss, index, vectors: np.ndarray, rows: np.ndarray, threads: int | Non
             index.add(rows_of(vectors, rows[start:start + BATCH]))
             if progress is not None:
                 progress(min(m, start + BATCH), m)
-
-
-def rows_of(vectors: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``vectors[rows]`` as a contiguous float32 array (rows read in ascending order from a memory map)."""
-    rows = np.asarray(rows, dtype=np.int64)
-    if rows.size and np.all(np.diff(rows) > 0) and rows[-1] - rows[0] + 1 == rows.size:
-        return np.ascontiguousarray(vectors[rows[0]:rows[-1] + 1], dtype=np.float32)
-    return np.ascontiguousarray(vectors[rows], dtype=np.float32)
 
 
 def _dups_path(path: Path) -> Path:

@@ -39,7 +39,7 @@ def open_backend(store, name: str, kind: str, milvus_uri: str | None = None) -> 
     """The vector backend ``name`` over the ``kind`` vectors of ``store``'s generation, opened once per generation.
 
     Args:
-        store: An open :class:`~radsift.index.store.IndexStore`.
+        store: An open :class:`~radsift.index.reader.IndexStore`.
         name: ``auto``, ``numpy``, ``hnsw`` or ``milvus`` (see :mod:`radsift.index.backends.factory`).
         kind: ``sentence`` or ``section``.
         milvus_uri: The Milvus URI when it is not the one recorded with the index.

@@ -8,13 +8,17 @@ Recipes (``radsift train --recipe NAME``; :data:`DEFAULT_RECIPE` when none is na
 * ``findings-impression`` (RadSearch): findings paired with their own impression (:mod:`.findings_impression`).
 * ``combined``: both, alternating batches (:mod:`.combined`).
 * ``rerank``: a cross-encoder with bi-encoder-mined negatives (:mod:`.rerank`).
+* ``entity-aspect`` (CAPR): passages by (entity, aspect) from notes and MedQuAD, for a bi-encoder,
+  a poly-encoder or a cross-encoder (:mod:`.entity_aspect`).
 
 Entry points: :func:`load_config` (the one way to build a :class:`TrainConfig`: YAML file or
 mapping, overrides, recipe defaults, values checked by field type) and
-:func:`train` (data, loop, model folder with a model card).
+:func:`train` (data, loop, model folder with a model card). Training never imports
+:mod:`radsift.evaluation`: the caller hands :func:`train` its evaluator (:mod:`.evaluator`).
 """
 
 from radsift.models.training.config import DEFAULT_RECIPE, RECIPES, TrainConfig, load_config
-from radsift.models.training.runner import TrainResult, train
+from radsift.models.training.result import TrainResult
+from radsift.models.training.runner import train
 
 __all__ = ["DEFAULT_RECIPE", "RECIPES", "TrainConfig", "TrainResult", "load_config", "train"]

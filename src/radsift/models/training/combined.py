@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 
 from radsift.models.training.data import TrainingData
+from radsift.models.training.entity_aspect_bi import EntityAspectRecipe
 from radsift.models.training.findings_impression import FindingsImpressionRecipe
 from radsift.models.training.lexicon import LexiconRecipe
 from radsift.models.training.loop import StepResult
@@ -28,7 +29,7 @@ def is_pair_step(i: int, share: float) -> bool:
 
 class CombinedRecipe:
     """Alternates :class:`LexiconRecipe`, :class:`FindingsImpressionRecipe` and (given ``entity``
-    data and ``config.entity_share`` > 0) :class:`~radsift.models.training.entity_aspect.EntityAspectRecipe`
+    data and ``config.entity_share`` > 0) :class:`~radsift.models.training.entity_aspect_bi.EntityAspectRecipe`
     steps on one model."""
 
     def __init__(self, model, data: TrainingData, config, rng: random.Random, entity=None) -> None:
@@ -37,8 +38,6 @@ class CombinedRecipe:
         self.pairs = FindingsImpressionRecipe(model, data.pairs, config, rng)
         self.entity = None
         if entity is not None and config.entity_share > 0:
-            from radsift.models.training.entity_aspect import EntityAspectRecipe
-
             self.entity = EntityAspectRecipe(model, entity, config, rng)
         self.i = 0  # every step
         self.j = 0  # steps that are not entity-aspect steps (the lexicon / pair schedule)

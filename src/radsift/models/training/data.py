@@ -18,9 +18,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
 from radsift.errors import CorpusError
-from radsift.text.tokens import tokenize
+from radsift.labels import build_weak_labels, split_findings
 from radsift.labels.weak import Query, WeakLabels, opposite
+from radsift.models.training.surrogates import NameFinder, surrogate_terms
 from radsift.records import Report
+from radsift.splits import heldout_ids
+from radsift.text.tokens import tokenize
 
 
 def text_key(text: str) -> str:
@@ -174,10 +177,7 @@ def prepare_data(
     Raises:
         CorpusError: No report, duplicate ids, or nothing to train on for the recipe.
     """
-    from radsift.labels import build_weak_labels, split_findings
-    from radsift.splits import heldout_ids
-
-    from radsift.labels.labeler import Labeler
+    from radsift.labels.labeler import Labeler  # spaCy: imported only when labeling
 
     reports = list(reports)
     if not reports:
@@ -199,15 +199,13 @@ def prepare_data(
 
     lexicon = _lexicon_data(weak, train, test_findings)
     if config.name_swap > 0:
-        from radsift.models.training.surrogates import NameFinder, surrogate_terms
-
         texts = (s.text for s in weak.sentences if any(r in train for r in s.report_ids))
         lexicon.surrogates = surrogate_terms(texts, labeler.lexicon, labeler.rules)
         names = NameFinder(labeler.lexicon)
         lexicon.sentences = [replace(s, names=names(weak.sentence(s.id))) for s in lexicon.sentences]
     if config.description_share > 0:
         lexicon.descriptions = {c.name: c.descriptions for c in labeler.lexicon if c.descriptions}
-    heldout_sentences = [_labeled(s, set()) for s in weak.sentences if any(r in held for r in s.report_ids)]
+    heldout_sentences = [labeled_sentence(s, set()) for s in weak.sentences if any(r in held for r in s.report_ids)]
     pairs = _pairs(reports, train, config)
     heldout_pairs = _pairs(reports, held, config)
     data = TrainingData(weak, train, held, test_findings, lexicon, pairs, heldout_pairs, heldout_sentences)
@@ -221,7 +219,8 @@ def prepare_data(
     return data
 
 
-def _labeled(s, test_findings: set[str]) -> LabeledSentence:
+def labeled_sentence(s, test_findings: set[str]) -> LabeledSentence:
+    """A weak-label sentence for training or evaluation: its labels without the ``test_findings``."""
     return LabeledSentence(
         id=s.id,
         text=s.text,
@@ -237,7 +236,7 @@ def _lexicon_data(weak: WeakLabels, train: set[str], test_findings: set[str]) ->
     for s in weak.sentences:
         if not s.labels or not any(r in train for r in s.report_ids):
             continue
-        item = _labeled(s, test_findings)
+        item = labeled_sentence(s, test_findings)
         if not item.labels:
             continue
         idx = len(sentences)

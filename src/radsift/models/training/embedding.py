@@ -12,9 +12,10 @@ sentence-transformers loss modules).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 
 def embed_columns_bucketed(model, columns: Sequence[Sequence[str]], chunk_size: int = 16) -> list[torch.Tensor]:
@@ -28,6 +29,8 @@ def embed_columns_bucketed(model, columns: Sequence[Sequence[str]], chunk_size: 
     Returns:
         One ``(len(column), dim)`` tensor of sentence embeddings per column.
     """
+    import torch  # heavy: imported when training starts, so the package imports without it
+
     texts = [t for col in columns for t in col]
     tokenizer = model.tokenizer
     lengths = [len(ids) for ids in tokenizer(texts, add_special_tokens=True, truncation=True,

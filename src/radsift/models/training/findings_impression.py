@@ -11,13 +11,15 @@ boilerplate such as "No acute cardiopulmonary abnormality." never acts as its ow
 from __future__ import annotations
 
 import random
-
-import torch
+from typing import TYPE_CHECKING
 
 from radsift.models.training.batching import PairBatchSampler
 from radsift.models.training.data import SectionPair
 from radsift.models.training.embedding import embed_columns_bucketed
 from radsift.models.training.loop import StepResult
+
+if TYPE_CHECKING:
+    import torch
 
 
 def make_pair_loss(model, config) -> torch.nn.Module:

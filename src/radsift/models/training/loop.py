@@ -13,9 +13,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-import torch
+from radsift.progress import progress_bar
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass
@@ -68,6 +71,7 @@ class Optimizer:
     """
 
     def __init__(self, parameters, config) -> None:
+        import torch  # heavy: imported when training starts, so the package imports without it
         from transformers import get_linear_schedule_with_warmup
 
         self.parameters = [p for p in parameters if p.requires_grad]
@@ -83,6 +87,8 @@ class Optimizer:
 
     def step(self, loss: torch.Tensor) -> float:
         """Back-propagate ``loss``, clip, update, advance the schedule; returns the loss value."""
+        import torch
+
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.parameters, self.max_grad_norm)
         self.optimizer.step()
@@ -109,8 +115,6 @@ def run_loop(
         log: Receives a line with the mean recent loss at each tenth of the run (for logs
             and terminals without a progress bar).
     """
-    from radsift.progress import progress_bar
-
     stats = LoopStats(planned_steps=config.max_steps)
     limit = config.time_limit_minutes * 60 if config.time_limit_minutes else None
     start = time.monotonic()

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-
-import numpy as np
-import torch
+from typing import TYPE_CHECKING
 
 from radsift.labels.weak import Query, opposite, phrasings
-from radsift.ranking import top_k
+from radsift.models.encoder import resolve_model_path
 from radsift.models.training.batching import LexiconSampler
 from radsift.models.training.data import LexiconData
 from radsift.models.training.loop import StepResult
+from radsift.ranking import top_k
+
+if TYPE_CHECKING:
+    import torch
 
 #: Opposite-negation sentences added to each query's negatives, the closest first.
 OPPOSITE_NEGATIVES = 3
@@ -30,8 +32,6 @@ OPPOSITE_NEGATIVES = 3
 def build_cross_encoder(base_model: str | None, max_length: int):
     """A one-logit CrossEncoder from a bi-encoder folder (fresh head), local files only."""
     from sentence_transformers import CrossEncoder
-
-    from radsift.models.encoder import resolve_model_path
 
     path = resolve_model_path(base_model)
     return CrossEncoder(str(path), num_labels=1, max_length=max_length, device="cpu", local_files_only=True)
@@ -127,6 +127,8 @@ class RerankRecipe:
 
     def batch_loss(self, batch, train: bool = True) -> torch.Tensor:
         """BCE of one batch (``train=False``: dropout off)."""
+        import torch
+
         queries, texts, labels = batch
         self.model.train(train)
         return self.loss([queries, texts], torch.tensor(labels))

@@ -5,35 +5,27 @@ from __future__ import annotations
 import random
 import shutil
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import numpy as np
 
 from radsift.errors import ConfigError
+from radsift.models.encoder import Encoder, resolve_model_path, set_threads
+from radsift.models.settings import TRAINED, packaged_settings, write_search_settings
+from radsift.models.training.combined import CombinedRecipe
+from radsift.models.training.data import prepare_data
+from radsift.models.training.entity_aspect import train_entity_aspect
+from radsift.models.training.entity_aspect_data import build_entity_aspect_data, load_sources
+from radsift.models.training.evaluator import Evaluator
+from radsift.models.training.findings_impression import FindingsImpressionRecipe
+from radsift.models.training.lexicon import LexiconRecipe
+from radsift.models.training.loop import Optimizer, run_loop
+from radsift.models.training.modelcard import write_model_card
+from radsift.models.training.rerank import RerankRecipe, build_cross_encoder, mine_rerank_negatives
+from radsift.models.training.result import TrainResult, run_info
+from radsift.models.training.weights import freeze_embeddings, interpolate_with_base
 from radsift.records import Report
-
-
-@dataclass
-class TrainResult:
-    """What a training run produced.
-
-    Attributes:
-        out: The model folder.
-        config: The configuration used.
-        data: Data statistics.
-        training: Loop statistics (steps, seconds, loss curve, early stop).
-        evaluation: System -> held-out figures (empty when not evaluated).
-        seconds: Wall time of the whole run.
-    """
-
-    out: Path
-    config: Any
-    data: dict[str, Any]
-    training: dict[str, Any]
-    evaluation: dict[str, Any] = field(default_factory=dict)
-    seconds: float = 0.0
 
 
 def seed_everything(seed: int) -> None:
@@ -62,7 +54,7 @@ def train(
     *,
     overwrite: bool = False,
     labeler=None,
-    evaluator: Callable[..., dict[str, Any]] | None = None,
+    evaluator: Evaluator | None = None,
     progress: bool = True,
     log: Callable[[str], None] | None = None,
 ) -> TrainResult:
@@ -76,8 +68,10 @@ def train(
         labeler: The weak labeler (default: packaged lexicon and rules).
         evaluator: Called at the end when ``config.evaluate`` is set, as ``evaluator(kind, model,
             data, config, base_path=..., first_stage_encode=...)``, returning the held-out figures
-            of the model card (``radsift train`` passes
-            :class:`radsift.evaluation.heldout.HeldOutEvaluator`); None = no evaluation.
+            of the model card; the ``entity-aspect`` recipe calls its ``development(...)`` instead
+            (and every ``eval_every`` steps). See :class:`~radsift.models.training.evaluator.Evaluator`;
+            ``radsift train`` passes :class:`radsift.evaluation.heldout.HeldOutEvaluator`. None = no
+            evaluation.
         progress: Show progress bars.
         log: Receives one-line progress messages (default: silent).
 
@@ -85,9 +79,6 @@ def train(
         ConfigError: Bad configuration or output folder.
         CorpusError: Nothing to train on.
     """
-    from radsift.models.encoder import resolve_model_path, set_threads
-    from radsift.models.training.data import prepare_data
-
     say = log or (lambda message: None)
     start = time.monotonic()
     if not progress:
@@ -102,9 +93,8 @@ def train(
     set_threads(config.threads)
     seed_everything(config.seed)
     if config.recipe == "entity-aspect":  # CAPR: its own data (passages, MedQuAD), no weak labels
-        from radsift.models.training.entity_aspect import train_entity_aspect
-
-        return train_entity_aspect(reports, config, out, base_path, progress=progress, log=say, start=start)
+        return train_entity_aspect(reports, config, out, base_path, evaluator=evaluator, progress=progress, log=say,
+                                   start=start)
 
     reports = list(reports)  # read twice when the combined recipe joins entity-aspect examples
     data = prepare_data(reports, config, labeler=labeler, progress=progress)
@@ -117,9 +107,6 @@ def train(
         return _train_reranker(data, stats, config, out, base_path, rng, progress, say, start, evaluator)
 
     from sentence_transformers import SentenceTransformer
-
-    from radsift.models.training.loop import Optimizer, run_loop
-    from radsift.models.training.weights import freeze_embeddings, interpolate_with_base
 
     model = SentenceTransformer(str(base_path), device="cpu", local_files_only=True)
     if config.freeze_embeddings:
@@ -139,8 +126,6 @@ def train(
         say(f"weights interpolated with the base model (base share {config.base_weight})")
     model.max_seq_length = config.section_max_seq_length  # indexes encode sections too
     model.save(str(out))
-    from radsift.models.settings import TRAINED, packaged_settings, write_search_settings
-
     # The search settings measured for this recipe's models travel with the model (radsift.models.settings).
     write_search_settings(out, packaged_settings(TRAINED), note="measured for radsift train's bi-encoders: "
                                                                  "docs/measurements.md")
@@ -150,9 +135,7 @@ def train(
         evaluation = evaluator("bi-encoder", model, data, config, base_path=base_path)
         say("held-out: " + ", ".join(f"{k} {v:.3f}" for k, v in evaluation["trained"].items()
                                      if isinstance(v, float)))
-    info = _info(config, stats, loop.to_dict(), evaluation, base_path, "bi-encoder", start)
-    from radsift.models.training.modelcard import write_model_card
-
+    info = run_info(config, stats, loop.to_dict(), evaluation, base_path, "bi-encoder", start)
     write_model_card(out, info)
     return TrainResult(out, config, stats, loop.to_dict(), evaluation, time.monotonic() - start)
 
@@ -160,8 +143,6 @@ def train(
 def _entity_aspect_data(reports, data, config, say):
     """``combined`` with ``entity_share``: CAPR's examples from the training reports' sections and MedQuAD
     (never the CDV test split, nor the held-out reports)."""
-    from radsift.models.training.entity_aspect import build_entity_aspect_data, load_sources
-
     docs, test_ids, test_texts = load_sources(config, say)
     train = [r for r in reports if r.id in data.train_ids]
     return build_entity_aspect_data(train, medquad_docs=docs, test_ids=test_ids, test_texts=test_texts,
@@ -171,10 +152,6 @@ def _entity_aspect_data(reports, data, config, say):
 def build_recipe(model, data, config, rng: random.Random, entity=None):
     """The recipe object (with a ``step(optimizer)`` method) for ``config.recipe``; ``entity``: the
     entity-aspect data a ``combined`` recipe with ``entity_share`` joins."""
-    from radsift.models.training.combined import CombinedRecipe
-    from radsift.models.training.findings_impression import FindingsImpressionRecipe
-    from radsift.models.training.lexicon import LexiconRecipe
-
     if config.recipe in ("lexicon-triplet", "lexicon-mnrl"):
         return LexiconRecipe(model, data.lexicon, config, rng)
     if config.recipe == "findings-impression":
@@ -184,31 +161,7 @@ def build_recipe(model, data, config, rng: random.Random, entity=None):
     raise ConfigError(f"recipe {config.recipe!r} does not train a bi-encoder")
 
 
-def _info(config, stats, training, evaluation, base_path, kind, start) -> dict[str, Any]:
-    from radsift.models.encoder import model_display_name
-
-    return {
-        "kind": kind,
-        "recipe": config.recipe,
-        "base_model": model_display_name(base_path),
-        "config": config.to_dict(),
-        "data": stats,
-        "training": training,
-        "evaluation": evaluation,
-        "seconds": round(time.monotonic() - start, 1),
-    }
-
-
 def _train_reranker(data, stats, config, out, base_path, rng, progress, say, start, evaluator) -> TrainResult:
-    from radsift.models.encoder import Encoder
-    from radsift.models.training.loop import Optimizer, run_loop
-    from radsift.models.training.modelcard import write_model_card
-    from radsift.models.training.rerank import (
-        RerankRecipe,
-        build_cross_encoder,
-        mine_rerank_negatives,
-    )
-
     bi = Encoder.load(config.bi_encoder, max_seq_length=config.max_seq_length)
     say(f"mining negatives with {bi.name}")
     negatives = mine_rerank_negatives(lambda texts: bi.encode(texts, batch_size=64, progress=progress,
@@ -225,7 +178,7 @@ def _train_reranker(data, stats, config, out, base_path, rng, progress, say, sta
         evaluation = evaluator("cross-encoder", model, data, config,
                                first_stage_encode=lambda texts: bi.encode(texts, batch_size=64))
         evaluation["first_stage_model"] = bi.name
-    info = _info(config, stats, loop.to_dict(), evaluation, base_path, "cross-encoder", start)
+    info = run_info(config, stats, loop.to_dict(), evaluation, base_path, "cross-encoder", start)
     info["bi_encoder"] = str(bi.path)
     write_model_card(out, info)
     return TrainResult(out, config, stats, loop.to_dict(), evaluation, time.monotonic() - start)

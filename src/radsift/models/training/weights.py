@@ -16,10 +16,12 @@ by finding neither lifted negative-query mAP, and WiSE-FT lowered the separation
 from __future__ import annotations
 
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from radsift.errors import ConfigError
+
+if TYPE_CHECKING:
+    import torch
 
 
 def transformer_embeddings(model) -> torch.nn.Module:
@@ -44,7 +46,6 @@ def freeze_embeddings(model) -> int:
     return n
 
 
-@torch.no_grad()
 def interpolate_with_base(model, base_path: str | Path, weight: float) -> int:
     """Set each floating-point weight of ``model`` to ``(1 - weight) * own + weight * base``.
 
@@ -59,6 +60,7 @@ def interpolate_with_base(model, base_path: str | Path, weight: float) -> int:
     Raises:
         ConfigError: ``weight`` out of range, or the base model's weights do not match.
     """
+    import torch
     from sentence_transformers import SentenceTransformer
 
     if not 0.0 <= weight < 1.0:
@@ -67,13 +69,14 @@ def interpolate_with_base(model, base_path: str | Path, weight: float) -> int:
         return 0
     base = SentenceTransformer(str(base_path), device="cpu", local_files_only=True).state_dict()
     n = 0
-    for name, tensor in model.state_dict().items():
-        if not tensor.is_floating_point():
-            continue  # e.g. position ids
-        other = base.get(name)
-        if other is None or other.shape != tensor.shape:
-            raise ConfigError(f"base_weight: the base model at {base_path} has no weight {name!r} of shape "
-                             f"{tuple(tensor.shape)}: it is not the model training started from")
-        tensor.mul_(1.0 - weight).add_(other.to(tensor.dtype), alpha=weight)
-        n += 1
+    with torch.no_grad():
+        for name, tensor in model.state_dict().items():
+            if not tensor.is_floating_point():
+                continue  # e.g. position ids
+            other = base.get(name)
+            if other is None or other.shape != tensor.shape:
+                raise ConfigError(f"base_weight: the base model at {base_path} has no weight {name!r} of shape "
+                                  f"{tuple(tensor.shape)}: it is not the model training started from")
+            tensor.mul_(1.0 - weight).add_(other.to(tensor.dtype), alpha=weight)
+            n += 1
     return n

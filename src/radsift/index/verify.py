@@ -1,4 +1,5 @@
-"""Verified generations: what a generation's segment files must be, checked cheaply on open and fully on demand.
+"""Verified generations: what a generation's segment files must be, checked cheaply on open and fully on
+demand (:func:`verify_index`, ``radsift index verify``).
 
 Each generation's manifest records, for every segment it lists, the size and SHA-256 of every
 file the writer wrote into that segment (``segments[i]["files"]``, hashed once when the segment
@@ -15,10 +16,17 @@ traceback or a wrong answer; ``docs/recovery`` in the README says how to recover
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from radsift.errors import IndexDamagedError, IndexStoreError
+from radsift.index.format import COLUMNS, segment_dir
+from radsift.index.generations import read_current
+from radsift.index.manifest import MANIFEST_NAME, Manifest
+from radsift.index.segment import SegmentReader
 
 #: Files a writer does not record: the manifest itself and the reader leases.
 UNRECORDED = ("manifest.json", ".readers")
@@ -161,9 +169,48 @@ def check_segment(seg_dir: Path, info: dict, dim: int, deep: bool = False) -> li
 
 def check_generation(gen_dir: Path, manifest, deep: bool = False) -> list[Problem]:
     """Every problem of a generation's segments (:func:`check_segment`, each one it lists)."""
-    from radsift.index.store import segment_dir
-
     problems = []
     for info in manifest.segments:
         problems += check_segment(segment_dir(gen_dir.parent, info["name"]), info, manifest.dim, deep=deep)
+    return problems
+
+
+def verify_index(index_dir: str | Path, deep: bool = False) -> list:
+    """Every problem of the live generation and its segments (:func:`check_generation`, then with ``deep``
+    SQLite's integrity check and every row's checksum); empty when whole."""
+    index_dir = Path(index_dir)
+    gen = read_current(index_dir)
+    try:
+        manifest = Manifest.read(gen / MANIFEST_NAME)
+    except IndexStoreError as exc:
+        return [Problem(gen / MANIFEST_NAME, str(exc))]
+    problems = check_generation(gen, manifest, deep=deep)
+    for seg in manifest.segments:
+        if not seg.get("files"):
+            problems.append(Problem(segment_dir(index_dir, seg["name"]), "no checksums recorded: only shapes "
+                                                                         "were checked"))
+    if not deep:
+        return problems
+    for seg in manifest.segments:
+        db_path = segment_dir(index_dir, seg["name"]) / "store.sqlite"
+        if not any(p.path == db_path for p in problems):
+            try:
+                with sqlite3.connect(f"file:{db_path}?mode=ro&immutable=1", uri=True) as db:
+                    result = db.execute("PRAGMA integrity_check").fetchone()[0]
+                if result != "ok":
+                    problems.append(Problem(db_path, f"SQLite integrity check: {result}"))
+            except sqlite3.DatabaseError as exc:
+                problems.append(Problem(db_path, str(exc)))
+        try:
+            segment = SegmentReader(index_dir, seg, 0, {}, {})
+        except IndexStoreError as exc:
+            problems.append(Problem(db_path, str(exc)))
+            continue
+        try:  # every row against its checksum (says which table, where the file checksum cannot)
+            for table in COLUMNS:
+                segment.rows(table, None)
+        except (IndexDamagedError, sqlite3.DatabaseError) as exc:
+            problems.append(Problem(db_path, str(exc).split(": ", 1)[-1]))
+        finally:
+            segment.close()
     return problems
