@@ -33,7 +33,7 @@ the stored labels also makes the ``states`` class (so ``states`` is 1.000 there 
 How the class and relative score of a hit are recovered: the engine does not put them on
 ``Hit`` (only the band and the estimate). While searching, this script swaps the packaged table for
 a :class:`RecordingTable` that wraps it and notes the ``(kind, class, relative score)`` the engine
-asks an estimate for, hit by hit in page order (``radsift.search.engine._Counts.bands``): what is
+asks an estimate for, hit by hit in page order (``radsift.search.counts.Counts.bands``): what is
 calibrated is exactly what the engine reads, with no copy of its logic. The indexes are those of
 ``bench_negation.py`` (``--work``, default ``/tmp/radsift-bench-negation``; built there once with
 the packaged all-MiniLM-L6-v2 when absent). Exits with a message when the data are absent.
