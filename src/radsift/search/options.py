@@ -124,7 +124,7 @@ class SearchOptions:
     Build one and pass it, or name options as keywords (``index.search("x", k=5, mode="bm25")``), or
     both (the keywords override the object's). The values are checked by :func:`check_search`; after
     it, ``where`` holds :class:`~radsift.search.query.Filter` objects, ``reading`` ``(finding, status)``
-    pairs and ``target`` None for the whole report. Each option's help is below.
+    pairs and ``target`` None for the whole report. Each option's help is below (written from the declaration).
     """
 
     k: int = _option(10, "Number of hits.", what="hits", low=1, high=MAX_K, http_high=1000,
@@ -179,6 +179,11 @@ class SearchOptions:
 def option_specs() -> list[tuple[dataclasses.Field, Option]]:
     """Every option's field and :class:`Option`, in declaration order."""
     return [(f, f.metadata[_KEY]) for f in dataclasses.fields(SearchOptions)]
+
+
+# The class's docs list every option with its help, from the same declaration.
+SearchOptions.__doc__ = (SearchOptions.__doc__ or "") + "\n    Attributes:\n" + "".join(
+    f"        {f.name}: {spec.help} (default {f.default!r})\n" for f, spec in option_specs())
 
 
 def _wire(f: dataclasses.Field, spec: Option) -> Any:
