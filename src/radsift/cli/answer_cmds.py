@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from radsift.cli.help import command, commands
+from radsift.cli.help import command, top_level_commands
 from radsift.cli.options import (AllowRemoteOpt, IndexArg, LlmModelOpt, LlmTokenOpt, LlmUrlOpt, ModeOpt, ModelOpt,
                                  ThreadsOpt, WhereOpt)
 from radsift.cli.output import console, err_console
@@ -21,7 +21,7 @@ from radsift.search import Index
 from radsift.serve.audit import AuditLog
 
 #: This module's top-level commands (merged into ``radsift`` by :mod:`radsift.cli`).
-app = commands()
+app = top_level_commands()
 
 MaxTokensOpt = Annotated[int, typer.Option(
     "--max-tokens", metavar="N", rich_help_panel="LLM back-end", help="New tokens the answer may have at most.")]

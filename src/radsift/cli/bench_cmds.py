@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from radsift.cli.help import OPENI, command, commands
+from radsift.cli.help import OPENI, command, top_level_commands
 from radsift.cli.options import (AllowRemoteOpt, AlphaOpt, BackendOpt, BatchOpt, ConceptsOpt, IndexArg, LevelOpt,
                                  LlmModelOpt, LlmTokenOpt, LlmUrlOpt, MilvusUriOpt, ModeOpt, ModelOpt, NegationOpt,
                                  PrfOpt, RerankOpt, RerankerOpt, TargetOpt, ThreadsOpt, UnitOpt, WhereOpt, reader_flags)
@@ -22,7 +22,7 @@ from radsift.search import Index
 from radsift.workflows.bench import PassageOptions, run_benchmark
 
 #: This module's top-level commands (merged into ``radsift`` by :mod:`radsift.cli`).
-app = commands()
+app = top_level_commands()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -61,6 +61,6 @@ def command(group: typer.Typer, name: str, *, example: str | list[str]) -> Calla
     return group.command(name, cls=RadsiftCommand, epilog=examples(*lines))
 
 
-def commands() -> typer.Typer:
+def top_level_commands() -> typer.Typer:
     """A module's own top-level commands, merged into ``radsift`` by :mod:`radsift.cli`."""
     return typer.Typer(add_completion=False)

@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from radsift.cli.help import OrderedGroup, command, commands, examples
+from radsift.cli.help import OrderedGroup, command, examples, top_level_commands
 from radsift.cli.options import (AlphaOpt, BackendOpt, ConceptsOpt, IndexArg, LevelOpt, MilvusUriOpt, ModeOpt, ModelOpt,
                                  NegationOpt, PrfOpt, ReadingOpt, RerankOpt, RerankerOpt, SavedDirOpt, TargetOpt,
                                  ThreadsOpt, UnitOpt, WhereOpt)
@@ -20,7 +20,7 @@ from radsift.cli.output import console, err_console
 from radsift.errors import ConfigError
 
 #: This module's top-level commands (merged into ``radsift`` by :mod:`radsift.cli`).
-app = commands()
+app = top_level_commands()
 
 
 @command(app, "search", example=[

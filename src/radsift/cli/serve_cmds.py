@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from radsift.cli.help import command, commands
+from radsift.cli.help import command, top_level_commands
 from radsift.cli.options import (AllowRemoteOpt, BackendOpt, LlmModelOpt, LlmTokenOpt, LlmUrlOpt, MilvusUriOpt,
                                  ModelOpt, RerankerOpt, SavedDirOpt)
 from radsift.cli.output import console
@@ -17,7 +17,7 @@ from radsift.demo import write_demo_corpus
 from radsift.workflows.demo import run_demo
 
 #: This module's top-level commands (merged into ``radsift`` by :mod:`radsift.cli`).
-app = commands()
+app = top_level_commands()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from radsift.cli.help import OPENI, command, commands
+from radsift.cli.help import OPENI, command, top_level_commands
 from radsift.cli.options import CorpusOpt, ThreadsOpt, read_reports, reader_flags
 from radsift.cli.output import console, err_console, report_read_stats, say
 from radsift.errors import ConfigError
@@ -17,7 +17,7 @@ from radsift.models.training import load_config
 from radsift.workflows.train import train_model
 
 #: This module's top-level commands (merged into ``radsift`` by :mod:`radsift.cli`).
-app = commands()
+app = top_level_commands()
 
 
 # ---------------------------------------------------------------------------------------------
