@@ -80,7 +80,7 @@ def check_first_stage(path: str | Path) -> Path:
 
 
 def check_options(index_dir: str | Path, backend: str | None, milvus_uri: str | None = None,
-          poly: str | Path | None = None) -> None:
+                  poly: str | Path | None = None) -> None:
     """Before anything is written: ``milvus`` needs its extra and a Milvus server that answers (a
     milvus-lite file is created on the push), and ``poly`` must be a poly-encoder folder.
 
@@ -92,7 +92,7 @@ def check_options(index_dir: str | Path, backend: str | None, milvus_uri: str | 
         uri = milvus.resolve_uri(index_dir, milvus_uri or (milvus.pushed_before(index_dir) or {}).get("uri"))
         if not milvus.is_local(uri):
             milvus.connect(uri).close()
-    if poly is not None:
+    if isinstance(poly, (str, Path)):  # a loaded poly-encoder is one already
         check_first_stage(poly)
 
 
