@@ -12,8 +12,9 @@ import inspect
 import pytest
 from typer.testing import CliRunner
 
-from radsift.cli import app, index_build
-from radsift.index.adapt import DEFAULT_ADAPT_STEPS, MIN_ADAPT_REPORTS
+from radsift.cli import app
+from radsift.cli.index_cmds import index_build
+from radsift.workflows.adapt import DEFAULT_ADAPT_STEPS, MIN_ADAPT_REPORTS
 
 pytestmark = pytest.mark.slow
 

@@ -216,7 +216,7 @@ def test_errors_are_handled_in_one_place_and_exit_2(tmp_path):
 def test_reader_flags_are_the_same_on_every_corpus_command():
     import re
 
-    from radsift.cli import READER_FLAGS
+    from radsift.cli.options import READER_FLAGS
 
     flags = {f"--{flag}" for _, flag, *_ in READER_FLAGS}
     for cmd in (["index", "build"], ["index", "add"], ["label"], ["train"], ["bench"]):

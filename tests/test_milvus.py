@@ -234,7 +234,7 @@ def test_add_pushes_new_generation_and_auto_finds_it(tmp_path, monkeypatch):
     first = mvc.read_side(idx, IndexStore.open(idx).gen_dir)
     assert first["uri"] == uri
     add_to_index(idx, reports(30, start=60), encoder=enc)
-    from radsift.cli import _graphs
+    from radsift.index.derived import derive as _graphs
 
     _graphs(idx, "auto")  # auto on an index pushed before: pushes the new generation to the same URI
     store = IndexStore.open(idx)

@@ -1,30 +1,38 @@
-"""Build an index from reports, add reports to one (a new segment: nothing stored is re-encoded or
-rewritten), delete reports, and merge an index's segments (:func:`optimize_index`)."""
+"""Build an index from reports and add reports to one (a new segment: nothing stored is re-encoded or
+rewritten); the commit every write ends with. Deleting reports and merging segments are
+:mod:`radsift.index.changes`; what follows a write (HNSW graphs, a Milvus push, poly-encoder codes) is
+:mod:`radsift.index.derived`, run when the caller names a vector ``backend`` as ``radsift index`` does."""
 
 from __future__ import annotations
 
 import json
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from functools import lru_cache
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 import numpy as np
 
 from radsift.errors import ConfigError, CorpusError, IndexStoreError
+from radsift.index.derived import Derived, check_options, derive
 from radsift.index.format import (CURRENT, GEN_PREFIX, MARKER, SEGMENTS, TMP_PREFIX, GenerationData, LabelRecord,
                                   ReportRecord, SectionRecord, SentenceRecord)
-from radsift.index.generations import mark_index_dir, read_current, write_lock
+from radsift.index.generations import mark_index_dir, write_lock
 from radsift.index.lifecycle import remove_leftovers
-from radsift.index.manifest import FORMAT_VERSION, MANIFEST_NAME, Manifest, now_iso
+from radsift.index.manifest import FORMAT_VERSION, Manifest, now_iso
 from radsift.index.reader import IndexStore
-from radsift.index.verify import check_files
 from radsift.index.writer import commit_generation, live_counts, write_segment
-from radsift.ranking.bm25 import TermStats
-from radsift.text.tokens import TOKENIZER_VERSION, tokenize
+from radsift.models.encoder import model_fingerprint, resolve_model_path
+from radsift.models.onnx_encoder import BUILD_ENCODERS, load_build_encoder
+from radsift.models.onnx_encoder import encoder_kind as kind_of_encoder
+from radsift.progress import progress_bar
 from radsift.records import Report
+from radsift.text import report_sentences
+from radsift.text.aspects import section_windows
+from radsift.text.tokens import TOKENIZER_VERSION, tokenize
+from radsift.version import __version__
 
 
 @dataclass
@@ -41,6 +49,7 @@ class BuildSummary:
     encoded: int = 0  # distinct texts sent to the encoder by this run
     seconds: float = 0.0
     segments: int = 1  # segments of the index afterwards
+    derived: Derived = field(default_factory=Derived)  # graphs, Milvus push, poly codes
 
     def describe(self) -> str:
         if self.added == 0 and not self.replaced and self.reports:
@@ -75,8 +84,6 @@ def _encode_sections(encoder, texts: list[str], batch_size: int, progress: bool,
     """Section vectors. A section longer than one window (:data:`radsift.text.aspects.WINDOW_WORDS`
     words) is read as overlapping windows and stands as the normalised mean of their vectors: the
     model reads 256 word pieces, so truncating a long note section would drop its end."""
-    from radsift.text.aspects import section_windows
-
     windows, owner = section_windows(texts)
     vecs, n = _encode_unique(encoder, windows, batch_size, progress, desc)
     if len(windows) == len(texts):  # every section fits one window: its vector is the model's own
@@ -88,8 +95,6 @@ def _encode_sections(encoder, texts: list[str], batch_size: int, progress: bool,
 
 
 def _units_of(reports: list[Report], first_row: int) -> tuple[list[SentenceRecord], list[SectionRecord]]:
-    from radsift.text import report_sentences
-
     sentences, sections = [], []
     for offset, report in enumerate(reports):
         row = first_row + offset
@@ -118,10 +123,8 @@ def _record(report: Report) -> ReportRecord:
 
 
 @contextmanager
-def _step(opts: "BuildOptions", description: str):
+def progress_step(opts: "BuildOptions", description: str):
     """A progress task without a count for a step that may take a while (a line every 10 s off a terminal)."""
-    from radsift.progress import progress_bar
-
     with progress_bar(disable=None if opts.progress else True) as bar:
         task = bar.add_task(description, total=None)
         yield
@@ -145,8 +148,6 @@ class BuildOptions:
     encoder_cache: str | Path | None = None  # where ONNX exports are cached
 
     def __post_init__(self) -> None:  # a wrong --encoder fails before the index folder is touched
-        from radsift.models.onnx_encoder import BUILD_ENCODERS
-
         if self.encoder_kind not in BUILD_ENCODERS:
             raise ConfigError(f"--encoder {self.encoder_kind!r}: unknown encoder; choose one of "
                               f"{', '.join(BUILD_ENCODERS)}")
@@ -173,6 +174,10 @@ def build_index(
     allow_empty: bool = False,
     encoder_kind: str = "torch",
     encoder_cache: str | Path | None = None,
+    backend: str | None = None,
+    milvus_uri: str | None = None,
+    poly: str | Path | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> BuildSummary:
     """Build a new index at ``index_dir`` from ``reports``.
 
@@ -192,6 +197,15 @@ def build_index(
             faster) or ``onnx-int8`` (fastest, vectors within 0.008 in cosine); needs the ``fast`` extra.
             Queries are encoded by torch either way. Ignored when ``encoder`` is given.
         encoder_cache: Folder of the ONNX exports (None = ``$RADSIFT_CACHE_DIR/onnx``, else ``~/.cache/radsift/onnx``).
+        backend: The vector backend whose data to derive once the index is written, as ``radsift index build
+            --backend`` (its default is ``auto``): ``auto``, ``numpy``, ``hnsw`` (the HNSW graphs) or ``milvus``
+            (the vectors pushed to Milvus); see :func:`radsift.index.derived.derive`. None derives nothing.
+        milvus_uri: Where ``milvus`` pushes (a server URL or a milvus-lite file; default the index's own file).
+        poly: A poly-encoder folder whose section codes to write too (``radsift index build --poly``).
+        say: Told each step of the derived work (default: silent, but for the poly-encoder's codes).
+
+    The checks of ``backend`` and ``poly`` run before anything is read or written; what was derived is
+    the summary's ``derived``.
 
     A folder radsift created for a build that died before its first commit (it holds the
     ``.radsift-index`` marker, or only generation folders without ``CURRENT``) is built again.
@@ -199,8 +213,10 @@ def build_index(
     Raises:
         IndexStoreError: The directory already holds an index and ``overwrite`` is false, or ids repeat.
         CorpusError: No report, unless ``allow_empty``.
+        ConfigError: ``milvus`` without its extra or a server that answers; ``poly`` not a poly-encoder.
     """
     index_dir = Path(index_dir)
+    check_options(index_dir, backend, milvus_uri, poly)
     if (index_dir / CURRENT).exists() and not overwrite:
         raise IndexStoreError(
             f"{index_dir} already holds an index: use `radsift index add` to add reports, or --overwrite to rebuild it"
@@ -210,7 +226,9 @@ def build_index(
     opts = BuildOptions(model, encoder, threads, batch_size, progress, replace=False, lexicon=lexicon, label=label,
                         allow_empty=allow_empty, encoder_kind=encoder_kind, encoder_cache=encoder_cache)
     mark_index_dir(index_dir)
-    return _write(index_dir, reports, None, opts)
+    summary = _write(index_dir, reports, None, opts)
+    summary.derived = derive(index_dir, backend, milvus_uri, poly, say=say)
+    return summary
 
 
 def _ours(index_dir: Path) -> bool:
@@ -234,26 +252,33 @@ def add_to_index(
     progress: bool = True,
     encoder_kind: str = "torch",
     encoder_cache: str | Path | None = None,
+    backend: str | None = None,
+    milvus_uri: str | None = None,
+    poly: str | Path | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> BuildSummary:
-    """Add ``reports`` to an existing index, encoding only the new ones (``encoder_kind`` and
-    ``encoder_cache`` as in :func:`build_index`).
+    """Add ``reports`` to an existing index, encoding only the new ones (``encoder_kind``,
+    ``encoder_cache``, ``backend``, ``milvus_uri``, ``poly`` and ``say`` as in :func:`build_index`: with a
+    ``backend``, the new generation's graphs are extended from the previous one's, or it is pushed).
 
     Raises:
         IndexStoreError: An id is already in the index and ``replace`` is false; the model differs.
+        ConfigError: As :func:`build_index`.
     """
     index_dir = Path(index_dir)
+    check_options(index_dir, backend, milvus_uri, poly)
     old = IndexStore.open(index_dir)
     lexicon = old.manifest.lexicon
-    return _write(index_dir, reports, old, BuildOptions(
+    summary = _write(index_dir, reports, old, BuildOptions(
         model, encoder, threads, batch_size, progress, replace=replace,
         lexicon=None if lexicon == PACKAGED_LEXICON else lexicon, label=lexicon is not None,
         encoder_kind=encoder_kind, encoder_cache=encoder_cache))
+    summary.derived = derive(index_dir, backend, milvus_uri, poly, say=say)
+    return summary
 
 
 def _load_encoder(opts: BuildOptions, old: IndexStore | None):
     """The encoder of a build; an add must use the model that built the index (checked once, here)."""
-    from radsift.models.encoder import resolve_model_path
-
     encoder, model = opts.encoder, opts.model
     if old is not None and model is None and encoder is None:
         model = old.manifest.model_folder()
@@ -262,17 +287,13 @@ def _load_encoder(opts: BuildOptions, old: IndexStore | None):
                                  old.index_dir)
     if encoder is not None:
         return encoder
-    from radsift.models.onnx_encoder import load_build_encoder
-
     return load_build_encoder(opts.encoder_kind, model, threads=opts.threads, cache_dir=opts.encoder_cache)
 
 
 def _encoders_used(old: IndexStore | None, encoder) -> list[str]:
     """The manifest's ``build_encoders``: the old index's, plus this write's encoder if new."""
-    from radsift.models.onnx_encoder import encoder_kind
-
     used = list(old.manifest.build_encoders) if old is not None else []
-    kind = encoder_kind(encoder)
+    kind = kind_of_encoder(encoder)
     return used if kind in used else used + [kind]
 
 
@@ -281,7 +302,9 @@ PACKAGED_LEXICON = "packaged:chest_xray"
 
 @lru_cache(maxsize=4)
 def _labeler(lexicon: str | None):
-    from radsift.labels.labeler import Labeler
+    from radsift.labels.labeler import (
+        Labeler,  # loads medspaCy (seconds): only when labeling
+    )
 
     return Labeler(lexicon)
 
@@ -296,9 +319,6 @@ def _label_sentences(texts: list[str], lexicon, progress: bool) -> list[list[tup
 def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, opts: BuildOptions) -> BuildSummary:
     """A build (``old`` None: one new segment, a generation of it alone) or an add (a new segment of the
     new reports only, listed after ``old``'s segments; replaced reports deleted from their segments)."""
-    from radsift.version import __version__
-    from radsift.models.encoder import model_fingerprint
-
     start = time.perf_counter()
     try:
         with write_lock(index_dir):
@@ -314,7 +334,7 @@ def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, o
             if not new and not opts.allow_empty:
                 raise CorpusError("the corpus holds no report (a header-only or empty file?): nothing to index; "
                                   "pass --allow-empty to build an empty index anyway")
-            with _step(opts, "loading the model"):
+            with progress_step(opts, "loading the model"):
                 encoder = _load_encoder(opts, old)
             summary = BuildSummary(index_dir=index_dir, added=len(new))
             segments: list[dict] = []
@@ -326,7 +346,7 @@ def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, o
                         f"{len(clash)} report id(s) already in {index_dir}: {shown} (pass --replace to replace them)"
                     )
                 summary.replaced = len(clash)
-                segments = _tombstoned(old, clash)
+                segments = tombstoned(old, clash)
 
             new_sent, new_sec = _units_of(new, first_row=0)  # rows local to the new segment
             sent_vecs, n1 = _encode_unique(encoder, [s.text for s in new_sent], opts.batch_size, opts.progress,
@@ -368,10 +388,10 @@ def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, o
                 lexicon=(str(Path(lexicon).resolve()) if lexicon else PACKAGED_LEXICON) if opts.label else None,
                 build_encoders=_encoders_used(old, encoder),
             )
-            with _step(opts, "writing the index (records, vectors, BM25)"):
+            with progress_step(opts, "writing the index (records, vectors, BM25)"):
                 remove_leftovers(index_dir)
                 segments.append(write_segment(index_dir, data, manifest.bm25))
-                _commit(index_dir, manifest, segments)
+                commit_segments(index_dir, manifest, segments)
     finally:
         if old is not None:
             old.close()
@@ -385,7 +405,7 @@ def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, o
     return summary
 
 
-def _tombstoned(store: IndexStore, ids: Iterable[str]) -> list[dict]:
+def tombstoned(store: IndexStore, ids: Iterable[str]) -> list[dict]:
     """The store's segment entries with the live reports ``ids`` added to their deletion sets."""
     by_segment: dict[str, set[int]] = {}
     for rid in ids:
@@ -400,7 +420,7 @@ def _tombstoned(store: IndexStore, ids: Iterable[str]) -> list[dict]:
     return out
 
 
-def _commit(index_dir: Path, manifest: Manifest, segments: list[dict]) -> Path:
+def commit_segments(index_dir: Path, manifest: Manifest, segments: list[dict]) -> Path:
     """Fill in what the generation's segments decide (live counts, section and finding names) and commit it."""
     manifest.segments = segments
     counts = live_counts(index_dir, segments)
@@ -410,152 +430,3 @@ def _commit(index_dir: Path, manifest: Manifest, segments: list[dict]) -> Path:
     manifest.findings = sorted({n for s in segments for n in s["findings"]})
     manifest.updated = now_iso()
     return commit_generation(index_dir, manifest)
-
-
-@dataclass
-class ChangeSummary:
-    """What ``radsift index delete`` or ``optimize`` did."""
-
-    index_dir: Path
-    action: str
-    reports: int = 0  # live reports afterwards
-    deleted: int = 0  # reports deleted by this run
-    segments_before: int = 0
-    segments: int = 0
-    dropped: int = 0  # deleted reports an optimize dropped for good
-    seconds: float = 0.0
-
-    def describe(self) -> str:
-        if self.action == "delete":
-            return (f"deleted {self.deleted} report(s) from {self.index_dir}: {self.reports} reports left "
-                    f"(in {self.segments} segments; `radsift index optimize` reclaims the space)")
-        if self.action == "upgrade":
-            return (f"converted {self.index_dir} from format 1 into one segment ({self.reports} reports, nothing "
-                    f"re-encoded) in {self.seconds:.1f}s")
-        if self.action == "optimize-nothing":
-            return (f"nothing to optimize: {self.index_dir} is one segment with no deleted report "
-                    f"({self.reports} reports)")
-        return (f"optimized {self.index_dir}: {self.segments_before} segments -> 1, {self.dropped} deleted reports "
-                f"dropped, {self.reports} reports, in {self.seconds:.1f}s")
-
-
-def delete_from_index(index_dir: str | Path, report_ids: Iterable[str]) -> ChangeSummary:
-    """Delete reports from an index: a new generation records them as deleted (no segment is rewritten).
-
-    Raises:
-        IndexStoreError: An id is not in the index (all of them named; nothing is deleted), or none is given.
-    """
-    index_dir = Path(index_dir)
-    ids = list(dict.fromkeys(str(i) for i in report_ids))
-    if not ids:
-        raise IndexStoreError("no report id to delete was given")
-    start = time.perf_counter()
-    with write_lock(index_dir):
-        old = IndexStore.open(index_dir)
-        try:
-            missing = [i for i in ids if old.report_row(i) is None]
-            if missing:
-                shown = ", ".join(repr(i) for i in missing[:10]) + (" ..." if len(missing) > 10 else "")
-                raise IndexStoreError(f"{len(missing)} report id(s) not in {index_dir}: {shown}; nothing was deleted")
-            manifest = replace(old.manifest, empty_ids=sorted(set(old.manifest.empty_ids) - set(ids)))
-            remove_leftovers(index_dir)
-            _commit(index_dir, manifest, _tombstoned(old, ids))
-        finally:
-            old.close()
-    return ChangeSummary(index_dir, "delete", reports=manifest.counts["reports"], deleted=len(ids),
-                         segments=len(manifest.segments), seconds=time.perf_counter() - start)
-
-
-def optimize_index(index_dir: str | Path, *, progress: bool = False) -> ChangeSummary:
-    """Merge the live rows of all segments into one segment and drop the deleted reports for good.
-
-    Nothing is re-encoded or re-tokenised: records, vectors, labels and BM25 term statistics are
-    copied from the segments. An index of format 1 (before segments) is converted into one segment.
-    Committed atomically like every write: an interrupted optimize leaves
-    the previous generation live and whole (its leftovers are removed by the next writer).
-    """
-    from radsift.version import __version__
-
-    index_dir = Path(index_dir)
-    start = time.perf_counter()
-    opts = BuildOptions(progress=progress)
-    with write_lock(index_dir):
-        if _format_of(index_dir) == 1:
-            return _upgrade_v1(index_dir, opts, start)
-        old = IndexStore.open(index_dir)
-        try:
-            segs = old.manifest.segments
-            summary = ChangeSummary(index_dir, "optimize", reports=len(old.report_ids), segments_before=len(segs),
-                                    segments=1, dropped=sum(len(s.get("deleted", [])) for s in segs))
-            if len(segs) <= 1 and not summary.dropped:
-                summary.action = "optimize-nothing"
-                return summary
-            with _step(opts, f"merging {len(segs)} segments"):
-                data = GenerationData(
-                    reports=old.all_reports(), sentences=old.all_sentences(), sections=old.all_sections(),
-                    sentence_vectors=np.asarray(old.units("sentence").vectors),
-                    section_vectors=np.asarray(old.units("section").vectors),
-                    sentence_labels=old.all_sentence_labels(),
-                    sentence_terms=TermStats.merge(old.term_stats("sentence")),
-                    section_terms=TermStats.merge(old.term_stats("section")),
-                )
-                manifest = replace(old.manifest, radsift_version=__version__, metadata_keys=sorted(
-                    {k for r in data.reports for k in json.loads(r.metadata)}))
-                remove_leftovers(index_dir)
-                seg = write_segment(index_dir, data, manifest.bm25, mid_fault="optimize-mid-merge")
-                _commit(index_dir, manifest, [seg])
-        finally:
-            old.close()
-    summary.seconds = time.perf_counter() - start
-    return summary
-
-
-def _format_of(index_dir: Path) -> int | None:
-    """The format version the live generation's manifest declares (None when it cannot be read)."""
-    try:
-        return json.loads((read_current(index_dir) / MANIFEST_NAME).read_text(encoding="utf-8")).get("format_version")
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def _upgrade_v1(index_dir: Path, opts: BuildOptions, start: float) -> ChangeSummary:
-    """Convert a format-1 index (one folder per generation, BM25 as bm25s matrices) into one segment:
-    records, vectors and labels are copied, BM25 statistics recomputed from the stored texts; nothing is
-    re-encoded. The format-1 generation stays on disk until the next write (not readable by this radsift)."""
-    import sqlite3
-
-    from radsift.ranking.tiers import STATUS_CODES
-
-    gen = read_current(index_dir)
-    raw = json.loads((gen / MANIFEST_NAME).read_text(encoding="utf-8"))
-    problems = check_files(gen, raw.get("files") or {})
-    if problems:
-        raise IndexStoreError(f"cannot convert {index_dir}: {problems[0]}; rebuild it with `radsift index build "
-                              f"--overwrite {index_dir} CORPUS`")
-    with _step(opts, f"converting {gen.name} (format 1) into one segment"):
-        db = sqlite3.connect(f"file:{gen / 'store.sqlite'}?mode=ro&immutable=1", uri=True)
-        try:
-            reports = [ReportRecord(*r) for r in db.execute("SELECT id, sections, metadata FROM reports ORDER BY row")]
-            sentences = [SentenceRecord(*r) for r in db.execute(
-                'SELECT report_row, section, idx, start, "end", text FROM sentences ORDER BY row')]
-            sections = [SectionRecord(*r) for r in db.execute(
-                "SELECT report_row, section, text FROM sections ORDER BY row")]
-        except sqlite3.DatabaseError as exc:
-            raise IndexStoreError(f"cannot convert {index_dir}: {gen / 'store.sqlite'}: {exc}") from None
-        finally:
-            db.close()
-        findings, status = raw.get("findings", []), {code: name for name, code in STATUS_CODES.items()}
-        rows, codes, states = (np.load(gen / f"label_{x}.npy").tolist() for x in ("row", "finding", "status"))
-        data = GenerationData(
-            reports=reports, sentences=sentences, sections=sections,
-            sentence_vectors=np.load(gen / "sentence_vectors.npy", mmap_mode="r"),
-            section_vectors=np.load(gen / "section_vectors.npy", mmap_mode="r"),
-            sentence_tokens=[tokenize(x.text) for x in sentences], section_tokens=[tokenize(x.text) for x in sections],
-            sentence_labels=[LabelRecord(r, findings[f], status[st]) for r, f, st in zip(rows, codes, states)],
-        )
-        known = set(Manifest.__dataclass_fields__)
-        manifest = Manifest(**{k: v for k, v in raw.items() if k in known})
-        manifest.format_version, manifest.files = FORMAT_VERSION, {}
-        remove_leftovers(index_dir)
-        _commit(index_dir, manifest, [write_segment(index_dir, data, manifest.bm25)])
-    return ChangeSummary(index_dir, "upgrade", reports=len(reports), segments=1, seconds=time.perf_counter() - start)

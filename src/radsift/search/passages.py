@@ -21,16 +21,16 @@ question), each with its matched words.
 from __future__ import annotations
 
 import dataclasses
-import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from radsift.errors import ConfigError
+from radsift.index.derived import check_first_stage  # also checks `radsift index build --poly`
 from radsift.index.poly_codes import PolyCodes, poly_fingerprint
 from radsift.models.encoder import query_threads
-from radsift.models.poly_encoder import CONFIG_FILE, PolyEncoder, is_poly_encoder
+from radsift.models.poly_encoder import PolyEncoder, is_poly_encoder
 from radsift.models.reranker import Reranker
 from radsift.models.reranker import rerank as rerank_hits
 from radsift.models.settings import settings_of_model
@@ -169,29 +169,6 @@ class PolyFirstStage:
         codes = self.codes
         with query_threads():  # one query: torch's threads collapse on shared cores (see QUERY_THREADS)
             return codes.scores(store, codes.poly.encode_queries([query])[0])
-
-
-def check_first_stage(path: str | Path) -> Path:
-    """``path`` as a passage first stage: a poly-encoder folder, else a ConfigError saying what it is."""
-    path = Path(path).expanduser()
-    if is_poly_encoder(path):
-        return path.resolve()
-    if not path.is_dir():
-        raise ConfigError(f"--first-stage {path}: no such folder (expected a poly-encoder from "
-                          "'radsift train --recipe entity-aspect --model-type poly')")
-    if (path / "modules.json").is_file():
-        raise ConfigError(f"--first-stage {path}: a bi-encoder (sentence-transformers) folder, not a poly-encoder: "
-                          "the index's own model already is the bi-encoder first stage (build the index with "
-                          f"--model {path} to search with this one)")
-    try:
-        arch = " ".join(json.loads((path / "config.json").read_text(encoding="utf-8")).get("architectures") or [])
-    except (OSError, ValueError, AttributeError):
-        arch = ""
-    if "SequenceClassification" in arch:
-        raise ConfigError(f"--first-stage {path}: a cross-encoder folder, which re-scores a first stage's passages: "
-                          f"use it as --rerank N --reranker {path}")
-    raise ConfigError(f"--first-stage {path}: not a poly-encoder folder (no {CONFIG_FILE}); train one with "
-                      "'radsift train --recipe entity-aspect --model-type poly'")
 
 
 def load_passage_reranker(path: str | Path, threads: int | None = None):

@@ -9,6 +9,15 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from radsift.corpus import ReaderOptions, ReadStats, read_corpus
+from radsift.demo import write_demo_corpus
+from radsift.evaluation.metrics import evaluate
+from radsift.evaluation.trec import read_qrels, read_queries
+from radsift.index import build_index
+from radsift.search import Index
+from radsift.search.display import print_hits
+from radsift.workflows.adapt import build_adapted_index
+
 EXAMPLE_SEARCHES = ("pneumothorax", "no pleural effusion", "enlarged heart", "endotracheal tube position",
                     "a breathing tube in the windpipe")
 #: Training steps of the demo's adapt step (about a minute on 2 cores; 0 skips it).
@@ -23,14 +32,6 @@ def run_demo(out: Path, *, n: int = 2000, seed: int = 7, serve: bool = False, po
     Returns:
         The index directory (the adapted one when adapting ran).
     """
-    from radsift.corpus import ReaderOptions, ReadStats, read_corpus
-    from radsift.demo import write_demo_corpus
-    from radsift.evaluation.metrics import evaluate
-    from radsift.evaluation.trec import read_qrels, read_queries
-    from radsift.index import build_index
-    from radsift.search import Index
-    from radsift.search.display import print_hits
-
     console = console or Console()
     out = Path(out)
     files = write_demo_corpus(out / "corpus", n=n, seed=seed)
@@ -67,8 +68,6 @@ def run_demo(out: Path, *, n: int = 2000, seed: int = 7, serve: bool = False, po
     console.print(table)
 
     if adapt_steps > 0:
-        from radsift.index.adapt import build_adapted_index
-
         console.rule(f"[bold]5. adapt the model to these reports (index build --adapt --adapt-steps {adapt_steps})")
         adapted_dir = out / "index-adapted"
         summary, model = build_adapted_index(adapted_dir, read_corpus([files.reports_csv], options), steps=adapt_steps,
@@ -96,7 +95,7 @@ def run_demo(out: Path, *, n: int = 2000, seed: int = 7, serve: bool = False, po
         highlight=False,
     )
     if serve:
-        from radsift.serve import run_server
+        from radsift.serve import run_server  # uvicorn and fastapi: only when serving
 
         console.rule("[bold]7. web page")
         run_server(index_dir, host="127.0.0.1", port=port, console=console)

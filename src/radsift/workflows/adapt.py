@@ -9,16 +9,29 @@ work will take before it starts, trains a short run of the default recipe
 outside the generations, so ``index add`` and the server keep finding it) and builds the index
 with it. A corpus too small to train on is indexed with the general model, and the message
 says how many reports adapting needs.
+
+It lives in ``workflows/`` because it trains a model and builds an index: the index never trains
+(a contract of ``pyproject.toml``), so the workflow that does both sits above the two. The rest of
+``radsift index build`` (the backend's graphs or Milvus push, ``--poly`` codes) is the index's own
+(:func:`radsift.index.build_index`), checked here before the long training starts.
 """
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-from radsift.errors import CorpusError
+from radsift.errors import ConfigError, CorpusError
+from radsift.index import build_index
+from radsift.index.derived import check_options
+from radsift.index.format import CURRENT
+from radsift.models.encoder import Encoder
+from radsift.models.training.config import TrainConfig
+from radsift.models.training.runner import train
 from radsift.records import Report
+from radsift.text import report_sentences
 
 #: Steps of the quick default recipe (see docs/measurements.md, "Adapting in the main path").
 DEFAULT_ADAPT_STEPS = 200
@@ -41,8 +54,6 @@ def adapted_model_dir(index_dir: Path) -> Path:
 
 def estimate(reports: list[Report], steps: int, encoder) -> dict[str, float]:
     """Seconds the training and the indexing will take here: reference timings scaled by a probe."""
-    from radsift.text import report_sentences
-
     encoder.encode(_PROBE[:8], batch_size=8)  # warm up: the first call after loading is slower
     t = time.perf_counter()
     encoder.encode(_PROBE, batch_size=64)
@@ -56,7 +67,8 @@ def build_adapted_index(index_dir: str | Path, reports: Iterable[Report], *, ste
                         base_model: str | Path | None = None, threads: int | None = None, batch_size: int = 64,
                         overwrite: bool = False, lexicon: str | Path | None = None,
                         say: Callable[[str], None] = print, progress: bool = True, encoder_kind: str = "torch",
-                        encoder_cache: str | Path | None = None):
+                        encoder_cache: str | Path | None = None, backend: str | None = None,
+                        milvus_uri: str | None = None, poly: str | Path | None = None):
     """Train the default recipe on ``reports`` for ``steps`` steps, then build the index with the model.
 
     Args:
@@ -66,6 +78,8 @@ def build_adapted_index(index_dir: str | Path, reports: Iterable[Report], *, ste
         base_model: The model to adapt (None = the packaged all-MiniLM-L6-v2).
         say: Receives one-line messages (the estimate, a too-small corpus, where the model went).
         encoder_kind, encoder_cache: How the reports are encoded (see :func:`radsift.index.build_index`).
+        backend, milvus_uri, poly: What to derive from the index once built (see :func:`radsift.index.build_index`;
+            checked before training); ``say`` is told those steps too.
 
     Returns:
         ``(BuildSummary, model folder or None)``: None when the corpus was too small and the general
@@ -74,19 +88,14 @@ def build_adapted_index(index_dir: str | Path, reports: Iterable[Report], *, ste
     Raises:
         ConfigError, CorpusError, IndexStoreError: as ``radsift train`` and ``radsift index build``.
     """
-    from radsift.errors import ConfigError
-    from radsift.index.builder import build_index
-    from radsift.index.format import CURRENT
-    from radsift.models.encoder import Encoder
-    from radsift.models.training.config import TrainConfig
-    from radsift.models.training.runner import train
-
+    check_options(index_dir, backend, milvus_uri, poly)
     if int(steps) < 1:
         raise ConfigError(f"--adapt-steps: must be a positive number of steps, not {steps}")
     index_dir = Path(index_dir)
     if (index_dir / CURRENT).exists() and not overwrite:  # fail before the long work
         raise ConfigError(f"{index_dir} already holds an index: use --overwrite to rebuild it with --adapt")
     reports = list(reports)
+    derive = {"backend": backend, "milvus_uri": milvus_uri, "poly": poly, "say": say}
     general = Encoder.load(base_model, threads=threads)
     with_text = sum(1 for r in reports if any(t.strip() for t in r.sections.values()))
     if with_text < MIN_ADAPT_REPORTS:
@@ -95,7 +104,7 @@ def build_adapted_index(index_dir: str | Path, reports: Iterable[Report], *, ste
         return build_index(index_dir, reports, encoder=general if encoder_kind == "torch" else None,
                            model=base_model, threads=threads, batch_size=batch_size, progress=progress,
                            overwrite=overwrite, lexicon=lexicon, encoder_kind=encoder_kind,
-                           encoder_cache=encoder_cache), None
+                           encoder_cache=encoder_cache, **derive), None
     guess = estimate(reports, steps, general)
     say(f"adapting {general.name} to {len(reports):,} reports: about {_minutes(guess['train_s'])} of training "
         f"({steps} steps), then about {_minutes(guess['index_s'])} to index {guess['sentences']:,} sentences")
@@ -104,7 +113,7 @@ def build_adapted_index(index_dir: str | Path, reports: Iterable[Report], *, ste
     out = adapted_model_dir(index_dir)
     labeler = None
     if lexicon is not None:
-        from radsift.labels import Labeler
+        from radsift.labels import Labeler  # loads medspaCy (seconds): only for a lexicon of the caller's
 
         labeler = Labeler(lexicon)
     try:
@@ -115,17 +124,15 @@ def build_adapted_index(index_dir: str | Path, reports: Iterable[Report], *, ste
         return build_index(index_dir, reports, encoder=general if encoder_kind == "torch" else None,
                            model=base_model, threads=threads, batch_size=batch_size, progress=progress,
                            overwrite=overwrite, lexicon=lexicon, encoder_kind=encoder_kind,
-                           encoder_cache=encoder_cache), None
+                           encoder_cache=encoder_cache, **derive), None
     say(f"adapted model: {out} ({result.training.get('steps', steps)} steps, {result.seconds:.0f} s)")
     summary = build_index(index_dir, reports, model=out, threads=threads, batch_size=batch_size, progress=progress,
                           overwrite=overwrite, lexicon=lexicon, encoder_kind=encoder_kind,
-                          encoder_cache=encoder_cache)
+                          encoder_cache=encoder_cache, **derive)
     return summary, out
 
 
 def _remove_empty(folder: Path) -> None:
-    import shutil
-
     shutil.rmtree(folder, ignore_errors=True)
 
 

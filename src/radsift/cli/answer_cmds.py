@@ -1,0 +1,127 @@
+"""``radsift ask`` and ``draft-impression``: answers and impression drafts from the most similar reports
+(:mod:`radsift.rag`), every LLM call written to an audit log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+
+from radsift.cli.help import command, top_level_commands
+from radsift.cli.options import (AllowRemoteOpt, IndexArg, LlmModelOpt, LlmTokenOpt, LlmUrlOpt, ModeOpt, ModelOpt,
+                                 ThreadsOpt, WhereOpt)
+from radsift.cli.output import console, err_console
+from radsift.errors import ConfigError
+from radsift.rag import ask, draft_impression
+from radsift.rag.llm import AuditedLLM, make_llm
+from radsift.search import Index
+from radsift.serve.audit import AuditLog
+
+#: This module's top-level commands (merged into ``radsift`` by :mod:`radsift.cli`).
+app = top_level_commands()
+
+MaxTokensOpt = Annotated[int, typer.Option(
+    "--max-tokens", metavar="N", rich_help_panel="LLM back-end", help="New tokens the answer may have at most.")]
+LlmTimeoutOpt = Annotated[float, typer.Option(
+    "--llm-timeout", metavar="SECONDS", rich_help_panel="LLM back-end",
+    help="Seconds the generation may take (then a partial answer, or an error when nothing came).")]
+MaxPromptOpt = Annotated[Optional[int], typer.Option(
+    "--max-prompt-tokens", metavar="N", rich_help_panel="LLM back-end",
+    help="Cap the prompt below the model's context (reports are cut to fit, and the answer says so).")]
+LlmAuditOpt = Annotated[Optional[Path], typer.Option(
+    "--audit-log", metavar="FILE", help="Audit trail of the LLM calls (sizes and outcome, no text; "
+                                        "default INDEX_DIR/audit/llm.jsonl).")]
+AskKOpt = Annotated[int, typer.Option("-k", "--k", metavar="N", help="Reports in the prompt (1 to 20).")]
+
+
+def _cli_llm(index_dir: Path, audit_log: Optional[Path], purpose: str, url, model, token_file, allow_remote, threads):
+    """The back-end of the options, every call written to the audit log."""
+    audit = AuditLog(audit_log if audit_log is not None else Path(index_dir) / "audit" / "llm.jsonl")
+    llm = make_llm(url, model, token_file=token_file, allow_remote=allow_remote, threads=threads)
+    return AuditedLLM(llm, audit, client="cli", purpose=purpose)
+
+
+def _print_answer(answer, show_prompt: bool) -> None:
+    console.print(escape(answer.text) or "[dim](no text)[/]")
+    cited = {c["n"] for c in answer.citations}
+    if answer.sources:
+        console.print("\n[bold]Reports in the prompt[/] (* cited):")
+        for s in answer.sources:
+            mark = "*" if s["n"] in cited else " "
+            cut = " (cut to fit)" if s["truncated"] else " (left out: no room)" if s["dropped"] else ""
+            console.print(f" {mark} [{s['n']}] {escape(s['report_id'])}{cut}", highlight=False)
+    for note in answer.notes:
+        err_console.print(f"note: {note}", highlight=False)
+    console.print(f"[dim]{answer.backend} · {escape(answer.model)} · {answer.status} · {answer.seconds:.1f} s[/]",
+                  highlight=False)
+    if show_prompt:
+        console.print("\n[bold]Prompt[/]")
+        console.print(escape(answer.prompt), highlight=False)
+
+
+@command(app, "ask", example=['radsift ask my-index "enlarged cardiac silhouette with vascular congestion"',
+                              'radsift ask my-index "what does a deep sulcus sign mean?" --no-retrieval',
+                              'radsift ask my-index "right lower lobe opacity" --llm-url http://127.0.0.1:8080/v1'])
+def ask_cmd(
+    index_dir: IndexArg,
+    question: Annotated[str, typer.Argument(metavar="QUESTION", help="A finding description or a question.")],
+    k: AskKOpt = 3,
+    no_retrieval: Annotated[bool, typer.Option("--no-retrieval", help="The model alone, no reports (the baseline).")] = False,
+    target: Annotated[str, typer.Option(
+        "--target", metavar="SECTION", help="auto (impressions for a findings description, whole reports for a "
+                                            "question), report, or a section of the index.")] = "auto",
+    mode: ModeOpt = "hybrid", where: WhereOpt = None, model: ModelOpt = None, threads: ThreadsOpt = None,
+    llm_url: LlmUrlOpt = None, llm_model: LlmModelOpt = None, llm_token_file: LlmTokenOpt = None,
+    allow_remote_llm: AllowRemoteOpt = False, max_tokens: MaxTokensOpt = 256, llm_timeout: LlmTimeoutOpt = 120.0,
+    max_prompt_tokens: MaxPromptOpt = None, audit_log: LlmAuditOpt = None,
+    show_prompt: Annotated[bool, typer.Option("--show-prompt", help="Also print the exact prompt.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the answer, citations, sources and prompt as JSON.")] = False,
+) -> None:
+    """Answer a finding description or question from the most similar reports, citing them ([1], [2])."""
+    index = Index.open(index_dir, model=model, threads=threads)
+    llm = _cli_llm(index_dir, audit_log, "ask", llm_url, llm_model, llm_token_file, allow_remote_llm, threads)
+    answer = ask(index, question, llm=llm, k=k, retrieval=not no_retrieval, target=target, mode=mode, where=where,
+                 max_tokens=max_tokens, timeout=llm_timeout, max_prompt_tokens=max_prompt_tokens)
+    if as_json:
+        typer.echo(json.dumps(answer.to_dict(), ensure_ascii=False))
+    else:
+        _print_answer(answer, show_prompt)
+
+
+@command(app, "draft-impression", example=['radsift draft-impression my-index --findings "Small left effusion."',
+                                           "radsift draft-impression my-index --findings findings.txt --json"])
+def draft_impression_cmd(
+    index_dir: IndexArg,
+    findings: Annotated[str, typer.Option("--findings", metavar="TEXT|FILE", help="The findings, or a file holding them.")],
+    k: AskKOpt = 3,
+    no_retrieval: Annotated[bool, typer.Option("--no-retrieval", help="The model alone, no prior impressions.")] = False,
+    mode: ModeOpt = "hybrid", where: WhereOpt = None, model: ModelOpt = None, threads: ThreadsOpt = None,
+    llm_url: LlmUrlOpt = None, llm_model: LlmModelOpt = None, llm_token_file: LlmTokenOpt = None,
+    allow_remote_llm: AllowRemoteOpt = False, max_tokens: MaxTokensOpt = 128, llm_timeout: LlmTimeoutOpt = 120.0,
+    max_prompt_tokens: MaxPromptOpt = None, audit_log: LlmAuditOpt = None,
+    show_prompt: Annotated[bool, typer.Option("--show-prompt", help="Also print the exact prompt.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the draft, the baseline and the prompt as JSON.")] = False,
+) -> None:
+    """Draft an impression from findings and the impressions of the most similar prior reports, beside the
+    retrieval-only baseline (the nearest report's impression, unchanged)."""
+    text = findings
+    if len(findings) < 4096 and "\n" not in findings and Path(findings).is_file():
+        try:
+            text = Path(findings).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"--findings {findings}: cannot read it as UTF-8 text ({exc})") from None
+    index = Index.open(index_dir, model=model, threads=threads)
+    llm = _cli_llm(index_dir, audit_log, "draft", llm_url, llm_model, llm_token_file, allow_remote_llm, threads)
+    draft = draft_impression(index, text, llm=llm, k=k, retrieval=not no_retrieval, mode=mode, where=where,
+                             max_tokens=max_tokens, timeout=llm_timeout, max_prompt_tokens=max_prompt_tokens)
+    if as_json:
+        typer.echo(json.dumps(draft.to_dict(), ensure_ascii=False))
+        return
+    console.print("[bold]Drafted impression[/]")
+    _print_answer(draft.draft, show_prompt)
+    if draft.baseline is not None:
+        console.print(f"\n[bold]Retrieval only[/] (the impression of report {escape(draft.baseline['report_id'])}):")
+        console.print(escape(draft.baseline["impression"]), highlight=False)

@@ -1,0 +1,212 @@
+"""The flags of several commands, declared once: the reader flags of every command that reads a corpus
+(:data:`READER_FLAGS`, given by :func:`reader_flags`), the search flags (from
+:class:`radsift.search.options.SearchOptions`, given by :func:`search_flags`) and the options shared
+by several commands."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from pathlib import Path
+from typing import Annotated, Any, Callable, Iterable, Optional, Sequence
+
+import typer
+
+from radsift.corpus import ReaderOptions, ReadStats, read_corpus
+from radsift.errors import ConfigError
+from radsift.records import Report
+from radsift.search.options import SearchOptions, cli_options
+
+
+# ---------------------------------------------------------------------------------------------
+# Reader flags, declared once: every command that reads a corpus (index build/add, label, train, bench)
+# ---------------------------------------------------------------------------------------------
+#: (parameter, flag, type, default, metavar, help) of each reader flag.
+READER_FLAGS: tuple[tuple[str, str, Any, Any, str, str], ...] = (
+    ("format", "format", Optional[str], None, "FORMAT",
+     "csv | jsonl | txt | openi-xml | text (inferred from the extension when omitted)."),
+    ("id_column", "id-column", Optional[str], None, "COLUMN", "Column/field holding the report id (csv, jsonl)."),
+    ("section", "section", Optional[list[str]], None, "NAME=COLUMN",
+     "Map a section to a column, e.g. findings=findings (repeatable). Columns not mapped become metadata."),
+    ("text_column", "text-column", Optional[str], None, "COLUMN",
+     "A free-text column split into sections by its headings (csv, jsonl)."),
+    ("on_error", "on-error", str, "fail", "fail|skip", "What to do with a bad row: stop, or skip and count it."),
+)
+
+
+def reader_options(format: str | None = None, id_column: str | None = None, section: list[str] | None = None,
+                   text_column: str | None = None, on_error: str = "fail"):
+    """Turn the reader flags into :class:`radsift.corpus.ReaderOptions`."""
+    return ReaderOptions.from_cli(
+        format=format, id_column=id_column, sections=section or [], text_column=text_column, on_error=on_error
+    )
+
+
+def reader_flags(dest: str = "reader", *, prefix: str = "", panel: str = "Reader options", of: str = "") -> Callable:
+    """Give a command the reader flags; it receives them as one ``ReaderOptions`` argument ``dest``.
+
+    The flags replace the parameter ``dest`` in the command's signature (typer reads the signature),
+    so their names, types, defaults and help are written once, in :data:`READER_FLAGS`.
+
+    Args:
+        dest: The command's parameter that receives the ``ReaderOptions``.
+        prefix: Flag prefix (``cross-`` gives ``--cross-format`` ...).
+        panel: The help panel the flags are listed in.
+        of: Appended to each flag's help (says which corpus they read).
+    """
+
+    def decorate(fn: Callable) -> Callable:
+        sig = inspect.signature(fn, eval_str=True)
+        if dest not in sig.parameters:
+            raise TypeError(f"{fn.__name__} has no parameter {dest!r} for the reader flags")
+        names = {name: f"{dest}_{name}" for name, *_ in READER_FLAGS}
+        flags = [
+            inspect.Parameter(names[name], inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[
+                kind, typer.Option(f"--{prefix}{flag}", metavar=metavar, help=help_ + of, rich_help_panel=panel)])
+            for name, flag, kind, default, metavar, help_ in READER_FLAGS
+        ]
+        params = []
+        for p in sig.parameters.values():
+            params.extend(flags if p.name == dest else [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)])
+
+        @functools.wraps(fn)
+        def wrapper(**kwargs):
+            values = {name: kwargs.pop(param) for name, param in names.items()}
+            try:
+                kwargs[dest] = reader_options(**values)
+            except ConfigError as exc:  # name the flag as the user typed it
+                text = str(exc)
+                raise ConfigError(f"--{prefix}{text[2:]}" if prefix and text.startswith("--") else text) from None
+            return fn(**kwargs)
+
+        wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
+
+
+# ---------------------------------------------------------------------------------------------
+# Search flags, declared once (radsift.search.options.SearchOptions): search, export, saved add
+# ---------------------------------------------------------------------------------------------
+def search_flags(dest: str = "options", *, only: Sequence[str] | None = None) -> Callable:
+    """Give a command the search options' flags; it receives them as one ``SearchOptions`` argument ``dest``.
+
+    The flags replace the parameter ``dest`` in the command's signature (as :func:`reader_flags` does),
+    so their names, types, defaults and help are those declared once in
+    :class:`radsift.search.options.SearchOptions` (which the HTTP API's parameters come from too).
+
+    Args:
+        dest: The command's parameter that receives the ``SearchOptions``.
+        only: The options to take (default: every option the command line takes).
+    """
+
+    def decorate(fn: Callable) -> Callable:
+        sig = inspect.signature(fn, eval_str=True)
+        if dest not in sig.parameters:
+            raise TypeError(f"{fn.__name__} has no parameter {dest!r} for the search flags")
+        specs = cli_options(only)
+        names = {name: f"{dest}_{name}" for name, *_ in specs}
+        flags = [
+            inspect.Parameter(names[name], inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[
+                kind, typer.Option(*decls, metavar=metavar, help=help_)])
+            for name, kind, default, decls, metavar, help_ in specs
+        ]
+        params = []
+        for p in sig.parameters.values():
+            params.extend(flags if p.name == dest else [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)])
+
+        @functools.wraps(fn)
+        def wrapper(**kwargs):
+            kwargs[dest] = SearchOptions(**{name: kwargs.pop(param) for name, param in names.items()})
+            return fn(**kwargs)
+
+        wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
+
+
+# ---------------------------------------------------------------------------------------------
+# Options shared by several commands
+# ---------------------------------------------------------------------------------------------
+BackendOpt = Annotated[str, typer.Option(
+    "--backend", metavar="NAME", help="Vector search: auto (exact below 200,000 units, the HNSW graph above; "
+    "RADSIFT_HNSW_MIN_ROWS; the Milvus collection of an index pushed to Milvus), numpy (exact), hnsw (approximate, "
+    "needs the 'scale' extra) or milvus (vectors in Milvus, needs the 'milvus' extra).")]
+MilvusUriOpt = Annotated[Optional[str], typer.Option(
+    "--milvus-uri", metavar="URI", envvar="RADSIFT_MILVUS_URI",
+    help="Milvus for --backend milvus: a server (http://HOST:19530) or a milvus-lite file (PATH.db; default "
+    "INDEX_DIR/cache/milvus/vectors.db). Searches default to the URI recorded with the index. Token: "
+    "$RADSIFT_MILVUS_TOKEN.")]
+IndexArg = Annotated[Path, typer.Argument(metavar="INDEX_DIR", help="Index directory.", show_default=False)]
+ModelOpt = Annotated[Optional[str], typer.Option(
+    "--model", metavar="DIR", help="sentence-transformers model folder (default: packaged all-MiniLM-L6-v2).")]
+ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", metavar="N", help="torch threads for encoding.")]
+BatchOpt = Annotated[int, typer.Option("--batch-size", metavar="N", help="Encoding batch size.")]
+EncoderOpt = Annotated[str, typer.Option(
+    "--encoder", metavar="NAME", help="How reports are encoded: torch (reference), onnx (ONNX Runtime: same vectors, "
+    "~2.6x faster on 2 cores) or onnx-int8 (~5x, vectors within 0.008 in cosine); onnx needs the 'fast' extra. "
+    "Queries are always encoded by torch.")]
+EncoderCacheOpt = Annotated[Optional[Path], typer.Option(
+    "--encoder-cache", metavar="DIR", help="Where ONNX exports of the model are kept (default: "
+    "$RADSIFT_CACHE_DIR/onnx or ~/.cache/radsift/onnx).")]
+RerankOpt = Annotated[int, typer.Option(
+    "--rerank", metavar="N", help="Rerank the top N hits with the cross-encoder of --reranker (0 = off).")]
+RerankerOpt = Annotated[Optional[Path], typer.Option(
+    "--reranker", envvar="RADSIFT_RERANKER", metavar="DIR",
+    help="Cross-encoder folder from 'radsift train --recipe rerank' (or $RADSIFT_RERANKER).")]
+ModeOpt = Annotated[str, typer.Option(
+    "--mode", metavar="MODE",
+    help="hybrid (convex combination of dense and BM25) | dense | bm25 | hybrid-rrf (reciprocal rank fusion).")]
+LevelOpt = Annotated[str, typer.Option("--level", metavar="LEVEL", help="report (one hit per report) | sentence.")]
+WhereOpt = Annotated[Optional[list[str]], typer.Option(
+    "--where", metavar="KEY=VALUE|KEY~VALUE",
+    help="Metadata filter (repeatable): KEY=VALUE matches exactly, KEY~VALUE case-insensitively by substring, "
+         "e.g. --where indication~cough. Keys must be metadata of the index (radsift index info lists them).")]
+TargetOpt = Annotated[Optional[str], typer.Option(
+    "--target", metavar="SECTION", help="Search one section only: findings, impression, ... (report = all).")]
+UnitOpt = Annotated[str, typer.Option("--unit", metavar="UNIT", help="Rank sentence units, whole section units, or "
+                                      "passage (sections with heading and aspect; \"ENTITY | ASPECT\" queries).")]
+NegationOpt = Annotated[str, typer.Option(
+    "--negation", metavar="aware|ignore",
+    help="aware: units stating the query's reading of its findings rank first, the opposite last; ignore: off.")]
+AlphaOpt = Annotated[Optional[float], typer.Option(
+    "--alpha", metavar="WEIGHT",
+    help="The dense share of hybrid, 0 to 1 (default: the model's own, measured for it; see radsift index info).")]
+ConceptsOpt = Annotated[bool, typer.Option(
+    "--concepts/--no-concepts",
+    help="Link a query that describes a lexicon finding without naming it to that finding (\"understood as\").")]
+PrfOpt = Annotated[bool, typer.Option(
+    "--prf", help="Pseudo-relevance feedback: expand the query from its first-pass top hits (RM3, Rocchio).")]
+CorpusOpt = Annotated[list[Path], typer.Option("--corpus", metavar="PATH", help="Corpus file or folder (repeatable).")]
+PolyOpt = Annotated[Optional[Path], typer.Option(
+    "--poly", metavar="DIR", help="Also encode the sections' codes for this poly-encoder (INDEX_DIR/cache/poly/), so "
+    "that 'radsift search --unit passage --first-stage DIR' does not encode them on its first query.")]
+
+
+# ---------------------------------------------------------------------------------------------
+# The LLM back-end (ask, draft-impression, bench --protocol rag, serve)
+# ---------------------------------------------------------------------------------------------
+LlmUrlOpt = Annotated[Optional[str], typer.Option(
+    "--llm-url", metavar="URL", rich_help_panel="LLM back-end",
+    help="An OpenAI-compatible endpoint (llama.cpp server, vLLM, Ollama), e.g. http://127.0.0.1:8080/v1. "
+         "Default: the offline SmolLM2-135M model in process (pip install 'radsift[llm]').")]
+LlmModelOpt = Annotated[Optional[str], typer.Option(
+    "--llm-model", metavar="NAME", rich_help_panel="LLM back-end", help="The endpoint's model name.")]
+LlmTokenOpt = Annotated[Optional[Path], typer.Option(
+    "--llm-token-file", metavar="FILE", rich_help_panel="LLM back-end",
+    help="File whose first line is the endpoint's API key (default: $RADSIFT_LLM_TOKEN).")]
+AllowRemoteOpt = Annotated[bool, typer.Option(
+    "--allow-remote-llm", rich_help_panel="LLM back-end",
+    help="Allow an --llm-url that is not this machine (prompts hold report text: patient data).")]
+
+
+SavedDirOpt = Annotated[Optional[Path], typer.Option(
+    "--saved-dir", metavar="DIR", help="Folder of saved searches (default INDEX_DIR/saved).")]
+
+
+def read_reports(paths: list[Path], options: ReaderOptions) -> tuple[Iterable[Report], ReadStats]:
+    """The reports of the corpus ``paths`` (read lazily, as their consumer asks) and the stats the reading
+    fills in (print them with :func:`radsift.cli.output.report_read_stats` once the reports are consumed)."""
+    stats = ReadStats()
+    return read_corpus(paths, options, stats), stats
