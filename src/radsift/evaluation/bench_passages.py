@@ -13,8 +13,8 @@ from radsift.corpus.medquad import read_medquad, test_document_ids
 from radsift.corpus.medquad_passages import PassageData, dev_passage_data, load_cdv
 from radsift.errors import ConfigError
 from radsift.evaluation.protocols.base import no_log
-from radsift.evaluation.protocols.passage_retrieval import (KEY, LATENCY_PASSAGES, QUERY_KINDS, TITLE, latency,
-                                                            report_json, run_passages)
+from radsift.evaluation.protocols.passage_retrieval import (KEY, LATENCY_PASSAGES, QUERY_KINDS, RULE_APPENDED, TITLE,
+                                                            latency, report_json, run_passages)
 from radsift.evaluation.report import prepare_out_dir
 from radsift.evaluation.systems.passage_systems import build_passage_systems, check_passage_specs, parse_passage_system
 from radsift.models.training.config import TrainConfig
@@ -43,7 +43,9 @@ def bench_passages(out_dir: str | Path, specs: Sequence[str], *, medquad_dir: st
     """``radsift bench --protocol passages``: run the protocol and write ``report.json`` and ``report.md``.
 
     ``report.json`` holds ``results``: system -> query kind -> ``"R@1"``, ``"R@5"`` (percent) and
-    their 95% intervals, then the protocol's tables, counts and settings.
+    their 95% intervals over BM25's top 64 with no gold appended (the primary figure), the same
+    with the missed golds appended as ``results_appended`` (secondary), then the protocol's tables,
+    counts and settings.
 
     ``split``: ``test``, the CDV test split (CAPR's; never tune on it), or ``dev``, the development
     split of :func:`load_dev` (for choosing settings).
@@ -71,7 +73,8 @@ def bench_passages(out_dir: str | Path, specs: Sequence[str], *, medquad_dir: st
     log(f"read {len(data.passages)} passages and {len(data.queries)} queries ({data.source})")
     systems = build_passage_systems(parsed, threads=threads, batch_size=batch_size, max_tokens=max_tokens)
     result = run_passages(data, systems, kinds=kinds, max_queries=max_queries, seed=seed, log=log)
-    report: dict = {"protocol": KEY, "results": report_json(result), **result.to_dict()}
+    report: dict = {"protocol": KEY, "results": report_json(result),
+                    "results_appended": report_json(result, RULE_APPENDED), **result.to_dict()}
     report["data"] = {k: v for k, v in result.data.items() if k != "per_query_hit1"}
     if with_latency:
         log(f"latency: {LATENCY_PASSAGES} passages per query ...")
