@@ -139,3 +139,29 @@ def test_note_passage_benchmark_queries_and_golds():
                        "Pneumonia treatment": {"Antibiotics for pneumonia."}}
     assert len(data.passages) == 4 and data.passage_ids[0].startswith("a#")
     assert not note_passage_data(notes, _dictionary(), max_gold=0).queries
+
+
+def test_bench_note_passages_writes_three_candidate_rules(tmp_path):
+    import csv
+    import json
+
+    from radsift.evaluation.bench_passages import bench_note_passages
+
+    path = tmp_path / "notes.csv"
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["note_id", "transcription"])
+        for r in _notes(120):
+            w.writerow([r.id, " ".join(f"{h.upper().replace('_', ' ')}: ,{t}," for h, t in r.sections.items())])
+    out = tmp_path / "bench"
+    report = bench_note_passages(out, ["bm25", "tfidf"], corpus=[path], split="test")
+    assert report["data"]["queries"] > 0 and report["data"]["passages"] > 0
+    for system in ("bm25", "tfidf"):
+        rules = report["results"][system]
+        assert set(rules) == {"bm25-64", "bm25-64+gold", "random-64"}
+        for figures in rules.values():
+            assert 0 <= figures["entity-aspect"]["R@1"] <= figures["entity-aspect"]["R@5"] <= 100
+    assert json.loads((out / "report.json").read_text())["protocol"] == "note-passages"
+    assert "random-64" in (out / "report.md").read_text()
+    with pytest.raises(Exception, match="unknown split"):
+        bench_note_passages(tmp_path / "x", ["bm25"], corpus=[path], split="train")
