@@ -279,3 +279,18 @@ def load_sources(config, say):
     else:
         say("MedQuAD: not found (pass medquad_dir): training on the notes alone")
     return docs, test_ids, test_texts
+
+
+def ea_data_to_json(data: EAData) -> dict:
+    """The passages, examples and counts of ``data`` in a JSON-ready form (to train on another machine;
+    neither the dictionary nor the development split travel)."""
+    return {"passages": [[p.note, p.source, p.aspect, p.text, sorted(p.entities)] for p in data.passages],
+            "examples": [[e.entity, e.key, e.aspect, e.positive, e.note, e.source] for e in data.examples],
+            "stats": data.stats}
+
+
+def ea_data_from_json(obj: dict) -> EAData:
+    """The inverse of :func:`ea_data_to_json` (no dictionary, no development split)."""
+    passages = [EAPassage(n, s, a, t, frozenset(ents)) for n, s, a, t, ents in obj["passages"]]
+    examples = [EAExample(ent, key, a, int(pos), n, s) for ent, key, a, pos, n, s in obj["examples"]]
+    return EAData(passages, examples, stats=dict(obj.get("stats", {})))
