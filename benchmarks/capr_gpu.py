@@ -38,6 +38,7 @@ import random
 import shutil
 import tarfile
 import time
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -328,12 +329,27 @@ def base_systems(base_st) -> list:
     return [BM25Passages("bm25"), DensePassages("minilm-untrained", DenseEncoder(base_st))]
 
 
+def guarded(what: str, fn, default=None):
+    """Run one phase; a failure is logged (and recorded) and the run goes on with the next phase."""
+    try:
+        return fn()
+    except Exception:  # noqa: BLE001 - one shot on the accelerator: keep what the other phases give
+        log(f"FAILED: {what}\n{traceback.format_exc()}")
+        RESULTS.setdefault("failures", {})[what] = traceback.format_exc()[-2000:]
+        return default
+
+
 def test_all(tag: str, systems_fn, pools: dict, dev: EvalSet | None = None) -> None:
-    """Score fresh systems on the development notes (when given) and every test pool; save."""
-    if dev is not None:
-        RESULTS["dev"][tag] = evaluate(f"notes-dev {tag}", dev, systems_fn(), rules=[RULE_BM25])
-    for name, es in pools.items():
-        RESULTS["test"].setdefault(name, {}).update(evaluate(f"{name} {tag}", es, systems_fn()))
+    """Score fresh systems on the development notes (when given) and every test pool, one system at a
+    time (a failing one does not stop the others)."""
+    for i in range(len(systems_fn())):
+        if dev is not None:
+            got = guarded(f"notes-dev {tag} #{i}", lambda: evaluate(f"notes-dev {tag}", dev, [systems_fn()[i]],
+                                                                      rules=[RULE_BM25]), {})
+            RESULTS["dev"].setdefault(tag, {}).update(got)
+        for name, es in pools.items():
+            got = guarded(f"{name} {tag} #{i}", lambda: evaluate(f"{name} {tag}", es, [systems_fn()[i]]), {})
+            RESULTS["test"].setdefault(name, {}).update(got)
 
 
 def save_best(model_dir: Path, out: Path, part_mb: int = 15) -> list[str]:
@@ -386,6 +402,7 @@ def main() -> None:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
+    torch.set_float32_matmul_precision("high")
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     RESULTS["meta"] = {"device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
@@ -405,45 +422,58 @@ def main() -> None:
     test_all("base", lambda: base_systems(base_st), pools, dev_full)
     save(out)
     bi_budget, poly_budget, cross_budget = args.train_seconds
-    bi, _ = train("bi", notes, base, device, dev_curve, bi_budget, args)
-    bi_dir = Path("/tmp/capr-bi")
-    bi.save(str(bi_dir))
-    test_all("bi", lambda: [DensePassages("bi-notes", DenseEncoder(bi))], pools, dev_full)
+    bi_dir, best_dir = Path("/tmp/capr-bi"), Path("/tmp/capr-best")
+    bi = guarded("train bi", lambda: train("bi", notes, base, device, dev_curve, bi_budget, args)[0])
+    if bi is not None:
+        bi.save(str(bi_dir))
+        test_all("bi", lambda: [DensePassages("bi-notes", DenseEncoder(bi))], pools, dev_full)
     save(out)
-    _, poly = train("poly", notes, base, device, dev_curve, poly_budget, args, start_from=bi_dir)
-    test_all("poly", lambda: [PolyPassages("poly-notes", PolyOnDevice(poly, device))], pools, dev_full)
+    poly = guarded("train poly", lambda: train("poly", notes, base, device, dev_curve, poly_budget, args,
+                                               start_from=bi_dir if bi is not None else None)[1])
+    if poly is not None:
+        test_all("poly", lambda: [PolyPassages("poly-notes", PolyOnDevice(poly, device))], pools, dev_full)
     save(out)
-    cross, _ = train("cross", notes, base, device, dev_curve, cross_budget, args)
-    rr = CachedCross(cross)  # one cache: the rerank systems reuse the full cross-encoder's pair scores
+    cross = guarded("train cross", lambda: train("cross", notes, base, device, dev_curve, cross_budget, args)[0])
+    if cross is not None:
+        rr = CachedCross(cross)  # one cache: the rerank systems reuse the full cross-encoder's pair scores
 
-    def cross_systems():
         def weighted(w):
             c = CachedCross(cross, w)
             c.cache = rr.cache
             return c
-        return [CrossSystem("cross-notes", rr),
-                CrossSystem("poly+cross top16 w0.3", weighted(0.3), PolyPassages("p", PolyOnDevice(poly, device)), 16),
-                CrossSystem("poly+cross top16 w1.0", weighted(1.0), PolyPassages("p", PolyOnDevice(poly, device)), 16),
-                CrossSystem("bi+cross top16 w0.3", weighted(0.3), DensePassages("b", DenseEncoder(bi)), 16)]
 
-    test_all("cross", cross_systems, pools, dev_full)
+        def cross_systems():
+            out_ = [CrossSystem("cross-notes", rr)]
+            if poly is not None:
+                out_ += [CrossSystem("poly+cross top16 w0.3", weighted(0.3), PolyPassages("p", PolyOnDevice(poly, device)), 16),
+                         CrossSystem("poly+cross top16 w1.0", weighted(1.0), PolyPassages("p", PolyOnDevice(poly, device)), 16)]
+            if bi is not None:
+                out_ += [CrossSystem("bi+cross top16 w0.3", weighted(0.3), DensePassages("b", DenseEncoder(bi)), 16)]
+            return out_
+
+        test_all("cross", cross_systems, pools, dev_full)
     save(out)
     names = {"bi": "bi-notes", "poly": "poly-notes", "cross": "cross-notes"}
-    best_kind = max(names, key=lambda k: RESULTS["dev"][k][names[k]][RULE_BM25]["entity-aspect"]["R@1"])
-    RESULTS["best_on_dev"] = best_kind
-    best_dir = Path("/tmp/capr-best")
-    {"bi": lambda: shutil.copytree(bi_dir, best_dir), "poly": lambda: poly.save(best_dir),
-     "cross": lambda: cross.save(str(best_dir))}[best_kind]()
+    dev_r1 = {k: RESULTS["dev"].get(k, {}).get(n, {}).get(RULE_BM25, {}).get("entity-aspect", {}).get("R@1", -1)
+              for k, n in names.items()}
+    best_kind = max(dev_r1, key=dev_r1.get)
+    RESULTS["best_on_dev"] = {"kind": best_kind, "dev_R@1": dev_r1}
+    savers = {"bi": lambda: shutil.copytree(bi_dir, best_dir), "poly": lambda: poly.save(best_dir),
+              "cross": lambda: cross.save(str(best_dir))}
+    guarded("save best", savers[best_kind])
     if not args.skip_incollection and args.budget - elapsed() > 110 and "train_incollection" in bundle:
-        inc = ea_data_from_json(bundle["train_incollection"])
-        mq_dev = EvalSet(evals["medquad-dev"], min(args.dev_sample, args.max_queries or 10**9), seed=1)
-        RESULTS["data"]["in_collection"] = inc.stats
-        bi_inc, _ = train("bi", inc, base, device, mq_dev, min(bi_budget, args.budget - elapsed() - 60), args,
-                          tag="bi in-collection")
-        RESULTS["test"]["cdv-test (in-collection)"] = evaluate(
-            "cdv-test in-collection", pools["cdv-test"], [DensePassages("bi-in-collection", DenseEncoder(bi_inc))])
+        def incollection():
+            inc = ea_data_from_json(bundle["train_incollection"])
+            mq_dev = EvalSet(evals["medquad-dev"], min(args.dev_sample, args.max_queries or 10**9), seed=1)
+            RESULTS["data"]["in_collection"] = inc.stats
+            bi_inc, _ = train("bi", inc, base, device, mq_dev, min(bi_budget, args.budget - elapsed() - 60), args,
+                              tag="bi in-collection")
+            RESULTS["test"]["cdv-test (in-collection)"] = evaluate(
+                "cdv-test in-collection", pools["cdv-test"], [DensePassages("bi-in-collection", DenseEncoder(bi_inc))])
+        guarded("in-collection", incollection)
         save(out)
-    RESULTS["model_parts"] = save_best(best_dir, out)
+    if best_dir.is_dir():
+        RESULTS["model_parts"] = guarded("model parts", lambda: save_best(best_dir, out))
     RESULTS["seconds"] = round(elapsed(), 1)
     save(out)
     log("done")
