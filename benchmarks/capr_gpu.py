@@ -9,8 +9,8 @@ identical texts score alike, ties count as their expected value).
 
 Run:
 
-1. ``bm25`` and the untrained MiniLM on every test pool (notes-test: bm25-64, bm25-64+gold, random-64;
-   cdv-test: both query kinds, bm25-64 and bm25-64+gold);
+1. ``bm25`` and the untrained MiniLM on every test pool (cdv-test: both query kinds, bm25-64 and
+   bm25-64+gold; notes-test: bm25-64, bm25-64+gold, random-64);
 2. per model type (bi, then poly from the trained bi, then cross from the base MiniLM): train on the
    notes-only data, scoring a seeded sample of the development notes' queries (bm25-64) every few
    steps (the learning curve), keep the best step, then score it on the whole development split
@@ -20,7 +20,9 @@ Run:
    the CDV test split: a secondary setting, never a zero-shot figure;
 4. the best model on the development notes, in fp16, split into parts of at most 15 MB.
 
-Every phase appends to ``OUT/results.json``; each log line carries the elapsed seconds.
+``--phases`` picks what runs (``base,bi,poly,cross`` by default; ``cross`` alone for a cross-encoder run).
+Every evaluation rewrites ``OUT/results.json``; each log line carries the elapsed seconds; a phase that fails
+is logged and recorded (``failures``) and the run goes on.
 
 Usage::
 
@@ -59,6 +61,8 @@ T0 = time.perf_counter()
 #: Word pieces every model reads (training and evaluation).
 MAX_LEN = 256
 RESULTS: dict = {"phases": {}, "curves": {}, "dev": {}, "test": {}, "timings": {}}
+#: Where results.json goes (set by main; every evaluation rewrites it, so a run cut short keeps what it measured).
+OUT: list[Path] = []
 
 
 def log(message: str) -> None:
@@ -69,7 +73,10 @@ def elapsed() -> float:
     return time.perf_counter() - T0
 
 
-def save(out: Path) -> None:
+def save(out: Path | None = None) -> None:
+    out = out or (OUT[0] if OUT else None)
+    if out is None:
+        return
     (out / "results.json").write_text(json.dumps(RESULTS, indent=1, default=str) + "\n", encoding="utf-8")
 
 
@@ -307,6 +314,7 @@ def train(kind: str, data, base: Path, device: str, dev_set: EvalSet, budget: fl
                 if poly is not None:
                     best_state["__codes__"] = poly.codes.detach().to("cpu", copy=True)
             RESULTS["curves"][tag] = curve
+            save()
             if time.perf_counter() - t_start > budget:
                 log(f"{kind}: time budget reached at step {step}")
                 break
@@ -347,9 +355,11 @@ def test_all(tag: str, systems_fn, pools: dict, dev: EvalSet | None = None) -> N
             got = guarded(f"notes-dev {tag} #{i}", lambda: evaluate(f"notes-dev {tag}", dev, [systems_fn()[i]],
                                                                       rules=[RULE_BM25]), {})
             RESULTS["dev"].setdefault(tag, {}).update(got)
+            save()
         for name, es in pools.items():
             got = guarded(f"{name} {tag} #{i}", lambda: evaluate(f"{name} {tag}", es, [systems_fn()[i]]), {})
             RESULTS["test"].setdefault(name, {}).update(got)
+            save()
 
 
 def save_best(model_dir: Path, out: Path, part_mb: int = 15) -> list[str]:
@@ -391,6 +401,8 @@ def main() -> None:
     ap.add_argument("--max-queries", type=int, default=None, help="queries per pool (None = all)")
     ap.add_argument("--train-seconds", type=float, nargs=3, default=(60.0, 45.0, 100.0), metavar=("BI", "POLY", "CROSS"))
     ap.add_argument("--skip-incollection", action="store_true")
+    ap.add_argument("--phases", default="base,bi,poly,cross", help="comma-separated: base, bi, poly, cross "
+                    "(poly starts from the trained bi when bi runs, else from the base model)")
     ap.add_argument("--batch", type=int, default=None, help="examples per step for every model (default: 64, 64, 32)")
     args = ap.parse_args()
     if args.make_fp16:
@@ -405,6 +417,7 @@ def main() -> None:
     torch.set_float32_matmul_precision("high")
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
+    OUT.append(out)
     RESULTS["meta"] = {"device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
                        "torch": torch.__version__, "args": {k: str(v) for k, v in vars(args).items()}}
     base = materialize(args.model, Path("/tmp/capr-base"))
@@ -413,27 +426,33 @@ def main() -> None:
     evals = bundle["evals"]
     dev_full = EvalSet(evals["notes-dev"], args.max_queries)
     dev_curve = EvalSet(evals["notes-dev"], min(args.dev_sample, args.max_queries or 10**9), seed=1)
-    pools = {"notes-test": EvalSet(evals["notes-test"], args.max_queries),
-             "cdv-test": EvalSet(evals["cdv-test"], args.max_queries)}
+    # the CDV test split first: the first run ended while the cross-encoder scored it after the notes
+    pools = {"cdv-test": EvalSet(evals["cdv-test"], args.max_queries),
+             "notes-test": EvalSet(evals["notes-test"], args.max_queries)}
     notes = ea_data_from_json(bundle["train"])
     RESULTS["data"] = {"notes_only": notes.stats, "queries": {k: len(v.queries) for k, v in pools.items()},
                        "dev_queries": len(dev_full.queries), "dev_curve_queries": len(dev_curve.queries)}
     base_st = SentenceTransformer(str(base), device=device, local_files_only=True)
-    test_all("base", lambda: base_systems(base_st), pools, dev_full)
+    phases = set(args.phases.split(","))
+    if "base" in phases:
+        test_all("base", lambda: base_systems(base_st), pools, dev_full)
     save(out)
     bi_budget, poly_budget, cross_budget = args.train_seconds
     bi_dir, best_dir = Path("/tmp/capr-bi"), Path("/tmp/capr-best")
-    bi = guarded("train bi", lambda: train("bi", notes, base, device, dev_curve, bi_budget, args)[0])
+    bi = guarded("train bi", lambda: train("bi", notes, base, device, dev_curve, bi_budget, args)[0]) \
+        if "bi" in phases else None
     if bi is not None:
         bi.save(str(bi_dir))
         test_all("bi", lambda: [DensePassages("bi-notes", DenseEncoder(bi))], pools, dev_full)
     save(out)
     poly = guarded("train poly", lambda: train("poly", notes, base, device, dev_curve, poly_budget, args,
-                                               start_from=bi_dir if bi is not None else None)[1])
+                                               start_from=bi_dir if bi is not None else None)[1]) \
+        if "poly" in phases else None
     if poly is not None:
         test_all("poly", lambda: [PolyPassages("poly-notes", PolyOnDevice(poly, device))], pools, dev_full)
     save(out)
-    cross = guarded("train cross", lambda: train("cross", notes, base, device, dev_curve, cross_budget, args)[0])
+    cross = guarded("train cross", lambda: train("cross", notes, base, device, dev_curve, cross_budget, args)[0]) \
+        if "cross" in phases else None
     if cross is not None:
         rr = CachedCross(cross)  # one cache: the rerank systems reuse the full cross-encoder's pair scores
 
@@ -456,11 +475,13 @@ def main() -> None:
     names = {"bi": "bi-notes", "poly": "poly-notes", "cross": "cross-notes"}
     dev_r1 = {k: RESULTS["dev"].get(k, {}).get(n, {}).get(RULE_BM25, {}).get("entity-aspect", {}).get("R@1", -1)
               for k, n in names.items()}
-    best_kind = max(dev_r1, key=dev_r1.get)
+    trained = {"bi": bi, "poly": poly, "cross": cross}
+    best_kind = max((k for k in dev_r1 if trained[k] is not None), key=dev_r1.get, default=None)
     RESULTS["best_on_dev"] = {"kind": best_kind, "dev_R@1": dev_r1}
     savers = {"bi": lambda: shutil.copytree(bi_dir, best_dir), "poly": lambda: poly.save(best_dir),
               "cross": lambda: cross.save(str(best_dir))}
-    guarded("save best", savers[best_kind])
+    if best_kind is not None:
+        guarded("save best", savers[best_kind])
     if not args.skip_incollection and args.budget - elapsed() > 110 and "train_incollection" in bundle:
         def incollection():
             inc = ea_data_from_json(bundle["train_incollection"])
