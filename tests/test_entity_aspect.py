@@ -292,14 +292,15 @@ class _FixedScores:
 
 
 def test_hits_at_by_hand():
-    from radsift.evaluation.protocols.passage_retrieval import hits_at, recall_summary
+    """Ties count as the expected value over their orders (issue 31), never by candidate order."""
+    from radsift.evaluation.protocols.passage_retrieval import expected_hits_at, recall_summary
 
     cands = [[5, 7, 9], [1, 2, 3], [4, 6, 8]]
     scores = [np.array([0.1, 0.9, 0.5]), np.array([0.3, 0.3, 0.2]), np.array([0.0, 0.1, 0.2])]
     golds = [frozenset({7}), frozenset({2}), frozenset({4})]
-    # query 1: 7 first -> hit@1; query 2: tie 1/2 broken by candidate order -> 1 first, 2 second; query 3: 4 last.
-    assert hits_at(scores, cands, golds, 1) == [True, False, False]
-    assert hits_at(scores, cands, golds, 2) == [True, True, False]
+    # query 1: 7 first -> hit@1; query 2: 1 and 2 tie -> gold first in half the orders; query 3: 4 last.
+    assert expected_hits_at(scores, cands, golds, 1) == [1.0, 0.5, 0.0]
+    assert expected_hits_at(scores, cands, golds, 2) == [1.0, 1.0, 0.0]
     summary = recall_summary([True, False, False])
     assert summary["value"] == pytest.approx(1 / 3)
     assert summary["low"] == pytest.approx(0.0615, abs=1e-3) and summary["high"] == pytest.approx(0.7923, abs=1e-3)
@@ -314,13 +315,15 @@ def test_run_passages_candidates_and_report():
     queries = [PassageQuery("a", {"entity-aspect": "gout treatment", "natural": "how to treat gout"}, frozenset({0})),
                PassageQuery("b", {"entity-aspect": "asthma symptoms", "natural": "asthma signs"}, frozenset({4}))]
     data = PassageData(passages, [f"p{i}" for i in range(5)], queries)
-    # depth 2: query b's gold (row 4) is not among BM25's top 2, so it is appended as a third candidate
+    # depth 2: query b's gold (row 4) is not among BM25's top 2: a miss under the primary rule; appended
+    # as a third candidate under the secondary rule only
     fixed = _FixedScores([0.9, 0.1, 0.2, 0.3, 0.5])
     result = run_passages(data, [fixed], depth=2)
-    assert result.data["gold_added"]["entity-aspect"] == 1
+    assert result.data["gold_added"]["entity-aspect"] == 1 and result.data["queries_without_gold"]["entity-aspect"] == 1
     out = report_json(result)["fixed"]
-    # a: candidates {0, ...} with 0 best -> hit@1; b: candidates BM25 top 2 (rows 3 and 2 or 1) + 4; row 4 scores 0.5
-    assert out["entity-aspect"]["R@1"] == 100.0 and out["entity-aspect"]["R@5"] == 100.0
+    assert out["entity-aspect"]["R@1"] == 50.0 and out["entity-aspect"]["R@5"] == 50.0
+    appended = report_json(result, "bm25-64+gold")["fixed"]
+    assert appended["entity-aspect"]["R@1"] == 100.0 and appended["entity-aspect"]["R@5"] == 100.0
     assert set(out) == {"entity-aspect", "natural"} and "R@1 95% CI" in out["natural"]
     worst = run_passages(data, [_FixedScores([0.0, 0.5, 0.5, 0.5, 0.0])], depth=2)
     assert report_json(worst)["fixed"]["entity-aspect"]["R@1"] == 0.0

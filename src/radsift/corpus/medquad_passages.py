@@ -91,3 +91,16 @@ def dev_passage_data(dev_docs) -> PassageData:
     queries = [PassageQuery(f"dev{i + 1}", {"entity-aspect": ea, "natural": question}, frozenset(rows))
                for i, ((ea, question), rows) in enumerate(golds.items())]
     return PassageData(texts, ids, queries, source="development split (held-out MedQuAD training documents)")
+
+
+def passage_data_to_json(data: PassageData) -> dict:
+    """A JSON-ready form of ``data`` (to carry a benchmark's pool and queries to another machine)."""
+    return {"passages": list(data.passages), "passage_ids": list(data.passage_ids), "source": data.source,
+            "notes": list(data.notes), "queries": [[q.id, q.texts, sorted(q.gold)] for q in data.queries]}
+
+
+def passage_data_from_json(obj: dict) -> PassageData:
+    """The inverse of :func:`passage_data_to_json`."""
+    return PassageData(list(obj["passages"]), list(obj["passage_ids"]),
+                       [PassageQuery(i, dict(texts), frozenset(gold)) for i, texts, gold in obj["queries"]],
+                       source=obj.get("source", ""), notes=list(obj.get("notes", [])))

@@ -36,9 +36,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from radsift.corpus.medquad_passages import dev_passage_data
+from radsift.corpus.medquad_passages import PassageData, dev_passage_data
 from radsift.evaluation.metrics import average_precision
-from radsift.evaluation.protocols.passage_retrieval import report_json, run_passages
+from radsift.evaluation.protocols.passage_retrieval import QUERY_KINDS, report_json, run_passages
 from radsift.evaluation.systems.passage_systems import PassageSpec, build_passage_systems
 from radsift.labels.weak import Query, normalize_sentence, opposite
 from radsift.models.training.data import LabeledSentence, SectionPair, TrainingData, labeled_sentence
@@ -284,7 +284,9 @@ def evaluate_reranker(model, first_stage_encode, es, depth: int = 50, weight: fl
 def evaluate_on_dev(model_dir: Path, config, dev_docs, say: Callable[[str], None],
                     kinds: Sequence[str] | None = None) -> dict[str, Any]:
     """R@1/R@5 of the trained model (and BM25) on the development split, the passages protocol's way
-    (``kinds``: the query kinds to score, default both)."""
+    (``kinds``: the query kinds to score, default both). ``dev_docs``: held-out MedQuAD documents, or
+    (notes-only setting) the passages of held-out notes as a :class:`~radsift.corpus.medquad_passages.PassageData`
+    (its queries are (entity, aspect) only)."""
     if config.model_type == "bi":
         spec = PassageSpec("dense", model=str(model_dir), name="trained")
     elif config.model_type == "poly":
@@ -292,7 +294,10 @@ def evaluate_on_dev(model_dir: Path, config, dev_docs, say: Callable[[str], None
     else:  # the cross-encoder re-scores the head of the bi-encoder it started from (the packaged one by default)
         spec = PassageSpec("rerank", model=config.base_model, reranker=str(model_dir), name="trained")
     systems = build_passage_systems([PassageSpec("bm25"), spec], threads=config.threads)
-    result = run_passages(dev_passage_data(dev_docs), systems, max_queries=config.dev_max_queries,
+    data = dev_docs if isinstance(dev_docs, PassageData) else dev_passage_data(dev_docs)
+    if isinstance(dev_docs, PassageData):
+        kinds = [k for k in (kinds or QUERY_KINDS) if k in (data.queries[0].texts if data.queries else {})]
+    result = run_passages(data, systems, max_queries=config.dev_max_queries,
                           seed=config.seed, log=say, **({"kinds": tuple(kinds)} if kinds else {}))
     return {"dev": report_json(result), "dev_queries": result.data["queries"]}
 

@@ -41,6 +41,9 @@ LOSSES = ("triplet", "mnrl", "cached-mnrl", "mnrl+triplet")
 NEGATIVES = ("hardest", "random")
 #: What ``entity-aspect`` trains: a bi-encoder, a poly-encoder or a cross-encoder.
 MODEL_TYPES = ("bi", "poly", "cross")
+#: What ``entity-aspect`` trains on: the notes alone (CAPR's zero-shot promise; no MedQuAD text, label or
+#: name) or the notes and MedQuAD's own metadata ("supervised by MedQuAD's metadata, in-collection").
+SETTINGS = ("in-collection", "notes-only")
 
 #: The settings of the default recipe's lexicon term that the other recipes do not share.
 _PLAIN_LEXICON = {"loss": "triplet", "query_margin": 0.0, "name_swap": 0.0}
@@ -140,6 +143,12 @@ class TrainConfig:
         entity_hard_negatives: ``entity-aspect``: one hard negative per example from its own note.
         dev_fraction: ``entity-aspect``: share of MedQuAD training documents held out as the development split.
         model_type: ``entity-aspect``: ``bi`` (bi-encoder), ``poly`` (poly-encoder) or ``cross`` (cross-encoder).
+        setting: ``entity-aspect``: ``notes-only`` (the corpus's notes alone, a held-out note split, the
+            dictionary from the notes: :mod:`radsift.models.training.entity_aspect_notes`) or
+            ``in-collection`` (also MedQuAD's focus names and question types, near-duplicates of the
+            test split removed: supervised by MedQuAD's metadata; never a zero-shot figure).
+        near_duplicate_jaccard: ``entity-aspect`` in-collection: drop a training passage whose word-shingle
+            Jaccard similarity with a test passage reaches this.
         poly_codes: Codes of a poly-encoder (CAPR and Humeau et al.: m).
         dev_max_queries: Development queries evaluated at the end (a seeded sample).
         eval_every: ``entity-aspect``: every this many steps, save the model to ``OUT/checkpoint``
@@ -209,6 +218,8 @@ class TrainConfig:
     entity_hard_negatives: bool = True
     dev_fraction: float = 0.1
     model_type: str = "bi"
+    setting: str = "in-collection"
+    near_duplicate_jaccard: float = 0.5
     poly_codes: int = 16
     dev_max_queries: int = 400
     eval_every: int = 0
@@ -225,6 +236,10 @@ class TrainConfig:
             raise ConfigError(f"loss: {self.loss!r} is not one of {', '.join(LOSSES)}")
         if self.model_type not in MODEL_TYPES:
             raise ConfigError(f"model_type: {self.model_type!r} is not one of {', '.join(MODEL_TYPES)}")
+        if self.setting not in SETTINGS:
+            raise ConfigError(f"setting: {self.setting!r} is not one of {', '.join(SETTINGS)}")
+        if not 0.0 < self.near_duplicate_jaccard <= 1.0:
+            raise ConfigError(f"near_duplicate_jaccard: {self.near_duplicate_jaccard} must lie in (0, 1]")
         if not 0.0 <= self.medquad_share <= 1.0 or not 0.0 <= self.dev_fraction < 1.0:
             raise ConfigError("medquad_share must lie in [0, 1] and dev_fraction in [0, 1)")
         if self.poly_codes < 1 or self.dev_max_queries < 1:

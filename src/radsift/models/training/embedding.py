@@ -40,10 +40,13 @@ def embed_columns_bucketed(model, columns: Sequence[Sequence[str]], chunk_size: 
     for start in range(0, len(order), chunk_size):
         idx = order[start: start + chunk_size]
         features = model.preprocess([texts[i] for i in idx])
+        device = model.device  # the model's own (the forward pass does not move its inputs)
+        features = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
         pieces.append(model(features)["sentence_embedding"])
     sorted_emb = torch.cat(pieces)
-    inverse = torch.empty(len(order), dtype=torch.long)
-    inverse[torch.tensor(order)] = torch.arange(len(order))
+    dev = sorted_emb.device
+    inverse = torch.empty(len(order), dtype=torch.long, device=dev)
+    inverse[torch.tensor(order, device=dev)] = torch.arange(len(order), device=dev)
     emb = sorted_emb[inverse]
     out, offset = [], 0
     for col in columns:

@@ -24,10 +24,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from radsift.corpus.medquad_passages import PassageData
 from radsift.models.poly_encoder import PolyEncoder
 from radsift.models.training.entity_aspect_bi import EntityAspectRecipe
 from radsift.models.training.entity_aspect_cross import CrossRecipe
-from radsift.models.training.entity_aspect_data import EAData, build_entity_aspect_data, load_sources
+from radsift.models.training.entity_aspect_data import EAData, build_entity_aspect_data, load_sources, load_test_pairs
+from radsift.models.training.entity_aspect_notes import build_notes_only_data
 from radsift.models.training.entity_aspect_poly import PolyRecipe
 from radsift.models.training.evaluator import Evaluator
 from radsift.models.training.loop import Optimizer, run_loop
@@ -63,6 +65,19 @@ def build_model(config, base_path: Path, data: EAData, rng: random.Random):
     return model, poly, recipe, params
 
 
+def load_data(reports, config, say: Callable[[str], None]) -> EAData:
+    """The recipe's data in ``config.setting``: ``notes-only`` (the notes alone, development split = held-out
+    notes) or ``in-collection`` (the notes and MedQuAD outside the test split, its near-duplicates and asked
+    (entity, aspect) pairs removed; development split = held-out MedQuAD documents)."""
+    if config.setting == "notes-only":
+        return build_notes_only_data(reports, log=say)
+    docs, test_ids, test_texts = load_sources(config, say)
+    return build_entity_aspect_data(reports, medquad_docs=docs, test_ids=test_ids, test_texts=test_texts,
+                                    test_pairs=load_test_pairs(config) if docs else (),
+                                    near_jaccard=config.near_duplicate_jaccard, dev_fraction=config.dev_fraction,
+                                    seed=config.heldout_seed, log=say)
+
+
 def train_entity_aspect(reports, config, out: Path, base_path: Path, *, evaluator: Evaluator | None = None,
                         progress: bool = True, log: Callable[[str], None] | None = None,
                         start: float | None = None) -> TrainResult:
@@ -76,9 +91,7 @@ def train_entity_aspect(reports, config, out: Path, base_path: Path, *, evaluato
     """
     say = log or (lambda m: None)
     start = time.monotonic() if start is None else start
-    docs, test_ids, test_texts = load_sources(config, say)
-    data = build_entity_aspect_data(reports, medquad_docs=docs, test_ids=test_ids, test_texts=test_texts,
-                                    dev_fraction=config.dev_fraction, seed=config.heldout_seed, log=say)
+    data = load_data(reports, config, say)
     model, poly, recipe, params = build_model(config, base_path, data, random.Random(config.seed))
     optimizer = Optimizer(params, config)
     curve: list[dict[str, Any]] = []
@@ -112,20 +125,27 @@ def train_entity_aspect(reports, config, out: Path, base_path: Path, *, evaluato
     info = run_info(config, data.stats, loop.to_dict(), {}, base_path, KINDS[config.model_type], start)
     write_model_card(out, info)
     if evaluation:  # the card's held-out section speaks of weak labels: the dev figures get their own
-        _write_dev_card(out, info, evaluation, len(data.dev_docs), curve)
+        _write_dev_card(out, info, evaluation, _dev_description(data), curve)
     return TrainResult(out, config, data.stats, loop.to_dict(), evaluation, time.monotonic() - start)
 
 
-def _write_dev_card(out: Path, info: dict[str, Any], evaluation: dict[str, Any], n_dev_docs: int,
+def _dev_description(data: EAData) -> str:
+    """What the development split is, for the model card."""
+    dev = data.dev_docs
+    if isinstance(dev, PassageData):  # notes-only: the passages of held-out notes
+        return f"the {len(dev.passages)} passages of {dev.source}"
+    return f"the answers of {len(dev)} held-out MedQuAD training documents (never the CDV test split)"
+
+
+def _write_dev_card(out: Path, info: dict[str, Any], evaluation: dict[str, Any], dev_text: str,
                     curve: list[dict[str, Any]]) -> None:
     """Add the development figures (and the learning curve) to the run record and the model card."""
     (out / TRAINING_JSON).write_text(json.dumps({**info, "evaluation": evaluation}, indent=2, default=str) + "\n",
                                      encoding="utf-8")
     lines = ["", "## Development split", ""]
     if "dev" in evaluation:
-        lines += [f"{evaluation['dev_queries']} queries over the answers of {n_dev_docs} held-out MedQuAD "
-                  "training documents (never the CDV test split), candidates BM25's top 64 plus the gold: "
-                  "% R@1 / R@5.", "", "| system | query kind | R@1 | R@5 |", "|---|---|---|---|"]
+        lines += [f"{evaluation['dev_queries']} queries over {dev_text}, candidates BM25's top 64 (no gold "
+                  "appended): % R@1 / R@5.", "", "| system | query kind | R@1 | R@5 |", "|---|---|---|---|"]
         for name, by_kind in evaluation["dev"].items():
             for qkind, figures in by_kind.items():
                 lines.append(f"| {name} | {qkind} | {figures['R@1']} | {figures['R@5']} |")

@@ -20,6 +20,8 @@ class EntityAspectRecipe:
     """Bi-encoder steps: MNRL over (query, positive, hard negative) with in-batch negatives."""
 
     kind = "entity-aspect"
+    #: Texts per forward pass of a step (length-bucketed; a GPU takes the whole step at once).
+    chunk_size = 16
 
     def __init__(self, model, data: EAData, config, rng: random.Random) -> None:
         from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
@@ -35,5 +37,5 @@ class EntityAspectRecipe:
     def step(self, optimizer):
         self.model.train(True)
         self.model.max_seq_length = self.config.section_max_seq_length
-        embs = embed_columns_bucketed(self.model, self.columns(self.sampler.next_batch()))
+        embs = embed_columns_bucketed(self.model, self.columns(self.sampler.next_batch()), self.chunk_size)
         return StepResult(self.kind, optimizer.step(self.loss.compute_loss_from_embeddings(embs, None)))

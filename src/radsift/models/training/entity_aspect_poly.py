@@ -30,5 +30,5 @@ class PolyRecipe(EntityAspectRecipe):
         q = self.poly.forward_queries(queries)
         codes = self.poly.forward_passages(positives + negatives)
         scores = PolyHead.scores(q, codes) * self.config.scale
-        loss = torch.nn.functional.cross_entropy(scores, torch.arange(len(queries)))
+        loss = torch.nn.functional.cross_entropy(scores, torch.arange(len(queries), device=scores.device))
         return StepResult(self.kind, optimizer.step(loss))

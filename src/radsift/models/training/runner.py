@@ -16,7 +16,7 @@ from radsift.models.settings import TRAINED, packaged_settings, write_search_set
 from radsift.models.training.combined import CombinedRecipe
 from radsift.models.training.data import prepare_data
 from radsift.models.training.entity_aspect import train_entity_aspect
-from radsift.models.training.entity_aspect_data import build_entity_aspect_data, load_sources
+from radsift.models.training.entity_aspect_data import build_entity_aspect_data, load_sources, load_test_pairs
 from radsift.models.training.evaluator import Evaluator
 from radsift.models.training.findings_impression import FindingsImpressionRecipe
 from radsift.models.training.lexicon import LexiconRecipe
@@ -146,7 +146,9 @@ def _entity_aspect_data(reports, data, config, say):
     docs, test_ids, test_texts = load_sources(config, say)
     train = [r for r in reports if r.id in data.train_ids]
     return build_entity_aspect_data(train, medquad_docs=docs, test_ids=test_ids, test_texts=test_texts,
-                                    dev_fraction=config.dev_fraction, seed=config.heldout_seed, log=say)
+                                    test_pairs=load_test_pairs(config) if docs else (),
+                                    near_jaccard=config.near_duplicate_jaccard, dev_fraction=config.dev_fraction,
+                                    seed=config.heldout_seed, log=say)
 
 
 def build_recipe(model, data, config, rng: random.Random, entity=None):
