@@ -165,3 +165,25 @@ def test_bench_note_passages_writes_three_candidate_rules(tmp_path):
     assert "random-64" in (out / "report.md").read_text()
     with pytest.raises(Exception, match="unknown split"):
         bench_note_passages(tmp_path / "x", ["bm25"], corpus=[path], split="train")
+
+
+def test_radsift_bench_runs_note_passages_alone(tmp_path):
+    import csv
+
+    from typer.testing import CliRunner
+
+    from radsift.cli import app
+
+    path = tmp_path / "notes.csv"
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["note_id", "transcription"])
+        for r in _notes(120):
+            w.writerow([r.id, " ".join(f"{h.upper().replace('_', ' ')}: ,{t}," for h, t in r.sections.items())])
+    args = ["bench", "--protocol", "note-passages", "--corpus", str(path), "--id-column", "note_id",
+            "--text-column", "transcription", "--systems", "bm25"]
+    result = CliRunner().invoke(app, args + ["--out", str(tmp_path / "bench")])
+    assert result.exit_code == 0, result.output
+    assert "bm25-64 entity-aspect" in result.output and "random-64 entity-aspect" in result.output
+    mixed = CliRunner().invoke(app, args + ["--protocol", "sentences", "--out", str(tmp_path / "b2")])
+    assert mixed.exit_code == 2 and "runs alone" in mixed.output

@@ -51,6 +51,16 @@ def run_cmd(
 
 
 # ---------------------------------------------------------------------------------------------
+def _figure_rows(results: dict, label: str = ""):
+    """(label, figures) for every R@1/R@5 entry of a passage report, its keys joined ("bm25-64 entity-aspect")."""
+    for key, value in results.items():
+        name = f"{label} {key}".strip()
+        if "R@1" in value:
+            yield name, value
+        else:
+            yield from _figure_rows(value, name)
+
+
 # bench: the evaluation protocols of Shi et al. and RadSearch for several systems (radsift.evaluation)
 # ---------------------------------------------------------------------------------------------
 @command(app, "bench", example=f"radsift bench --corpus reports.csv {OPENI} --systems bm25 --systems dense --out bench-out")
@@ -93,7 +103,8 @@ def bench_cmd(
     protocol: Annotated[Optional[list[str]], typer.Option(
         "--protocol", metavar="NAME",
         help="Run only these: sentences, cross, separation, impression, free-text, category; rag (LLM answers, "
-             "run only when named); passages (CAPR answer passages on MedQuAD, runs alone) (repeatable).")] = None,
+             "run only when named); passages (CAPR answer passages on MedQuAD, runs alone); note-passages (held-out "
+             "clinical notes as a passage test: --corpus, default MTSamples; runs alone) (repeatable).")] = None,
     threads: ThreadsOpt = None, batch_size: BatchOpt = 64,
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Draw the PNG plots.")] = True,
     llm_url: LlmUrlOpt = None, llm_model: LlmModelOpt = None, llm_token_file: LlmTokenOpt = None,
@@ -112,11 +123,13 @@ def bench_cmd(
         "model's own, 256 for MiniLM).")] = None,
     split: Annotated[str, typer.Option(
         "--split", metavar="test|dev", help="passages: the CDV test split (default; never tune on it) or the "
-        "development split (MedQuAD documents that radsift train --recipe entity-aspect holds out).")] = "test",
+        "development split (MedQuAD documents that radsift train --recipe entity-aspect holds out); "
+        "note-passages: the held-out test notes (default) or the development notes.")] = "test",
 ) -> None:
     """Evaluate systems with the protocols of Shi et al. and RadSearch; write report.md, report.json and plots.
     --protocol passages (CAPR, MedQuAD CDV test split) runs alone: --systems bm25 | tfidf | dense[:MODEL] | hybrid[:MODEL] |
-    poly:MODEL | cross:RERANKER | rerank:[FIRST:]RERANKER (FIRST: dense, MODEL, poly=MODEL, hybrid[=MODEL]); report.json holds R@1 and R@5 per system and query kind."""
+    poly:MODEL | cross:RERANKER | rerank:[FIRST:]RERANKER (FIRST: dense, MODEL, poly=MODEL, hybrid[=MODEL]); report.json holds R@1 and R@5 per system and query kind.
+    --protocol note-passages (held-out clinical notes, the same systems) runs alone; R@1 and R@5 per system and candidate rule."""
     config = BenchConfig(
         corpus=corpus or [], reader=reader,
         systems=systems or ([] if systems_file else ["bm25", "dense"]),
@@ -132,8 +145,8 @@ def bench_cmd(
     if run.passages is not None:
         report = run.passages
         for name, by_kind in report["results"].items():
-            for kind, figures in by_kind.items():
-                console.print(f"{name:<28} {kind:<14} R@1 {figures['R@1']:6.2f}  R@5 {figures['R@5']:6.2f}",
+            for kind, figures in _figure_rows(by_kind):
+                console.print(f"{name:<28} {kind:<28} R@1 {figures['R@1']:6.2f}  R@5 {figures['R@5']:6.2f}",
                               highlight=False)
         console.print(f"wrote report.json and report.md to {out} ({report['seconds']:.0f} s)", highlight=False)
         return
