@@ -141,18 +141,24 @@ def test_note_passage_benchmark_queries_and_golds():
     assert not note_passage_data(notes, _dictionary(), max_gold=0).queries
 
 
-def test_bench_note_passages_writes_three_candidate_rules(tmp_path):
+def _notes_csv(path):
+    """The synthetic notes as an MTSamples-like CSV (note_id, transcription with upper-case headings)."""
     import csv
-    import json
 
-    from radsift.evaluation.bench_passages import bench_note_passages
-
-    path = tmp_path / "notes.csv"
     with path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(["note_id", "transcription"])
         for r in _notes(120):
             w.writerow([r.id, " ".join(f"{h.upper().replace('_', ' ')}: ,{t}," for h, t in r.sections.items())])
+    return path
+
+
+def test_bench_note_passages_writes_three_candidate_rules(tmp_path):
+    import json
+
+    from radsift.evaluation.bench_passages import bench_note_passages
+
+    path = _notes_csv(tmp_path / "notes.csv")
     out = tmp_path / "bench"
     report = bench_note_passages(out, ["bm25", "tfidf"], corpus=[path], split="test")
     assert report["data"]["queries"] > 0 and report["data"]["passages"] > 0
@@ -168,18 +174,11 @@ def test_bench_note_passages_writes_three_candidate_rules(tmp_path):
 
 
 def test_radsift_bench_runs_note_passages_alone(tmp_path):
-    import csv
-
     from typer.testing import CliRunner
 
     from radsift.cli import app
 
-    path = tmp_path / "notes.csv"
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["note_id", "transcription"])
-        for r in _notes(120):
-            w.writerow([r.id, " ".join(f"{h.upper().replace('_', ' ')}: ,{t}," for h, t in r.sections.items())])
+    path = _notes_csv(tmp_path / "notes.csv")
     args = ["bench", "--protocol", "note-passages", "--corpus", str(path), "--id-column", "note_id",
             "--text-column", "transcription", "--systems", "bm25"]
     result = CliRunner().invoke(app, args + ["--out", str(tmp_path / "bench")])
