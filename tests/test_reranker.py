@@ -1,4 +1,4 @@
-"""The cross-encoder reranker: reordering hits and texts, loading a trained folder offline."""
+"""The cross-encoder reranker: reordering a passage head (rerank_head), loading a trained folder offline."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from radsift.errors import ConfigError
-from radsift.models.reranker import DEFAULT_WEIGHT, Reranker, fuse, item_text, rerank
+from radsift.models.reranker import DEFAULT_WEIGHT, Reranker, fuse, rerank_head
 from radsift.records import Hit, Sentence
 
 
@@ -26,29 +26,41 @@ def _hit(rank: int, text: str, report: str) -> Hit:
                sections={"findings": text})
 
 
+def _by_position(n: int) -> list[float]:
+    return [-float(i) for i in range(n)]
+
+
 def test_rerank_reorders_texts_within_top():
     texts = ["Heart size normal.", "Left pleural effusion.", "Small left pleural effusion.", "Small left effusion."]
-    out = rerank("small left effusion", texts, KeywordReranker(), top=3)
+    order, _ = rerank_head("small left effusion", texts, _by_position(4), KeywordReranker(), top=3)
     # the 4th text would score best but lies beyond top=3: it stays last
-    assert out == ["Small left pleural effusion.", "Left pleural effusion.", "Heart size normal.", "Small left effusion."]
-    assert rerank("small left effusion", texts, KeywordReranker(), top=0) == texts
-    assert rerank("x", [], KeywordReranker()) == []
+    assert [texts[i] for i in order] == ["Small left pleural effusion.", "Left pleural effusion.",
+                                         "Heart size normal.", "Small left effusion."]
+    assert rerank_head("small left effusion", texts, _by_position(4), KeywordReranker(), top=0)[0].tolist() == [0, 1, 2, 3]
+    assert rerank_head("x", [], [], KeywordReranker())[0].size == 0
 
 
-def test_rerank_reorders_hits_and_renumbers():
+def test_rerank_head_scores_decrease_with_rank():
     hits = [_hit(1, "No pleural effusion.", "a"), _hit(2, "Heart normal.", "b"),
             _hit(3, "Large right pleural effusion.", "c"), _hit(4, "Right pleural effusion again.", "d")]
-    out = rerank("large right pleural effusion", hits, KeywordReranker(), top=3)
-    assert [h.report_id for h in out] == ["c", "a", "b", "d"]
-    assert [h.rank for h in out] == [1, 2, 3, 4]
-    assert out[0].score == 4.0 and out[1].score == 2.0  # reranked hits carry the cross-encoder score
-    assert out[3].score == hits[3].score  # beyond top: first-stage score kept
-    assert out[0].sentence == hits[2].sentence and out[0].sections == hits[2].sections
+    order, scores = rerank_head("large right pleural effusion", [h.sentence.text for h in hits],
+                                [h.score for h in hits], KeywordReranker(), top=3)
+    assert [hits[i].report_id for i in order] == ["c", "a", "b", "d"]
+    assert scores[0] == 4.0 and scores[1] == 2.0  # no weight: the reranker's own scores
+    assert np.all(np.diff(scores) < 0)  # beyond top: first-stage order, placed below the head
+
+
+def test_rerank_head_ranks_by_first_stage_before_the_cut():
+    # candidates in any order: the head is the best `top` by first-stage score (ties by position)
+    texts = ["Small left effusion.", "Heart size normal.", "Left pleural effusion."]
+    order, _ = rerank_head("small left effusion", texts, [0.1, 0.9, 0.5], KeywordReranker(), top=2)
+    assert order.tolist() == [2, 1, 0]
 
 
 def test_ties_keep_first_stage_order():
     hits = [_hit(i + 1, "Lungs clear.", f"r{i}") for i in range(5)]
-    assert [h.report_id for h in rerank("effusion", hits, KeywordReranker())] == [f"r{i}" for i in range(5)]
+    order, _ = rerank_head("effusion", [h.sentence.text for h in hits], [h.score for h in hits], KeywordReranker())
+    assert [hits[i].report_id for i in order] == [f"r{i}" for i in range(5)]
 
 
 def test_fuse_standardises_and_weights():
@@ -65,24 +77,29 @@ def test_fuse_standardises_and_weights():
         fuse(first, cross[:2])
 
 
-def test_fused_rerank_of_hits_weighs_the_first_stage():
+def test_fused_rerank_head_weighs_the_first_stage():
     # first-stage scores 1, 1/2, 1/3, 1/4; the keyword scores put hit c first
     hits = [_hit(1, "No pleural effusion.", "a"), _hit(2, "Heart normal.", "b"),
             _hit(3, "Large right pleural effusion.", "c"), _hit(4, "Right pleural effusion again.", "d")]
+    query, texts, first = "large right pleural effusion", [h.sentence.text for h in hits], [h.score for h in hits]
+    order, scores = rerank_head(query, texts, first, KeywordReranker(), weight=DEFAULT_WEIGHT)
+    expected = fuse(first, KeywordReranker().score(query, texts), DEFAULT_WEIGHT)
+    assert [hits[i].report_id for i in order] == [hits[i].report_id for i in np.argsort(-expected, kind="stable")]
+    assert scores.tolist() == sorted(expected.tolist(), reverse=True)
+    assert [hits[i].report_id for i in rerank_head(query, texts, first, KeywordReranker(), weight=0.0)[0]] == \
+        ["a", "b", "c", "d"]
+
+
+def test_rerank_head_uses_the_rerankers_weight():
+    class Weighted(KeywordReranker):
+        weight = DEFAULT_WEIGHT
+
+    texts, first = ["No pleural effusion.", "Heart normal.", "Large right pleural effusion."], [1.0, 0.5, 0.3]
     query = "large right pleural effusion"
-    out = rerank(query, hits, KeywordReranker(), weight=DEFAULT_WEIGHT)
-    expected = fuse([h.score for h in hits], KeywordReranker().score(query, [h.sentence.text for h in hits]),
-                    DEFAULT_WEIGHT)
-    assert [h.report_id for h in out] == [hits[i].report_id for i in np.argsort(-expected, kind="stable")]
-    assert [h.score for h in out] == sorted(expected.tolist(), reverse=True)
-    assert [h.report_id for h in rerank(query, hits, KeywordReranker(), weight=0.0)] == ["a", "b", "c", "d"]
-
-
-def test_item_text_of_section_hit():
-    hit = Hit(report_id="a", score=1.0, rank=1, sentence=None, section="impression",
-              sections={"findings": "F.", "impression": "No acute disease."})
-    assert item_text(hit) == "No acute disease."
-    assert item_text("plain") == "plain"
+    assert rerank_head(query, texts, first, Weighted())[1].tolist() == \
+        rerank_head(query, texts, first, KeywordReranker(), weight=DEFAULT_WEIGHT)[1].tolist()
+    with pytest.raises(ValueError, match="2 texts but 3"):
+        rerank_head(query, texts[:2], first, Weighted())
 
 
 def test_load_rejects_missing_folder(tmp_path: Path):
@@ -108,8 +125,8 @@ def test_trained_reranker_loads_offline_and_reorders(tmp_path: Path, monkeypatch
     texts = ["No pneumothorax.", "Small right pneumothorax.", "Heart size is normal.", "Left pleural effusion."]
     scores = reranker.score("pneumothorax", texts)
     assert scores.shape == (4,) and np.all((scores > 0) & (scores < 1))
-    alone = rerank("pneumothorax", texts, reranker, weight=1.0)
-    assert alone == [texts[i] for i in sorted(range(4), key=lambda i: (-scores[i], i))]
-    out = rerank("pneumothorax", texts, reranker)  # the fused default: strings count by position
+    alone, _ = rerank_head("pneumothorax", texts, _by_position(4), reranker, weight=1.0)
+    assert alone.tolist() == sorted(range(4), key=lambda i: (-scores[i], i))
+    out, _ = rerank_head("pneumothorax", texts, _by_position(4), reranker)  # the fused default
     fused = fuse([0.0, -1.0, -2.0, -3.0], scores, reranker.weight)
-    assert out == [texts[i] for i in sorted(range(4), key=lambda i: (-fused[i], i))]
+    assert out.tolist() == sorted(range(4), key=lambda i: (-fused[i], i))

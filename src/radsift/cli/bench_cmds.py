@@ -119,8 +119,8 @@ def bench_cmd(
     latency: Annotated[bool, typer.Option(
         "--latency", help="passages: also time scoring 2,048 passages for one query per system.")] = False,
     passage_tokens: Annotated[Optional[int], typer.Option(
-        "--passage-tokens", metavar="N", help="passages: word pieces of a passage the models read (default: each "
-        "model's own, 256 for MiniLM).")] = None,
+        "--passage-tokens", metavar="N", help="passages: word pieces of each passage window (180 words) the models "
+        "read (default: each model's own, 256 for MiniLM).")] = None,
     split: Annotated[str, typer.Option(
         "--split", metavar="test|dev", help="passages: the CDV test split (default; never tune on it) or the "
         "development split (MedQuAD documents that radsift train --recipe entity-aspect holds out); "

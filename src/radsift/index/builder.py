@@ -28,6 +28,7 @@ from radsift.models.encoder import model_fingerprint, resolve_model_path
 from radsift.models.onnx_encoder import BUILD_ENCODERS, load_build_encoder
 from radsift.models.onnx_encoder import encoder_kind as kind_of_encoder
 from radsift.progress import progress_bar
+from radsift.ranking import mean_per_owner
 from radsift.records import Report
 from radsift.text import report_sentences
 from radsift.text.aspects import section_windows
@@ -82,16 +83,14 @@ def _encode_unique(encoder, texts: list[str], batch_size: int, progress: bool, d
 
 def _encode_sections(encoder, texts: list[str], batch_size: int, progress: bool, desc: str) -> tuple[np.ndarray, int]:
     """Section vectors. A section longer than one window (:data:`radsift.text.aspects.WINDOW_WORDS`
-    words) is read as overlapping windows and stands as the normalised mean of their vectors: the
-    model reads 256 word pieces, so truncating a long note section would drop its end."""
+    words) is read as overlapping windows and stands as the normalised mean of their vectors
+    (:func:`radsift.ranking.mean_per_owner`, as the passage benchmark reads it): the model reads 256
+    word pieces, so truncating a long note section would drop its end."""
     windows, owner = section_windows(texts)
     vecs, n = _encode_unique(encoder, windows, batch_size, progress, desc)
     if len(windows) == len(texts):  # every section fits one window: its vector is the model's own
         return vecs, n
-    out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
-    np.add.at(out, np.asarray(owner), vecs.astype(np.float32))
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    return out / np.where(norms > 0, norms, 1.0), n
+    return mean_per_owner(vecs, owner, len(texts)), n
 
 
 def _units_of(reports: list[Report], first_row: int) -> tuple[list[SentenceRecord], list[SectionRecord]]:

@@ -10,35 +10,36 @@ weak labels alone ranked worse than the trained bi-encoder it reranks (held-out 
 0.629 vs 0.782), while the fusion with ``weight`` 0.3 ranked better (0.811; the README's
 "Rerank" figures). ``weight=1`` gives the cross-encoder's order alone.
 
-Usage::
+Reranking itself is the ranking core's (:func:`radsift.ranking.rerank`): ``radsift search --rerank``
+calls it on a search's head, and :func:`rerank_head` on a passage head for both passage search and
+the passage benchmark. Usage::
 
-    from radsift.models.reranker import Reranker, rerank
+    from radsift import Index
+    from radsift.models.reranker import Reranker, rerank_head
+    index = Index.open("my-index", reranker="models/rerank")     # loaded with Reranker.load
+    hits = index.search("no pneumothorax", k=10, rerank=50)      # the top 50 reranked, fused at 0.3
     reranker = Reranker.load("models/rerank")
-    hits = index.search("no pneumothorax", k=50)
-    hits = rerank("no pneumothorax", hits, reranker, top=50)   # Hit objects, re-scored and re-ranked
-    texts = rerank("no pneumothorax", ["No pneumothorax.", "Small pneumothorax."], reranker)
+    texts = ["Small pneumothorax.", "No pneumothorax."]
+    positions, scores = rerank_head("no pneumothorax", texts, [0.9, 0.8], reranker)
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence, TypeVar, Union
+from typing import Sequence
 
 import numpy as np
 
 from radsift.errors import ConfigError
 from radsift.models.encoder import set_threads
+from radsift.ranking import rerank, top_k
 from radsift.ranking.fusion import RERANK_WEIGHT, check_weight, fuse, fused_order
-from radsift.records import Hit
-
-Item = TypeVar("Item", bound=Union[Hit, str])
 
 #: Share of the cross-encoder in the fused score (chosen among 0.3, 0.5 and 0.7 on held-out Open-i).
 DEFAULT_WEIGHT = RERANK_WEIGHT
 
-__all__ = ["DEFAULT_WEIGHT", "Reranker", "check_weight", "fuse", "fused_order", "item_text", "rerank"]
+__all__ = ["DEFAULT_WEIGHT", "Reranker", "check_weight", "fuse", "fused_order", "rerank_head"]
 
 
 @dataclass
@@ -93,45 +94,37 @@ class Reranker:
         return np.asarray(scores, dtype=np.float32).reshape(-1)
 
 
-def item_text(item: Hit | str) -> str:
-    """The text a reranker reads for a hit (its matched sentence or section unit) or a string."""
-    if isinstance(item, str):
-        return item
-    if item.sentence is not None:
-        return item.sentence.text
-    if item.section and item.section in item.sections:
-        return item.sections[item.section]
-    return "\n".join(item.sections.values())
+def rerank_head(query: str, texts: Sequence[str], first: Sequence[float], reranker, top: int | None = None,
+                weight: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Rerank the best ``top`` candidates of a first stage; the others keep their order below them.
 
-
-def rerank(query: str, items: Sequence[Item], reranker: Reranker, top: int | None = None,
-           weight: float | None = None) -> list[Item]:
-    """Reorder the first ``top`` items by the fused score; the rest keep their order after them.
+    The one rerank of passages: ``radsift search --unit passage``, ``/api/passages`` (and the page)
+    and the ``rerank:`` systems of ``radsift bench --protocol passages`` all call it. The candidates
+    are ranked by ``first`` (:func:`radsift.ranking.top_k`: ties by position), the reranker scores the
+    head, and the ranking core (:func:`radsift.ranking.rerank`) orders the head by
+    ``weight * z(reranker) + (1 - weight) * z(first)`` and places the rest below it.
 
     Args:
-        query: The query text.
-        items: :class:`~radsift.records.Hit` objects (best first) or plain strings.
+        query: The query text the reranker reads.
+        texts: Every candidate's text (only the head's are read).
+        first: Every candidate's first-stage score (higher is better).
         reranker: A loaded :class:`Reranker` (or anything with ``score(query, texts)``).
-        top: How many leading items to rerank (None = all).
-        weight: Share of the cross-encoder in the fused score (:func:`fuse`); default the
-            reranker's ``weight`` (1.0, the cross-encoder alone, for objects without one). The
-            first-stage score of a hit is its ``score``; plain strings count by position.
+        top: How many leading candidates to rerank (None = all).
+        weight: Share of the reranker in the fused score; default the reranker's ``weight``
+            (:data:`DEFAULT_WEIGHT`, 0.3, for a cross-encoder; 1.0, its order alone, for an object
+            without one, such as a poly-encoder reranker).
 
     Returns:
-        A new list of the same items. Reranked hits get the fused score as ``score`` (the
-        cross-encoder's own score when ``weight`` is 1) and every hit its new 1-based ``rank``;
-        hits beyond ``top`` keep their first-stage score. Ties keep the first-stage order.
+        ``(positions, scores)``: candidate positions best first and their scores (float64,
+        non-increasing; the head's fused scores, the reranker's own when ``weight`` is 1).
     """
-    items = list(items)
-    n = len(items) if top is None else max(0, min(int(top), len(items)))
-    head, tail = items[:n], items[n:]
-    weight = getattr(reranker, "weight", 1.0) if weight is None else weight
-    first = [x.score if isinstance(x, Hit) else -float(i) for i, x in enumerate(head)]
-    scores, order = fused_order(first, reranker.score(query, [item_text(x) for x in head]), weight)
-    out: list = []
-    for rank, i in enumerate(order, start=1):
-        x = head[i]
-        out.append(dataclasses.replace(x, score=float(scores[i]), rank=rank) if isinstance(x, Hit) else x)
-    for rank, x in enumerate(tail, start=n + 1):
-        out.append(dataclasses.replace(x, rank=rank) if isinstance(x, Hit) else x)
-    return out
+    first_arr = np.asarray(first, dtype=np.float64).reshape(-1)
+    if len(texts) != first_arr.size:
+        raise ValueError(f"rerank_head: {len(texts)} texts but {first_arr.size} first-stage scores")
+    ranked, _ = top_k(first_arr, None)
+    n = ranked.size if top is None else max(0, min(int(top), ranked.size))
+    head, tail = ranked[:n], ranked[n:]
+    weight = getattr(reranker, "weight", 1.0) if weight is None else check_weight(weight)
+    cross = reranker.score(query, [texts[int(i)] for i in head]) if n else np.zeros(0)
+    positions, scores = rerank(first_arr[head], cross, weight, tail=first_arr[tail])
+    return ranked[np.asarray(positions, dtype=np.int64)], scores

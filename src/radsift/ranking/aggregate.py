@@ -52,6 +52,33 @@ def best_per_owner(scores: np.ndarray, owner: np.ndarray, n: int, *, fill: float
     return out
 
 
+def mean_per_owner(vectors: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
+    """Each owner's vector from its units' vectors: the unit-length mean (float32).
+
+    How a passage longer than one window is read by a bi-encoder, in the index and in the passage
+    benchmark alike: the normalised mean of its windows' vectors, so the end of a long section still
+    counts. An owner with one unit keeps that unit's vector as it is.
+
+    Args:
+        vectors: ``(n_units, dim)``, one vector per unit (window).
+        owner: The owner (0 to ``n - 1``) of each unit; every owner has at least one unit.
+        n: Number of owners.
+
+    Returns:
+        ``(n, dim)`` float32.
+    """
+    vectors = np.asarray(vectors, dtype=np.float32)
+    owner = np.asarray(owner, dtype=np.int64)
+    out = np.zeros((n, vectors.shape[-1]), dtype=np.float32)
+    np.add.at(out, owner, vectors)
+    counts = np.bincount(owner, minlength=n)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    pooled = out / np.where(norms > 0, norms, 1.0)
+    single = counts == 1
+    pooled[single] = out[single]  # a sum of one: the window's own vector, not renormalised
+    return pooled
+
+
 def best_unit_per_report(rows: np.ndarray, scores: np.ndarray, report_of_row: np.ndarray, k: int | None
                          ) -> list[tuple[int, int, float]]:
     """:func:`best_per_group` as ``(report_row, unit_row, score)`` tuples, best first."""

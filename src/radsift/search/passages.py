@@ -12,8 +12,15 @@ keeps only passages of that aspect; a plain question searches every passage. The
 ``--model`` a bi-encoder from ``radsift train --recipe entity-aspect``) or, with ``first_stage``, a
 poly-encoder in its place (:class:`PolyFirstStage`: it scores every live section through codes cached
 per segment, :mod:`radsift.index.poly_codes`); the mode fuses either with BM25 (``dense``: the model
-alone). A cross-encoder or a poly-encoder folder re-scores the top ``rerank`` passages
-(:func:`radsift.models.reranker.rerank`).
+alone). A cross-encoder or a poly-encoder folder re-scores the top ``rerank`` passages through
+:func:`radsift.models.reranker.rerank_head`, the rerank the passage benchmark measures: fused with the
+first stage at the reranker's weight (0.3 for a cross-encoder, :data:`radsift.ranking.RERANK_WEIGHT`;
+a poly-encoder reranker's order alone).
+
+A section longer than one window is read as overlapping windows (:func:`radsift.text.aspects.section_windows`)
+as the benchmark reads it: the bi-encoder by the normalised mean of their vectors (the index's section
+vector, :func:`radsift.ranking.mean_per_owner`), a poly-encoder by its best window
+(:func:`radsift.ranking.best_per_owner`).
 The matched sentences of a passage are those sharing a content word with the entity (or the
 question), each with its matched words.
 """
@@ -31,8 +38,7 @@ from radsift.index.derived import check_first_stage  # also checks `radsift inde
 from radsift.index.poly_codes import PolyCodes, poly_fingerprint
 from radsift.models.encoder import query_threads
 from radsift.models.poly_encoder import PolyEncoder, is_poly_encoder
-from radsift.models.reranker import Reranker
-from radsift.models.reranker import rerank as rerank_hits
+from radsift.models.reranker import Reranker, rerank_head
 from radsift.models.settings import settings_of_model
 from radsift.search.highlight import highlight_spans
 from radsift.text import split_sentences
@@ -96,7 +102,9 @@ class PassageHit:
 
 
 class PolyReranker:
-    """A poly-encoder folder used as a reranker (the :class:`radsift.models.reranker.Reranker` interface)."""
+    """A poly-encoder folder used as a reranker (the :class:`radsift.models.reranker.Reranker` interface).
+
+    Its ``weight`` is 1: its scores replace the first stage's order (no fusion)."""
 
     weight = 1.0
 
@@ -172,8 +180,9 @@ class PolyFirstStage:
 
 
 def load_passage_reranker(path: str | Path, threads: int | None = None):
-    """A cross-encoder or poly-encoder folder as a reranker."""
-    return PolyReranker(path, threads) if is_poly_encoder(path) else Reranker.load(path, threads=threads, weight=1.0)
+    """A cross-encoder or poly-encoder folder as a reranker (a cross-encoder at its default weight,
+    :data:`radsift.models.reranker.DEFAULT_WEIGHT`, as the server and the passage benchmark load it)."""
+    return PolyReranker(path, threads) if is_poly_encoder(path) else Reranker.load(path, threads=threads)
 
 
 def matched_sentences(words: str, text: str) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
@@ -199,7 +208,8 @@ def search_passages(index, query: str, *, k: int = 10, aspect: str | None = None
         aspect: The aspect, when not written in the query.
         mode: First-stage mode (``dense``, ``bm25``, ``hybrid``, ``hybrid-rrf``).
         where: Metadata filters.
-        rerank: Re-score the top ``rerank`` passages with ``reranker`` (0 = off).
+        rerank: Re-score the top ``rerank`` passages with ``reranker`` (0 = off), fused with the first
+            stage at the reranker's ``weight`` (:func:`radsift.models.reranker.rerank_head`).
         reranker: A cross-encoder :class:`~radsift.models.reranker.Reranker` or a :class:`PolyReranker`.
         first_stage: A :class:`PolyFirstStage` in the place of the index's bi-encoder (``dense``: it
             alone; ``hybrid``, ``hybrid-rrf``: fused with BM25; ``bm25`` refuses it).
@@ -218,7 +228,9 @@ def search_passages(index, query: str, *, k: int = 10, aspect: str | None = None
     if parsed.aspect is not None:  # a filter: the passages of the asked aspect, in first-stage order
         hits = [h for h in hits if aspect_of(h.section) == parsed.aspect]
     if rerank:
-        hits = rerank_hits(parsed.text, hits, reranker, top=rerank, weight=1.0)
+        texts = [h.sections.get(h.section, "") if h.section else "" for h in hits]
+        order, scores = rerank_head(parsed.text, texts, [h.score for h in hits], reranker, top=rerank)
+        hits = [dataclasses.replace(hits[i], score=float(s)) for i, s in zip(order.tolist(), scores.tolist())]
     words = parsed.entity or parsed.text
     out = []
     for rank, h in enumerate(hits[:k], start=1):

@@ -15,14 +15,16 @@ Specs (``--systems``, optionally ``NAME=SPEC``):
 - ``cross:RERANKER``: a cross-encoder scoring every candidate;
 - ``rerank:[FIRST:]RERANKER``: the cross-encoder re-scores the top :data:`RERANK_TOP` of a first
   stage (``dense`` by default; ``FIRST`` is ``dense``, a model folder, ``poly=FOLDER``, or
-  ``hybrid`` / ``hybrid=MODEL`` for the hybrid system) exactly as ``radsift search --rerank`` does
-  (:func:`radsift.ranking.rerank`: the head by the fused score, the reranker's weight 0.3 of
-  :data:`radsift.ranking.RERANK_WEIGHT`); the others keep their first-stage order below them.
+  ``hybrid`` / ``hybrid=MODEL`` for the hybrid system) through the function passage search calls
+  (:func:`radsift.models.reranker.rerank_head`: the head by the fused score, the reranker's weight 0.3
+  of :data:`radsift.ranking.RERANK_WEIGHT`); the others keep their first-stage order below them.
 
-A passage is read as far as the model reads it (256 word pieces for MiniLM), as CAPR truncates;
-with ``max_windows`` > 1 a longer passage scores by its best window among its first
-``max_windows`` overlapping windows of :data:`radsift.text.aspects.WINDOW_WORDS` words
-(:func:`radsift.text.aspects.passage_windows`).
+A passage is read as the index reads a section unit: a passage longer than one window is split into
+overlapping windows of :data:`radsift.text.aspects.WINDOW_WORDS` words sharing
+:data:`~radsift.text.aspects.WINDOW_OVERLAP` (:func:`radsift.text.aspects.section_windows`), each read as
+far as the model reads it (256 word pieces for MiniLM, or ``max_tokens``); a bi-encoder scores the
+normalised mean of the windows' vectors (:func:`radsift.ranking.mean_per_owner`, the index's section
+vector), a poly-encoder the best window (:func:`radsift.ranking.best_per_owner`, as its cached codes do).
 """
 
 from __future__ import annotations
@@ -39,9 +41,9 @@ from radsift.errors import ConfigError
 from radsift.evaluation.systems.cache import load_encoder
 from radsift.evaluation.systems.specs import split_system
 from radsift.models.poly_encoder import PolyEncoder, is_poly_encoder
-from radsift.models.reranker import Reranker
-from radsift.ranking import best_per_owner, bm25_scores, build_bm25_texts, convex_combination, rerank, top_k
-from radsift.text.aspects import WINDOW_OVERLAP, WINDOW_WORDS, passage_windows
+from radsift.models.reranker import Reranker, rerank_head
+from radsift.ranking import best_per_owner, bm25_scores, build_bm25_texts, convex_combination, mean_per_owner
+from radsift.text.aspects import section_windows
 from radsift.text.tokens import tokenize
 
 KINDS = ("bm25", "tfidf", "dense", "hybrid", "poly", "cross", "rerank")
@@ -195,25 +197,9 @@ class TfidfPassages(PassageSystem):
         return out
 
 
-#: Windows per passage the dense and poly systems read (1 = the passage truncated by the model).
-MAX_WINDOWS = 1
-
-
-def _windows(passages: Sequence[str], max_windows: int | None = None) -> tuple[list[str], np.ndarray]:
-    """The first ``max_windows`` windows of every passage, and each window's passage row."""
-    limit = MAX_WINDOWS if max_windows is None else max_windows
-    texts, owner = [], []
-    for i, p in enumerate(passages):
-        windows = [p] if limit <= 1 else passage_windows(p, WINDOW_WORDS, WINDOW_OVERLAP)[:limit]
-        for w in windows:
-            texts.append(w)
-            owner.append(i)
-    return texts, np.asarray(owner, dtype=np.int64)
-
-
 class _LazyWindows(PassageSystem):
-    """Encodes a passage's windows the first time a query has it among its candidates (a sampled run
-    encodes only the passages its queries need)."""
+    """Encodes a passage's windows (:func:`radsift.text.aspects.section_windows`) the first time a query
+    has it among its candidates (a sampled run encodes only the passages its queries need)."""
 
     def prepare(self, passages):
         super().prepare(passages)
@@ -223,14 +209,18 @@ class _LazyWindows(PassageSystem):
     def _encode(self, texts):
         raise NotImplementedError
 
+    def _units(self, encoded: list, owner: np.ndarray, n: int) -> tuple[list, np.ndarray]:
+        """What is kept of ``n`` passages' encoded windows, and each kept unit's passage: every window."""
+        return encoded, owner
+
     def _ensure(self, rows: Iterable[int]) -> None:
         missing = [int(r) for r in dict.fromkeys(rows) if int(r) not in self._rows]
         if not missing:
             return
-        texts, owner = _windows([self.passages[r] for r in missing])
-        encoded = self._encode(texts)
+        texts, owner = section_windows([self.passages[r] for r in missing])
+        units, owner = self._units(self._encode(texts), np.asarray(owner, dtype=np.int64), len(missing))
         base = len(self._store)
-        self._store.extend(encoded)
+        self._store.extend(units)
         for k, o in enumerate(owner):
             self._rows.setdefault(missing[int(o)], []).append(base + k)
 
@@ -245,7 +235,7 @@ class _LazyWindows(PassageSystem):
 
 
 class DensePassages(_LazyWindows):
-    """Bi-encoder cosine; a passage scores by its best window."""
+    """Bi-encoder cosine with the passage's vector: the normalised mean of its windows' (as the index)."""
 
     kind = "dense"
 
@@ -255,6 +245,9 @@ class DensePassages(_LazyWindows):
     def _encode(self, texts):
         return list(self.encoder.encode(texts, batch_size=self.batch_size, progress=len(texts) > 256,
                                         desc="encoding passages"))
+
+    def _units(self, encoded, owner, n):
+        return list(mean_per_owner(np.asarray(encoded, dtype=np.float32), owner, n)), np.arange(n)
 
     def score(self, queries, candidates):
         self._ensure(r for c in candidates for r in c)
@@ -288,7 +281,8 @@ class HybridPassages(PassageSystem):
 
 
 class PolyPassages(_LazyWindows):
-    """Poly-encoder: passage codes computed once per window, queries attend over them."""
+    """Poly-encoder: passage codes computed once per window, queries attend over them; a passage
+    scores by its best window (as the index's cached codes)."""
 
     kind = "poly"
 
@@ -326,22 +320,17 @@ class CrossPassages(PassageSystem):
 
     def score(self, queries, candidates):
         firsts = self.first.score(queries, candidates) if self.first is not None else None
-        weight = getattr(self.reranker, "weight", 1.0)
         out = []
         for i, (q, c) in enumerate(zip(queries, candidates)):
             idx = np.asarray(c, dtype=np.int64)
             if firsts is None:
                 out.append(self.reranker.score(q, [self.passages[j] for j in idx]))
                 continue
-            first = np.asarray(firsts[i], dtype=np.float64)
-            ranked, _ = top_k(first, first.size)
-            head, tail = ranked[:self.top], ranked[self.top:]
-            cross = self.reranker.score(q, [self.passages[idx[r]] for r in head])
-            # The search engine's rerank (the ranking core): the head by the fused score
-            # (reranker weight, 0.3 by default), the rest below it in first-stage order.
-            positions, fused = rerank(first[head], cross, weight, tail=first[tail])
-            s = np.empty(first.size, dtype=np.float64)
-            s[np.concatenate([head, tail])[positions]] = fused
+            # Passage search's rerank: the head by the fused score (the reranker's weight, 0.3 for a
+            # cross-encoder), the rest below it in first-stage order.
+            positions, fused = rerank_head(q, [self.passages[j] for j in idx], firsts[i], self.reranker, self.top)
+            s = np.empty(idx.size, dtype=np.float64)
+            s[positions] = fused
             out.append(s.astype(np.float32))
         return out
 

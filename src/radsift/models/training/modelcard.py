@@ -107,8 +107,9 @@ def write_model_card(out: Path, info: dict[str, Any]) -> list[Path]:
         "",
     ]
     if kind == "cross-encoder":
-        lines += ["```python", "from radsift.models.reranker import Reranker, rerank",
-                  f"hits = rerank(query, hits, Reranker.load({str(out)!r}), top=50)", "```",
+        lines += ["```python", "from radsift import Index",
+                  f"index = Index.open(INDEX, reranker={str(out)!r})",
+                  "hits = index.search(query, k=10, rerank=50)", "```",
                   "", f"or `radsift bench --systems rerank:{out}` to measure it."]
     else:
         lines += ["```", f"radsift index build INDEX CORPUS --model {out}", "```",
