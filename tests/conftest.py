@@ -16,3 +16,15 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"../shared/data absent: real-data tests need {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture()
+def hashing_model(monkeypatch, tmp_path) -> Path:
+    """A model folder of the hashing test encoder (no torch), which ``Encoder.load`` returns for any folder."""
+    from radsift.models.hashing import HashingEncoder
+
+    folder = tmp_path / "hash-model"
+    HashingEncoder(folder)
+    monkeypatch.setattr("radsift.models.encoder.Encoder.load",
+                        classmethod(lambda cls, model=None, **kw: HashingEncoder(model or folder)))
+    return folder

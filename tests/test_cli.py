@@ -21,15 +21,6 @@ MAPPING = ["--format", "csv", "--id-column", "uid", "--section", "findings=findi
            "--section", "impression=impression"]
 
 
-@pytest.fixture()
-def hashing_model(monkeypatch, tmp_path):
-    folder = tmp_path / "hash-model"
-    HashingEncoder(folder)
-    monkeypatch.setattr("radsift.models.encoder.Encoder.load",
-                        classmethod(lambda cls, model=None, **kw: HashingEncoder(model or folder)))
-    return folder
-
-
 def test_index_build_add_info_search(tmp_path, hashing_model):
     corpus = tmp_path / "reports.csv"
     corpus.write_text(CSV)
@@ -276,7 +267,6 @@ def test_index_build_with_the_real_model_prints_no_third_party_bars(tmp_path):
 @pytest.mark.slow
 def test_demo_runs_the_main_job_end_to_end(tmp_path):
     """``radsift demo`` (what ``make demo`` runs, here on 250 reports, 2 adapt steps, no web page)."""
-    import re
 
     from radsift.search import Index
 

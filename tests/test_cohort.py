@@ -250,14 +250,8 @@ def test_a_deeper_cut_off_never_reorders_the_head(mode):
 
 # -- the CLI and the API ---------------------------------------------------------------------------
 @pytest.fixture()
-def cli_index(tmp_path, monkeypatch):
-    from radsift.models import encoder as encoder_module
-
-    folder = tmp_path / "hash-model"
-    HashingEncoder(folder)
-    monkeypatch.setattr(encoder_module.Encoder, "load",
-                        classmethod(lambda cls, model=None, **kw: HashingEncoder(model or folder)))
-    build_index(tmp_path / "idx", _reports()[:12], encoder=HashingEncoder(folder), progress=False)
+def cli_index(tmp_path, hashing_model):
+    build_index(tmp_path / "idx", _reports()[:12], encoder=HashingEncoder(hashing_model), progress=False)
     return tmp_path / "idx"
 
 

@@ -26,7 +26,6 @@ from typer.testing import CliRunner
 from radsift.cli import app
 from radsift.corpus import ReaderOptions, read_corpus
 from radsift.index import add_to_index, build_index, delete_from_index, optimize_index
-from radsift.models.hashing import HashingEncoder
 
 faiss = pytest.importorskip("faiss")
 
@@ -37,13 +36,9 @@ TIMES = ("created", "updated")
 
 
 @pytest.fixture()
-def model(monkeypatch, tmp_path):
-    """The hashing test encoder, loaded for any model folder (as in test_cli.py)."""
-    folder = tmp_path / "hash-model"
-    HashingEncoder(folder)
-    monkeypatch.setattr("radsift.models.encoder.Encoder.load",
-                        classmethod(lambda cls, model=None, **kw: HashingEncoder(model or folder)))
-    return folder
+def model(hashing_model):
+    """The hashing test encoder's folder (conftest's ``hashing_model``)."""
+    return hashing_model
 
 
 @pytest.fixture(autouse=True)

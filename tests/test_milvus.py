@@ -258,16 +258,12 @@ def test_add_pushes_new_generation_and_auto_finds_it(tmp_path, monkeypatch):
 
 
 @needs_lite
-def test_cli_build_search_with_milvus(tmp_path, monkeypatch):
+def test_cli_build_search_with_milvus(tmp_path, hashing_model):
     from typer.testing import CliRunner
 
     from radsift.cli import app
-    from radsift.models.hashing import HashingEncoder
 
-    folder = tmp_path / "hash-model"
-    HashingEncoder(folder)
-    monkeypatch.setattr("radsift.models.encoder.Encoder.load",
-                        classmethod(lambda cls, model=None, **kw: HashingEncoder(model or folder)))
+    folder = hashing_model
     corpus = tmp_path / "reports.csv"
     corpus.write_text("uid,site,findings\n" + "".join(f'{r.id},{r.metadata["site"]},"{r.sections["findings"]}"\n'
                                                          for r in reports(40)))
