@@ -1,6 +1,6 @@
 """Issue 31, item 5: one passage path. Passage search (``radsift search --unit passage``, /api/passages)
 and the passages benchmark's systems rank the same query's candidates in the same order: the same
-windows (a long section as overlapping windows, pooled by the normalised mean for a bi-encoder) and the
+windows (a long section as overlapping windows, scored by its best window) and the
 same rerank (the reranker's weight, through radsift.models.reranker.rerank_head)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from radsift.evaluation.systems.passage_systems import BM25Passages, CrossPassag
 from radsift.index import build_index
 from radsift.models.hashing import HashingEncoder
 from radsift.models.reranker import DEFAULT_WEIGHT
-from radsift.ranking import fuse, mean_per_owner, top_k
+from radsift.ranking import fuse, top_k
 from radsift.records import Report
 from radsift.search import Index
 from radsift.search.passages import parse_passage_query, search_passages
@@ -73,14 +73,35 @@ def _search_order(index, query: str, **kw) -> list[tuple[str, str]]:
 
 
 def test_a_long_section_is_windowed_as_the_index_reads_it(setup):
-    _, enc, sections = setup
+    index, enc, sections = setup
     windows, owner = section_windows([text for _, _, text in sections])
     assert len(windows) == len(sections) + 1  # n4's PLAN is two windows
     dense = DensePassages("d", enc)
     dense.prepare([text for _, _, text in sections])
     dense._ensure(range(len(sections)))
-    expected = mean_per_owner(enc.encode(windows), np.asarray(owner), len(sections))
-    np.testing.assert_allclose(np.asarray(dense._store), expected, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(dense._store), enc.encode(windows), atol=1e-6)  # every window
+    # the index: each section's first window as its vector, the later window beside it
+    units = index.store.units("section")
+    first = [i for i in range(len(windows)) if i == 0 or owner[i] != owner[i - 1]]
+    np.testing.assert_allclose(np.asarray(units.vectors), enc.encode([windows[i] for i in first]), atol=1e-6)
+    later = [i for i in range(len(windows)) if i not in first]
+    assert units.window_owner.tolist() == [owner[i] for i in later]
+    np.testing.assert_allclose(units.windows, enc.encode([windows[i] for i in later]), atol=1e-6)
+
+
+def test_a_section_scores_by_its_best_window(setup):
+    """n4's PLAN says what it says about asthma in its second window only: it scores by that window (the
+    first window, filler alone, or the mean of both, would score lower)."""
+    index, enc, sections = setup
+    n4 = next(i for i, (rid, heading, _) in enumerate(sections) if rid == "n4" and heading == "plan")
+    windows, owner = section_windows([sections[n4][2]])
+    query = "inhaled steroids for asthma albuterol inhaler wheezing"
+    hit = next(h for h in search_passages(index, query, k=50, mode="dense") if h.report_id == "n4"
+               and h.heading == "plan")
+    q = enc.encode([query])[0]
+    best = max(float(enc.encode([w])[0] @ q) for w in windows)
+    assert hit.score == pytest.approx(best, abs=1e-5)
+    assert best > float(enc.encode([windows[0]])[0] @ q) + 0.05
 
 
 @pytest.mark.parametrize("query", QUERIES)
@@ -106,3 +127,28 @@ def test_hybrid_search_and_benchmark_rank_alike_over_every_passage(setup):
     query = "how is asthma treated?"  # no aspect: the candidates are every passage, as in the index
     system = HybridPassages("h", DensePassages("d", enc), BM25Passages())
     assert _search_order(index, query, mode="hybrid") == _bench_order(system, sections, query)
+
+
+def test_later_windows_survive_add_delete_and_optimize(tmp_path):
+    """The later windows follow their sections through a second segment, a delete and a merge."""
+    from radsift.index import add_to_index, delete_from_index, optimize_index
+
+    enc = HashingEncoder(tmp_path / "model")
+    reports = [Report(i, dict(split_sections(t))) for i, t in _NOTES]
+    build_index(tmp_path / "idx", reports[:3], encoder=enc, progress=False)
+    add_to_index(tmp_path / "idx", reports[3:], encoder=enc, progress=False)
+
+    def windows_by_section():
+        index = Index.open(tmp_path / "idx", encoder=enc)
+        units = index.store.units("section")
+        texts = index.store.sections_by_rows(units.window_owner.tolist())
+        return sorted((texts[int(o)][0], texts[int(o)][1], round(float(v.sum()), 5))
+                      for o, v in zip(units.window_owner, units.windows))
+
+    before = windows_by_section()
+    assert [(r, h) for r, h, _ in before] == [("n4", "plan")]
+    delete_from_index(tmp_path / "idx", ["n2"])
+    optimize_index(tmp_path / "idx")
+    assert windows_by_section() == before
+    delete_from_index(tmp_path / "idx", ["n4"])
+    assert Index.open(tmp_path / "idx", encoder=enc).store.units("section").windows is None

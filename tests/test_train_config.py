@@ -158,3 +158,20 @@ def test_every_field_type_is_covered():
             load_config({f.name: {"not": "a value"}})
         assert load_config({f.name: value}) == TrainConfig(), f.name
         assert hints[f.name] is not typing.Any
+
+
+def test_entity_aspect_trains_zero_shot_by_default():
+    """The entity-aspect recipe reads a site's own notes alone unless asked (CAPR's zero-shot setting);
+    MedQuAD's metadata is the named in-collection setting, given by flag or file."""
+    from typer.testing import CliRunner
+
+    from radsift.cli import app
+
+    assert load_config(recipe="entity-aspect").setting == "notes-only"
+    assert load_config(recipe="entity-aspect", setting="in-collection").setting == "in-collection"
+    assert load_config({"recipe": "entity-aspect", "setting": "in-collection"}).setting == "in-collection"
+    with pytest.raises(ConfigError, match="setting"):
+        load_config(recipe="entity-aspect", setting="medquad")
+    res = CliRunner().invoke(app, ["train", "--corpus", "no-such-corpus.csv", "--out", "x", "--recipe", "entity-aspect",
+                                   "--setting", "medquad"])
+    assert res.exit_code != 0 and "setting" in res.output

@@ -85,6 +85,11 @@ def train_cmd(
         "or a cross-encoder on the same examples.")] = None,
     config: Annotated[Optional[Path], typer.Option(
         "--config", metavar="FILE", help="YAML training configuration (flags override it).")] = None,
+    setting: Annotated[Optional[str], typer.Option(
+        "--setting", metavar="notes-only|in-collection",
+        help="entity-aspect: notes-only (default: the corpus's own notes alone, no MedQuAD text, labels or names; "
+             "the zero-shot setting) or in-collection (half of each batch from MedQuAD's own metadata: never "
+             "compare it with zero-shot figures).")] = None,
     split_by_finding: Annotated[Optional[int], typer.Option(
         "--split-by-finding", metavar="0|1",
         help="Train only on findings outside this fold of the split by finding.")] = None,
@@ -102,7 +107,7 @@ def train_cmd(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a non-empty --out folder.")] = False,
 ) -> None:
     """Train a negation-aware retriever from a corpus's own reports (weak labels, no annotators)."""
-    cfg = load_config(config, recipe=recipe, model_type=model_type, split_by_finding=split_by_finding, bi_encoder=bi_encoder,
+    cfg = load_config(config, recipe=recipe, model_type=model_type, setting=setting, split_by_finding=split_by_finding, bi_encoder=bi_encoder,
                       base_model=base_model, max_steps=max_steps, seed=seed, time_limit_minutes=time_limit,
                       threads=threads, evaluate=evaluate)
     reports, stats = read_reports(corpus, reader)

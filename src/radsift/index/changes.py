@@ -124,10 +124,12 @@ def _merge(index_dir: Path, progress: bool) -> ChangeSummary:
                 summary.action = "optimize-nothing"
                 return summary
             with progress_step(opts, f"merging {len(segs)} segments"):
+                sections = old.units("section")  # live rows in store order: the merged segment's rows
                 data = GenerationData(
                     reports=old.all_reports(), sentences=old.all_sentences(), sections=old.all_sections(),
                     sentence_vectors=np.asarray(old.units("sentence").vectors),
-                    section_vectors=np.asarray(old.units("section").vectors),
+                    section_vectors=np.asarray(sections.vectors),
+                    section_window_vectors=sections.windows, section_window_owner=sections.window_owner,
                     sentence_labels=old.all_sentence_labels(),
                     sentence_terms=TermStats.merge(old.term_stats("sentence")),
                     section_terms=TermStats.merge(old.term_stats("section")),

@@ -11,7 +11,10 @@ Layout (format version 2)::
       segments/seg-000003/    a segment, written once and never changed:
         store.sqlite          reports (id, sections, metadata) and sentence/section units
         sentence_vectors.npy  float32 (n_sentences, dim), unit-normalised
-        section_vectors.npy   float32 (n_sections, dim)
+        section_vectors.npy   float32 (n_sections, dim): a section's first window (a short section: all of it)
+        section_windows.npy   float32 (n_later_windows, dim): the later windows of sections longer than one
+                              window; section_window_owner.npy int32 each one's section row (a search
+                              scores a section by its best window; segments written before have neither)
         sentence_report.npy   int32 report row (in the segment) of each sentence; sentence_section.npy
                               int16 section code (into the segment's own section names)
         section_report.npy    int32; section_section.npy int16
@@ -127,6 +130,8 @@ class GenerationData:
     sections: list[SectionRecord]
     sentence_vectors: np.ndarray
     section_vectors: np.ndarray
+    section_window_vectors: np.ndarray | None = None  # later windows of long sections (None: none)
+    section_window_owner: np.ndarray | None = None  # int32 section row of each
     sentence_tokens: list[list[str]] = field(default_factory=list)
     section_tokens: list[list[str]] = field(default_factory=list)
     sentence_labels: list[LabelRecord] = field(default_factory=list)

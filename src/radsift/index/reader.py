@@ -45,6 +45,10 @@ class UnitArrays:
     vectors: np.ndarray | SegmentedVectors  # float32 (n, dim)
     report_row: np.ndarray  # int32 (n,), the report row of each unit
     section_code: np.ndarray  # int16 (n,), index into manifest.sections
+    # Sections only: the later windows of sections longer than one window (``vectors`` holds the first)
+    # and the store row of each one's section; a section scores by its best window.
+    windows: np.ndarray | None = None  # float32 (m, dim)
+    window_owner: np.ndarray | None = None  # int64 (m,)
 
 
 @dataclass
@@ -241,7 +245,29 @@ class IndexStore:
             vectors: np.ndarray | SegmentedVectors = parts[0][0].array(f"{kind}_vectors", mmap=True)
         else:
             vectors = SegmentedVectors([(seg.array(f"{kind}_vectors", mmap=True), local) for seg, local in parts], dim)
-        return UnitArrays(vectors, report_row, section_code)
+        windows, owner = self._later_windows(dim) if kind == "section" else (None, None)
+        return UnitArrays(vectors, report_row, section_code, windows, owner)
+
+    def _later_windows(self, dim: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The later windows of long sections in every segment, and their sections' store rows (live only)."""
+        vecs, owners = [], []
+        for seg in self.segments:
+            if not (seg.path / "section_windows.npy").exists():  # written before windows were kept
+                continue
+            owner = seg.array("section_window_owner").astype(np.int64)
+            if not owner.size:
+                continue
+            n = int(seg.info["counts"]["sections"])
+            if (owner.min() < 0 or owner.max() >= n):
+                raise IndexDamagedError(f"{seg.path / 'section_window_owner.npy'}: a window names section row "
+                                        f"{int(owner.max())} of a segment holding {n}; see `radsift index verify`")
+            rows = seg.unit_global("section")[owner]
+            keep = rows >= 0
+            vecs.append(np.asarray(seg.array("section_windows", mmap=True)[keep], dtype=np.float32))
+            owners.append(rows[keep])
+        if not owners or not sum(o.size for o in owners):
+            return None, None
+        return np.concatenate(vecs).reshape(-1, dim), np.concatenate(owners)
 
     def labels(self) -> LabelArrays:
         """Finding mentions of sentence units (empty arrays for an index built without labels)."""

@@ -127,7 +127,25 @@ def check_arrays(seg_dir: Path, counts: dict, dim: int) -> list[Problem]:
             lengths[name] = arr.shape
     if len(set(lengths.values())) > 1:
         problems.append(Problem(seg_dir / "label_row.npy", f"label arrays of different shapes {lengths}"))
-    return problems
+    return problems + check_windows(seg_dir, counts.get("sections"), dim)
+
+
+def check_windows(seg_dir: Path, n_sections: int | None, dim: int) -> list[Problem]:
+    """The later windows of long sections (segments written before them have neither file): a float32
+    ``(m, dim)`` matrix and one section row in range per window."""
+    if not (seg_dir / "section_windows.npy").exists() and not (seg_dir / "section_window_owner.npy").exists():
+        return []
+    vec, p = _array(seg_dir / "section_windows.npy")
+    owner, q = _array(seg_dir / "section_window_owner.npy")
+    if p or q:
+        return [x for x in (p, q) if x]
+    if vec.ndim != 2 or vec.dtype != np.float32 or vec.shape[1] != dim:
+        return [Problem(seg_dir / "section_windows.npy", f"shape {vec.shape} {vec.dtype}, expected float32 (m, {dim})")]
+    if owner.shape != (vec.shape[0],):
+        return [Problem(seg_dir / "section_window_owner.npy", f"shape {owner.shape}, expected ({vec.shape[0]},)")]
+    if owner.size and n_sections is not None and (int(owner.min()) < 0 or int(owner.max()) >= n_sections):
+        return [Problem(seg_dir / "section_window_owner.npy", f"section rows outside 0..{n_sections - 1}")]
+    return []
 
 
 def check_vectors(path: Path, chunk: int = 65536) -> Problem | None:
@@ -160,9 +178,9 @@ def check_segment(seg_dir: Path, info: dict, dim: int, deep: bool = False) -> li
         problems.append(Problem(seg_dir, f"the manifest deletes report rows outside 0..{counts.get('reports', 0) - 1}"))
     if deep:
         bad = {p.path for p in problems}
-        for kind in ("sentence", "section"):
-            path = seg_dir / f"{kind}_vectors.npy"
-            if path not in bad and (p := check_vectors(path)) is not None:
+        for name in ("sentence_vectors", "section_vectors", "section_windows"):
+            path = seg_dir / f"{name}.npy"
+            if path not in bad and path.exists() and (p := check_vectors(path)) is not None:
                 problems.append(p)
     return problems
 

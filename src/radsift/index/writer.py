@@ -81,6 +81,11 @@ def write_segment(index_dir: Path, data: GenerationData, bm25_params: Mapping | 
     arrays = {
         "sentence_vectors": np.ascontiguousarray(data.sentence_vectors, dtype=np.float32),
         "section_vectors": np.ascontiguousarray(data.section_vectors, dtype=np.float32),
+        "section_windows": np.ascontiguousarray(
+            np.zeros((0, data.section_vectors.shape[1]), np.float32) if data.section_window_vectors is None
+            else data.section_window_vectors, dtype=np.float32).reshape(-1, data.section_vectors.shape[1]),
+        "section_window_owner": np.asarray([] if data.section_window_owner is None else data.section_window_owner,
+                                           dtype=np.int32),
         "sentence_report": np.fromiter((s.report_row for s in data.sentences), dtype=np.int32,
                                        count=len(data.sentences)),
         "sentence_section": _section_codes([s.section for s in data.sentences], names),

@@ -18,9 +18,9 @@ first stage at the reranker's weight (0.3 for a cross-encoder, :data:`radsift.ra
 a poly-encoder reranker's order alone).
 
 A section longer than one window is read as overlapping windows (:func:`radsift.text.aspects.section_windows`)
-as the benchmark reads it: the bi-encoder by the normalised mean of their vectors (the index's section
-vector, :func:`radsift.ranking.mean_per_owner`), a poly-encoder by its best window
-(:func:`radsift.ranking.best_per_owner`).
+as the benchmark reads it, and scored by its best window (:func:`radsift.ranking.best_per_owner`): the
+bi-encoder through the index's window vectors (:func:`radsift.search.scoring.best_window`), a poly-encoder
+through its cached codes.
 The matched sentences of a passage are those sharing a content word with the entity (or the
 question), each with its matched words.
 """

@@ -16,7 +16,7 @@ import numpy as np
 
 from radsift.errors import IndexDamagedError
 from radsift.index.reader import IndexStore
-from radsift.ranking import NEEDS_BM25, NEEDS_DENSE, bm25_scores, rank
+from radsift.ranking import NEEDS_BM25, NEEDS_DENSE, best_per_owner, bm25_scores, rank
 from radsift.ranking.prf import FB_DOCS, rm3_weights, rocchio, weighted_bm25_scores
 from radsift.records import QueryReading
 from radsift.search.options import SearchRequest
@@ -54,7 +54,7 @@ def first_pass(store: IndexStore, request: SearchRequest, plan: Plan, reading: Q
         # A backend that pushes filters down (Milvus) takes them with the mask they make.
         hints = {"target": opts.target, "filters": opts.where} if getattr(backend, "pushdown", False) else {}
         dense = backend.scores(query_vector, out["mask"], **hints)
-        out["dense"] = checked_cosines(dense, store, opts.unit)
+        out["dense"] = checked_cosines(best_window(dense, store, opts.unit, query_vector), store, opts.unit)
     if NEEDS_BM25[opts.mode]:
         n = store.units(opts.unit).report_row.shape[0]
         out["bm25"] = bm25_scores(store.bm25(opts.unit), bm25_query(request.query, reading, expansion), n)
@@ -78,13 +78,25 @@ def feedback(store: IndexStore, request: SearchRequest, scores: dict, tiers, rea
     units = store.units(opts.unit)
     if "dense" in scores:
         moved = rocchio(query_vector, np.asarray(units.vectors[np.sort(rows)]))
-        out["dense"] = backends(opts.unit).scores(moved)
+        out["dense"] = best_window(backends(opts.unit).scores(moved), store, opts.unit, moved)
     if "bm25" in scores:
         texts = unit_texts(store, opts.unit, rows.tolist())
         weights = rm3_weights(tokenize(bm25_query(request.query, reading, expansion)),
                               [tokenize(texts[r].text) for r in rows.tolist()], np.asarray(vals, dtype=np.float64))
         out["bm25"] = weighted_bm25_scores(store.bm25(opts.unit), weights, units.report_row.shape[0])
     return out
+
+
+def best_window(dense: np.ndarray, store: IndexStore, unit: str, query_vector) -> np.ndarray:
+    """A section longer than one window scores by its best window: the backend scores its first window
+    (the section vector), the later windows are scored here, exactly, and the best kept
+    (:func:`radsift.ranking.best_per_owner`). An approximate backend's candidates thus also include every
+    section whose later window matches. Sentences and sections of one window are left as they are."""
+    units = store.units(unit)
+    if units.windows is None:
+        return dense
+    later = units.windows @ np.asarray(query_vector, dtype=np.float32)
+    return best_per_owner(later, units.window_owner, 0, out=np.array(dense, dtype=np.float32, copy=True))
 
 
 def checked_cosines(scores: np.ndarray, store: IndexStore, unit: str) -> np.ndarray:

@@ -22,9 +22,10 @@ Specs (``--systems``, optionally ``NAME=SPEC``):
 A passage is read as the index reads a section unit: a passage longer than one window is split into
 overlapping windows of :data:`radsift.text.aspects.WINDOW_WORDS` words sharing
 :data:`~radsift.text.aspects.WINDOW_OVERLAP` (:func:`radsift.text.aspects.section_windows`), each read as
-far as the model reads it (256 word pieces for MiniLM, or ``max_tokens``); a bi-encoder scores the
-normalised mean of the windows' vectors (:func:`radsift.ranking.mean_per_owner`, the index's section
-vector), a poly-encoder the best window (:func:`radsift.ranking.best_per_owner`, as its cached codes do).
+far as the model reads it (256 word pieces for MiniLM, or ``max_tokens``); a passage scores by its best
+window (:func:`radsift.ranking.best_per_owner`), for a bi-encoder as the index scores a section unit
+(its first window's vector and its later windows', :func:`radsift.search.scoring.best_window`) and for a
+poly-encoder as its cached codes do.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from radsift.evaluation.systems.cache import load_encoder
 from radsift.evaluation.systems.specs import split_system
 from radsift.models.poly_encoder import PolyEncoder, is_poly_encoder
 from radsift.models.reranker import Reranker, rerank_head
-from radsift.ranking import best_per_owner, bm25_scores, build_bm25_texts, convex_combination, mean_per_owner
+from radsift.ranking import best_per_owner, bm25_scores, build_bm25_texts, convex_combination
 from radsift.text.aspects import section_windows
 from radsift.text.tokens import tokenize
 
@@ -235,7 +236,7 @@ class _LazyWindows(PassageSystem):
 
 
 class DensePassages(_LazyWindows):
-    """Bi-encoder cosine with the passage's vector: the normalised mean of its windows' (as the index)."""
+    """Bi-encoder cosine with the passage's best window (as the index scores a section unit)."""
 
     kind = "dense"
 
@@ -245,9 +246,6 @@ class DensePassages(_LazyWindows):
     def _encode(self, texts):
         return list(self.encoder.encode(texts, batch_size=self.batch_size, progress=len(texts) > 256,
                                         desc="encoding passages"))
-
-    def _units(self, encoded, owner, n):
-        return list(mean_per_owner(np.asarray(encoded, dtype=np.float32), owner, n)), np.arange(n)
 
     def score(self, queries, candidates):
         self._ensure(r for c in candidates for r in c)

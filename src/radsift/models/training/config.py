@@ -59,7 +59,9 @@ RECIPE_DEFAULTS: dict[str, dict[str, Any]] = {
     # CAPR: MNRL over (entity, aspect) queries. Passages read to 96 word pieces and 600 steps of 32: the
     # measured run (development split R@1 86.8 at 96 pieces, 85.8 read at 256; flat from step 200 on).
     "entity-aspect": {**_PLAIN_LEXICON, "loss": "mnrl", "batch_size": 32,
-                      "section_max_seq_length": 96, "max_steps": 600, "symmetric": False},
+                      "section_max_seq_length": 96, "max_steps": 600, "symmetric": False,
+                      # The zero-shot setting by default: a site's own notes, nothing of MedQuAD (issue 31).
+                      "setting": "notes-only"},
 }
 
 
@@ -143,7 +145,7 @@ class TrainConfig:
         entity_hard_negatives: ``entity-aspect``: one hard negative per example from its own note.
         dev_fraction: ``entity-aspect``: share of MedQuAD training documents held out as the development split.
         model_type: ``entity-aspect``: ``bi`` (bi-encoder), ``poly`` (poly-encoder) or ``cross`` (cross-encoder).
-        setting: ``entity-aspect``: ``notes-only`` (the corpus's notes alone, a held-out note split, the
+        setting: ``entity-aspect``: ``notes-only`` (its default: the corpus's notes alone, a held-out note split, the
             dictionary from the notes: :mod:`radsift.models.training.entity_aspect_notes`) or
             ``in-collection`` (also MedQuAD's focus names and question types, near-duplicates of the
             test split removed: supervised by MedQuAD's metadata; never a zero-shot figure).
