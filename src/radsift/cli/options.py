@@ -24,7 +24,8 @@ from radsift.search.options import SearchOptions, cli_options
 #: (parameter, flag, type, default, metavar, help) of each reader flag.
 READER_FLAGS: tuple[tuple[str, str, Any, Any, str, str], ...] = (
     ("format", "format", Optional[str], None, "FORMAT",
-     "csv | jsonl | txt | openi-xml | text (inferred from the extension when omitted)."),
+     "csv | jsonl | txt | openi-xml | text | fhir (FHIR R4 DiagnosticReport: .json, bulk .ndjson) | hl7 "
+     "(HL7 v2 ORU^R01, plain or MLLP) (inferred from the extension when omitted)."),
     ("id_column", "id-column", Optional[str], None, "COLUMN", "Column/field holding the report id (csv, jsonl)."),
     ("section", "section", Optional[list[str]], None, "NAME=COLUMN",
      "Map a section to a column, e.g. findings=findings (repeatable). Columns not mapped become metadata."),

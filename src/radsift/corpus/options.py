@@ -12,12 +12,13 @@ from typing import Iterable, Mapping
 from radsift.errors import ConfigError, CorpusError
 
 #: Corpus formats radsift reads.
-FORMATS: tuple[str, ...] = ("csv", "jsonl", "txt", "openi-xml", "text")
+FORMATS: tuple[str, ...] = ("csv", "jsonl", "txt", "openi-xml", "text", "fhir", "hl7")
 #: What to do with a bad row: raise, or skip it and record it in :class:`ReadStats`.
 ON_ERROR: tuple[str, ...] = ("fail", "skip")
 
-_FORMAT_ALIASES = {"xml": "openi-xml", "ndjson": "jsonl"}
-_SUFFIX_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".xml": "openi-xml", ".txt": "text"}
+_FORMAT_ALIASES = {"xml": "openi-xml", "ndjson": "jsonl", "hl7v2": "hl7", "fhir-r4": "fhir"}
+_SUFFIX_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".xml": "openi-xml", ".txt": "text",
+                   ".hl7": "hl7", ".mllp": "hl7", ".json": "fhir"}
 _SECTION_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 
 
@@ -26,9 +27,10 @@ class ReaderOptions:
     """How to read a corpus.
 
     Attributes:
-        format: ``csv``, ``jsonl``, ``txt`` (a folder of ``.txt`` files), ``openi-xml`` or
-            ``text`` (one text file, one report); ``None`` infers it from each path (see
-            :func:`infer_format`).
+        format: ``csv``, ``jsonl``, ``txt`` (a folder of ``.txt`` files), ``openi-xml``,
+            ``text`` (one text file, one report), ``fhir`` (FHIR R4 DiagnosticReport resources:
+            :mod:`radsift.corpus.fhir_reader`) or ``hl7`` (HL7 v2 ORU^R01 messages:
+            :mod:`radsift.corpus.hl7_reader`); ``None`` infers it from each path (see :func:`infer_format`).
         id_column: Column/field holding the report id (csv, jsonl); ``None`` uses ``id``.
         sections: Section name -> source column/field (csv, jsonl) or ``AbstractText``
             label (openi-xml, where it selects which labels become sections).
@@ -126,12 +128,23 @@ class ReaderOptions:
         )
 
 
+def _fhir_head(path: Path) -> bool:
+    """True when a file starts with a FHIR resource (a JSON object with ``resourceType``)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096).decode("utf-8", errors="ignore").lstrip("\ufeff \t\r\n")
+    except OSError:
+        return False
+    return head.startswith("{") and '"resourceType"' in head
+
+
 def infer_format(path: str | Path) -> str:
     """Guess a corpus format from a path.
 
-    ``.csv`` -> csv, ``.jsonl``/``.ndjson`` -> jsonl, ``.xml`` -> openi-xml, ``.txt`` ->
-    text (one file, one report); a folder -> txt, or openi-xml when it holds ``.xml`` files
-    and no ``.txt`` files.
+    ``.csv`` -> csv, ``.jsonl`` -> jsonl, ``.ndjson`` -> fhir when its first line is a FHIR resource
+    (a bulk export) else jsonl, ``.json`` -> fhir (a resource or a Bundle), ``.hl7`` -> hl7, ``.xml`` ->
+    openi-xml, ``.txt`` -> text (one file, one report); a folder -> txt, or openi-xml when it holds
+    ``.xml`` files and no ``.txt`` files, or hl7 / fhir when it holds only ``.hl7`` / FHIR files.
 
     Raises:
         CorpusError: The extension is not one of these; the message says to pass --format.
@@ -141,6 +154,10 @@ def infer_format(path: str | Path) -> str:
         has_txt = any(True for _ in path.rglob("*.txt"))
         if not has_txt and any(True for _ in path.rglob("*.xml")):
             return "openi-xml"
+        if not has_txt and any(True for _ in path.rglob("*.hl7")):
+            return "hl7"
+        if not has_txt and any(_fhir_head(p) for p in (*path.rglob("*.ndjson"), *path.rglob("*.json"))):
+            return "fhir"
         return "txt"
     fmt = _SUFFIX_FORMATS.get(path.suffix.lower())
     if fmt is None:
@@ -148,4 +165,6 @@ def infer_format(path: str | Path) -> str:
             f"{path}: cannot infer the corpus format from the extension {path.suffix or '(none)'!r}: "
             f"pass --format ({' | '.join(FORMATS)})"
         )
+    if path.suffix.lower() == ".ndjson" and _fhir_head(path):
+        return "fhir"
     return fmt

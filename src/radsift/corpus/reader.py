@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from radsift.corpus.csv_reader import read_csv
+from radsift.corpus.fhir_reader import read_fhir
+from radsift.corpus.hl7_reader import read_hl7
 from radsift.corpus.jsonl_reader import read_jsonl
 from radsift.corpus.openi_xml import read_openi_xml
 from radsift.corpus.options import ReaderOptions, infer_format
@@ -21,12 +23,16 @@ _READERS: dict[str, Callable[[Path, ReaderOptions], Iterator[Parsed]]] = {
     "txt": read_txt_folder,
     "text": read_text_file,
     "openi-xml": read_openi_xml,
+    "fhir": read_fhir,
+    "hl7": read_hl7,
 }
 # Flags that mean nothing for a format: refusing them beats silently ignoring them.
 _UNUSED_FLAGS = {
     "txt": ("id_column", "sections", "text_column"),
     "text": ("id_column", "sections", "text_column"),
     "openi-xml": ("id_column", "text_column"),
+    "fhir": ("id_column", "sections", "text_column"),
+    "hl7": ("id_column", "sections", "text_column"),
 }
 _FLAG_NAMES = {"id_column": "--id-column", "sections": "--section", "text_column": "--text-column"}
 

@@ -1,0 +1,237 @@
+"""FHIR R4 ``DiagnosticReport`` resources: one resource, a Bundle of them, or a bulk-export NDJSON file.
+
+What a hospital's FHIR server exports (``GET [base]/DiagnosticReport?...`` returns a Bundle; the
+bulk-data ``$export`` writes one resource per line of ``DiagnosticReport.ndjson``). Each report:
+
+* **id**: the resource's ``id``, else its first ``identifier.value``;
+* **text**: the ``presentedForm`` attachments in order (``text/plain`` or ``text/html``, inline base64
+  ``data`` decoded with the attachment's charset; HTML reduced to its text), split at their headings
+  like any free text; ``conclusion`` becomes the ``impression`` section when the text has none (else
+  the metadata field ``conclusion``);
+* **metadata**: ``patient`` (``subject``: ``Patient/123`` -> ``123``, or its identifier), ``date``
+  (``YYYY-MM-DD``) and ``datetime`` (as given, ISO 8601) from ``effectiveDateTime``, else
+  ``effectivePeriod.start``, else ``issued``; ``exam`` (``code``: its text or first coding's display),
+  ``modality`` (a DICOM modality coding of ``code`` or ``category``, else the exam's name read for CT, MR,
+  US, XR, NM, PT, MG), ``category`` and ``status``.
+
+Every resource is validated with ``fhir.resources`` (R4B's ``DiagnosticReport``, the R4 model with
+R4B's corrections): a resource that is not a report, a report that does not validate, or one with no text
+is a problem named by its file and line (NDJSON) or entry (Bundle); ``--on-error skip`` counts it. In a
+Bundle, entries of other types (the Patient a search ``_include``s) are passed over. Attachments given
+only by ``url`` are not fetched (radsift is offline): a report whose only text is a URL has no text.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import html
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any, Iterator
+
+from radsift.corpus.options import ReaderOptions
+from radsift.corpus.rows import Parsed, assemble, decoded_lines, list_files
+from radsift.errors import ConfigError, CorpusError
+
+#: DICOM's code system (modalities are its codes: CT, MR, US, ...).
+DICOM = "http://dicom.nema.org/resources/ontology/DCM"
+MODALITIES = ("CT", "MR", "US", "XR", "CR", "DX", "NM", "PT", "MG", "RF", "XA")
+# The exam's own name when no DICOM coding says it (word boundaries: "CT" not in "SECT").
+_MODALITY_WORDS = [(re.compile(p, re.I), m) for p, m in (
+    (r"\b(ct|cta|computed tomography)\b", "CT"), (r"\b(mri?|mra|magnetic resonance)\b", "MR"),
+    (r"\b(us|ultrasound|sonograph\w*|doppler)\b", "US"), (r"\bmammo\w*\b", "MG"),
+    (r"\b(pet|positron)\b", "PT"), (r"\b(nm|nuclear|scintigraph\w*)\b", "NM"),
+    (r"\b(xr|x-ray|xray|radiograph\w*|cxr|chest film)\b", "XR"))]
+
+
+def _validator():
+    # Imported on first use: fhir.resources builds its pydantic models at import (about a second), which
+    # every other command would pay.
+    try:
+        from fhir.resources.R4B.diagnosticreport import DiagnosticReport
+    except ImportError as exc:  # a core dependency: only a broken install lands here
+        raise ConfigError(f"reading FHIR needs fhir.resources, which is not installed ({exc}): "
+                          "pip install 'fhir.resources>=8'") from exc
+    return DiagnosticReport
+
+
+class _HTMLText(HTMLParser):
+    """The text of an HTML attachment: block elements end lines, scripts and styles are dropped."""
+
+    BLOCKS = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "pre"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("script", "style"):
+            self._skip += 1
+        elif tag in self.BLOCKS:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag):
+        if tag in ("script", "style"):
+            self._skip = max(0, self._skip - 1)
+        elif tag in self.BLOCKS:
+            self.parts.append("\n")
+
+    def handle_data(self, data):
+        if not self._skip:
+            self.parts.append(data)
+
+
+def html_text(markup: str) -> str:
+    """The readable text of an HTML fragment (lines at block elements)."""
+    parser = _HTMLText()
+    parser.feed(markup)
+    parser.close()
+    lines = (" ".join(line.split()) for line in html.unescape("".join(parser.parts)).splitlines())
+    return "\n".join(line for line in lines if line)
+
+
+def _attachment_text(att: dict) -> str | None:
+    """Text of one ``presentedForm`` attachment (``text/plain`` or ``text/html``), or None.
+
+    Raises:
+        ValueError: The attachment's ``data`` is not base64 or not text in its charset.
+    """
+    ctype = str(att.get("contentType") or "text/plain").lower()
+    kind, _, params = ctype.partition(";")
+    if kind.strip() not in ("text/plain", "text/html") or not att.get("data"):
+        return None
+    charset = "utf-8"
+    for param in params.split(";"):
+        key, _, value = param.partition("=")
+        if key.strip() == "charset" and value.strip():
+            charset = value.strip().strip('"')
+    try:
+        text = base64.b64decode(att["data"], validate=True).decode(charset)
+    except (binascii.Error, ValueError, LookupError) as exc:
+        raise ValueError(f"presentedForm data is not base64 {charset} text ({exc})") from None
+    return html_text(text) if kind.strip() == "text/html" else text
+
+
+def _first(items: Any) -> dict:
+    return items[0] if isinstance(items, list) and items and isinstance(items[0], dict) else {}
+
+
+def _concept_text(concept: Any) -> str | None:
+    if not isinstance(concept, dict):
+        return None
+    return concept.get("text") or _first(concept.get("coding")).get("display") or _first(concept.get("coding")).get("code")
+
+
+def _modality(resource: dict, exam: str | None) -> str | None:
+    concepts = [resource.get("code")] + list(resource.get("category") or [])
+    for concept in concepts:
+        for coding in (concept or {}).get("coding") or []:
+            if coding.get("system") == DICOM and str(coding.get("code", "")).upper() in MODALITIES:
+                return str(coding["code"]).upper()
+    return exam_modality(exam)
+
+
+def exam_modality(exam: str | None) -> str | None:
+    """The modality an exam's name says (``"CT CHEST W CONTRAST"`` -> ``CT``), or None."""
+    return next((m for pattern, m in _MODALITY_WORDS if exam and pattern.search(exam)), None)
+
+
+def _reference_id(subject: Any) -> str | None:
+    if not isinstance(subject, dict):
+        return None
+    ref = str(subject.get("reference") or "")
+    if ref:
+        return ref.rstrip("/").rsplit("/", 1)[-1]
+    return (subject.get("identifier") or {}).get("value")
+
+
+def report_of(resource: dict, validate) -> tuple[Any, str | None]:
+    """A ``DiagnosticReport`` resource (parsed JSON) as ``(Report, None)``, or ``(None, problem)``."""
+    kind = resource.get("resourceType") if isinstance(resource, dict) else None
+    if kind != "DiagnosticReport":
+        return None, f"a {kind or 'non-FHIR'} resource, not a DiagnosticReport"
+    try:
+        validate(resource)
+    except Exception as exc:  # pydantic's ValidationError: its first error, located
+        errors = getattr(exc, "errors", None)
+        first = errors()[0] if callable(errors) and errors() else None
+        where = ".".join(str(x) for x in first["loc"]) if first else ""
+        return None, f"not a valid FHIR DiagnosticReport ({where + ': ' if where else ''}{first['msg'] if first else exc})"
+    rid = resource.get("id") or _first(resource.get("identifier")).get("value")
+    if not rid:
+        return None, "a DiagnosticReport with neither id nor identifier"
+    try:
+        texts = [t for att in resource.get("presentedForm") or [] if (t := _attachment_text(att))]
+    except ValueError as exc:
+        return None, f"DiagnosticReport {rid}: {exc}"
+    conclusion = (resource.get("conclusion") or "").strip()
+    if not "\n".join(texts).strip() and not conclusion:
+        return None, f"DiagnosticReport {rid}: no report text (no text/plain or text/html presentedForm, no conclusion)"
+    when = resource.get("effectiveDateTime") or (resource.get("effectivePeriod") or {}).get("start") or resource.get("issued")
+    exam = _concept_text(resource.get("code"))
+    report = assemble(str(rid), "\n".join(texts) or None, [], [])
+    sections = list(report.sections.items())
+    metadata = [("patient", _reference_id(resource.get("subject"))), ("date", str(when)[:10] if when else None),
+                ("datetime", str(when) if when else None), ("exam", exam), ("modality", _modality(resource, exam)),
+                ("category", "; ".join(t for c in resource.get("category") or [] if (t := _concept_text(c))) or None),
+                ("status", resource.get("status"))]
+    if conclusion and "impression" not in report.sections:
+        sections.append(("impression", conclusion))
+    elif conclusion and " ".join(conclusion.split()) != " ".join(report.sections["impression"].split()):
+        metadata.append(("conclusion", conclusion))
+    return assemble(str(rid), None, sections, metadata), None
+
+
+def _resources(path: Path, options: ReaderOptions) -> Iterator[tuple[str, Any, str | None]]:
+    """``(location, resource, problem)`` of a ``.ndjson`` file (one per line) or a ``.json`` file
+    (one resource, or a Bundle's entries)."""
+    if path.suffix.lower() == ".ndjson":
+        with path.open("rb") as handle:
+            for number, line, problem in decoded_lines(path, handle, options.encoding):
+                if not line.strip():
+                    continue
+                where = f"{path} line {number}"
+                if problem:
+                    yield where, None, problem
+                    continue
+                try:
+                    yield where, json.loads(line), None
+                except json.JSONDecodeError as exc:
+                    yield where, None, f"invalid JSON ({exc.msg} at column {exc.colno})"
+        return
+    try:
+        data = json.loads(path.read_bytes().decode(options.encoding).lstrip("\ufeff"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        yield str(path), None, f"invalid JSON ({exc})"
+        return
+    if isinstance(data, dict) and data.get("resourceType") == "Bundle":
+        for number, entry in enumerate(data.get("entry") or [], 1):
+            resource = entry.get("resource") if isinstance(entry, dict) else None
+            if isinstance(resource, dict) and resource.get("resourceType") not in (None, "DiagnosticReport"):
+                continue  # an _include'd Patient, an OperationOutcome: not a report, not an error
+            yield f"{path} entry {number}", resource, None if resource is not None else "a Bundle entry with no resource"
+        return
+    yield str(path), data, None
+
+
+def read_fhir(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
+    """Yield the ``DiagnosticReport`` s of a FHIR file (``.json``: one resource or a Bundle; ``.ndjson``:
+    a bulk export) or of every such file under a folder (see the module docstring)."""
+    if path.is_dir():
+        files = [p for p in list_files(path, "*") if p.suffix.lower() in (".json", ".ndjson")]
+        if not files:
+            raise CorpusError(f"{path}: no .json or .ndjson files in this folder")
+    else:
+        files = [path]
+    validate = _validator().model_validate
+    for file in files:
+        for where, resource, problem in _resources(file, options):
+            if problem:
+                yield Parsed(where, problem=problem)
+                continue
+            report, problem = report_of(resource, validate)
+            yield Parsed(where, report, problem)

@@ -1,0 +1,174 @@
+"""HL7 v2 ``ORU^R01`` result messages: a file of messages, plain or MLLP-framed.
+
+What a radiology information system sends an EHR. A file holds messages one after another (each
+starting at an ``MSH`` segment; segments end in CR, LF or CRLF) or framed for MLLP (``\\x0b`` message
+``\\x1c\\r``). Parsed with ``hl7`` (python-hl7). Each ``OBR`` of a message and the ``OBX`` segments after
+it are one report:
+
+* **id**: ``OBR-3`` (the filler order / accession number), else ``OBR-2`` (placer order), else
+  ``MSH-10`` (the message control id; with ``-N`` for the N-th OBR of a message past the first);
+* **text**: the ``OBX-5`` values of its ``OBX`` segments in order, one line each (HL7 escapes undone:
+  ``\\.br\\`` is a line break), split at their headings like any free text;
+* **metadata**: ``patient`` (``PID-3``, first identifier), ``date`` (``YYYY-MM-DD``) and ``datetime``
+  (ISO 8601) from ``OBR-7`` (observation time), else ``MSH-7``; ``exam`` (``OBR-4``: its text, else its
+  code), ``exam_code``, ``modality`` (read from the exam's name, as for FHIR), ``status`` (``OBR-25``).
+
+A message that does not parse, is not ``ORU^R01``, has no ``OBR`` or no text, or whose time is not an
+HL7 timestamp is a problem named by the file, the message's number and its first line.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterator
+
+import hl7
+
+from radsift.corpus.fhir_reader import exam_modality
+from radsift.corpus.options import ReaderOptions
+from radsift.corpus.rows import Parsed, assemble, list_files
+from radsift.errors import CorpusError
+
+_MLLP_START, _MLLP_END = "\x0b", "\x1c"
+_TS = re.compile(r"^(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2}(?:\.\d+)?)?([+-]\d{4})?$")
+
+
+def hl7_time(value: str) -> str | None:
+    """An HL7 timestamp (``YYYY[MM[DD[HH[MM[SS]]]]][+ZZZZ]``) as ISO 8601, or None when empty.
+
+    Raises:
+        ValueError: Not an HL7 timestamp, or not a real date.
+    """
+    value = value.strip()
+    if not value:
+        return None
+    m = _TS.match(value)
+    if not m:
+        raise ValueError(f"{value!r} is not an HL7 timestamp (YYYYMMDDHHMM)")
+    year, month, day, hour, minute, second, zone = m.groups()
+    if month and not 1 <= int(month) <= 12 or day and not 1 <= int(day) <= 31 or hour and int(hour) > 23 \
+            or minute and int(minute) > 59:
+        raise ValueError(f"{value!r} is not a real date and time")
+    out = "-".join(x for x in (year, month, day) if x)
+    if hour:
+        out += f"T{hour}:{minute or '00'}" + (f":{second}" if second else "")
+        if zone:
+            out += f"{zone[:3]}:{zone[3:]}"
+    return out
+
+
+def split_messages(text: str) -> Iterator[tuple[int, str]]:
+    """``(first line, message)`` of each message in a file: MLLP frames, or runs starting at ``MSH``.
+
+    Segments come back separated by CR, as HL7 wants them."""
+    text = text.lstrip("\ufeff")
+    if _MLLP_START in text:
+        pos = 0
+        for chunk in text.split(_MLLP_START)[1:]:
+            pos = text.index(chunk, pos)
+            body = chunk.split(_MLLP_END, 1)[0]
+            yield text.count("\n", 0, pos) + 1, "\r".join(s for s in re.split(r"\r\n|\r|\n", body) if s.strip())
+        return
+    current: list[str] = []
+    start = 1
+    for number, line in enumerate(re.split(r"\r\n|\r|\n", text), 1):
+        if line.startswith("MSH") and current:
+            yield start, "\r".join(current)
+            current = []
+        if line.strip():
+            if not current:
+                start = number
+            current.append(line)
+    if current:
+        yield start, "\r".join(current)
+
+
+def _field(segment, index: int, component: int | None = None) -> str:
+    """A field's text (``component`` 0-based within its first repetition), '' when absent."""
+    try:
+        value = segment[index]
+    except IndexError:
+        return ""
+    if component is None or isinstance(value, str):  # python-hl7 keeps a field without separators a str
+        return str(value).strip() if component in (None, 0) else ""
+    try:
+        first = value[0]  # the first repetition (or the field's one value)
+        if isinstance(first, str):
+            return first.strip() if component == 0 else ""
+        return str(first[component]).strip()
+    except (IndexError, TypeError):
+        return str(value).strip() if component == 0 else ""
+
+
+def message_reports(message, where: str) -> Iterator[Parsed]:
+    """The reports of one parsed ``ORU^R01`` message (one per ``OBR`` with the ``OBX`` after it)."""
+    msh = message.segment("MSH")
+    kind = _field(msh, 9).replace(" ", "")
+    if not kind.startswith("ORU^R01"):
+        yield Parsed(where, problem=f"message type {kind or '(none)'} is not ORU^R01 (an observation result)")
+        return
+    patient = ""
+    groups: list[list] = []
+    for segment in message:
+        name = str(segment[0]).strip()
+        if name == "PID":
+            patient = _field(segment, 3, 0)
+        elif name == "OBR":
+            groups.append([segment])
+        elif name == "OBX" and groups:
+            groups[-1].append(segment)
+    if not groups:
+        yield Parsed(where, problem="an ORU^R01 message with no OBR segment (no report in it)")
+        return
+    control = _field(msh, 10)
+    for n, (obr, *obxs) in enumerate(groups):
+        rid = _field(obr, 3, 0) or _field(obr, 2, 0) or (control + (f"-{n + 1}" if n else ""))
+        here = where if len(groups) == 1 else f"{where} OBR {n + 1}"
+        if not rid:
+            yield Parsed(here, problem="no report id (OBR-3, OBR-2 and MSH-10 are empty)")
+            continue
+        lines = [message.unescape(_field(obx, 5)).replace("\r", "\n") for obx in obxs]
+        text = "\n".join(line for line in lines if line.strip())
+        if not text.strip():
+            yield Parsed(here, problem=f"report {rid}: no text (no OBX-5 value)")
+            continue
+        try:
+            when = hl7_time(_field(obr, 7, 0)) or hl7_time(_field(msh, 7, 0))
+        except ValueError as exc:
+            yield Parsed(here, problem=f"report {rid}: OBR-7 {exc}")
+            continue
+        exam = _field(obr, 4, 1) or _field(obr, 4, 0)
+        modality = exam_modality(exam)
+        metadata = [("patient", patient or None), ("date", when[:10] if when else None), ("datetime", when),
+                    ("exam", exam or None), ("exam_code", _field(obr, 4, 0) or None), ("modality", modality),
+                    ("status", _field(obr, 25) or None)]
+        yield Parsed(here, assemble(rid, text, [], metadata))
+
+
+def read_hl7(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
+    """Yield the reports of a file of HL7 v2 ``ORU^R01`` messages, or of every ``.hl7`` file under a folder
+    (see the module docstring)."""
+    if path.is_dir():
+        files = list_files(path, "*.hl7")
+        if not files:
+            raise CorpusError(f"{path}: no .hl7 files in this folder")
+    else:
+        files = [path]
+    for file in files:
+        try:
+            text = file.read_bytes().decode(options.encoding)
+        except UnicodeDecodeError as exc:
+            yield Parsed(str(file), problem=f"undecodable bytes at byte {exc.start} (not valid {options.encoding})")
+            continue
+        for number, (line, raw) in enumerate(split_messages(text), 1):
+            where = f"{file} message {number} (line {line})"
+            if not raw.startswith("MSH"):
+                yield Parsed(where, problem="not an HL7 v2 message (it does not start with an MSH segment)")
+                continue
+            try:
+                message = hl7.parse(raw)
+            except Exception as exc:  # python-hl7 raises several kinds on malformed input
+                yield Parsed(where, problem=f"unparsable HL7 message ({type(exc).__name__}: {exc})")
+                continue
+            yield from message_reports(message, where)
