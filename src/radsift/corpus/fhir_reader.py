@@ -35,6 +35,7 @@ from typing import Any, Iterator
 from radsift.corpus.options import ReaderOptions
 from radsift.corpus.rows import Parsed, assemble, decoded_lines, list_files
 from radsift.errors import ConfigError, CorpusError
+from radsift.text import split_sections
 
 #: DICOM's code system (modalities are its codes: CT, MR, US, ...).
 DICOM = "http://dicom.nema.org/resources/ontology/DCM"
@@ -173,15 +174,15 @@ def report_of(resource: dict, validate) -> tuple[Any, str | None]:
         return None, f"DiagnosticReport {rid}: no report text (no text/plain or text/html presentedForm, no conclusion)"
     when = resource.get("effectiveDateTime") or (resource.get("effectivePeriod") or {}).get("start") or resource.get("issued")
     exam = _concept_text(resource.get("code"))
-    report = assemble(str(rid), "\n".join(texts) or None, [], [])
-    sections = list(report.sections.items())
+    sections = list(split_sections("\n".join(texts))) if texts else []
+    heads = {name for name, _ in sections}
     metadata = [("patient", _reference_id(resource.get("subject"))), ("date", str(when)[:10] if when else None),
                 ("datetime", str(when) if when else None), ("exam", exam), ("modality", _modality(resource, exam)),
                 ("category", "; ".join(t for c in resource.get("category") or [] if (t := _concept_text(c))) or None),
                 ("status", resource.get("status"))]
-    if conclusion and "impression" not in report.sections:
+    if conclusion and "impression" not in heads:
         sections.append(("impression", conclusion))
-    elif conclusion and " ".join(conclusion.split()) != " ".join(report.sections["impression"].split()):
+    elif conclusion and " ".join(conclusion.split()) != " ".join(dict(sections)["impression"].split()):
         metadata.append(("conclusion", conclusion))
     return assemble(str(rid), None, sections, metadata), None
 

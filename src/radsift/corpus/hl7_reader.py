@@ -64,11 +64,12 @@ def split_messages(text: str) -> Iterator[tuple[int, str]]:
     Segments come back separated by CR, as HL7 wants them."""
     text = text.lstrip("\ufeff")
     if _MLLP_START in text:
-        pos = 0
-        for chunk in text.split(_MLLP_START)[1:]:
-            pos = text.index(chunk, pos)
-            body = chunk.split(_MLLP_END, 1)[0]
-            yield text.count("\n", 0, pos) + 1, "\r".join(s for s in re.split(r"\r\n|\r|\n", body) if s.strip())
+        line = 1
+        for n, chunk in enumerate(text.split(_MLLP_START)):
+            if n:  # the text before the first frame start is not a message
+                body = chunk.split(_MLLP_END, 1)[0]
+                yield line, "\r".join(s for s in re.split(r"\r\n|\r|\n", body) if s.strip())
+            line += chunk.count("\n")
         return
     current: list[str] = []
     start = 1
