@@ -155,3 +155,31 @@ def test_hl7_times():
     for bad in ("2026-01-02", "20261302", "202601021561"):
         with pytest.raises(ValueError):
             hl7_time(bad)
+
+
+def test_patient_and_date_columns_are_validated_and_normalised(tmp_path):
+    """Issue 34, item 2: --patient-column / --date-column on a CSV or JSONL corpus."""
+    from radsift.corpus.dates import normalise_date
+
+    path = tmp_path / "r.csv"
+    path.write_text("id,mrn,exam_time,findings\nr1,M1,2025-03-07 14:05,No effusion.\nr2,M1,20250410,Small effusion.\n"
+                    "r3,M2,,Clear lungs.\n")
+    opts = dict(sections={"findings": "findings"}, patient_column="mrn", date_column="exam_time")
+    got = {r.id: dict(r.metadata) for r in _read(path, **opts)}
+    assert got["r1"]["patient"] == "M1" and got["r1"]["date"] == "2025-03-07"
+    assert got["r1"]["datetime"] == "2025-03-07T14:05"
+    assert got["r2"]["date"] == "2025-04-10" and "datetime" not in got["r2"]
+    assert got["r3"]["patient"] == "M2" and "date" not in got["r3"]  # an empty cell is no date
+    path.write_text("id,mrn,exam_time,findings\nr1,M1,03/07/2025,No effusion.\n")
+    with pytest.raises(CorpusError, match=r"r.csv line 2: column 'exam_time' \(--date-column\): '03/07/2025' is not "
+                                          r"a date \(day and month order"):
+        _read(path, **opts)
+    with pytest.raises(CorpusError, match=r"no column 'when' \(--date-column\); columns: id, mrn, exam_time"):
+        _read(path, **{**opts, "date_column": "when"})
+    jsonl = tmp_path / "r.jsonl"
+    jsonl.write_text('{"id": "j1", "findings": "x", "pid": "P9", "on": "2024-12-31T23:59:59Z"}\n')
+    (report,) = _read(jsonl, sections={"findings": "findings"}, patient_column="pid", date_column="on")
+    assert report.metadata["patient"] == "P9" and report.metadata["datetime"] == "2024-12-31T23:59:59+00:00"
+    assert normalise_date("202503071405") == ("2025-03-07", "2025-03-07T14:05")
+    with pytest.raises(ValueError):
+        normalise_date("2025-02-30")

@@ -32,14 +32,20 @@ READER_FLAGS: tuple[tuple[str, str, Any, Any, str, str], ...] = (
     ("text_column", "text-column", Optional[str], None, "COLUMN",
      "A free-text column split into sections by its headings (csv, jsonl)."),
     ("on_error", "on-error", str, "fail", "fail|skip", "What to do with a bad row: stop, or skip and count it."),
+    ("patient_column", "patient-column", Optional[str], None, "COLUMN",
+     "Column/field naming the patient (csv, jsonl): stored as metadata 'patient'."),
+    ("date_column", "date-column", Optional[str], None, "COLUMN",
+     "Column/field holding the exam date (csv, jsonl; ISO 8601 or YYYYMMDD[HHMM]): stored as 'date' (YYYY-MM-DD)."),
 )
 
 
 def reader_options(format: str | None = None, id_column: str | None = None, section: list[str] | None = None,
-                   text_column: str | None = None, on_error: str = "fail"):
+                   text_column: str | None = None, on_error: str = "fail", patient_column: str | None = None,
+                   date_column: str | None = None):
     """Turn the reader flags into :class:`radsift.corpus.ReaderOptions`."""
     return ReaderOptions.from_cli(
-        format=format, id_column=id_column, sections=section or [], text_column=text_column, on_error=on_error
+        format=format, id_column=id_column, sections=section or [], text_column=text_column, on_error=on_error,
+        patient_column=patient_column, date_column=date_column,
     )
 
 

@@ -45,6 +45,9 @@ def _resolve_columns(path: Path, header: list[str], options: ReaderOptions) -> t
             raise CorpusError(
                 f"{path}: no column {column!r} (--section {name}={column}); columns: {_columns(header)}"
             )
+    for flag, column in (("--patient-column", options.patient_column), ("--date-column", options.date_column)):
+        if column is not None and column not in present:
+            raise CorpusError(f"{path}: no column {column!r} ({flag}); columns: {_columns(header)}")
     if options.text_column is not None and options.text_column not in present:
         raise CorpusError(
             f"{path}: no column {options.text_column!r} (--text-column); columns: {_columns(header)}"

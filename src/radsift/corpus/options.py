@@ -37,6 +37,11 @@ class ReaderOptions:
         text_column: A free-text column/field split into sections at its headings.
         on_error: ``fail`` raises on a bad row; ``skip`` skips it and records it.
         encoding: Text encoding of the files.
+        patient_column: The column/field naming the patient (csv, jsonl): stored as the metadata
+            field ``patient`` (the feeds, fhir and hl7, carry their own).
+        date_column: The column/field holding the exam date (csv, jsonl): validated and stored as
+            ``date`` (``YYYY-MM-DD``) and ``datetime`` (:func:`radsift.corpus.dates.normalise_date`);
+            an empty cell is no date, a bad one a row error.
     """
 
     format: str | None = None
@@ -45,6 +50,8 @@ class ReaderOptions:
     text_column: str | None = None
     on_error: str = "fail"
     encoding: str = "utf-8"
+    patient_column: str | None = None
+    date_column: str | None = None
 
     def __post_init__(self) -> None:
         if self.format is not None and self.format not in FORMATS:
@@ -66,7 +73,8 @@ class ReaderOptions:
         object.__setattr__(self, "sections", MappingProxyType(dict(self.sections)))
 
     def __hash__(self) -> int:
-        return hash((self.format, self.id_column, tuple(self.sections.items()), self.text_column, self.on_error))
+        return hash((self.format, self.id_column, tuple(self.sections.items()), self.text_column, self.on_error,
+                     self.patient_column, self.date_column))
 
     @classmethod
     def from_cli(
@@ -77,6 +85,8 @@ class ReaderOptions:
         text_column: str | None = None,
         on_error: str = "fail",
         encoding: str = "utf-8",
+        patient_column: str | None = None,
+        date_column: str | None = None,
     ) -> "ReaderOptions":
         """Build options from the CLI flags, naming the flag in every error.
 
@@ -87,6 +97,8 @@ class ReaderOptions:
             text_column: ``--text-column``.
             on_error: ``--on-error``: ``fail`` or ``skip``.
             encoding: ``--encoding``.
+            patient_column: ``--patient-column``.
+            date_column: ``--date-column``.
 
         Raises:
             ConfigError: A flag value is invalid; the message names the flag.
@@ -111,7 +123,8 @@ class ReaderOptions:
             if name in mapping:
                 raise ConfigError(f"--section {name!r} given twice ({mapping[name]!r} and {column!r})")
             mapping[name] = column
-        for flag, value in (("--id-column", id_column), ("--text-column", text_column)):
+        for flag, value in (("--id-column", id_column), ("--text-column", text_column),
+                            ("--patient-column", patient_column), ("--date-column", date_column)):
             if value is not None and not value.strip():
                 raise ConfigError(f"{flag}: expected a column name, got an empty string")
         try:
@@ -125,6 +138,8 @@ class ReaderOptions:
             text_column=text_column.strip() if text_column else None,
             on_error=mode,
             encoding=encoding,
+            patient_column=patient_column.strip() if patient_column else None,
+            date_column=date_column.strip() if date_column else None,
         )
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from radsift.corpus.csv_reader import read_csv
+from radsift.corpus.dates import normalise_date
 from radsift.corpus.fhir_reader import read_fhir
 from radsift.corpus.hl7_reader import read_hl7
 from radsift.corpus.jsonl_reader import read_jsonl
@@ -41,6 +42,25 @@ def _check_flags(path: Path, fmt: str, options: ReaderOptions) -> None:
     for attr in _UNUSED_FLAGS.get(fmt, ()):
         if getattr(options, attr):
             raise ConfigError(f"{_FLAG_NAMES[attr]} does not apply to format {fmt!r} ({path})")
+
+
+def patient_and_date(report: Report, options: ReaderOptions) -> tuple[Report, str | None]:
+    """The report with ``patient`` and ``date``/``datetime`` from ``--patient-column`` / ``--date-column``
+    (an absent or empty value is none), or ``(report, problem)`` naming a date that does not parse."""
+    meta = dict(report.metadata)
+    if options.patient_column and meta.get(options.patient_column):
+        meta["patient"] = meta[options.patient_column]
+    if options.date_column and meta.get(options.date_column):
+        try:
+            day, stamp = normalise_date(meta[options.date_column])
+        except ValueError as exc:
+            return report, f"column {options.date_column!r} (--date-column): {exc}"
+        meta["date"] = day
+        if stamp:
+            meta["datetime"] = stamp
+        else:
+            meta.pop("datetime", None)
+    return Report(report.id, report.sections, meta), None
 
 
 def read_corpus(
@@ -89,6 +109,8 @@ def read_corpus(
             for item in _READERS[fmt](path, options):
                 problem = item.problem
                 report = item.report
+                if report is not None and problem is None and (options.patient_column or options.date_column):
+                    report, problem = patient_and_date(report, options)
                 if report is not None and report.id in seen:
                     problem = f"duplicate report id {report.id!r} (first read at {seen[report.id]})"
                 if problem is not None or report is None:
