@@ -25,7 +25,7 @@ import sys
 
 import typer
 
-from radsift.cli import answer_cmds, bench_cmds, index_cmds, search_cmds, serve_cmds, train_cmds
+from radsift.cli import answer_cmds, bench_cmds, index_cmds, patient_cmds, search_cmds, serve_cmds, train_cmds
 from radsift.cli.help import OPENI, OrderedGroup, examples
 from radsift.cli.output import err_console
 from radsift.errors import IndexDamagedError, RadsiftError
@@ -83,7 +83,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     cls=RadsiftGroup,
 )
-for _group in (search_cmds, answer_cmds, train_cmds, bench_cmds, serve_cmds):
+for _group in (search_cmds, answer_cmds, patient_cmds, train_cmds, bench_cmds, serve_cmds):
     app.add_typer(_group.app)  # no name: the module's commands join the top level
 app.add_typer(index_cmds.index_app, name="index")  # groups after the commands: `export` is listed before `saved`
 app.add_typer(search_cmds.saved_app, name="saved")

@@ -1,0 +1,82 @@
+"""``radsift timeline`` and ``radsift patients``: a patient's reports over time, and the patients whose series
+shows a finding become new, resolve or persist (:mod:`radsift.search.timeline`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from radsift.cli.help import command, top_level_commands
+from radsift.cli.options import IndexArg
+from radsift.cli.output import console
+from radsift.search.timeline import finding_changes, patient_timeline
+
+#: This module's top-level commands (merged into ``radsift`` by :mod:`radsift.cli`).
+app = top_level_commands()
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON lines instead of a table.")]
+
+
+@command(app, "timeline", example=["radsift timeline my-index P00001",
+                                   "radsift timeline my-index P00001 --finding pneumothorax --json"])
+def timeline_cmd(
+    index_dir: IndexArg,
+    patient: Annotated[str, typer.Argument(metavar="PATIENT", help="The patient (metadata 'patient').")],
+    finding: Annotated[Optional[list[str]], typer.Option(
+        "--finding", metavar="NAME", help="Show only these findings (repeatable).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A patient's reports in date order, each with its findings' status (present, uncertain, absent)."""
+    entries = patient_timeline(index_dir, patient)
+    wanted = set(finding or [])
+    if as_json:
+        for e in entries:
+            row = e.to_dict()
+            if wanted:
+                row["findings"] = {f: e.status(f) for f in sorted(wanted)}
+            typer.echo(json.dumps(row, ensure_ascii=False))
+        return
+    table = Table(title=f"patient {escape(patient)}: {len(entries)} reports, oldest first")
+    for col, style in (("date", ""), ("report", ""), ("exam", ""), ("present", "bold red"), ("uncertain", "yellow"),
+                       ("absent", "green")):
+        table.add_column(col, style=style)
+    for e in entries:
+        by_status = {s: ", ".join(f for f, st in e.findings.items() if st == s and (not wanted or f in wanted))
+                     for s in ("present", "uncertain", "absent")}
+        table.add_row(e.date or "(no date)", escape(e.report_id), escape(e.exam or ""),
+                      *(escape(by_status[s]) for s in ("present", "uncertain", "absent")))
+    console.print(table)
+
+
+@command(app, "patients", example=['radsift patients my-index pneumothorax --change new',
+                                   'radsift patients my-index "pleural effusion" --change resolved --within 90d --json'])
+def patients_cmd(
+    index_dir: IndexArg,
+    finding: Annotated[str, typer.Argument(metavar="FINDING", help="A finding the index labels (e.g. pneumothorax).")],
+    change: Annotated[str, typer.Option(
+        "--change", metavar="new|resolved|persistent",
+        help="new: present after a report where it was absent or not mentioned; resolved: absent after "
+             "present; persistent: present after present.")] = "new",
+    within: Annotated[Optional[str], typer.Option(
+        "--within", metavar="DURATION", help="Only changes at most this long after the report before "
+                                             "(90d, 12w, 6m, 1y).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Patients whose series of dated reports shows a finding become new, resolve or persist, with evidence."""
+    changes = finding_changes(index_dir, finding, change, within)
+    if as_json:
+        for c in changes:
+            typer.echo(json.dumps(c.to_dict(), ensure_ascii=False))
+        return
+    table = Table(title=f"{len(changes)} patients: {escape(finding)} {change}")
+    for col in ("patient", "date", "report", "before", "days", "evidence"):
+        table.add_column(col)
+    for c in changes:
+        table.add_row(escape(c.patient), c.report.date or "", escape(c.report.report_id),
+                      f"{escape(c.before.report_id)} ({c.before.date}, {c.before.status(c.finding)})",
+                      str(c.days), escape(c.report.evidence.get(c.finding, "")))
+    console.print(table)
