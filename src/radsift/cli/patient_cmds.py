@@ -13,6 +13,7 @@ from rich.table import Table
 from radsift.cli.help import command, top_level_commands
 from radsift.cli.options import IndexArg
 from radsift.cli.output import console
+from radsift.search.followups import followups
 from radsift.search.timeline import finding_changes, patient_timeline
 
 #: This module's top-level commands (merged into ``radsift`` by :mod:`radsift.cli`).
@@ -79,4 +80,31 @@ def patients_cmd(
         table.add_row(escape(c.patient), c.report.date or "", escape(c.report.report_id),
                       f"{escape(c.before.report_id)} ({c.before.date}, {c.before.status(c.finding)})",
                       str(c.days), escape(c.report.evidence.get(c.finding, "")))
+    console.print(table)
+
+
+@command(app, "followups", example=["radsift followups my-index --overdue",
+                                    "radsift followups my-index --overdue --as-of 2026-01-01 --json"])
+def followups_cmd(
+    index_dir: IndexArg,
+    overdue: Annotated[bool, typer.Option("--overdue", help="Only recommendations due and not done.")] = False,
+    as_of: Annotated[Optional[str], typer.Option(
+        "--as-of", metavar="DATE", help="Judge due and done as of this day (default: today).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Follow-up recommendations in the reports, when each is due, and whether a later exam of the patient
+    came (overdue: due, and no later report of that patient since)."""
+    found = followups(index_dir, as_of=as_of, overdue_only=overdue)
+    if as_json:
+        for r in found:
+            typer.echo(json.dumps(r.to_dict(), ensure_ascii=False))
+        return
+    title = f"{len(found)} {'overdue ' if overdue else ''}follow-up recommendations"
+    table = Table(title=title)
+    for col in ("due", "patient", "report", "date", "exam", "status", "recommendation"):
+        table.add_column(col)
+    for r in found:
+        status = "[bold red]overdue[/]" if r.overdue else (f"done ({escape(r.done_by)})" if r.done_by else "open")
+        table.add_row(r.due or "(no interval)", escape(r.patient or ""), escape(r.report_id), r.date or "",
+                      r.modality or "", status, escape(r.sentence))
     console.print(table)
