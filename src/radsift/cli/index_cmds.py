@@ -24,6 +24,7 @@ from radsift.index.lifecycle import rollback
 from radsift.index.verify import verify_index
 from radsift.search import Index
 from radsift.workflows.adapt import build_adapted_index
+from radsift.workflows.watch import run_watch
 
 index_app = typer.Typer(help="Build and update an index.", no_args_is_help=True, cls=OrderedGroup,
                         epilog=examples(f"radsift index build my-index reports.csv {OPENI}"))
@@ -86,7 +87,8 @@ def index_build(
 @reader_flags()
 def index_add(
     index_dir: Annotated[Path, typer.Argument(metavar="INDEX_DIR", help="Existing index directory.")],
-    corpus: Annotated[list[Path], typer.Argument(metavar="CORPUS", help="Corpus files or folders with new reports.")],
+    corpus: Annotated[Optional[list[Path]], typer.Argument(
+        metavar="CORPUS", help="Corpus files or folders with new reports.", show_default=False)] = None,
     reader: Any = None,
     model: ModelOpt = None, threads: ThreadsOpt = None, batch_size: BatchOpt = 64,
     replace: Annotated[bool, typer.Option("--replace", help="Replace reports whose id is already indexed.")] = False,
@@ -95,9 +97,29 @@ def index_add(
     encoder_cache: EncoderCacheOpt = None,
     milvus_uri: MilvusUriOpt = None,
     poly: PolyOpt = None,
+    watch: Annotated[Optional[Path], typer.Option(
+        "--watch", metavar="DIR", rich_help_panel="Drop folder",
+        help="Watch a folder: add each new report file once (a ledger in INDEX/ingest/), until Ctrl-C.")] = None,
+    interval: Annotated[float, typer.Option("--interval", metavar="SECONDS", rich_help_panel="Drop folder",
+                                            help="--watch: seconds between scans.")] = 2.0,
+    saved: Annotated[Optional[list[str]], typer.Option(
+        "--saved", metavar="NAME", rich_help_panel="Drop folder",
+        help="--watch: re-run this saved search with 'new since' after each batch (repeatable).")] = None,
+    once: Annotated[bool, typer.Option("--once", rich_help_panel="Drop folder",
+                                       help="--watch: scan once and stop.")] = False,
 ) -> None:
     """Add reports to an index as one new segment: nothing already stored is re-encoded or rewritten
     (--replace marks the old versions deleted; 'radsift index optimize' merges the segments)."""
+    if watch is not None:
+        if corpus:
+            raise ConfigError("give either CORPUS files or --watch DIR, not both")
+        add_options = dict(replace=replace, model=model, threads=threads, batch_size=batch_size, encoder_kind=encoder,
+                           encoder_cache=encoder_cache, backend=backend, milvus_uri=milvus_uri, poly=poly)
+        run_watch(index_dir, watch, reader, interval=interval, saved=saved or [], add_options=add_options,
+                  scans=1 if once else None, say=say)
+        return
+    if not corpus:
+        raise ConfigError("give the CORPUS files to add (or --watch DIR)")
     reports, stats = read_reports(corpus, reader)
     summary = add_to_index(index_dir, reports, replace=replace, model=model, threads=threads,
                            batch_size=batch_size, encoder_kind=encoder, encoder_cache=encoder_cache,
