@@ -8,7 +8,9 @@ scored over all segments with the live documents' global statistics
 An open store holds a **lease** on its generation (:func:`~radsift.index.generations.take_lease`),
 so a writer never removes it underneath; a reader that opened an older generation keeps a
 consistent view until it reloads. Opening checks what costs nothing (:mod:`radsift.index.verify`):
-every recorded file there with its recorded size, arrays of the shapes the manifest promises.
+every recorded file there with its recorded size, arrays of the shapes the manifest promises. The
+small arrays a search reads are checked against their checksums when first read, and every file is
+watched for changes under the open store (:mod:`radsift.index.integrity`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import numpy as np
 from radsift.errors import IndexDamagedError, IndexStoreError
 from radsift.index.format import UNIT_KINDS, LabelRecord, ReportRecord, SectionRecord, SentenceRecord
 from radsift.index.generations import live_generation, read_current, take_lease
+from radsift.index.integrity import FileWatch
 from radsift.index.manifest import MANIFEST_NAME, Manifest
 from radsift.index.segment import SegmentedVectors, SegmentReader
 from radsift.index.verify import check_generation
@@ -84,6 +87,15 @@ class IndexStore:
                 seg.close()
             raise
         self.n_reports = start
+        # Every file the segments hold, as they are now: a file changed under this reader is an error at the
+        # next request (guard), not a SIGBUS from a memory map.
+        self.watch = FileWatch(self.index_dir)
+        for seg in self.segments:
+            recorded = seg.info.get("files") or {}
+            if recorded:
+                self.watch.add(seg.path / rel for rel in recorded)
+            else:
+                self.watch.add(p for p in seg.path.rglob("*") if p.is_file())
         self._report_starts = np.array([s.report_start for s in self.segments], dtype=np.int64)
         self._unit_starts: dict[str, np.ndarray] = {}
         self._units: dict[str, UnitArrays] = {}
@@ -148,7 +160,9 @@ class IndexStore:
     @contextmanager
     def guard(self) -> Iterator[None]:
         """Turn a damaged file met while reading (SQLite, arrays, BM25) into an :class:`IndexStoreError`
-        naming the generation, instead of a raw traceback."""
+        naming the generation, instead of a raw traceback; first, a file changed since the store was opened
+        (:class:`~radsift.index.integrity.FileWatch`) is an error naming it."""
+        self.watch.check()
         try:
             yield
         except sqlite3.DatabaseError as exc:
@@ -270,7 +284,7 @@ class IndexStore:
     def term_stats(self, kind: str) -> list[tuple[TermStats, np.ndarray]]:
         """Each segment's BM25 term statistics of ``kind`` units, with the store row of each (-1: deleted)."""
         self._starts(kind)
-        return [(TermStats.load(seg.path / f"bm25_{kind}"), seg.unit_global(kind)) for seg in self.segments]
+        return [(seg.term_stats(kind), seg.unit_global(kind)) for seg in self.segments]
 
     def bm25(self, kind: str) -> BM25:
         """BM25 over ``sentence`` or ``section`` units, all segments scored with global statistics."""

@@ -21,6 +21,7 @@ import numpy as np
 from radsift.index.format import (GEN_PREFIX, READERS, SCHEMA, SEG_PREFIX, SEGMENTS, TMP_PREFIX, UNIT_KINDS,
                                   GenerationData, row_crc, segment_dir)
 from radsift.index.generations import fsync_dir, generation_numbers, live_generation, mark_index_dir, point_current
+from radsift.index.integrity import check_values, load_array
 from radsift.index.lifecycle import (referenced_names, remove_leftovers, remove_unread_generations,
                                      remove_unreferenced_segments)
 from radsift.index.manifest import MANIFEST_NAME, Manifest
@@ -158,7 +159,8 @@ def live_counts(index_dir: Path, segments: Sequence[Mapping]) -> dict[str, int]:
             if not seg.get("deleted"):
                 out[f"{kind}s"] += int(seg["counts"][f"{kind}s"])
             else:
-                rows = np.load(segment_dir(index_dir, seg["name"]) / f"{kind}_report.npy")
+                path = segment_dir(index_dir, seg["name"]) / f"{kind}_report.npy"
+                rows = check_values(path, load_array(path, (seg.get("files") or {}).get(path.name), index_dir), 0, n)
                 out[f"{kind}s"] += int(live[rows].sum())
     return out
 

@@ -61,7 +61,9 @@ import numpy as np
 
 from radsift.errors import ConfigError, IndexDamagedError
 from radsift.index.backends.base import MissingExtraError, VectorBackend, extra_module
-from radsift.index.backends.duplicates import duplicate_groups, groups_of, nodes_of, row_hashes, rows_of
+from radsift.index.backends.duplicates import (check_groups, duplicate_groups, groups_of, nodes_of, row_hashes,
+                                               rows_of)
+from radsift.index.integrity import cache_problems
 from radsift.ranking.topk import top_k
 
 log = logging.getLogger("radsift.index.hnsw")
@@ -428,6 +430,12 @@ def read_graph(path: str | Path, mmap: bool = True):
     """
     faiss = faiss_module()
     path = Path(path)
+    dups = _dups_path(path)
+    # The graph's size and its small companions' checksums against what was recorded when it was written.
+    problems = cache_problems(path, only=(dups.name, path.name + ".layout.npz"))
+    if problems:
+        bad, reason = problems[0]
+        raise IndexDamagedError(f"{bad}: {reason}; rebuild the graph (`radsift index optimize --backend hnsw`)")
     flags = getattr(faiss, "IO_FLAG_MMAP_IFC", 0) if mmap else 0  # FAISS >= 1.11 maps HNSW graphs
     try:
         index = faiss.read_index(str(path), flags)
@@ -437,13 +445,16 @@ def read_graph(path: str | Path, mmap: bool = True):
     if not hasattr(index, "hnsw"):
         raise IndexDamagedError(f"{path}: holds a FAISS {type(index).__name__}, not an HNSW graph; rebuild it")
     groups = None
-    dups = _dups_path(path)
     if dups.exists():
         try:
-            with np.load(dups) as data:
-                groups = (data["order"], data["offsets"])
-        except (OSError, ValueError, KeyError) as exc:
-            raise IndexDamagedError(f"{dups}: unreadable duplicate groups ({exc}); rebuild the graph") from exc
+            with np.load(dups, allow_pickle=False) as data:
+                groups = (np.asarray(data["order"]), np.asarray(data["offsets"]))
+        except Exception as exc:  # noqa: BLE001 - a damaged zip raises BadZipFile, zlib.error, EOFError ...
+            raise IndexDamagedError(f"{dups}: unreadable duplicate groups ({type(exc).__name__}: {exc}); rebuild "
+                                    "the graph") from None
+        reason = check_groups(groups, int(index.ntotal))
+        if reason:
+            raise IndexDamagedError(f"{dups}: {reason}: the file is damaged; rebuild the graph")
     return index, groups
 
 
