@@ -245,7 +245,7 @@ def _plan(store: IndexStore, kind: str, options: dict) -> _Growth | str | None:
     source = _earlier_graph(store.index_dir, store.gen_dir.name, kind)
     if source is None:
         return None
-    damaged = cache_problems(source, deep=True)  # the earlier graph is read whole below: check all of it first
+    damaged = cache_problems(source, only=(layout_path(source).name,))  # read_graph checks the graph itself
     if damaged:
         return f"{damaged[0][0].name} of the earlier graph: {damaged[0][1]}; built anew"
     try:

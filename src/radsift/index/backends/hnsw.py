@@ -431,8 +431,9 @@ def read_graph(path: str | Path, mmap: bool = True):
     faiss = faiss_module()
     path = Path(path)
     dups = _dups_path(path)
-    # The graph's size and its small companions' checksums against what was recorded when it was written.
-    problems = cache_problems(path, only=(dups.name, path.name + ".layout.npz"))
+    # Every file against what was recorded when it was written: the graph is read whole once (which warms
+    # the page cache a memory-mapped graph is searched from anyway).
+    problems = cache_problems(path, deep=True)
     if problems:
         bad, reason = problems[0]
         raise IndexDamagedError(f"{bad}: {reason}; rebuild the graph (`radsift index optimize --backend hnsw`)")
