@@ -39,7 +39,8 @@ reports are deleted, so a group may be empty: such nodes stay in the graph (HNSW
 node) and every search filters them out (an ``IDSelectorBitmap`` of the non-empty nodes).
 
 The graph is saved with FAISS's own format (:meth:`HnswBackend.save`, plus ``<file>.dups.npz``
-holding the duplicate groups when there are any) and opened memory-mapped (:meth:`HnswBackend.open`,
+holding the duplicate groups when there are any; :mod:`radsift.index.graphs` records every file's size and
+SHA-256 in ``<file>.files.json``, checked whole when the graph is read) and opened memory-mapped (:meth:`HnswBackend.open`,
 ``IO_FLAG_MMAP_IFC``: graph and codes stay in the page cache, shared by every process that opens
 the same file).
 
