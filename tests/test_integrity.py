@@ -22,7 +22,7 @@ from radsift.index.format import CURRENT, segment_dir
 from radsift.index.generations import read_current
 from radsift.index.graphs import GRAPH_DIR, build_graphs
 from radsift.index.integrity import MANIFEST_SHA, manifest_digest
-from radsift.index.lifecycle import rollback
+from radsift.index.lifecycle import remove_unreferenced_segments, rollback
 from radsift.index.verify import verify_index
 from radsift.models.hashing import HashingEncoder
 from radsift.records import Report
@@ -328,3 +328,16 @@ def test_graph_files_are_recorded_when_written(graphed):
     record = json.loads(_cache(graphed, ".files.json").read_text())
     assert set(record) >= {_cache(graphed, "").name, _cache(graphed, ".layout.npz").name}
     assert (graphed / CURRENT).exists()
+
+
+def test_a_damaged_old_manifest_keeps_every_segment_on_disk(three, enc):
+    """Garbage collection reads the other generations' manifests: one failing its checksum lists nothing
+    for sure, so no segment may be removed on its word."""
+    optimize_index(three)  # the live generation lists one merged segment; the previous one the three others
+    older = sorted(three.glob("gen-*"))[0] / "manifest.json"
+    data = json.loads(older.read_text())
+    data["segments"][0]["name"] = "seg-999999"  # would free the segment it really lists
+    older.write_text(json.dumps(data, indent=2, sort_keys=True))
+    segs = sorted(p.name for p in (three / "segments").iterdir())
+    assert len(segs) == 4 and remove_unreferenced_segments(three) == []
+    assert sorted(p.name for p in (three / "segments").iterdir()) == segs
