@@ -16,8 +16,8 @@ Fast: synthetic reports (the demo generator) and the hashing encoder (no model).
   ``index verify --deep`` names the file, a search with ``--backend hnsw`` answers exactly or refuses
   naming it, and ``index add --backend hnsw`` completes with a whole index.
 
-A probe is *detected* when every path (open, search, verify) raised a radsift error or the answers are
-those of the whole index; a *wrong answer* is a search that answered differently without an error; a
+A probe is *detected* when open or search raised a radsift error, or the answers are exactly those of
+the whole index (damage that changes nothing, said in the probe's name); a *wrong answer* is a search that answered differently without an error; a
 *traceback* any other exception; *files named* counts detections whose message names the damaged file.
 """
 
@@ -121,6 +121,7 @@ def probe(row: dict, index_dir: Path, enc, baseline: list, bad: Path, backend: s
         return
     if got == baseline:  # damage that changes no answer (a flip in an escape, say): nothing to refuse
         row["detected"] += 1
+        row["unchanged"] = row.get("unchanged", 0) + 1
         row["files_named"] += any(bad.name in str(p) for p in problems) or not problems
     else:
         row["wrong_answers"] += 1
@@ -366,6 +367,9 @@ def run(args) -> list[dict]:
             elif family == "hnsw-cache":
                 rows += hnsw_cache(root, args, rng)
             print(f"  {family}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+    for row in rows:  # detected but read: the damage changed no answer (said, not hidden in "detected")
+        if row.get("unchanged"):
+            row["probe"] += f" ({row.pop('unchanged')} of them read with every answer unchanged)"
     return rows
 
 

@@ -324,6 +324,16 @@ def test_an_add_over_a_damaged_cache_rebuilds_the_graph_and_says_so(graphed, enc
 
 
 @needs_faiss
+def test_a_graph_truncated_under_an_open_reader_is_an_error_naming_it(graphed, enc):
+    index = Index.open(graphed, encoder=enc, backend="hnsw")
+    index.search("pneumothorax", k=3, mode="dense")
+    path = _cache(graphed, "")
+    os.truncate(path, path.stat().st_size // 2)
+    with pytest.raises(IndexDamagedError, match=r"sentence\.faiss: changed while the index was open"):
+        index.search("pneumothorax", k=3, mode="dense")
+
+
+@needs_faiss
 def test_graph_files_are_recorded_when_written(graphed):
     record = json.loads(_cache(graphed, ".files.json").read_text())
     assert set(record) >= {_cache(graphed, "").name, _cache(graphed, ".layout.npz").name}
