@@ -351,3 +351,14 @@ def test_a_damaged_old_manifest_keeps_every_segment_on_disk(three, enc):
     segs = sorted(p.name for p in (three / "segments").iterdir())
     assert len(segs) == 4 and remove_unreferenced_segments(three) == []
     assert sorted(p.name for p in (three / "segments").iterdir()) == segs
+
+
+def test_a_write_never_points_current_at_a_manifest_that_fails(idx, enc, monkeypatch):
+    from radsift.index.manifest import Manifest
+
+    live = read_current(idx).name
+    monkeypatch.setattr(Manifest, "to_json", lambda self: json.dumps({"format_version": 2, "dim": 8,
+                                                                      MANIFEST_SHA: "0" * 64}))
+    with pytest.raises(IndexDamagedError, match="manifest.json: the manifest does not match its checksum"):
+        add_to_index(idx, _reports(50, 1), encoder=enc, progress=False)
+    assert read_current(idx).name == live

@@ -238,7 +238,7 @@ def verify_index(index_dir: str | Path, deep: bool = False) -> list:
     if not manifest.checksummed:
         problems.append(Problem(gen / MANIFEST_NAME, f"no checksums recorded for the manifest itself (no "
                                                      f"{MANIFEST_SHA}: written before radsift recorded one); the next "
-                                                     "write (add, delete, optimize) records it"))
+                                                     "add or delete records one"))
     for seg in manifest.segments:
         if not seg.get("files"):
             problems.append(Problem(segment_dir(index_dir, seg["name"]), "no checksums recorded: only shapes "

@@ -119,6 +119,7 @@ def commit_generation(index_dir: Path, manifest: Manifest) -> Path:
     tmp.mkdir()
     (tmp / READERS).touch()
     (tmp / MANIFEST_NAME).write_text(manifest.to_json(), encoding="utf-8")
+    Manifest.read(tmp / MANIFEST_NAME)  # CURRENT only ever names a generation whose manifest verifies
     _fault_point("before-rename")
     _fsync_tree(tmp)
     os.rename(tmp, final)
