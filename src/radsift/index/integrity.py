@@ -132,27 +132,64 @@ def _mismatch(path: Path, index_dir: Path) -> IndexDamagedError:
                              f"run `radsift index verify {index_dir}`, then `radsift index rollback` or rebuild")
 
 
-def read_verified(path: Path, recorded: Mapping | None, index_dir: Path) -> bytes:
-    """The bytes of ``path``, checked against its ``recorded`` ``{"size", "sha256"}`` (None: unchecked)."""
+def file_stat(path: Path) -> tuple[int, int, int]:
+    """Size, inode and modification time (ns) of a file: what changes when it is rewritten or replaced."""
+    st = os.stat(path)
+    return st.st_size, st.st_ino, st.st_mtime_ns
+
+
+def verify_file(path: Path, recorded: Mapping, index_dir: Path, verified: dict) -> None:
+    """Hash ``path`` (in chunks) against ``recorded``; remember its :func:`file_stat` in ``verified`` when it
+    did not change while hashed, so a later read with the same stat need not hash it again.
+
+    Raises:
+        IndexDamagedError: Missing, unreadable, or another checksum, naming the file.
+    """
+    try:
+        before = file_stat(path)
+        digest = sha256_file(path)
+        after = file_stat(path)
+    except FileNotFoundError:
+        raise IndexDamagedError(f"{path}: missing; run `radsift index verify {index_dir}`") from None
+    except OSError as exc:
+        raise IndexDamagedError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if digest != recorded.get("sha256"):
+        raise _mismatch(path, index_dir)
+    if before == after:
+        verified[path] = after
+
+
+def _known(path: Path, verified: dict | None) -> bool:
+    """Whether ``path`` is, by its stat, the file hashed before (its bytes need no second hash)."""
+    try:
+        return verified is not None and verified.get(path) == file_stat(path)
+    except OSError:
+        return False
+
+
+def read_verified(path: Path, recorded: Mapping | None, index_dir: Path, verified: dict | None = None) -> bytes:
+    """The bytes of ``path``, checked against its ``recorded`` ``{"size", "sha256"}`` (None: unchecked), unless
+    ``verified`` holds its stat from a hash when the store was opened and the file still has it after the read."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         raise IndexDamagedError(f"{path}: missing; run `radsift index verify {index_dir}`") from None
     except OSError as exc:
         raise IndexDamagedError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if recorded is not None and hashlib.sha256(data).hexdigest() != recorded.get("sha256"):
+    if recorded is not None and not _known(path, verified) and hashlib.sha256(data).hexdigest() != recorded.get("sha256"):
         raise _mismatch(path, index_dir)
     return data
 
 
-def load_array(path: Path, recorded: Mapping | None, index_dir: Path, mmap: bool = False) -> np.ndarray:
-    """A ``.npy`` array checked against its recorded checksum: read into memory, or (``mmap``) hashed
-    in chunks and then memory-mapped (a large file read once, not held twice)."""
+def load_array(path: Path, recorded: Mapping | None, index_dir: Path, mmap: bool = False,
+               verified: dict | None = None) -> np.ndarray:
+    """A ``.npy`` array checked against its recorded checksum (see :func:`read_verified`): read into memory,
+    or (``mmap``) hashed in chunks unless already verified, then memory-mapped (a large file not held twice)."""
     try:
         if not mmap:
-            return np.load(io.BytesIO(read_verified(path, recorded, index_dir)), allow_pickle=False)
-        if recorded is not None and sha256_file(path) != recorded.get("sha256"):
-            raise _mismatch(path, index_dir)
+            return np.load(io.BytesIO(read_verified(path, recorded, index_dir, verified)), allow_pickle=False)
+        if recorded is not None and not _known(path, verified):
+            verify_file(path, recorded, index_dir, {} if verified is None else verified)
         return np.load(path, mmap_mode="r", allow_pickle=False)
     except FileNotFoundError:
         raise IndexDamagedError(f"{path}: missing; run `radsift index verify {index_dir}`") from None
@@ -217,14 +254,9 @@ class FileWatch:
         """Start watching ``paths`` (those that exist now)."""
         for path in paths:
             try:
-                self._stats[Path(path)] = (self._stat(path), required)
+                self._stats[Path(path)] = (file_stat(path), required)
             except OSError:
                 continue
-
-    @staticmethod
-    def _stat(path: Path) -> tuple[int, int, int]:
-        st = os.stat(path)
-        return st.st_size, st.st_ino, st.st_mtime_ns
 
     def check(self) -> None:
         """Raise on the first watched file that changed since it was recorded.
@@ -234,7 +266,7 @@ class FileWatch:
         """
         for path, (before, required) in self._stats.items():
             try:
-                now = self._stat(path)
+                now = file_stat(path)
             except OSError:
                 if not required:
                     continue

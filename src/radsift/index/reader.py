@@ -8,9 +8,10 @@ scored over all segments with the live documents' global statistics
 An open store holds a **lease** on its generation (:func:`~radsift.index.generations.take_lease`),
 so a writer never removes it underneath; a reader that opened an older generation keeps a
 consistent view until it reloads. Opening checks what costs nothing (:mod:`radsift.index.verify`):
-every recorded file there with its recorded size, arrays of the shapes the manifest promises. The
-small arrays a search reads are checked against their checksums when first read, and every file is
-watched for changes under the open store (:mod:`radsift.index.integrity`).
+every recorded file there with its recorded size, arrays of the shapes the manifest promises, and
+the small arrays a search reads (row maps, labels, BM25 statistics and postings) against their
+checksums (their values against their ranges when first read); every file is watched for changes
+under the open store (:mod:`radsift.index.integrity`).
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ class IndexStore:
 
         Raises:
             IndexStoreError: No index, or a damaged file (named): missing, another size than recorded,
-                an array of the wrong shape or ``dim``.
+                an array of the wrong shape or ``dim``, a small array of another checksum.
         """
         index_dir = Path(index_dir)
         for _ in range(5):  # a writer may remove the generation between reading CURRENT and the lease
@@ -138,7 +139,16 @@ class IndexStore:
                 if problems:
                     raise IndexDamagedError(f"{problems[0]}; the index is damaged: run `radsift index verify "
                                             f"{index_dir}` and rebuild it or `radsift index rollback {index_dir}`")
-            return cls(index_dir, gen, manifest, lease)
+            store = cls(index_dir, gen, manifest, lease)
+            if check:
+                try:
+                    for seg in store.segments:
+                        seg.verify_small()
+                except BaseException:
+                    lease = None  # the store's close gives it back
+                    store.close()
+                    raise
+            return store
         except BaseException:
             if lease is not None:
                 lease.close()
