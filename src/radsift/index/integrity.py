@@ -6,8 +6,9 @@
   so a damaged one is one line naming the file, never a ``KeyError``. A manifest written before the
   checksum existed is read (``radsift index verify`` notes it; the next write records one).
 - **The small arrays a search reads** (row maps, labels, BM25 lengths, term lists and postings) are
-  checked against the SHA-256 their segment's entry records when a reader first loads them
-  (:func:`load_array`), and their values against the ranges they index (:func:`check_values`): a
+  hashed against the SHA-256 their segment's entry records when a store is opened (:func:`verify_file`;
+  a later read of a file with the same stat is not hashed again, any other is: :func:`read_verified`),
+  and their values checked against the ranges they index when first read (:func:`check_values`): a
   mismatch or a value out of range is an :class:`~radsift.errors.IndexDamagedError` naming the file.
   Row maps and labels are read into memory; postings are verified, then memory-mapped.
 - **Files changing under an open reader** (:class:`FileWatch`): the size, inode and modification time
