@@ -24,6 +24,7 @@ from radsift.errors import CorpusError, IndexDamagedError, IndexStoreError
 from radsift.index import IndexStore, add_to_index, build_index
 from radsift.index.format import CURRENT, MARKER, READERS
 from radsift.index.generations import read_current
+from radsift.index.integrity import manifest_digest
 from radsift.index.lifecycle import rollback
 from radsift.index.verify import verify_index
 from radsift.models.hashing import HashingEncoder
@@ -180,6 +181,7 @@ def _damage(index_dir: Path, how: str) -> Path:
     if how == "dim":
         manifest = json.loads((gen / "manifest.json").read_text())
         manifest["dim"] += 1
+        manifest["manifest_sha256"] = manifest_digest(manifest)  # edited with its checksum: the shapes catch it
         (gen / "manifest.json").write_text(json.dumps(manifest))
         return seg / "sentence_vectors.npy"
     if how == "sqlite":
@@ -305,7 +307,8 @@ def test_an_index_written_before_row_checksums_still_reads(idx_dir, enc):
     for table in ("reports", "sentences", "sections"):
         _sql(_seg(idx_dir), f"ALTER TABLE {table} DROP COLUMN crc")
     manifest = json.loads((gen / "manifest.json").read_text())
-    manifest["segments"][0]["files"] = {}  # an older manifest recorded no files either
+    manifest["segments"][0]["files"] = {}  # an older manifest recorded no files either, nor its own checksum
+    del manifest["manifest_sha256"]
     (gen / "manifest.json").write_text(json.dumps(manifest))
     index = Index.open(idx_dir, encoder=enc)
     assert index.get_report("r3") is not None and index.search("pneumothorax", k=3, mode="hybrid")

@@ -95,7 +95,7 @@ def test_an_add_extends_the_graph_instead_of_building_it(indexed, enc, monkeypat
         assert graph.live_nodes == graph.index.ntotal
         store.close()
     assert sorted(_files(path)) == sorted(f"gen-000002.{kind}.faiss{ext}" for kind in KINDS
-                                          for ext in ("", ".dups.npz", ".layout.npz"))
+                                          for ext in ("", ".dups.npz", ".layout.npz", ".files.json"))
 
 
 def _searches(path: Path, enc, queries, monkeypatch, candidates: int = 100,
@@ -280,4 +280,4 @@ def test_a_crash_while_extending_leaves_the_previous_graph(indexed, enc, monkeyp
     monkeypatch.setattr(hnsw_mod, "_add", real_add)
     assert all(s.startswith("extending") for s in _extend(path))
     assert sorted(_files(path)) == sorted(f"gen-000002.{kind}.faiss{ext}" for kind in KINDS
-                                          for ext in ("", ".dups.npz", ".layout.npz"))
+                                          for ext in ("", ".dups.npz", ".layout.npz", ".files.json"))

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from radsift.errors import IndexStoreError
+from radsift.index.integrity import manifest_digest
 from radsift.index import FORMAT_VERSION, IndexStore, add_to_index, build_index
 from radsift.models.hashing import HashingEncoder
 from radsift.records import Report
@@ -132,6 +133,7 @@ def test_open_errors_are_clear(tmp_path, built):
     manifest = store.gen_dir / "manifest.json"
     data = json.loads(manifest.read_text())
     data["format_version"] = 999
+    data["manifest_sha256"] = manifest_digest(data)  # a manifest a later radsift wrote, whole
     manifest.write_text(json.dumps(data))
     with pytest.raises(IndexStoreError, match="format version 999"):
         IndexStore.open(index_dir)

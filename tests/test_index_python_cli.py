@@ -4,9 +4,11 @@ optimize), HNSW graphs included (the decisions live in :mod:`radsift.index.deriv
 
 What the comparison leaves out, and why:
 
-- ``created`` and ``updated`` of each generation's ``manifest.json``: the wall-clock time of the write;
+- ``created`` and ``updated`` of each generation's ``manifest.json``: the wall-clock time of the write
+  (and so its own checksum, ``manifest_sha256``, which covers them);
 - the bytes of ``.npz`` files (the graphs' layouts and duplicate groups): a zip archive records when
-  each member was written, so their arrays are compared instead.
+  each member was written, so their arrays are compared instead (and the SHA-256 that a graph's
+  ``.files.json`` records for them is left out).
 
 Everything else is compared byte for byte: segment records, vectors, BM25 statistics, labels, the
 SQLite file, ``CURRENT``, the graphs themselves. Nothing in the folders names the folder itself, so
@@ -32,7 +34,7 @@ faiss = pytest.importorskip("faiss")
 READER = ["--format", "csv", "--id-column", "uid", "--section", "findings=findings",
           "--section", "impression=impression"]
 #: Manifest fields that hold the time of the write.
-TIMES = ("created", "updated")
+TIMES = ("created", "updated", "manifest_sha256")  # the checksum covers the times
 
 
 @pytest.fixture()
@@ -76,6 +78,9 @@ def _contents(root: Path) -> dict[str, object]:
         name = str(path.relative_to(root))
         if path.name == "manifest.json":
             out[name] = {k: v for k, v in json.loads(path.read_text()).items() if k not in TIMES}
+        elif path.name.endswith(".files.json"):
+            out[name] = {f: {k: v for k, v in rec.items() if not (f.endswith(".npz") and k == "sha256")}
+                         for f, rec in json.loads(path.read_text()).items()}
         elif path.suffix == ".npz":
             with np.load(path) as data:
                 out[name] = {key: data[key].tobytes() + str(data[key].dtype).encode() for key in data.files}

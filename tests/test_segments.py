@@ -318,6 +318,7 @@ def _as_format_1(path: Path) -> None:
             shutil.copy(f, gen / f.name)
     shutil.rmtree(path / "segments")
     data["format_version"], data["files"] = 1, record_files(gen)
+    del data["manifest_sha256"]  # format 1 had none
     (gen / "manifest.json").write_text(json.dumps(data))
 
 

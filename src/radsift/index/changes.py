@@ -21,7 +21,8 @@ from radsift.index.generations import read_current, write_lock
 from radsift.index.lifecycle import remove_leftovers
 from radsift.index.manifest import FORMAT_VERSION, MANIFEST_NAME, Manifest
 from radsift.index.reader import IndexStore
-from radsift.index.verify import check_files
+from radsift.index.integrity import verified_for_merge
+from radsift.index.verify import check_files, check_generation, check_small_arrays
 from radsift.index.writer import write_segment
 from radsift.ranking.bm25 import TermStats
 from radsift.ranking.tiers import STATUS_CODES
@@ -123,6 +124,11 @@ def _merge(index_dir: Path, progress: bool) -> ChangeSummary:
             if len(segs) <= 1 and not summary.dropped:
                 summary.action = "optimize-nothing"
                 return summary
+            # As Lucene verifies segment checksums on merge: a merge must not launder damage into a new segment
+            # whose checksums would then be right.
+            with progress_step(opts, f"verifying the checksums of {len(segs)} segments"):
+                verified_for_merge(check_generation(old.gen_dir, old.manifest, deep=True) + [
+                    p for s in segs for p in check_small_arrays(index_dir, s)], index_dir, "optimize")
             with progress_step(opts, f"merging {len(segs)} segments"):
                 sections = old.units("section")  # live rows in store order: the merged segment's rows
                 data = GenerationData(

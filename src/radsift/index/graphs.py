@@ -36,6 +36,7 @@ from radsift.index.backends.factory import resolve_backend
 from radsift.index.backends.hnsw import BATCH, DEFAULTS, HnswBackend, read_graph
 from radsift.index.backends.placement import GRAPH_DIR, graph_path
 from radsift.index.format import GEN_PREFIX, UNIT_KINDS
+from radsift.index.integrity import cache_problems, record_cache
 from radsift.index.reader import IndexStore
 
 LAYOUT_VERSION = 1
@@ -91,16 +92,23 @@ class Layout:
         """The sidecar of ``graph``.
 
         Raises:
-            OSError, ValueError, KeyError, TypeError: A missing, unreadable or other-version sidecar.
+            ValueError: A missing, unreadable (a damaged zip too) or other-version sidecar, naming it.
         """
-        with np.load(layout_path(graph), allow_pickle=False) as data:
-            meta = json.loads(str(data["meta"]))
-            if meta.get("version") != LAYOUT_VERSION:
-                raise ValueError(f"layout version {meta.get('version')!r}, not {LAYOUT_VERSION}")
-            out = cls(list(meta["segments"]), dict(meta["options"]), data["hashes"], data["node_segment"],
-                      data["node_row"])
+        path = layout_path(graph)
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                meta = json.loads(str(data["meta"]))
+                if meta.get("version") != LAYOUT_VERSION:
+                    raise ValueError(f"layout version {meta.get('version')!r}, not {LAYOUT_VERSION}")
+                out = cls(list(meta["segments"]), dict(meta["options"]), data["hashes"], data["node_segment"],
+                          data["node_row"])
+        except Exception as exc:  # noqa: BLE001 - a damaged zip raises BadZipFile, zlib.error, EOFError ...
+            raise ValueError(f"{path}: {type(exc).__name__}: {exc}") from None
         if not len(out.hashes) == len(out.node_segment) == len(out.node_row):
-            raise ValueError("per-node arrays of different lengths")
+            raise ValueError(f"{path}: per-node arrays of different lengths")
+        if not all(isinstance(seg, dict) for seg in out.segments) or (len(out.node_segment) and (
+                int(out.node_segment.min()) < 0 or int(out.node_segment.max()) >= len(out.segments))):
+            raise ValueError(f"{path}: node segments out of range")
         return out
 
 
@@ -168,7 +176,10 @@ def _write_graph(store: IndexStore, kind: str, path: Path, extend: bool, say: Ca
     """Extend the earlier graph into ``path`` or build it from scratch; the layout is saved first, so
     a graph file never lacks its layout (a crash in between leaves a layout nothing reads)."""
     vectors = store.units(kind).vectors
-    plan = _plan(store, kind, options) if extend else None
+    try:
+        plan = _plan(store, kind, options) if extend else None
+    except (IndexStoreError, IndexError, ValueError, KeyError, TypeError) as exc:  # a damaged earlier graph
+        plan = f"the earlier graph cannot be extended ({exc}); built anew"
     if isinstance(plan, _Growth):
         say(f"extending the HNSW graph of {plan.rows_before:,} {kind} vectors ({plan.source.name}) with "
             f"{plan.added:,} new rows ({len(plan.new_nodes):,} new nodes"
@@ -184,6 +195,7 @@ def _write_graph(store: IndexStore, kind: str, path: Path, extend: bool, say: Ca
         layout = _layout(store, kind, options, graph.node_hashes, first)
     layout.save(path)
     graph.save(path)
+    record_cache(path, [path.with_name(path.name + ".dups.npz"), layout_path(path)])  # checked by verify and on read
 
 
 def _layout(store: IndexStore, kind: str, options: dict, hashes: np.ndarray, first: np.ndarray,
@@ -233,10 +245,13 @@ def _plan(store: IndexStore, kind: str, options: dict) -> _Growth | str | None:
     source = _earlier_graph(store.index_dir, store.gen_dir.name, kind)
     if source is None:
         return None
+    damaged = cache_problems(source, only=(layout_path(source).name,))  # read_graph checks the graph itself
+    if damaged:
+        return f"{damaged[0][0].name} of the earlier graph: {damaged[0][1]}; built anew"
     try:
         earlier = Layout.load(source)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        return f"the layout of {source.name} cannot be read: {exc}"
+    except ValueError as exc:
+        return f"the layout of {source.name} cannot be read ({exc}); built anew"
     if earlier.options != _shaping(options):
         return f"other graph options than {source.name}'s"
     old, segs = earlier.segments, store.segments

@@ -17,6 +17,7 @@ from pathlib import Path
 from radsift.errors import IndexDamagedError, IndexStoreError
 from radsift.index.format import GEN_PREFIX, READERS, SEG_PREFIX, SEGMENTS, TMP_PREFIX
 from radsift.index.generations import generation_numbers, point_current, read_current, write_lock
+from radsift.index.integrity import MANIFEST_SHA, manifest_digest
 from radsift.index.manifest import MANIFEST_NAME, Manifest
 from radsift.index.verify import check_generation
 
@@ -69,6 +70,8 @@ def referenced_names(index_dir: Path) -> set[str] | None:
         path = index_dir / f"{GEN_PREFIX}{number:06d}" / MANIFEST_NAME
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+            if MANIFEST_SHA in data and data[MANIFEST_SHA] != manifest_digest(data):
+                return None  # a damaged manifest: what it lists is unknown, so nothing may go
             names.update(seg["name"] for seg in data.get("segments", []))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None

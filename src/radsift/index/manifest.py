@@ -6,9 +6,10 @@ import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from radsift.errors import IndexStoreError
+from radsift.index.integrity import MANIFEST_SHA, check_manifest_data, check_manifest_sha, manifest_digest
 from radsift.models.encoder import model_fingerprint
 from radsift.ranking.bm25 import BM25_PARAMS
 
@@ -51,6 +52,8 @@ class Manifest:
     # sections written), "sections", "findings" (the segment's own code tables), "files" (relative path ->
     # {"size", "sha256"}), "deleted" (the segment's report rows deleted since, ascending)}.
     segments: list[dict] = field(default_factory=list)
+    #: Whether the manifest read carried its own checksum (False: written before radsift recorded one).
+    checksummed: ClassVar[bool] = True
 
     def check_model(self, path: Path, index_dir: Path) -> None:
         """Refuse a model folder other than the one that built the index (the one model check).
@@ -72,7 +75,10 @@ class Manifest:
         return self.model_path if Path(self.model_path).is_dir() else self.model_name
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2, sort_keys=True)
+        """The manifest as written, with its own checksum (:func:`~radsift.index.integrity.manifest_digest`)."""
+        data = asdict(self)
+        data[MANIFEST_SHA] = manifest_digest(data)
+        return json.dumps(data, indent=2, sort_keys=True)
 
     @classmethod
     def read(cls, path: Path) -> "Manifest":
@@ -86,6 +92,9 @@ class Manifest:
             raise IndexStoreError(f"{path}: cannot read the manifest ({exc.strerror or exc})") from None
         if not isinstance(data, dict):
             raise IndexStoreError(f"{path}: corrupt manifest (not a JSON object)")
+        known = set(cls.__dataclass_fields__) | {MANIFEST_SHA}
+        if MANIFEST_SHA in data:  # before any field is trusted (a flipped format_version is damage, not a version)
+            check_manifest_sha(data, known, path)
         version = data.get("format_version")
         if version == 1:
             raise IndexStoreError(
@@ -97,8 +106,11 @@ class Manifest:
                 f"{path.parent}: index format version {version} is not supported by this radsift "
                 f"(it reads version {FORMAT_VERSION}); rebuild the index with `radsift index build`"
             )
-        known = set(cls.__dataclass_fields__)
+        checksummed = MANIFEST_SHA in data or check_manifest_sha(data, known, path)
+        check_manifest_data(data, path)
         try:
-            return cls(**{k: v for k, v in data.items() if k in known})
+            manifest = cls(**{k: v for k, v in data.items() if k in known and k != MANIFEST_SHA})
         except TypeError as exc:  # a required field missing: a damaged manifest
             raise IndexStoreError(f"{path}: corrupt manifest ({exc})") from None
+        manifest.checksummed = checksummed
+        return manifest

@@ -8,7 +8,10 @@ scored over all segments with the live documents' global statistics
 An open store holds a **lease** on its generation (:func:`~radsift.index.generations.take_lease`),
 so a writer never removes it underneath; a reader that opened an older generation keeps a
 consistent view until it reloads. Opening checks what costs nothing (:mod:`radsift.index.verify`):
-every recorded file there with its recorded size, arrays of the shapes the manifest promises.
+every recorded file there with its recorded size, arrays of the shapes the manifest promises, and
+the small arrays a search reads (row maps, labels, BM25 statistics and postings) against their
+checksums (their values against their ranges when first read); every file is watched for changes
+under the open store (:mod:`radsift.index.integrity`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 from radsift.errors import IndexDamagedError, IndexStoreError
 from radsift.index.format import UNIT_KINDS, LabelRecord, ReportRecord, SectionRecord, SentenceRecord
 from radsift.index.generations import live_generation, read_current, take_lease
+from radsift.index.integrity import FileWatch
 from radsift.index.manifest import MANIFEST_NAME, Manifest
 from radsift.index.segment import SegmentedVectors, SegmentReader
 from radsift.index.verify import check_generation
@@ -88,6 +92,15 @@ class IndexStore:
                 seg.close()
             raise
         self.n_reports = start
+        # Every file the segments hold, as they are now: a file changed under this reader is an error at the
+        # next request (guard), not a SIGBUS from a memory map.
+        self.watch = FileWatch(self.index_dir)
+        for seg in self.segments:
+            recorded = seg.info.get("files") or {}
+            if recorded:
+                self.watch.add(seg.path / rel for rel in recorded)
+            else:
+                self.watch.add(p for p in seg.path.rglob("*") if p.is_file())
         self._report_starts = np.array([s.report_start for s in self.segments], dtype=np.int64)
         self._unit_starts: dict[str, np.ndarray] = {}
         self._units: dict[str, UnitArrays] = {}
@@ -105,7 +118,7 @@ class IndexStore:
 
         Raises:
             IndexStoreError: No index, or a damaged file (named): missing, another size than recorded,
-                an array of the wrong shape or ``dim``.
+                an array of the wrong shape or ``dim``, a small array of another checksum.
         """
         index_dir = Path(index_dir)
         for _ in range(5):  # a writer may remove the generation between reading CURRENT and the lease
@@ -130,7 +143,16 @@ class IndexStore:
                 if problems:
                     raise IndexDamagedError(f"{problems[0]}; the index is damaged: run `radsift index verify "
                                             f"{index_dir}` and rebuild it or `radsift index rollback {index_dir}`")
-            return cls(index_dir, gen, manifest, lease)
+            store = cls(index_dir, gen, manifest, lease)
+            if check:
+                try:
+                    for seg in store.segments:
+                        seg.verify_small()
+                except BaseException:
+                    lease = None  # the store's close gives it back
+                    store.close()
+                    raise
+            return store
         except BaseException:
             if lease is not None:
                 lease.close()
@@ -152,7 +174,9 @@ class IndexStore:
     @contextmanager
     def guard(self) -> Iterator[None]:
         """Turn a damaged file met while reading (SQLite, arrays, BM25) into an :class:`IndexStoreError`
-        naming the generation, instead of a raw traceback."""
+        naming the generation, instead of a raw traceback; first, a file changed since the store was opened
+        (:class:`~radsift.index.integrity.FileWatch`) is an error naming it."""
+        self.watch.check()
         try:
             yield
         except sqlite3.DatabaseError as exc:
@@ -296,7 +320,7 @@ class IndexStore:
     def term_stats(self, kind: str) -> list[tuple[TermStats, np.ndarray]]:
         """Each segment's BM25 term statistics of ``kind`` units, with the store row of each (-1: deleted)."""
         self._starts(kind)
-        return [(TermStats.load(seg.path / f"bm25_{kind}"), seg.unit_global(kind)) for seg in self.segments]
+        return [(seg.term_stats(kind), seg.unit_global(kind)) for seg in self.segments]
 
     def bm25(self, kind: str) -> BM25:
         """BM25 over ``sentence`` or ``section`` units, all segments scored with global statistics."""

@@ -15,6 +15,9 @@ import numpy as np
 
 from radsift.errors import IndexDamagedError
 from radsift.index.format import COLUMNS, row_crc, segment_dir
+from radsift.index.integrity import (check_indptr, check_status, check_terms, check_values, load_array,
+                                     read_verified, verify_file)
+from radsift.ranking.bm25 import TERM_FILES, TermStats
 
 
 class SegmentedVectors:
@@ -111,6 +114,8 @@ class SegmentReader:
         self._unit_local: dict[str, np.ndarray | None] = {}
         self._ids: list[str] | None = None
         self._has_crc: bool | None = None
+        #: Files hashed against their checksums (:meth:`verify_small`), by path: their stat then.
+        self.verified: dict[Path, tuple[int, int, int]] = {}
         db_path = self.path / "store.sqlite"
         try:
             self.db = sqlite3.connect(f"file:{db_path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
@@ -120,8 +125,74 @@ class SegmentReader:
     def close(self) -> None:
         self.db.close()
 
+    def recorded(self, rel: str) -> dict | None:
+        """The size and SHA-256 the manifest records for the segment's file ``rel`` (None: not recorded)."""
+        return (self.info.get("files") or {}).get(rel)
+
+    def verify_small(self) -> None:
+        """Hash every recorded file a search reads but the vectors and the SQLite file (row maps, labels, BM25
+        statistics and postings) against its checksum: when a store is opened, so a damaged generation is
+        refused before it serves (and a reader following new generations keeps the one it has). A file read
+        later with the stat it had here is not hashed again (:func:`~radsift.index.integrity.read_verified`).
+
+        Raises:
+            IndexDamagedError: The first file that differs, naming it.
+        """
+        for rel, recorded in (self.info.get("files") or {}).items():
+            if rel != "store.sqlite" and not rel.endswith("_vectors.npy"):
+                verify_file(self.path / rel, recorded, self.index_dir, self.verified)
+
     def array(self, name: str, mmap: bool = False) -> np.ndarray:
-        return np.load(self.path / f"{name}.npy", mmap_mode="r" if mmap else None, allow_pickle=False)
+        """The segment's array ``name``: a vector file memory-mapped (``mmap``; checked at ``verify --deep`` and
+        before a merge), any other read into memory, checked against its recorded checksum (unless hashed at
+        open and unchanged since: :meth:`verify_small`) and its values against the ranges they index
+        (:mod:`radsift.index.integrity`).
+
+        Raises:
+            IndexDamagedError: Naming the file: missing, unreadable, another checksum, a value out of range.
+        """
+        path = self.path / f"{name}.npy"
+        if mmap:
+            try:
+                return np.load(path, mmap_mode="r", allow_pickle=False)
+            except (ValueError, OSError, EOFError) as exc:
+                raise IndexDamagedError(f"{path}: not a readable array ({exc})") from None
+        arr = load_array(path, self.recorded(f"{name}.npy"), self.index_dir, verified=self.verified)
+        counts = self.info["counts"]
+        if name.endswith("_report"):
+            return check_values(path, arr, 0, int(counts["reports"]))
+        if name.endswith("_section"):
+            return check_values(path, arr, 0, len(self.info.get("sections", [])))
+        if name == "label_row":
+            return check_values(path, arr, 0, int(counts["sentences"]))
+        if name == "label_finding":
+            return check_values(path, arr, 0, len(self.info.get("findings", [])))
+        if name == "label_status":
+            return check_status(path, arr)
+        return arr
+
+    def term_stats(self, kind: str) -> TermStats:
+        """The segment's BM25 term statistics of ``kind`` units, every file checked against its recorded
+        checksum and its values against their ranges (postings verified, then memory-mapped)."""
+        folder = self.path / f"bm25_{kind}"
+        rel = f"bm25_{kind}/"
+        terms = check_terms(folder / "terms.json",
+                            read_verified(folder / "terms.json", self.recorded(rel + "terms.json"), self.index_dir,
+                                          self.verified))
+        arrays = {name: load_array(folder / f"{name}.npy", self.recorded(f"{rel}{name}.npy"), self.index_dir,
+                                   mmap=name in ("rows", "tf"), verified=self.verified)
+                  for name in (f[:-4] for f in TERM_FILES if f.endswith(".npy"))}
+        n = int(self.info["counts"][f"{kind}s"])
+        lengths, rows, tf = arrays["lengths"], arrays["rows"], arrays["tf"]
+        if lengths.shape != (n,):
+            raise IndexDamagedError(f"{folder / 'lengths.npy'}: shape {lengths.shape}, expected ({n},)")
+        check_values(folder / "lengths.npy", lengths, 0, 1 << 31)
+        if rows.ndim != 1 or rows.shape != tf.shape:
+            raise IndexDamagedError(f"{folder / 'rows.npy'}: postings of shape {rows.shape}, tf {tf.shape}")
+        check_indptr(folder / "indptr.npy", arrays["indptr"], len(terms), rows.shape[0])
+        check_values(folder / "rows.npy", rows, 0, n)
+        check_values(folder / "tf.npy", tf, 1, 1 << 31)
+        return TermStats(terms, **arrays)
 
     def unit_local(self, kind: str) -> np.ndarray | None:
         """The segment rows of its live ``kind`` units (None: all of them)."""

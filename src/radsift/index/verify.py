@@ -25,12 +25,18 @@ import numpy as np
 from radsift.errors import IndexDamagedError, IndexStoreError
 from radsift.index.format import COLUMNS, segment_dir
 from radsift.index.generations import read_current
+from radsift.index.integrity import MANIFEST_SHA, cache_problems
 from radsift.index.manifest import MANIFEST_NAME, Manifest
 from radsift.index.segment import SegmentReader
 
 #: Files a writer does not record: the manifest itself and the reader leases.
 UNRECORDED = ("manifest.json", ".readers")
 _CHUNK = 1 << 20
+#: Where the HNSW graphs of a generation live (radsift.index.backends.placement.GRAPH_DIR).
+GRAPH_DIR = Path("cache") / "hnsw"
+#: The small arrays a search reads (checked against their checksums and ranges by every verify).
+SMALL_ARRAYS = ("sentence_report", "sentence_section", "section_report", "section_section", "label_row",
+                "label_finding", "label_status")
 
 
 @dataclass(frozen=True)
@@ -193,20 +199,73 @@ def check_generation(gen_dir: Path, manifest, deep: bool = False) -> list[Proble
     return problems
 
 
+def check_small_arrays(index_dir: Path, info: dict) -> list[Problem]:
+    """The arrays a search reads of one segment, as a reader loads them: checksums and value ranges."""
+    problems: list[Problem] = []
+    try:
+        segment = SegmentReader(index_dir, info, 0, {}, {})
+    except IndexStoreError as exc:
+        return [Problem(segment_dir(index_dir, info["name"]) / "store.sqlite", str(exc))]
+    try:
+        for name in SMALL_ARRAYS:
+            try:
+                segment.array(name)
+            except IndexStoreError as exc:
+                problems.append(Problem(segment.path / f"{name}.npy", _reason(exc)))
+        for kind in ("sentence", "section"):
+            try:
+                segment.term_stats(kind)
+            except IndexStoreError as exc:
+                problems.append(Problem(segment.path / f"bm25_{kind}", _reason(exc)))
+    finally:
+        segment.close()
+    return problems
+
+
+def _reason(exc: Exception) -> str:
+    """An error's message without the file it starts with (a Problem names the file)."""
+    text = str(exc)
+    return text.split(": ", 1)[-1] if text.startswith("/") else text
+
+
+def check_cache(index_dir: Path, gen: Path, deep: bool = False) -> list[Problem]:
+    """The live generation's HNSW graph files against the checksums recorded when they were written."""
+    problems = []
+    for graph in sorted((index_dir / GRAPH_DIR).glob(f"{gen.name}.*.faiss")):
+        found = cache_problems(graph, deep=deep, only=(graph.name + ".dups.npz", graph.name + ".layout.npz"))
+        if not found and not graph.with_name(graph.name + ".files.json").exists():
+            found = [(graph, "no checksums recorded for this graph (written before radsift recorded them)")]
+        problems += [Problem(path, reason) for path, reason in found]
+    return problems
+
+
 def verify_index(index_dir: str | Path, deep: bool = False) -> list:
-    """Every problem of the live generation and its segments (:func:`check_generation`, then with ``deep``
-    SQLite's integrity check and every row's checksum); empty when whole."""
+    """Every problem of the live generation and its segments (:func:`check_generation`, the small arrays'
+    checksums and ranges, the graph cache; then with ``deep`` SQLite's integrity check and every row's
+    checksum); empty when whole. A manifest that cannot be read is one problem naming it, never a crash."""
     index_dir = Path(index_dir)
     gen = read_current(index_dir)
     try:
         manifest = Manifest.read(gen / MANIFEST_NAME)
     except IndexStoreError as exc:
-        return [Problem(gen / MANIFEST_NAME, str(exc))]
-    problems = check_generation(gen, manifest, deep=deep)
+        return [Problem(gen / MANIFEST_NAME, _reason(exc))]
+    try:
+        problems = check_generation(gen, manifest, deep=deep)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a manifest of another shape (checked on read)
+        return [Problem(gen / MANIFEST_NAME, f"damaged manifest ({type(exc).__name__}: {exc})")]
+    if not manifest.checksummed:
+        problems.append(Problem(gen / MANIFEST_NAME, f"no checksums recorded for the manifest itself (no "
+                                                     f"{MANIFEST_SHA}: written before radsift recorded one); the next "
+                                                     "add or delete records one"))
     for seg in manifest.segments:
         if not seg.get("files"):
             problems.append(Problem(segment_dir(index_dir, seg["name"]), "no checksums recorded: only shapes "
                                                                          "were checked"))
+    bad = {p.path for p in problems}
+    for seg in manifest.segments:
+        if segment_dir(index_dir, seg["name"]) not in bad:
+            problems += [p for p in check_small_arrays(index_dir, seg) if p.path not in bad]
+    problems += check_cache(index_dir, gen, deep=deep)
     if not deep:
         return problems
     for seg in manifest.segments:

@@ -21,6 +21,7 @@ import numpy as np
 from radsift.index.format import (GEN_PREFIX, READERS, SCHEMA, SEG_PREFIX, SEGMENTS, TMP_PREFIX, UNIT_KINDS,
                                   GenerationData, row_crc, segment_dir)
 from radsift.index.generations import fsync_dir, generation_numbers, live_generation, mark_index_dir, point_current
+from radsift.index.integrity import check_values, load_array
 from radsift.index.lifecycle import (referenced_names, remove_leftovers, remove_unread_generations,
                                      remove_unreferenced_segments)
 from radsift.index.manifest import MANIFEST_NAME, Manifest
@@ -123,6 +124,7 @@ def commit_generation(index_dir: Path, manifest: Manifest) -> Path:
     tmp.mkdir()
     (tmp / READERS).touch()
     (tmp / MANIFEST_NAME).write_text(manifest.to_json(), encoding="utf-8")
+    Manifest.read(tmp / MANIFEST_NAME)  # CURRENT only ever names a generation whose manifest verifies
     _fault_point("before-rename")
     _fsync_tree(tmp)
     os.rename(tmp, final)
@@ -163,7 +165,8 @@ def live_counts(index_dir: Path, segments: Sequence[Mapping]) -> dict[str, int]:
             if not seg.get("deleted"):
                 out[f"{kind}s"] += int(seg["counts"][f"{kind}s"])
             else:
-                rows = np.load(segment_dir(index_dir, seg["name"]) / f"{kind}_report.npy")
+                path = segment_dir(index_dir, seg["name"]) / f"{kind}_report.npy"
+                rows = check_values(path, load_array(path, (seg.get("files") or {}).get(path.name), index_dir), 0, n)
                 out[f"{kind}s"] += int(live[rows].sum())
     return out
 

@@ -85,3 +85,19 @@ def rows_of(vectors: np.ndarray, rows: np.ndarray) -> np.ndarray:
     if rows.size and np.all(np.diff(rows) > 0) and rows[-1] - rows[0] + 1 == rows.size:
         return np.ascontiguousarray(vectors[rows[0]:rows[-1] + 1], dtype=np.float32)
     return np.ascontiguousarray(vectors[rows], dtype=np.float32)
+
+
+def check_groups(groups: tuple[np.ndarray, np.ndarray], nodes: int) -> str | None:
+    """Why ``(order, offsets)`` cannot be the groups of a graph of ``nodes`` nodes (None: they can): one offset
+    per node plus one, from 0 to the number of rows and never decreasing; ``order`` a permutation of the rows."""
+    order, offsets = groups
+    if order.ndim != 1 or offsets.shape != (nodes + 1,) or order.dtype.kind not in "iu" \
+            or offsets.dtype.kind not in "iu":
+        return f"groups of shapes {order.shape} / {offsets.shape}, expected {nodes + 1} offsets for {nodes} nodes"
+    if int(offsets[0]) != 0 or int(offsets[-1]) != order.shape[0] or np.any(np.diff(offsets) < 0):
+        return "group offsets out of order"
+    seen = np.zeros(order.shape[0], dtype=bool)
+    if order.size and (int(order.min()) < 0 or int(order.max()) >= order.shape[0]):
+        return "a group row out of range"
+    seen[order] = True
+    return None if seen.all() else "a row in two groups"

@@ -39,7 +39,8 @@ reports are deleted, so a group may be empty: such nodes stay in the graph (HNSW
 node) and every search filters them out (an ``IDSelectorBitmap`` of the non-empty nodes).
 
 The graph is saved with FAISS's own format (:meth:`HnswBackend.save`, plus ``<file>.dups.npz``
-holding the duplicate groups when there are any) and opened memory-mapped (:meth:`HnswBackend.open`,
+holding the duplicate groups when there are any; :mod:`radsift.index.graphs` records every file's size and
+SHA-256 in ``<file>.files.json``, checked whole when the graph is read) and opened memory-mapped (:meth:`HnswBackend.open`,
 ``IO_FLAG_MMAP_IFC``: graph and codes stay in the page cache, shared by every process that opens
 the same file).
 
@@ -61,7 +62,9 @@ import numpy as np
 
 from radsift.errors import ConfigError, IndexDamagedError
 from radsift.index.backends.base import MissingExtraError, VectorBackend, extra_module
-from radsift.index.backends.duplicates import duplicate_groups, groups_of, nodes_of, row_hashes, rows_of
+from radsift.index.backends.duplicates import (check_groups, duplicate_groups, groups_of, nodes_of, row_hashes,
+                                               rows_of)
+from radsift.index.integrity import cache_problems
 from radsift.ranking.topk import top_k
 
 log = logging.getLogger("radsift.index.hnsw")
@@ -428,6 +431,13 @@ def read_graph(path: str | Path, mmap: bool = True):
     """
     faiss = faiss_module()
     path = Path(path)
+    dups = _dups_path(path)
+    # Every file against what was recorded when it was written: the graph is read whole once (which warms
+    # the page cache a memory-mapped graph is searched from anyway).
+    problems = cache_problems(path, deep=True)
+    if problems:
+        bad, reason = problems[0]
+        raise IndexDamagedError(f"{bad}: {reason}; rebuild the graph (`radsift index optimize --backend hnsw`)")
     flags = getattr(faiss, "IO_FLAG_MMAP_IFC", 0) if mmap else 0  # FAISS >= 1.11 maps HNSW graphs
     try:
         index = faiss.read_index(str(path), flags)
@@ -437,13 +447,16 @@ def read_graph(path: str | Path, mmap: bool = True):
     if not hasattr(index, "hnsw"):
         raise IndexDamagedError(f"{path}: holds a FAISS {type(index).__name__}, not an HNSW graph; rebuild it")
     groups = None
-    dups = _dups_path(path)
     if dups.exists():
         try:
-            with np.load(dups) as data:
-                groups = (data["order"], data["offsets"])
-        except (OSError, ValueError, KeyError) as exc:
-            raise IndexDamagedError(f"{dups}: unreadable duplicate groups ({exc}); rebuild the graph") from exc
+            with np.load(dups, allow_pickle=False) as data:
+                groups = (np.asarray(data["order"]), np.asarray(data["offsets"]))
+        except Exception as exc:  # noqa: BLE001 - a damaged zip raises BadZipFile, zlib.error, EOFError ...
+            raise IndexDamagedError(f"{dups}: unreadable duplicate groups ({type(exc).__name__}: {exc}); rebuild "
+                                    "the graph") from None
+        reason = check_groups(groups, int(index.ntotal))
+        if reason:
+            raise IndexDamagedError(f"{dups}: {reason}: the file is damaged; rebuild the graph")
     return index, groups
 
 

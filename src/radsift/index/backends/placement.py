@@ -44,10 +44,16 @@ def open_backend(store, name: str, kind: str, milvus_uri: str | None = None) -> 
         kind: ``sentence`` or ``section``.
         milvus_uri: The Milvus URI when it is not the one recorded with the index.
     """
-    return store.cached(("backend", name, kind),
-                        lambda: create_backend(name, store.units(kind).vectors,
-                                               graph=graph_path(store.index_dir, store.gen_dir, kind),
-                                               milvus=milvus_place(store, kind, milvus_uri)))
+    graph = graph_path(store.index_dir, store.gen_dir, kind)
+
+    def make() -> VectorBackend:
+        backend = create_backend(name, store.units(kind).vectors, graph=graph,
+                                 milvus=milvus_place(store, kind, milvus_uri))
+        if getattr(backend, "path", None) is not None:  # a memory-mapped graph: changed under the store, an error
+            store.watch.add([graph, graph.with_name(graph.name + ".dups.npz")], required=False)
+        return backend
+
+    return store.cached(("backend", name, kind), make)
 
 
 __all__ = ["GRAPH_DIR", "graph_path", "milvus_place", "open_backend"]
