@@ -130,7 +130,7 @@ class SegmentReader:
         return (self.info.get("files") or {}).get(rel)
 
     def verify_small(self) -> None:
-        """Hash every recorded file a search reads but the vectors and the SQLite file (row maps, labels, BM25
+        """Hash every recorded file a search reads but the vectors (windows included) and the SQLite file (row maps, labels, BM25
         statistics and postings) against its checksum: when a store is opened, so a damaged generation is
         refused before it serves (and a reader following new generations keeps the one it has). A file read
         later with the stat it had here is not hashed again (:func:`~radsift.index.integrity.read_verified`).
@@ -139,7 +139,7 @@ class SegmentReader:
             IndexDamagedError: The first file that differs, naming it.
         """
         for rel, recorded in (self.info.get("files") or {}).items():
-            if rel != "store.sqlite" and not rel.endswith("_vectors.npy"):
+            if rel != "store.sqlite" and not rel.endswith(("_vectors.npy", "section_windows.npy")):
                 verify_file(self.path / rel, recorded, self.index_dir, self.verified)
 
     def array(self, name: str, mmap: bool = False) -> np.ndarray:
