@@ -273,7 +273,7 @@ def render_cohort(cohort: Cohort, fmt: str) -> str:
         return "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in cohort.rows)
     keys = sorted({k for r in cohort.rows for k in r.hit.metadata})
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
+    writer = _CsvRows(buf)
     writer.writerow([csv_cell(c) for c in (*CSV_COLUMNS, *(f"meta.{k}" for k in keys))])
     for r in cohort.rows:
         h = r.hit
@@ -288,6 +288,20 @@ def render_cohort(cohort: Cohort, fmt: str) -> str:
                *(h.metadata.get(k, "") for k in keys)]
         writer.writerow([csv_cell(c) for c in row])
     return buf.getvalue()
+
+
+class _CsvRows:
+    """``csv.writer`` rows ending in ``\\n``, with every cell of a row quoted when one holds a carriage return:
+    the csv module quotes a cell holding its line terminator only, and a spreadsheet starts a new row at a bare
+    ``\\r`` (whose next cell could then be a formula, past :func:`csv_cell`)."""
+
+    def __init__(self, buf) -> None:
+        self._minimal = csv.writer(buf, lineterminator="\n")
+        self._quoted = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_ALL)
+
+    def writerow(self, row: list) -> None:
+        cr = any(isinstance(c, str) and "\r" in c for c in row)
+        (self._quoted if cr else self._minimal).writerow(row)
 
 
 #: What makes a spreadsheet read a cell as a formula (OWASP, CSV injection): = + - @, tab, carriage return.
