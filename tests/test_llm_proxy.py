@@ -264,3 +264,14 @@ def test_serve_refuses_a_remote_llm_proxy_at_start(index_dir, hashing_model):
     index = Index.open(index_dir, encoder=HashingEncoder(hashing_model))
     with pytest.raises(ConfigError, match="--llm-proxy"):
         create_app(index, llm={"url": "http://127.0.0.1:8080/v1", "proxy": "http://203.0.113.9:3128"})
+
+
+def test_cli_draft_of_long_one_line_findings_is_text_and_leaves_no_text_in_the_audit(index_dir, llm_server, tmp_path):
+    from radsift.cli import app
+
+    findings = "Enlarged cardiac silhouette with vascular congestion and small bilateral effusions. " * 5
+    audit = tmp_path / "llm.jsonl"
+    res = CliRunner().invoke(app, ["draft-impression", str(index_dir), "--findings", findings.strip(),
+                                   "--llm-url", llm_server.url, "--audit-log", str(audit)])
+    assert res.exit_code == 0, res.output  # a name too long for a file is the findings text, not a traceback
+    assert "vascular congestion" in llm_server.seen[-1]["body"] and "congestion" not in audit.read_text()

@@ -93,6 +93,17 @@ def ask_cmd(
         _print_answer(answer, show_prompt)
 
 
+def _names_a_file(findings: str) -> bool:
+    """Whether ``--findings`` names a file (else it is the findings text itself: a name too long or otherwise
+    impossible for this system is text, not an error)."""
+    if len(findings) >= 4096 or "\n" in findings:
+        return False
+    try:
+        return Path(findings).is_file()
+    except (OSError, ValueError):  # ENAMETOOLONG, a NUL byte
+        return False
+
+
 @command(app, "draft-impression", example=['radsift draft-impression my-index --findings "Small left effusion."',
                                            "radsift draft-impression my-index --findings findings.txt --json"])
 def draft_impression_cmd(
@@ -110,7 +121,7 @@ def draft_impression_cmd(
     """Draft an impression from findings and the impressions of the most similar prior reports, beside the
     retrieval-only baseline (the nearest report's impression, unchanged)."""
     text = findings
-    if len(findings) < 4096 and "\n" not in findings and Path(findings).is_file():
+    if _names_a_file(findings):
         try:
             text = Path(findings).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:

@@ -97,13 +97,16 @@ class AuditLog:
 
     Args:
         path: The audit file.
+        log_failures: Log a failed write on ``radsift.serve`` (the server's way); the CLI says it once, as
+            its error line, instead.
 
     Raises:
         ConfigError: The file cannot be opened for appending.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, log_failures: bool = True) -> None:
         self.path = Path(path)
+        self.log_failures = log_failures
         self._lock = threading.Lock()
         self._failing = False  # the last write failed: log the next failure quietly, a success loudly
         try:
@@ -128,7 +131,8 @@ class AuditLog:
                 error = AuditLogError(self.path, exc.strerror or str(exc))
                 if not self._failing:
                     self._failing = True
-                    log.error("%s", error)
+                    if self.log_failures:
+                        log.error("%s", error)
                 raise error from None
             if self._failing:
                 self._failing = False
@@ -157,10 +161,10 @@ def index_audit_log(index_dir: str | Path, name: str, path: str | Path | None = 
         ConfigError: The file cannot be appended to (one line, naming it and the way out).
     """
     if path is not None:
-        return AuditLog(path)
+        return AuditLog(path, log_failures=False)
     default = Path(index_dir) / "audit" / name
     try:
-        return AuditLog(default)
+        return AuditLog(default, log_failures=False)
     except ConfigError as exc:
         reason = str(exc).split(": cannot append to it ", 1)[-1]
         raise ConfigError(f"audit log {default} cannot be written {reason}: pass --audit-log FILE "
