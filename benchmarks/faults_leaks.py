@@ -217,8 +217,8 @@ def probe_proxies(world: World, idx: Path, llm: Recorder, proxy: Recorder, named
         code, out, escaped = _cli("ask", idx, "enlarged heart", "--llm-url", llm.url, "--llm-proxy", remote,
                                   "--audit-log", idx.parent / "llm-remote.jsonl", env=_no_proxy_env())
         tried, tb, leaks, detected = tried + 1, tb + escaped, leaks + (code == 0), detected + (code == 2)
-        for attempt in (lambda: make_llm(llm.url, proxy=remote),
-                        lambda: create_app(idx, llm={"url": llm.url, "proxy": remote})):
+        for attempt in (lambda r=remote: make_llm(llm.url, proxy=r),
+                        lambda r=remote: create_app(idx, llm={"url": llm.url, "proxy": r})):
             tried += 1
             try:
                 attempt()
@@ -356,9 +356,9 @@ def probe_export_audit(idx: Path) -> list[dict]:
     out.mkdir(exist_ok=True)
     tried = detected = tb = 0
     _cli("saved", "add", idx, "ptx", "pneumothorax", env=_no_proxy_env())
-    for i, args in enumerate([("export", idx, "pneumothorax", "--out", out / "a.csv"),
-                              ("export", idx, "no pleural effusion", "--out", out / "b.jsonl"),
-                              ("saved", "run", idx, "ptx", "--out", out / "c.csv")]):
+    for args in (("export", idx, "pneumothorax", "--out", out / "a.csv"),
+                 ("export", idx, "no pleural effusion", "--out", out / "b.jsonl"),
+                 ("saved", "run", idx, "ptx", "--out", out / "c.csv")):
         code, _, escaped = _cli(*args, env=_no_proxy_env())
         tried, tb = tried + 1, tb + escaped
         detected += code == 0 and _ids_audited(_lines(idx / "audit" / "exports.jsonl"), _file_ids(args[-1]))
@@ -392,7 +392,7 @@ def probe_audit_fails(idx: Path, llm: Recorder) -> list[dict]:
     tried = detected = leaks = tb = named = 0
     cases = []
     for bad in filter(None, (full, folder)):
-        for n, cmd in enumerate((("export", idx, "pneumothorax", "--out"), ("saved", "run", idx, "ptx", "--out"))):
+        for cmd in (("export", idx, "pneumothorax", "--out"), ("saved", "run", idx, "ptx", "--out")):
             cases.append((cmd, root / f"f{len(cases)}.csv", ["--audit-log", bad], str(bad)))
         cases.append((("search", idx, "pneumothorax", "--audit-log", bad), None, [], str(bad)))
         cases.append((("ask", idx, "enlarged heart", "--llm-url", llm.url, "--audit-log", bad), None, [], str(bad)))
