@@ -190,9 +190,9 @@ def probe_proxies(world: World, idx: Path, llm: Recorder, proxy: Recorder, named
             code, out, escaped = _cli("ask", idx, "enlarged heart", "--llm-url", llm.url + "/v1", "--audit-log", audit,
                                       *extra, env=_no_proxy_env(**{var: proxy.url}))
             tried, tb = tried + 1, tb + escaped
-            lines = _lines(audit)
+            results = [x for x in _lines(audit) if x.get("event") == "llm_result"]
             want = named if with_named else llm
-            result = lines[-1] if lines else {}
+            result = results[-1] if results else {}
             ok_audit = result.get("contacted") == [f"127.0.0.1:{want.port}"] and \
                 result.get("proxy") == (named.url if with_named else None)
             leaked = len(proxy.seen) > before[0] or code != 0 or not ok_audit

@@ -244,3 +244,17 @@ def test_a_read_only_index_folder_is_refused_in_one_line_naming_the_ways_out(ind
     res = _run("export", index_dir, "pneumothorax", "--out", index_dir.parent / "x.csv")
     _one_line_error(res)
     assert "--audit-log FILE" in res.output and "--no-audit" not in res.output
+
+
+def test_cli_export_whose_file_then_fails_says_so_in_a_second_line(index_dir, tmp_path, monkeypatch):
+    import radsift.cli.search_cmds as cmds
+    from radsift.errors import ConfigError
+
+    def fail(*args, **kwargs):
+        raise ConfigError(f"--out {tmp_path / 'x.csv'}: cannot write it (No space left on device)")
+
+    monkeypatch.setattr(cmds, "write_cohort", fail)
+    _one_line_error(_run("export", index_dir, "pneumothorax", "--out", tmp_path / "x.csv", "--mode", "bm25"))
+    export, failed = _lines(index_dir / "audit" / "exports.jsonl")[-2:]
+    assert export["event"] == "export" and failed["event"] == "export-failed"
+    assert failed["file"] == export["file"] and "No space left" in failed["error"]

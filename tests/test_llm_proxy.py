@@ -248,7 +248,8 @@ def test_cli_ask_ignores_http_proxy_and_refuses_a_remote_llm_proxy(index_dir, ll
                                    "--audit-log", str(audit), "--json"])
     assert res.exit_code == 0, res.output
     assert len(llm_server.seen) == 1 and proxy_server.seen == []
-    assert json.loads(audit.read_text().splitlines()[-1])["contacted"] == [f"127.0.0.1:{llm_server.port}"]
+    result = [json.loads(x) for x in audit.read_text().splitlines() if '"llm_result"' in x][-1]
+    assert result["contacted"] == [f"127.0.0.1:{llm_server.port}"]
     res = CliRunner().invoke(app, ["ask", str(index_dir), "enlarged heart", "--llm-url", llm_server.url,
                                    "--llm-proxy", "http://192.0.2.2:9102", "--audit-log", str(audit)])
     assert res.exit_code == 2 and "--llm-proxy 192.0.2.2" in res.output and "Traceback" not in res.output

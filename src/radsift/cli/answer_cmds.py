@@ -1,5 +1,6 @@
 """``radsift ask`` and ``draft-impression``: answers and impression drafts from the most similar reports
-(:mod:`radsift.rag`), every LLM call written to an audit log."""
+(:mod:`radsift.rag`), every LLM call written to an audit log, and each answer's question and sources
+(an ``ask`` line, as the web service writes; a draft's findings as their size and SHA-256)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from radsift.errors import ConfigError
 from radsift.rag import ask, draft_impression
 from radsift.rag.llm import AuditedLLM, make_llm
 from radsift.search import Index
-from radsift.serve.audit import index_audit_log
+from radsift.serve.audit import id_summary, index_audit_log, local_user, text_summary
 
 #: This module's top-level commands (merged into ``radsift`` by :mod:`radsift.cli`).
 app = top_level_commands()
@@ -43,6 +44,14 @@ def _cli_llm(index_dir: Path, audit_log: Optional[Path], purpose: str, url, mode
     audit = index_audit_log(index_dir, "llm.jsonl", audit_log)
     llm = make_llm(url, model, token_file=token_file, allow_remote=allow_remote, threads=threads, proxy=proxy)
     return AuditedLLM(llm, audit, client="cli", purpose=purpose)
+
+
+def _audit_answer(llm: AuditedLLM, task: str, query, answer, **params) -> None:
+    """The ``ask`` line the web service writes too: the question (a draft's findings as size and hash: they
+    are report text) and the reports in the prompt, before anything is printed."""
+    llm.audit.write("ask", client="cli", token_id=None, user=local_user(), query=query,
+                    params={"task": task, **params}, status=answer.status,
+                    **id_summary([s["report_id"] for s in answer.sources], "result_ids"))
 
 
 def _print_answer(answer, show_prompt: bool) -> None:
@@ -76,7 +85,8 @@ def ask_cmd(
                                             "question), report, or a section of the index.")] = "auto",
     mode: ModeOpt = "hybrid", where: WhereOpt = None, model: ModelOpt = None, threads: ThreadsOpt = None,
     llm_url: LlmUrlOpt = None, llm_model: LlmModelOpt = None, llm_token_file: LlmTokenOpt = None,
-    llm_proxy: LlmProxyOpt = None, allow_remote_llm: AllowRemoteOpt = False, max_tokens: MaxTokensOpt = 256, llm_timeout: LlmTimeoutOpt = 120.0,
+    llm_proxy: LlmProxyOpt = None, allow_remote_llm: AllowRemoteOpt = False, max_tokens: MaxTokensOpt = 256,
+    llm_timeout: LlmTimeoutOpt = 120.0,
     max_prompt_tokens: MaxPromptOpt = None, audit_log: LlmAuditOpt = None,
     show_prompt: Annotated[bool, typer.Option("--show-prompt", help="Also print the exact prompt.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer, citations, sources and prompt as JSON.")] = False,
@@ -87,6 +97,7 @@ def ask_cmd(
                    llm_proxy)
     answer = ask(index, question, llm=llm, k=k, retrieval=not no_retrieval, target=target, mode=mode, where=where,
                  max_tokens=max_tokens, timeout=llm_timeout, max_prompt_tokens=max_prompt_tokens)
+    _audit_answer(llm, "ask", answer.question, answer, k=k, retrieval=not no_retrieval, target=target, mode=mode)
     if as_json:
         typer.echo(json.dumps(answer.to_dict(), ensure_ascii=False))
     else:
@@ -113,7 +124,8 @@ def draft_impression_cmd(
     no_retrieval: Annotated[bool, typer.Option("--no-retrieval", help="The model alone, no prior impressions.")] = False,
     mode: ModeOpt = "hybrid", where: WhereOpt = None, model: ModelOpt = None, threads: ThreadsOpt = None,
     llm_url: LlmUrlOpt = None, llm_model: LlmModelOpt = None, llm_token_file: LlmTokenOpt = None,
-    llm_proxy: LlmProxyOpt = None, allow_remote_llm: AllowRemoteOpt = False, max_tokens: MaxTokensOpt = 128, llm_timeout: LlmTimeoutOpt = 120.0,
+    llm_proxy: LlmProxyOpt = None, allow_remote_llm: AllowRemoteOpt = False, max_tokens: MaxTokensOpt = 128,
+    llm_timeout: LlmTimeoutOpt = 120.0,
     max_prompt_tokens: MaxPromptOpt = None, audit_log: LlmAuditOpt = None,
     show_prompt: Annotated[bool, typer.Option("--show-prompt", help="Also print the exact prompt.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the draft, the baseline and the prompt as JSON.")] = False,
@@ -131,6 +143,8 @@ def draft_impression_cmd(
                    llm_proxy)
     draft = draft_impression(index, text, llm=llm, k=k, retrieval=not no_retrieval, mode=mode, where=where,
                              max_tokens=max_tokens, timeout=llm_timeout, max_prompt_tokens=max_prompt_tokens)
+    _audit_answer(llm, "draft", text_summary(draft.draft.question), draft.draft, k=k, retrieval=not no_retrieval,
+                  mode=mode)
     if as_json:
         typer.echo(json.dumps(draft.to_dict(), ensure_ascii=False))
         return
