@@ -507,7 +507,11 @@ def test_cli_ask_and_draft_impression_with_an_endpoint(fake, index, tmp_path, mo
     assert res.exit_code == 0, res.output
     assert "Drafted impression" in res.output and "Retrieval only" in res.output
     assert "Findings: Moderate left effusion with atelectasis" in fake.requests[-1]["body"]["messages"][1]["content"]
-    assert [json.loads(x)["event"] for x in audit.read_text().splitlines()] == ["llm_call", "llm_result"] * 2
+    lines = [json.loads(x) for x in audit.read_text().splitlines()]
+    assert [x["event"] for x in lines] == ["llm_call", "llm_result", "ask"] * 2
+    assert lines[2]["query"] == "small right apical pneumothorax" and lines[2]["result_ids_count"] == 2
+    assert lines[5]["params"]["task"] == "draft" and lines[5]["query"]["chars"] > 0  # findings: size and hash
+    assert "Moderate left effusion" not in audit.read_text()
     res = runner.invoke(app, ["ask", str(index.path), "   ", "--llm-url", fake.url, "--audit-log", str(audit)])
     assert res.exit_code == 2 and "empty" in res.output
 

@@ -1,5 +1,6 @@
 """``radsift ask`` and ``draft-impression``: answers and impression drafts from the most similar reports
-(:mod:`radsift.rag`), every LLM call written to an audit log."""
+(:mod:`radsift.rag`), every LLM call written to an audit log, and each answer's question and sources
+(an ``ask`` line, as the web service writes; a draft's findings as their size and SHA-256)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ import typer
 from rich.markup import escape
 
 from radsift.cli.help import command, top_level_commands
-from radsift.cli.options import (AllowRemoteOpt, IndexArg, LlmModelOpt, LlmTokenOpt, LlmUrlOpt, ModeOpt, ModelOpt,
-                                 ThreadsOpt, WhereOpt)
+from radsift.cli.options import (AllowRemoteOpt, IndexArg, LlmModelOpt, LlmProxyOpt, LlmTokenOpt, LlmUrlOpt, ModeOpt,
+                                 ModelOpt, ThreadsOpt, WhereOpt)
 from radsift.cli.output import console, err_console
 from radsift.errors import ConfigError
 from radsift.rag import ask, draft_impression
 from radsift.rag.llm import AuditedLLM, make_llm
 from radsift.search import Index
-from radsift.serve.audit import AuditLog
+from radsift.serve.audit import id_summary, index_audit_log, local_user, text_summary
 
 #: This module's top-level commands (merged into ``radsift`` by :mod:`radsift.cli`).
 app = top_level_commands()
@@ -32,16 +33,25 @@ MaxPromptOpt = Annotated[Optional[int], typer.Option(
     "--max-prompt-tokens", metavar="N", rich_help_panel="LLM back-end",
     help="Cap the prompt below the model's context (reports are cut to fit, and the answer says so).")]
 LlmAuditOpt = Annotated[Optional[Path], typer.Option(
-    "--audit-log", metavar="FILE", help="Audit trail of the LLM calls (sizes and outcome, no text; "
-                                        "default INDEX_DIR/audit/llm.jsonl).")]
+    "--audit-log", metavar="FILE", help="Audit trail of the LLM calls (sizes, outcome, endpoint, proxy and the "
+                                        "address contacted, no text; default INDEX_DIR/audit/llm.jsonl).")]
 AskKOpt = Annotated[int, typer.Option("-k", "--k", metavar="N", help="Reports in the prompt (1 to 20).")]
 
 
-def _cli_llm(index_dir: Path, audit_log: Optional[Path], purpose: str, url, model, token_file, allow_remote, threads):
+def _cli_llm(index_dir: Path, audit_log: Optional[Path], purpose: str, url, model, token_file, allow_remote, threads,
+             proxy=None):
     """The back-end of the options, every call written to the audit log."""
-    audit = AuditLog(audit_log if audit_log is not None else Path(index_dir) / "audit" / "llm.jsonl")
-    llm = make_llm(url, model, token_file=token_file, allow_remote=allow_remote, threads=threads)
+    audit = index_audit_log(index_dir, "llm.jsonl", audit_log)
+    llm = make_llm(url, model, token_file=token_file, allow_remote=allow_remote, threads=threads, proxy=proxy)
     return AuditedLLM(llm, audit, client="cli", purpose=purpose)
+
+
+def _audit_answer(llm: AuditedLLM, task: str, query, answer, **params) -> None:
+    """The ``ask`` line the web service writes too: the question (a draft's findings as size and hash: they
+    are report text) and the reports in the prompt, before anything is printed."""
+    llm.audit.write("ask", client="cli", token_id=None, user=local_user(), query=query,
+                    params={"task": task, **params}, status=answer.status,
+                    **id_summary([s["report_id"] for s in answer.sources], "result_ids"))
 
 
 def _print_answer(answer, show_prompt: bool) -> None:
@@ -75,20 +85,34 @@ def ask_cmd(
                                             "question), report, or a section of the index.")] = "auto",
     mode: ModeOpt = "hybrid", where: WhereOpt = None, model: ModelOpt = None, threads: ThreadsOpt = None,
     llm_url: LlmUrlOpt = None, llm_model: LlmModelOpt = None, llm_token_file: LlmTokenOpt = None,
-    allow_remote_llm: AllowRemoteOpt = False, max_tokens: MaxTokensOpt = 256, llm_timeout: LlmTimeoutOpt = 120.0,
+    llm_proxy: LlmProxyOpt = None, allow_remote_llm: AllowRemoteOpt = False, max_tokens: MaxTokensOpt = 256,
+    llm_timeout: LlmTimeoutOpt = 120.0,
     max_prompt_tokens: MaxPromptOpt = None, audit_log: LlmAuditOpt = None,
     show_prompt: Annotated[bool, typer.Option("--show-prompt", help="Also print the exact prompt.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer, citations, sources and prompt as JSON.")] = False,
 ) -> None:
     """Answer a finding description or question from the most similar reports, citing them ([1], [2])."""
     index = Index.open(index_dir, model=model, threads=threads)
-    llm = _cli_llm(index_dir, audit_log, "ask", llm_url, llm_model, llm_token_file, allow_remote_llm, threads)
+    llm = _cli_llm(index_dir, audit_log, "ask", llm_url, llm_model, llm_token_file, allow_remote_llm, threads,
+                   llm_proxy)
     answer = ask(index, question, llm=llm, k=k, retrieval=not no_retrieval, target=target, mode=mode, where=where,
                  max_tokens=max_tokens, timeout=llm_timeout, max_prompt_tokens=max_prompt_tokens)
+    _audit_answer(llm, "ask", answer.question, answer, k=k, retrieval=not no_retrieval, target=target, mode=mode)
     if as_json:
         typer.echo(json.dumps(answer.to_dict(), ensure_ascii=False))
     else:
         _print_answer(answer, show_prompt)
+
+
+def _names_a_file(findings: str) -> bool:
+    """Whether ``--findings`` names a file (else it is the findings text itself: a name too long or otherwise
+    impossible for this system is text, not an error)."""
+    if len(findings) >= 4096 or "\n" in findings:
+        return False
+    try:
+        return Path(findings).is_file()
+    except (OSError, ValueError):  # ENAMETOOLONG, a NUL byte
+        return False
 
 
 @command(app, "draft-impression", example=['radsift draft-impression my-index --findings "Small left effusion."',
@@ -100,7 +124,8 @@ def draft_impression_cmd(
     no_retrieval: Annotated[bool, typer.Option("--no-retrieval", help="The model alone, no prior impressions.")] = False,
     mode: ModeOpt = "hybrid", where: WhereOpt = None, model: ModelOpt = None, threads: ThreadsOpt = None,
     llm_url: LlmUrlOpt = None, llm_model: LlmModelOpt = None, llm_token_file: LlmTokenOpt = None,
-    allow_remote_llm: AllowRemoteOpt = False, max_tokens: MaxTokensOpt = 128, llm_timeout: LlmTimeoutOpt = 120.0,
+    llm_proxy: LlmProxyOpt = None, allow_remote_llm: AllowRemoteOpt = False, max_tokens: MaxTokensOpt = 128,
+    llm_timeout: LlmTimeoutOpt = 120.0,
     max_prompt_tokens: MaxPromptOpt = None, audit_log: LlmAuditOpt = None,
     show_prompt: Annotated[bool, typer.Option("--show-prompt", help="Also print the exact prompt.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the draft, the baseline and the prompt as JSON.")] = False,
@@ -108,15 +133,18 @@ def draft_impression_cmd(
     """Draft an impression from findings and the impressions of the most similar prior reports, beside the
     retrieval-only baseline (the nearest report's impression, unchanged)."""
     text = findings
-    if len(findings) < 4096 and "\n" not in findings and Path(findings).is_file():
+    if _names_a_file(findings):
         try:
             text = Path(findings).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"--findings {findings}: cannot read it as UTF-8 text ({exc})") from None
     index = Index.open(index_dir, model=model, threads=threads)
-    llm = _cli_llm(index_dir, audit_log, "draft", llm_url, llm_model, llm_token_file, allow_remote_llm, threads)
+    llm = _cli_llm(index_dir, audit_log, "draft", llm_url, llm_model, llm_token_file, allow_remote_llm, threads,
+                   llm_proxy)
     draft = draft_impression(index, text, llm=llm, k=k, retrieval=not no_retrieval, mode=mode, where=where,
                              max_tokens=max_tokens, timeout=llm_timeout, max_prompt_tokens=max_prompt_tokens)
+    _audit_answer(llm, "draft", text_summary(draft.draft.question), draft.draft, k=k, retrieval=not no_retrieval,
+                  mode=mode)
     if as_json:
         typer.echo(json.dumps(draft.to_dict(), ensure_ascii=False))
         return

@@ -205,7 +205,11 @@ LlmTokenOpt = Annotated[Optional[Path], typer.Option(
     help="File whose first line is the endpoint's API key (default: $RADSIFT_LLM_TOKEN).")]
 AllowRemoteOpt = Annotated[bool, typer.Option(
     "--allow-remote-llm", rich_help_panel="LLM back-end",
-    help="Allow an --llm-url that is not this machine (prompts hold report text: patient data).")]
+    help="Allow an --llm-url (and --llm-proxy) that is not this machine (prompts hold report text: patient data).")]
+LlmProxyOpt = Annotated[Optional[str], typer.Option(
+    "--llm-proxy", metavar="URL", rich_help_panel="LLM back-end",
+    help="Send the endpoint's requests through this http://HOST:PORT proxy (the same this-machine rule as "
+         "--llm-url). Without it no proxy is used: http_proxy, https_proxy, ALL_PROXY are ignored.")]
 
 
 SavedDirOpt = Annotated[Optional[Path], typer.Option(

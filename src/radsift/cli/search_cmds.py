@@ -3,6 +3,11 @@
 Their search flags come from the one declaration of the search options
 (:class:`radsift.search.options.SearchOptions`, through :func:`~radsift.cli.options.search_flags`):
 each command receives one ``SearchOptions``, the object the API and Python build too.
+
+They are audited like the web service's endpoints (:mod:`radsift.serve.audit`): a search or a saved
+run is a line of ``INDEX_DIR/audit/searches.jsonl`` (``--audit-log`` elsewhere, ``--no-audit`` none),
+written before anything is printed; an export is a line of ``INDEX_DIR/audit/exports.jsonl`` naming the
+reports (ids, or their hash and count), written before the file: no line, no file.
 """
 
 from __future__ import annotations
@@ -18,17 +23,43 @@ from radsift.cli.help import OrderedGroup, command, examples, top_level_commands
 from radsift.cli.options import (BackendOpt, IndexArg, MilvusUriOpt, ModelOpt, RerankerOpt, SavedDirOpt, ThreadsOpt,
                                  search_flags)
 from radsift.cli.output import console, err_console
-from radsift.errors import ConfigError
+from radsift.errors import ConfigError, RadsiftError
 from radsift.search import Index
-from radsift.search.cohort import COHORT_OPTIONS, Cohort, cohort_format, collect_cohort, write_cohort
+from radsift.search.cohort import (COHORT_OPTIONS, Cohort, check_out, cohort_format, cohort_ids, collect_cohort,
+                                   plain_options, write_cohort)
 from radsift.search.display import print_hits, reading_text
 from radsift.search.options import SearchOptions
 from radsift.search.passages import PolyFirstStage, load_passage_reranker, parse_passage_query, search_passages
 from radsift.search.saved import SavedSearches
-from radsift.serve.audit import AuditLog
+from radsift.serve.audit import AuditLog, id_summary, index_audit_log, local_user
 
 #: This module's top-level commands (merged into ``radsift`` by :mod:`radsift.cli`).
 app = top_level_commands()
+
+#: The search options a search's audit line records (those the web service's line records).
+AUDITED_OPTIONS = ("k", "mode", "level", "target", "unit", "where", "negation", "rerank", "reading", "alpha",
+                   "concepts", "prf", "offset")
+SearchAuditOpt = Annotated[Optional[Path], typer.Option(
+    "--audit-log", metavar="FILE", help="Audit trail to append the search to (query, options, result ids; default "
+                                        "INDEX_DIR/audit/searches.jsonl).")]
+NoAuditOpt = Annotated[bool, typer.Option(
+    "--no-audit", help="Write no audit line (e.g. an index on read-only media); refused with --out.")]
+
+
+def _search_audit(index_dir: Path, audit_log: Optional[Path], no_audit: bool) -> Optional[AuditLog]:
+    """The audit log of a search: ``--audit-log``, else the index's own; None with ``--no-audit``."""
+    if no_audit:
+        if audit_log is not None:
+            raise ConfigError("--no-audit and --audit-log: choose one")
+        return None
+    return index_audit_log(index_dir, "searches.jsonl", audit_log, off_hint=", or --no-audit")
+
+
+def _audit_search(audit: Optional[AuditLog], event: str, query: str, ids, **details) -> None:
+    """One line for a search whose results are about to be shown (an AuditLogError: nothing is shown)."""
+    if audit is not None:
+        audit.write(event, client="cli", token_id=None, user=local_user(), query=" ".join(query.split()),
+                    **details, **id_summary(ids, "result_ids"))
 
 
 @command(app, "search", example=[
@@ -51,19 +82,26 @@ def search_cmd(
         "--first-stage", metavar="DIR", help="--unit passage: a poly-encoder folder scores every passage in the place "
         "of the index's bi-encoder (--mode dense: it alone; hybrid: fused with BM25). Its codes are cached in "
         "INDEX_DIR/cache/poly/.")] = None,
+    audit_log: SearchAuditOpt = None, no_audit: NoAuditOpt = False,
 ) -> None:
     """Search an index: prints how the query was read and how many reports state it, then each hit
     with its relevance band, the status of the query's findings in it and the matched words highlighted.
     With --unit passage: section passages with their heading and aspect, for "ENTITY | ASPECT" or a question."""
+    if no_audit and audit_log is not None:
+        raise ConfigError("--no-audit and --audit-log: choose one")
     if options.unit == "passage" or aspect or "|" in query:
         _search_passages(index_dir, query, options, aspect=aspect, model=model, threads=threads, reranker=reranker,
-                         as_json=as_json, backend=backend, milvus_uri=milvus_uri, first_stage=first_stage)
+                         as_json=as_json, backend=backend, milvus_uri=milvus_uri, first_stage=first_stage,
+                         audit_log=audit_log, no_audit=no_audit)
         return
     if first_stage is not None:
         raise ConfigError("--first-stage scores section passages: use it with --unit passage")
     index = Index.open(index_dir, model=model, threads=threads, reranker=reranker if options.rerank else None,
                        backend=backend, milvus_uri=milvus_uri)
+    audit = _search_audit(index_dir, audit_log, no_audit)
     hits = index.search(query, options)
+    _audit_search(audit, "search", query, [h.report_id for h in hits],
+                  params=plain_options(options.pick(AUDITED_OPTIONS)))
     if as_json:
         typer.echo(json.dumps({"query": query, "mode": options.mode, "level": options.level,
                                "reading": hits.reading.to_dict(), **hits.page_dict(),
@@ -73,15 +111,19 @@ def search_cmd(
 
 
 def _search_passages(index_dir, query, options: SearchOptions, *, aspect, model, threads, reranker, as_json,
-                     backend, milvus_uri, first_stage=None) -> None:
+                     backend, milvus_uri, first_stage=None, audit_log=None, no_audit=False) -> None:
     """``radsift search --unit passage``: passages with heading, aspect and matched sentences (radsift.search.passages)."""
     parsed = parse_passage_query(query, aspect)  # an unknown aspect fails before the index opens
     stage = PolyFirstStage(first_stage, threads, say=lambda m: err_console.print(m, highlight=False)) \
         if first_stage is not None else None  # a folder that is not a poly-encoder fails here too
     index = Index.open(index_dir, model=model, threads=threads, backend=backend, milvus_uri=milvus_uri)
     rr = load_passage_reranker(reranker, threads) if options.rerank and reranker else None
+    audit = _search_audit(index_dir, audit_log, no_audit)
     hits = search_passages(index, query, k=options.k, aspect=aspect, mode=options.mode, where=options.where,
                            rerank=options.rerank, reranker=rr, first_stage=stage)
+    _audit_search(audit, "passages", query, [h.report_id for h in hits], params={
+        "aspect": parsed.aspect, **plain_options(options.pick(("k", "mode", "rerank", "where"))),
+        "first_stage": "poly" if stage is not None else "index"})
     if as_json:
         typer.echo(json.dumps({"query": query, "entity": parsed.entity, "aspect": parsed.aspect, "text": parsed.text,
                                "hits": [h.to_dict() for h in hits]}, ensure_ascii=False))
@@ -122,19 +164,36 @@ def export_cmd(
     """Export every report that states the query's reading (a cohort) with its evidence sentences,
     offsets, status, cue, score and band, plus a provenance sidecar (FILE.provenance.json)."""
     cohort_format(out, fmt)  # a bad --out or --format fails before the search
-    audit = _export_audit(index_dir, audit_log)
+    check_out(out)
     index = Index.open(index_dir, model=model, threads=threads)
+    audit = _export_audit(index_dir, audit_log)
     cohort = collect_cohort(index, query, include=include, max_rows=max_rows, **options.pick(COHORT_OPTIONS))
-    path, side = write_cohort(cohort, out, fmt)
-    audit.write("export", client="cli", token_id=None, user=cohort.provenance()["user"], query=cohort.query,
-                params=cohort.options, include=cohort.include, rows=len(cohort.rows), file=str(path.resolve()),
-                generation=cohort.index.get("generation"))
+    path, side = _audited_write(audit, cohort, out, fmt, generation=cohort.index.get("generation"))
     _print_cohort_summary(cohort)
     console.print(f"wrote {len(cohort.rows)} reports to {path} (provenance: {side.name})", highlight=False)
 
 
 def _export_audit(index_dir: Path, audit_log: Optional[Path]) -> AuditLog:
-    return AuditLog(audit_log if audit_log is not None else Path(index_dir) / "audit" / "exports.jsonl")
+    return index_audit_log(index_dir, "exports.jsonl", audit_log)
+
+
+def _audited_write(audit: AuditLog, cohort: Cohort, out: Path, fmt: Optional[str] = None, **details):
+    """Write the cohort file after its audit line (which reports, whose, where): no line, no file. A file
+    that then cannot be written is a second line (``export-failed``), so the trail says it never left."""
+    file = str(Path(out).resolve())
+    audit.write("export", client="cli", token_id=None, user=local_user(), query=cohort.query,
+                params=cohort.options, include=cohort.include, rows=len(cohort.rows), file=file, **details,
+                **id_summary(cohort_ids(cohort.rows)))
+    extra = {k: v for k, v in details.items() if k in ("saved_search", "new_only")}
+    try:
+        return write_cohort(cohort, out, fmt, **extra)
+    except RadsiftError as exc:
+        try:
+            audit.write("export-failed", client="cli", token_id=None, user=local_user(), file=file,
+                        error=str(exc)[:200])
+        except RadsiftError:
+            pass  # the first error is the one to show
+        raise
 
 
 def _print_cohort_summary(cohort) -> None:
@@ -191,17 +250,29 @@ def saved_run(
     max_rows: MaxRowsOpt = 10000, model: ModelOpt = None, threads: ThreadsOpt = None, saved_dir: SavedDirOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable rows.")] = False,
     audit_log: Annotated[Optional[Path], typer.Option(
-        "--audit-log", metavar="FILE", help="With --out: the audit trail (default INDEX_DIR/audit/exports.jsonl).")] = None,
+        "--audit-log", metavar="FILE", help="The audit trail (default INDEX_DIR/audit/exports.jsonl with --out, "
+                                            "else INDEX_DIR/audit/searches.jsonl).")] = None,
+    no_audit: NoAuditOpt = False,
 ) -> None:
     """Run a saved search: its reports, or with --new only those added since its last run."""
     if out is not None:
         cohort_format(out, None)
-    audit = _export_audit(index_dir, audit_log) if out is not None else None
+        check_out(out)
+        if no_audit:
+            raise ConfigError("--no-audit: an export (--out) is always audited; pass --audit-log FILE elsewhere")
+    elif no_audit and audit_log is not None:
+        raise ConfigError("--no-audit and --audit-log: choose one")
     index = Index.open(index_dir, model=model, threads=threads)
+    audit = _export_audit(index_dir, audit_log) if out is not None else _search_audit(index_dir, audit_log, no_audit)
     run = SavedSearches.of_index(index_dir, saved_dir).run(index, name, new=new, mark=mark, max_rows=max_rows)
     for warning in run.warnings:
         err_console.print(f"warning: {warning}", highlight=False)
     rows = run.rows
+    if out is None:
+        _audit_search(audit, "saved-run", run.search.query, cohort_ids(rows), name=name, new_only=new, marked=mark)
+    else:
+        part = Cohort(**{**run.cohort.__dict__, "rows": rows})
+        path, side = _audited_write(audit, part, out, saved_search=name, new_only=new)
     if as_json:
         typer.echo(json.dumps({"name": run.search.name, "query": run.search.query, "new_only": new,
                                "first_run": run.first_run, "warnings": run.warnings, "matching": run.cohort.matching,
@@ -217,11 +288,6 @@ def saved_run(
             text = e.text if e is not None else (r.hit.sentence.text if r.hit.sentence is not None else "")
             console.print(f"{r.hit.rank:>5}. {r.hit.report_id}  [{r.hit.band}] {text}", highlight=False, soft_wrap=True)
     if out is not None:
-        part = Cohort(**{**run.cohort.__dict__, "rows": rows})
-        path, side = write_cohort(part, out, saved_search=name, new_only=new)
-        audit.write("export", client="cli", token_id=None, user=part.provenance()["user"], query=part.query,
-                    params=part.options, include=part.include, rows=len(rows), file=str(path.resolve()),
-                    saved_search=name, new_only=new)
         console.print(f"wrote {len(rows)} reports to {path} (provenance: {side.name})", highlight=False)
 
 

@@ -10,8 +10,8 @@ from typing import Annotated, Optional
 import typer
 
 from radsift.cli.help import command, top_level_commands
-from radsift.cli.options import (AllowRemoteOpt, BackendOpt, LlmModelOpt, LlmTokenOpt, LlmUrlOpt, MilvusUriOpt,
-                                 ModelOpt, RerankerOpt, SavedDirOpt)
+from radsift.cli.options import (AllowRemoteOpt, BackendOpt, LlmModelOpt, LlmProxyOpt, LlmTokenOpt, LlmUrlOpt,
+                                 MilvusUriOpt, ModelOpt, RerankerOpt, SavedDirOpt)
 from radsift.cli.output import console
 from radsift.demo import write_demo_corpus
 from radsift.workflows.demo import run_demo
@@ -44,7 +44,7 @@ def serve_cmd(
     max_connections: Annotated[int, typer.Option(
         "--max-connections", metavar="N", help="Open connections served at once; past them a request gets 503.")] = 64,
     llm_url: LlmUrlOpt = None, llm_model: LlmModelOpt = None, llm_token_file: LlmTokenOpt = None,
-    allow_remote_llm: AllowRemoteOpt = False,
+    allow_remote_llm: AllowRemoteOpt = False, llm_proxy: LlmProxyOpt = None,
     passage_first_stage: Annotated[Optional[Path], typer.Option(
         "--passage-first-stage", metavar="DIR", help="A poly-encoder folder that scores every passage of "
         "/api/passages in the place of the index's bi-encoder (its codes encoded, or read from INDEX_DIR/cache/poly/, "
@@ -60,7 +60,7 @@ def serve_cmd(
         os.environ["RADSIFT_MILVUS_URI"] = milvus_uri
     run_server(index_dir, host=host, port=port, token_file=token_file, audit_log=audit_log, model=model,
                reranker=reranker, console=console, limits=limits, saved_dir=saved_dir, backend=backend,
-               passage_first_stage=passage_first_stage, llm={"url": llm_url, "model": llm_model, "token_file": llm_token_file, "allow_remote": allow_remote_llm})
+               passage_first_stage=passage_first_stage, llm={"url": llm_url, "model": llm_model, "token_file": llm_token_file, "allow_remote": allow_remote_llm, "proxy": llm_proxy})
 
 
 # ---------------------------------------------------------------------------------------------

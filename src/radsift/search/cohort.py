@@ -266,13 +266,15 @@ CSV_COLUMNS = ("report_id", "rank", "band", "relevance", "score", "status", "cue
 
 def render_cohort(cohort: Cohort, fmt: str) -> str:
     """The cohort's rows as CSV (one row per report; metadata as ``meta.KEY`` columns; every
-    evidence sentence as JSON in ``evidence_all``) or JSON lines (one object per report)."""
+    evidence sentence as JSON in ``evidence_all``) or JSON lines (one object per report).
+
+    Every text cell of the CSV, header and report ids included, goes through :func:`csv_cell`."""
     if fmt == "jsonl":
         return "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in cohort.rows)
     keys = sorted({k for r in cohort.rows for k in r.hit.metadata})
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([*CSV_COLUMNS, *(f"meta.{k}" for k in keys)])
+    writer = _CsvRows(buf)
+    writer.writerow([csv_cell(c) for c in (*CSV_COLUMNS, *(f"meta.{k}" for k in keys))])
     for r in cohort.rows:
         h = r.hit
         first = r.evidence[0] if r.evidence else None
@@ -280,17 +282,40 @@ def render_cohort(cohort: Cohort, fmt: str) -> str:
         section, start, end, text = ((first.section, first.start, first.end, first.text) if first is not None else
                                      (sent.section, sent.start, sent.end, sent.text) if sent is not None else
                                      ("", "", "", ""))
-        writer.writerow([h.report_id, h.rank, h.band or "", "" if h.relevance is None else h.relevance,
-                         round(float(h.score), 6), r.status, r.cue, section, start, end, _cell(text),
-                         json.dumps([e.to_dict() for e in r.evidence], ensure_ascii=False),
-                         *(_cell(h.metadata.get(k, "")) for k in keys)])
+        row = [h.report_id, h.rank, h.band or "", "" if h.relevance is None else h.relevance,
+               round(float(h.score), 6), r.status, r.cue, section, start, end, text,
+               json.dumps([e.to_dict() for e in r.evidence], ensure_ascii=False),
+               *(h.metadata.get(k, "") for k in keys)]
+        writer.writerow([csv_cell(c) for c in row])
     return buf.getvalue()
 
 
-def _cell(value: str) -> str:
-    # A cell starting with = + - @ is a formula to a spreadsheet (CSV injection): quote it as text.
-    value = str(value)
-    return "'" + value if value[:1] in ("=", "+", "-", "@") else value
+class _CsvRows:
+    """``csv.writer`` rows ending in ``\\n``, with every cell of a row quoted when one holds a carriage return:
+    the csv module quotes a cell holding its line terminator only, and a spreadsheet starts a new row at a bare
+    ``\\r`` (whose next cell could then be a formula, past :func:`csv_cell`)."""
+
+    def __init__(self, buf) -> None:
+        self._minimal = csv.writer(buf, lineterminator="\n")
+        self._quoted = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_ALL)
+
+    def writerow(self, row: list) -> None:
+        cr = any(isinstance(c, str) and "\r" in c for c in row)
+        (self._quoted if cr else self._minimal).writerow(row)
+
+
+#: What makes a spreadsheet read a cell as a formula (OWASP, CSV injection): = + - @, tab, carriage return.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text, never runs as a formula: a text cell starting with one of
+    :data:`FORMULA_STARTS` gets a leading apostrophe (OWASP's advice). Numbers radsift computed (rank,
+    score, offsets) stay numbers: a negative score is a number, not a formula."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    value = "" if value is None else str(value)
+    return "'" + value if value.startswith(FORMULA_STARTS) else value
 
 
 def write_cohort(cohort: Cohort, out: str | Path, fmt: str | None = None, **provenance: Any) -> tuple[Path, Path]:
@@ -301,27 +326,51 @@ def write_cohort(cohort: Cohort, out: str | Path, fmt: str | None = None, **prov
     """
     out = Path(out)
     fmt = cohort_format(out, fmt)
-    if out.is_dir():
-        raise ConfigError(f"--out {out} is a folder: name a file")
-    if not out.parent.is_dir():
-        raise ConfigError(f"--out {out}: folder {out.parent} does not exist")
-    side = provenance_path(out)
+    side = check_out(out)
     _atomic_write(out, render_cohort(cohort, fmt))
     _atomic_write(side, json.dumps(cohort.provenance(format=fmt, file=out.name, **provenance), indent=1,
                                    ensure_ascii=False) + "\n")
     return out, side
 
 
+def check_out(out: Path) -> Path:
+    """Refuse an ``--out`` that cannot be written as a file beside its provenance sidecar (checked before the
+    search, the audit line and either file: a cohort without its provenance is never left).
+
+    Returns:
+        The provenance sidecar's path.
+
+    Raises:
+        ConfigError: ``out`` or its sidecar is a folder, or ``out``'s folder does not exist.
+    """
+    out = Path(out)
+    if out.is_dir():
+        raise ConfigError(f"--out {out} is a folder: name a file")
+    if not out.parent.is_dir():
+        raise ConfigError(f"--out {out}: folder {out.parent} does not exist")
+    side = provenance_path(out)
+    if side.is_dir():
+        raise ConfigError(f"--out {out}: its provenance file {side} is a folder: name another file")
+    return side
+
+
 def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=path.parent)
+    """Write ``path`` whole or not at all (ConfigError naming it when the folder or disk refuses)."""
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise ConfigError(f"--out {path}: cannot write it ({exc.strerror or exc})") from None
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise
 
 

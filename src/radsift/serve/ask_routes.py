@@ -2,7 +2,8 @@
 them (``task=draft``: an impression drafted from findings, with the retrieval-only baseline).
 
 The LLM back-end is the one the app was created with (default: the offline model, loaded on the
-first question); every LLM call is audited (sizes and outcome, never text).
+first question); every LLM call is audited (sizes and outcome, never text), and so is the question
+(a draft's findings as their size and SHA-256: they are report text).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from fastapi import APIRouter, Request
 
 from radsift.rag import ask, draft_impression
 from radsift.rag.llm import AuditedLLM
+from radsift.serve.audit import text_summary
 from radsift.serve.schemas import AskIn
 from radsift.serve.service import Service, api_router, client_of
 
@@ -34,7 +36,8 @@ def ask_router(service: Service) -> APIRouter:
             out = {**draft.draft.to_dict(), "baseline": draft.baseline}
         else:
             out = {**ask(service.index, body.question, target=body.target, **common).to_dict(), "baseline": None}
-        service.audit_write(request, "ask", query=out["question"], params={
+        asked = text_summary(out["question"]) if body.task == "draft" else out["question"]  # findings: report text
+        service.audit_write(request, "ask", query=asked, params={
             "task": body.task, "k": body.k, "retrieval": body.retrieval, "target": body.target, "mode": body.mode,
             "max_tokens": body.max_tokens}, result_ids=[s["report_id"] for s in out["sources"]], status=out["status"])
         return out

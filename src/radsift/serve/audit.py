@@ -1,7 +1,16 @@
-"""The append-only JSON-lines audit trail of who searched for what and which reports they saw."""
+"""The append-only JSON-lines audit trail of who searched for what and which reports they saw.
+
+No report text goes into it: free text longer than :data:`TEXT_CHARS` (a pasted findings paragraph,
+a long query) is written as its size and SHA-256 (:func:`text_summary`), and so is a draft's
+findings text whatever its length; report ids are listed (up to :data:`ID_LIST_MAX`) beside the
+SHA-256 of their sorted list and their count (:func:`id_summary`), so an export's line says which
+reports left. The CLI writes into the index's own ``audit/`` folder by default (:func:`index_audit_log`).
+"""
 
 from __future__ import annotations
 
+import getpass
+import hashlib
 import json
 import logging
 import os
@@ -13,6 +22,46 @@ from typing import Any
 from radsift.errors import ConfigError, RadsiftError
 
 log = logging.getLogger("radsift.serve")
+
+#: Free text longer than this is written as its size and hash (a query is short; report text is not).
+TEXT_CHARS = 200
+#: Report ids an audit line lists at most (beyond it: their count and the hash of their sorted list).
+ID_LIST_MAX = 1000
+
+
+def text_summary(text: str) -> dict[str, Any]:
+    """``text`` as its size and SHA-256, for an audit line that must not hold it (report text)."""
+    return {"chars": len(text), "sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()}
+
+
+def id_summary(ids, key: str = "report_ids") -> dict[str, Any]:
+    """Which reports: ``{key}_count``, ``{key}_sha256`` (of the sorted ids joined by newlines) and, up to
+    :data:`ID_LIST_MAX` of them, the ids themselves (``key``)."""
+    ids = [str(i) for i in ids]
+    digest = hashlib.sha256("\n".join(sorted(ids)).encode("utf-8", "surrogatepass")).hexdigest()
+    out: dict[str, Any] = {f"{key}_count": len(ids), f"{key}_sha256": digest}
+    if len(ids) <= ID_LIST_MAX:
+        out[key] = ids
+    return out
+
+
+def _summarise_long_text(value: Any) -> Any:
+    """``value`` with every string longer than :data:`TEXT_CHARS` replaced by :func:`text_summary`."""
+    if isinstance(value, str):
+        return text_summary(value) if len(value) > TEXT_CHARS else value
+    if isinstance(value, dict):
+        return {k: _summarise_long_text(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_summarise_long_text(v) for v in value]
+    return value
+
+
+def local_user() -> str:
+    """Who runs this process (the CLI's audit lines have no token to name them)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (containers)
+        return str(os.getuid()) if hasattr(os, "getuid") else ""
 
 
 class AuditLogError(RadsiftError):
@@ -34,9 +83,11 @@ class AuditLogError(RadsiftError):
 class AuditLog:
     """Appends one JSON object per line to ``path`` (created with owner-only permissions).
 
-    Each line holds ``time`` (UTC, ISO 8601), ``event`` (``search`` or ``report``), ``client``
-    (remote address), ``token_id`` (a hash prefix, never the token) and the event's details:
-    the query, its parameters and the result ids for a search, the report id for a report view.
+    Each line holds ``time`` (UTC, ISO 8601), ``event`` (``search``, ``report``, ``export`` ...), ``client``
+    (remote address, or ``cli``), ``token_id`` (a hash prefix, never the token) and the event's details:
+    the query, its parameters and the result ids for a search, the report id for a report view, the
+    ids (or their hash and count) for an export. Any string detail longer than :data:`TEXT_CHARS` is
+    written as its size and hash (:func:`text_summary`).
     The file is opened in append mode for every line, so rotating it needs no restart.
 
     When a line cannot be written (disk full, permission removed, the path replaced by a
@@ -46,13 +97,16 @@ class AuditLog:
 
     Args:
         path: The audit file.
+        log_failures: Log a failed write on ``radsift.serve`` (the server's way); the CLI says it once, as
+            its error line, instead.
 
     Raises:
         ConfigError: The file cannot be opened for appending.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, log_failures: bool = True) -> None:
         self.path = Path(path)
+        self.log_failures = log_failures
         self._lock = threading.Lock()
         self._failing = False  # the last write failed: log the next failure quietly, a success loudly
         try:
@@ -68,7 +122,7 @@ class AuditLog:
             AuditLogError: The line could not be written (whole and synced).
         """
         record = {"time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), "event": event,
-                  "client": client, "token_id": token_id, **details}
+                  "client": client, "token_id": token_id, **_summarise_long_text(details)}
         data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         with self._lock:
             try:
@@ -77,7 +131,8 @@ class AuditLog:
                 error = AuditLogError(self.path, exc.strerror or str(exc))
                 if not self._failing:
                     self._failing = True
-                    log.error("%s", error)
+                    if self.log_failures:
+                        log.error("%s", error)
                 raise error from None
             if self._failing:
                 self._failing = False
@@ -92,3 +147,25 @@ class AuditLog:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def index_audit_log(index_dir: str | Path, name: str, path: str | Path | None = None, *,
+                    off_hint: str = "") -> AuditLog:
+    """The CLI's audit log: ``path``, else ``INDEX_DIR/audit/NAME``.
+
+    An index folder that cannot be written (read-only media, another user's index) is refused, not
+    skipped: a search or export that leaves no line would go unseen. The message says how to choose:
+    an audit file elsewhere (``--audit-log``), or, where ``off_hint`` names it, no audit at all.
+
+    Raises:
+        ConfigError: The file cannot be appended to (one line, naming it and the way out).
+    """
+    if path is not None:
+        return AuditLog(path, log_failures=False)
+    default = Path(index_dir) / "audit" / name
+    try:
+        return AuditLog(default, log_failures=False)
+    except ConfigError as exc:
+        reason = str(exc).split(": cannot append to it ", 1)[-1]
+        raise ConfigError(f"audit log {default} cannot be written {reason}: pass --audit-log FILE "
+                          f"(somewhere writable){off_hint}") from None

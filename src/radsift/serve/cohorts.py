@@ -3,7 +3,8 @@
 * ``GET /api/export`` every report stating the query's reading (or the bands ``include`` names) with
   its evidence, as CSV or JSON lines to download (``format``); the provenance (query, reading,
   options, model fingerprint, index generation, version, time) comes in the ``X-Radsift-Provenance``
-  header, and whole with the rows for ``format=json``. Each export is an audit line (query, rows).
+  header, and whole with the rows for ``format=json``. Each export is an audit line (query, rows, the report
+  ids or their hash and count), written before the file is sent: no line, no file (503).
 * ``GET /api/saved`` the saved searches; ``POST /api/saved`` save one (JSON body);
   ``POST /api/saved/{name}/run`` run one and record the run (``new=true``: only reports added
   since the last recorded run, from the page or ``radsift saved run``); ``GET /api/saved/{name}``
@@ -19,9 +20,11 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from radsift.search.cohort import COHORT_OPTIONS, DEFAULT_MAX_ROWS, MAX_ROWS_LIMIT, collect_cohort, render_cohort
+from radsift.search.cohort import (COHORT_OPTIONS, DEFAULT_MAX_ROWS, MAX_ROWS_LIMIT, cohort_ids, collect_cohort,
+                                   render_cohort)
 from radsift.search.options import SearchOptions
 from radsift.search.query import MAX_QUERY_CHARS, parse_where
+from radsift.serve.audit import id_summary
 from radsift.serve.params import only_params, param_names, search_params
 from radsift.serve.service import Service, api_router, client_of
 
@@ -65,7 +68,8 @@ def cohort_router(service: Service) -> APIRouter:
         provenance = cohort.provenance(format=format, via="GET /api/export", client=client_of(request),
                                        token_id=service.token_id)
         audit(request, "export", query=cohort.query, params=cohort.options, include=cohort.include,
-              rows=len(cohort.rows), generation=cohort.index.get("generation"))
+              rows=len(cohort.rows), generation=cohort.index.get("generation"),
+              **id_summary(cohort_ids(cohort.rows)))
         if format == "json":
             return Response(json.dumps({"provenance": provenance, "rows": [r.to_dict() for r in cohort.rows]},
                                        ensure_ascii=False), media_type="application/json")
@@ -89,7 +93,8 @@ def cohort_router(service: Service) -> APIRouter:
 
     def run_saved(request: Request, name: str, new: bool, max_rows: int, mark: bool) -> dict:
         run = service.saved.run(service.index, name, new=new, mark=mark, max_rows=max_rows)
-        audit(request, "saved-run", name=name, query=run.search.query, new_only=new, rows=len(run.rows), marked=mark)
+        audit(request, "saved-run", name=name, query=run.search.query, new_only=new, rows=len(run.rows), marked=mark,
+              **id_summary(cohort_ids(run.rows)))
         return {"name": run.search.name, "query": run.search.query, "options": run.search.options,
                 "new_only": new, "first_run": run.first_run, "warnings": run.warnings,
                 "matching": run.cohort.matching, "total": run.cohort.total, "last_run": run.search.last_run,

@@ -1,6 +1,7 @@
 """Pick the back-end from the options (:func:`make_llm`) and write every call to the audit log
-(:class:`AuditedLLM`): which back-end and model, how big the prompt and the answer were, how the
-call ended and how long it took; never the prompt or the answer (they hold report text)."""
+(:class:`AuditedLLM`): which back-end and model, the endpoint and the proxy (if any), the address
+the prompt was actually sent to, how big the prompt and the answer were, how the call ended and how
+long it took; never the prompt or the answer (they hold report text)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ BACKENDS = ("local", "openai")
 
 
 def make_llm(url: str | None = None, model: str | None = None, *, token_file: str | Path | None = None,
-             allow_remote: bool = False, context_tokens: int | None = None, threads: int | None = None) -> LLM:
+             allow_remote: bool = False, context_tokens: int | None = None, threads: int | None = None,
+             proxy: str | None = None) -> LLM:
     """The back-end the options ask for: an OpenAI-compatible endpoint when ``url`` is given, else the
     offline SmolLM2 model run in process.
 
@@ -25,19 +27,22 @@ def make_llm(url: str | None = None, model: str | None = None, *, token_file: st
         url: ``--llm-url``: an OpenAI-compatible endpoint (loopback only unless ``allow_remote``).
         model: ``--llm-model``: the endpoint's model name.
         token_file: ``--llm-token-file`` (else ``$RADSIFT_LLM_TOKEN``).
-        allow_remote: ``--allow-remote-llm``.
+        allow_remote: ``--allow-remote-llm`` (for the endpoint and the proxy alike).
         context_tokens: The endpoint model's context length (default 8,192).
         threads: torch threads of the offline model.
+        proxy: ``--llm-proxy``: an ``http://HOST:PORT`` proxy for the endpoint (none otherwise: proxy
+            variables such as ``http_proxy`` are ignored).
 
     Raises:
-        ConfigError: A bad or remote URL, an unreadable token file.
+        ConfigError: A bad or remote URL or proxy, an unreadable token file.
         ImportError: The offline model is asked for but not installed (naming the extra).
     """
     if url:
         return OpenAICompatLLM(url, model or "default", token=read_token(token_file), allow_remote=allow_remote,
-                               context_tokens=context_tokens or DEFAULT_CONTEXT_TOKENS)
-    if model or token_file:
-        raise ConfigError("--llm-model and --llm-token-file go with --llm-url (the offline model needs neither)")
+                               context_tokens=context_tokens or DEFAULT_CONTEXT_TOKENS, proxy=proxy)
+    if model or token_file or proxy:
+        raise ConfigError("--llm-model, --llm-token-file and --llm-proxy go with --llm-url (the offline model "
+                          "needs none of them)")
     return LocalGGUF(threads=threads) if context_tokens is None else LocalGGUF(threads=threads,
                                                                                 context_tokens=context_tokens)
 
@@ -83,7 +88,8 @@ class AuditedLLM:
 
     def _where(self) -> dict:
         return {"backend": self.llm.backend, "model": self.llm.model,
-                "endpoint": getattr(self.llm, "endpoint", None), "purpose": self.purpose}
+                "endpoint": getattr(self.llm, "endpoint", None), "proxy": getattr(self.llm, "proxy", None),
+                "purpose": self.purpose}
 
     def generate(self, messages: Messages, *, max_tokens: int = DEFAULT_MAX_TOKENS,
                  timeout: float = DEFAULT_TIMEOUT) -> Generation:
@@ -95,10 +101,11 @@ class AuditedLLM:
             out = self.llm.generate(messages, max_tokens=max_tokens, timeout=timeout)
         except LLMError as exc:
             self.audit.write("llm_result", client=self.client, token_id=self.token_id, **self._where(), ok=False,
-                             error=type(exc).__name__, seconds=round(time.monotonic() - start, 3))
+                             error=type(exc).__name__, contacted=getattr(exc, "contacted", None),
+                             seconds=round(time.monotonic() - start, 3))
             raise
         self.audit.write("llm_result", client=self.client, token_id=self.token_id, **self._where(), ok=True,
                          finish_reason=out.finish_reason, answer_chars=len(out.text),
                          prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens,
-                         seconds=round(out.seconds, 3))
+                         contacted=out.extra.get("contacted"), seconds=round(out.seconds, 3))
         return out

@@ -1,15 +1,16 @@
 """An OpenAI-compatible chat-completions endpoint: llama.cpp's ``llama-server``, vLLM, Ollama.
 
-Reports are patient data: :func:`check_url` refuses an endpoint that is not on this machine
-(a loopback address or ``localhost``) unless the caller says ``allow_remote`` (the CLI's
-``--allow-remote-llm``). Only the standard library is used (``urllib``): one POST to
-``/v1/chat/completions``, with a deadline on the whole call (connect, send, every read) and a cap on
-the size of the answer read, so a server that trickles bytes or never answers cannot hang radsift.
+Reports are patient data: :func:`check_url` refuses an endpoint whose host does not resolve to this
+machine only (every address a loopback one) unless the caller says ``allow_remote`` (the CLI's
+``--allow-remote-llm``); proxy variables are ignored, and a proxy is used only when named
+(``--llm-proxy``), under the same rule (:mod:`.network`). Only the standard library is used
+(``urllib``): one POST to ``/v1/chat/completions``, with a deadline on the whole call (connect, send,
+every read) and a cap on the size of the answer read, so a server that trickles bytes or never
+answers cannot hang radsift.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import socket
@@ -21,6 +22,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from radsift.errors import ConfigError
 from radsift.rag.llm.base import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, Generation, LLMError, Messages, check_limits, estimate_tokens
+from radsift.rag.llm.network import RemoteRefused, Route, check_host, proxy_url, without_credentials
+from radsift.rag.llm.network import is_loopback  # noqa: F401 - importable from here, as before
 
 #: Environment variable read for the endpoint's API key when no token file is given.
 TOKEN_ENV = "RADSIFT_LLM_TOKEN"
@@ -48,28 +51,20 @@ def endpoint_url(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1); names are not resolved."""
-    host = host.strip("[]").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def check_url(url: str, allow_remote: bool = False) -> str:
-    """The endpoint's chat-completions URL, refused when it leaves this machine without ``allow_remote``.
+    """The endpoint's chat-completions URL, refused when its host is not this machine without ``allow_remote``
+    (the name is resolved and every address it resolves to must be a loopback one).
 
     Raises:
-        ConfigError: A bad URL, or a non-loopback host without ``allow_remote``.
+        ConfigError: A bad URL, or a host that is not (only) this machine without ``allow_remote``.
     """
     full = endpoint_url(url)
-    host = urlsplit(full).hostname or ""
-    if not allow_remote and not is_loopback(host):
-        raise ConfigError(f"--llm-url {host}: not this machine; prompts hold report text (patient data), so a "
-                          "remote endpoint is refused unless you pass --allow-remote-llm")
+    parts = urlsplit(full)
+    try:
+        port = parts.port
+    except ValueError:
+        raise ConfigError(f"--llm-url {url[:200]!r}: the port is not a number from 0 to 65535") from None
+    check_host(parts.hostname or "", port, allow_remote=allow_remote, option="--llm-url")
     return full
 
 
@@ -98,15 +93,19 @@ class OpenAICompatLLM:
         url: The endpoint (see :func:`endpoint_url`).
         model: The model name the server expects (``--llm-model``; llama.cpp ignores it).
         token: Its API key (sent as ``Authorization: Bearer``), or None.
-        allow_remote: Allow an endpoint that is not this machine.
+        allow_remote: Allow an endpoint (and a proxy) that is not this machine.
         context_tokens: The model's context length (prompts are cut to fit it).
+        proxy: An ``http://HOST:PORT`` proxy to send the request through (``--llm-proxy``); without it no
+            proxy is used, whatever ``http_proxy`` and the like say.
     """
 
     backend = "openai-compatible"
 
     def __init__(self, url: str, model: str = "default", *, token: str | None = None, allow_remote: bool = False,
-                 context_tokens: int = DEFAULT_CONTEXT_TOKENS) -> None:
+                 context_tokens: int = DEFAULT_CONTEXT_TOKENS, proxy: str | None = None) -> None:
         self.url = check_url(url, allow_remote)
+        self.allow_remote = bool(allow_remote)
+        self._proxy = proxy_url(proxy, allow_remote=self.allow_remote)
         self.model = model or "default"
         self._token = token
         self.context_tokens = int(context_tokens)
@@ -115,7 +114,12 @@ class OpenAICompatLLM:
     def endpoint(self) -> str:
         """The URL without credentials or query (for logs and the audit trail)."""
         p = urlsplit(self.url)
-        return urlunsplit((p.scheme, p.hostname + (f":{p.port}" if p.port else ""), p.path, "", ""))
+        return without_credentials(urlunsplit((p.scheme, p.netloc, p.path, "", "")))
+
+    @property
+    def proxy(self) -> str | None:
+        """The ``--llm-proxy`` URL without credentials, or None (no proxy)."""
+        return without_credentials(self._proxy)
 
     def count_tokens(self, text: str) -> int:
         return estimate_tokens(text)
@@ -129,25 +133,44 @@ class OpenAICompatLLM:
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
         request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        route = Route(self._proxy, self.allow_remote)
         start = time.monotonic()
-        deadline = start + timeout
-        where = f"LLM endpoint {self.endpoint}"
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                raw = _read_until(response, deadline, where, timeout)
+            raw = self._post(route, request, timeout, start + timeout)
+        except LLMError as exc:
+            exc.contacted = list(route.contacted)  # the audit line says where the prompt went, even on failure
+            raise
+        gen = self._parse(raw, f"LLM endpoint {self.endpoint}", time.monotonic() - start)
+        gen.extra["contacted"] = list(route.contacted)
+        return gen
+
+    def _post(self, route: Route, request, timeout: float, deadline: float) -> bytes:
+        """The answer's bytes: one POST through ``route`` (no proxy unless named, checked addresses only)."""
+        where = f"LLM endpoint {self.endpoint}" + (f" through proxy {self.proxy}" if self._proxy else "")
+        if self._proxy and not self.allow_remote:  # the proxy resolves the endpoint: check its name again now
+            try:
+                check_host(urlsplit(self.url).hostname or "", None, allow_remote=False, option="--llm-url")
+            except ConfigError as exc:
+                raise LLMError(f"{where}: refused: {exc}") from None
+        try:
+            with route.opener().open(request, timeout=timeout) as response:
+                return _read_until(response, deadline, where, timeout)
         except urllib.error.HTTPError as exc:
             detail = _error_detail(exc)
             raise LLMError(f"{where} answered HTTP {exc.code}{': ' + detail if detail else ''}") from None
         except urllib.error.URLError as exc:
             reason = exc.reason
+            if isinstance(reason, RemoteRefused):
+                raise LLMError(f"{where}: refused: {reason}") from None
             if isinstance(reason, (socket.timeout, TimeoutError)):
                 raise LLMError(f"{where} did not answer within {timeout:g} s (--llm-timeout)") from None
             raise LLMError(f"{where} is unreachable ({reason}); is the server running? (--llm-url)") from None
         except (socket.timeout, TimeoutError):
             raise LLMError(f"{where} did not answer within {timeout:g} s (--llm-timeout)") from None
+        except RemoteRefused as exc:
+            raise LLMError(f"{where}: refused: {exc}") from None
         except (ConnectionError, OSError) as exc:
             raise LLMError(f"{where} is unreachable ({exc}); is the server running? (--llm-url)") from None
-        return self._parse(raw, where, time.monotonic() - start)
 
     def _parse(self, raw: bytes, where: str, seconds: float) -> Generation:
         try:
