@@ -151,3 +151,14 @@ def test_due_dates_are_calendar_exact():
     assert due_date("2024-02-29", FollowUp(None, 1, "year")) == "2025-02-28"
     assert due_date("2025-01-31", FollowUp(None, 6, "week")) == "2025-03-14"
     assert due_date("2025-01-31", FollowUp(None, None, None)) is None
+
+
+def test_patient_commands_are_audited(index_dir, tmp_path):
+    log = tmp_path / "audit.jsonl"
+    res = CliRunner().invoke(app, ["timeline", str(index_dir), "A", "--json", "--audit-log", str(log)])
+    assert res.exit_code == 0, res.output
+    line = json.loads(log.read_text().splitlines()[-1])
+    assert line["event"] == "timeline" and line["result_ids"] == ["a1", "a2", "a3"]
+    assert "pneumothorax" not in log.read_text()  # ids, never report text
+    res = CliRunner().invoke(app, ["patients", str(index_dir), "pneumothorax", "--audit-log", str(log)])
+    assert res.exit_code == 0 and json.loads(log.read_text().splitlines()[-1])["result_ids"] == ["a2", "c2"]

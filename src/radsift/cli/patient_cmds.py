@@ -1,5 +1,7 @@
-"""``radsift timeline`` and ``radsift patients``: a patient's reports over time, and the patients whose series
-shows a finding become new, resolve or persist (:mod:`radsift.search.timeline`)."""
+"""``radsift timeline``, ``radsift patients`` and ``radsift followups``: a patient's reports over time, the
+patients whose series shows a finding become new, resolve or persist (:mod:`radsift.search.timeline`), and
+the follow-ups recommended, due and overdue (:mod:`radsift.search.followups`). Each is audited as a search
+is (a line naming the reports shown, before anything is printed)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from rich.table import Table
 from radsift.cli.help import command, top_level_commands
 from radsift.cli.options import IndexArg
 from radsift.cli.output import console
+from radsift.cli.search_cmds import NoAuditOpt, SearchAuditOpt, _audit_search, _search_audit
 from radsift.search.followups import followups
 from radsift.search.timeline import finding_changes, patient_timeline
 
@@ -29,10 +32,12 @@ def timeline_cmd(
     patient: Annotated[str, typer.Argument(metavar="PATIENT", help="The patient (metadata 'patient').")],
     finding: Annotated[Optional[list[str]], typer.Option(
         "--finding", metavar="NAME", help="Show only these findings (repeatable).")] = None,
-    as_json: JsonOpt = False,
+    as_json: JsonOpt = False, audit_log: SearchAuditOpt = None, no_audit: NoAuditOpt = False,
 ) -> None:
     """A patient's reports in date order, each with its findings' status (present, uncertain, absent)."""
+    audit = _search_audit(index_dir, audit_log, no_audit)
     entries = patient_timeline(index_dir, patient)
+    _audit_search(audit, "timeline", patient, [e.report_id for e in entries])
     wanted = set(finding or [])
     if as_json:
         for e in entries:
@@ -65,10 +70,13 @@ def patients_cmd(
     within: Annotated[Optional[str], typer.Option(
         "--within", metavar="DURATION", help="Only changes at most this long after the report before "
                                              "(90d, 12w, 6m, 1y).")] = None,
-    as_json: JsonOpt = False,
+    as_json: JsonOpt = False, audit_log: SearchAuditOpt = None, no_audit: NoAuditOpt = False,
 ) -> None:
     """Patients whose series of dated reports shows a finding become new, resolve or persist, with evidence."""
+    audit = _search_audit(index_dir, audit_log, no_audit)
     changes = finding_changes(index_dir, finding, change, within)
+    _audit_search(audit, "patients", finding, [c.report.report_id for c in changes], params={"change": change,
+                                                                                          "within": within})
     if as_json:
         for c in changes:
             typer.echo(json.dumps(c.to_dict(), ensure_ascii=False))
@@ -90,11 +98,14 @@ def followups_cmd(
     overdue: Annotated[bool, typer.Option("--overdue", help="Only recommendations due and not done.")] = False,
     as_of: Annotated[Optional[str], typer.Option(
         "--as-of", metavar="DATE", help="Judge due and done as of this day (default: today).")] = None,
-    as_json: JsonOpt = False,
+    as_json: JsonOpt = False, audit_log: SearchAuditOpt = None, no_audit: NoAuditOpt = False,
 ) -> None:
     """Follow-up recommendations in the reports, when each is due, and whether a later exam of the patient
     came (overdue: due, and no later report of that patient since)."""
+    audit = _search_audit(index_dir, audit_log, no_audit)
     found = followups(index_dir, as_of=as_of, overdue_only=overdue)
+    _audit_search(audit, "followups", "overdue" if overdue else "all", [r.report_id for r in found],
+                  params={"as_of": as_of})
     if as_json:
         for r in found:
             typer.echo(json.dumps(r.to_dict(), ensure_ascii=False))
