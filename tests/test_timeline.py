@@ -162,3 +162,16 @@ def test_patient_commands_are_audited(index_dir, tmp_path):
     assert "pneumothorax" not in log.read_text()  # ids, never report text
     res = CliRunner().invoke(app, ["patients", str(index_dir), "pneumothorax", "--audit-log", str(log)])
     assert res.exit_code == 0 and json.loads(log.read_text().splitlines()[-1])["result_ids"] == ["a2", "c2"]
+
+
+def test_serial_demo_corpus_truth_is_consistent():
+    from radsift.demo.serial import serial_corpus
+
+    corpus = serial_corpus(20, seed=1, pool=400)
+    ids = {r.id: r for r in corpus.reports}
+    assert all(r.metadata["patient"] and r.metadata["date"] for r in corpus.reports)
+    for patient, finding, rid in corpus.new:
+        assert rid in ids and ids[rid].metadata["patient"] == patient and not rid.endswith("-1")
+    overdue = corpus.overdue("2026-06-30")
+    assert overdue <= set(corpus.recommendations) and not overdue & corpus.done
+    assert corpus.recommendations and corpus.new
