@@ -16,12 +16,25 @@ model, so it runs in seconds a round) and injects one fault:
   --deep`` or a search raises or reports it naming the damaged file; *undetected* when all of
   them pass and a search still answers (a wrong answer: must be 0).
 
-Prints one markdown table (faults injected, detected and how, undetected, data lost).
+Prints one markdown table (faults injected, detected and how, undetected, data lost), then the probe
+families of issue 32 (``--probes``), each its own script beside this one and runnable alone:
+
+* ``store`` (``faults_store.py``): same-size edits of every small array, a one-bit sweep of
+  ``manifest.json``, ``optimize`` on damage, truncation under a live ``radsift serve``, HNSW cache damage;
+* ``leaks`` (``faults_leaks.py``): proxy variables and ``--llm-proxy``, names that resolve elsewhere, report
+  text in audit lines, exports without their ids audited, failed audit writes, CSV formula cells;
+* ``policy`` (``faults_policy.py``): slow and huge unauthenticated bodies, whole heads over the limit, one
+  limit table across CLI / Python / HTTP, saved runs on failure, ``--out`` overwrites.
+
+Their table reports tried / detected / wrong answers / leaks / tracebacks / damaged files named; the target
+is 0 wrong answers, 0 leaks, 0 tracebacks. The exit status is 1 when any of those, an undetected damage or
+a lost report, is not 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import random
@@ -170,6 +183,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=20, help="rounds per kill point and per damage kind")
     parser.add_argument("--reports", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--probes", nargs="*", default=list(PROBES), choices=PROBES,
+                        help="probe families of issue 32 to run after the kills and damage (none: --probes)")
+    parser.add_argument("--flips", type=int, default=5, help="store: byte flips per small array")
+    parser.add_argument("--bits", type=int, default=300, help="store: one-bit flips of the manifest")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     rows = []
@@ -212,7 +229,39 @@ def main() -> int:
     total_lost = sum(r[4] for r in rows)
     total_undetected = sum(r[3] for r in rows)
     print(f"\nIn all: {sum(r[1] for r in rows)} faults, {total_undetected} undetected, {total_lost} reports lost.")
-    return 1 if total_lost or total_undetected else 0
+    bad = probe_families(args)
+    return 1 if total_lost or total_undetected or bad else 0
+
+
+PROBES = ("store", "leaks", "policy")
+COUNTS = ("tried", "detected", "wrong_answers", "leaks", "tracebacks", "files_named")
+
+
+def probe_families(args) -> int:
+    """Run the probe families (``faults_<family>.py`` beside this file); print their rows and totals; the
+    number of wrong answers, leaks and tracebacks."""
+    if not args.probes:
+        return 0
+    sys.path.insert(0, str(Path(__file__).parent))
+    rows = []
+    for family in args.probes:
+        try:
+            module = importlib.import_module(f"faults_{family}")
+        except ImportError as exc:
+            print(f"\nprobes {family}: skipped ({exc})")
+            continue
+        fargs = argparse.Namespace(reports=args.reports, seed=args.seed, flips=args.flips, bits=args.bits,
+                                   families=list(getattr(module, "FAMILIES", ())))
+        start = time.perf_counter()
+        rows += module.run(fargs)
+        print(f"  probes {family}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+    print("\n| family | probe | " + " | ".join(COUNTS) + " |")
+    print("|---|---|" + "---|" * len(COUNTS))
+    for row in rows:
+        print(f"| {row['family']} | {row['probe']} | " + " | ".join(str(row.get(c, 0)) for c in COUNTS) + " |")
+    totals = {c: sum(int(row.get(c, 0)) for row in rows) for c in COUNTS}
+    print("| **all** | | " + " | ".join(str(totals[c]) for c in COUNTS) + " |")
+    return totals["wrong_answers"] + totals["leaks"] + totals["tracebacks"]
 
 
 if __name__ == "__main__":
