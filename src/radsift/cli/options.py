@@ -147,7 +147,8 @@ MilvusUriOpt = Annotated[Optional[str], typer.Option(
     "$RADSIFT_MILVUS_TOKEN.")]
 IndexArg = Annotated[Path, typer.Argument(metavar="INDEX_DIR", help="Index directory.", show_default=False)]
 ModelOpt = Annotated[Optional[str], typer.Option(
-    "--model", metavar="DIR", help="sentence-transformers model folder (default: packaged all-MiniLM-L6-v2).")]
+    "--model", metavar="DIR", help="sentence-transformers model folder (default: the model that built the index, "
+    "found through the index, also in its own models/ folder when copied; a new build: packaged all-MiniLM-L6-v2).")]
 ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", metavar="N", help="torch threads for encoding.")]
 BatchOpt = Annotated[int, typer.Option("--batch-size", metavar="N", help="Encoding batch size.")]
 EncoderOpt = Annotated[str, typer.Option(

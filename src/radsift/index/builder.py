@@ -284,11 +284,20 @@ def add_to_index(
     return summary
 
 
+def portable_model_path(model: Path, index_dir: Path) -> str:
+    """The model folder as the manifest records it: relative to the index when it lies inside it (an
+    adapted model in ``INDEX/models/``), so a copied or moved index still finds it; else absolute."""
+    try:
+        return str(Path(model).resolve().relative_to(Path(index_dir).resolve()))
+    except ValueError:
+        return str(Path(model).resolve()) if Path(model).exists() else str(model)
+
+
 def _load_encoder(opts: BuildOptions, old: IndexStore | None):
     """The encoder of a build; an add must use the model that built the index (checked once, here)."""
     encoder, model = opts.encoder, opts.model
     if old is not None and model is None and encoder is None:
-        model = old.manifest.model_folder()
+        model = old.manifest.model_folder(old.index_dir)
     if old is not None:
         old.manifest.check_model(Path(encoder.path) if encoder is not None else resolve_model_path(model),
                                  old.index_dir)
@@ -386,7 +395,7 @@ def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, o
             manifest = Manifest(
                 format_version=FORMAT_VERSION,
                 model_name=encoder.name,
-                model_path=str(encoder.path),
+                model_path=portable_model_path(Path(encoder.path), index_dir),
                 model_fingerprint=model_fingerprint(Path(encoder.path)),
                 dim=encoder.dim,
                 empty_ids=empty,

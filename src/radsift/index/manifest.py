@@ -70,9 +70,23 @@ class Manifest:
                 "the index"
             )
 
-    def model_folder(self) -> str:
-        """Where to load the index's own model from: its folder if still there, else its name."""
-        return self.model_path if Path(self.model_path).is_dir() else self.model_name
+    def model_folder(self, index_dir: str | Path | None = None) -> str:
+        """Where to load the index's own model from: its folder if still there, else its name.
+
+        A model kept inside the index (``INDEX/models/...``, as ``--adapt`` saves it) is recorded relative to
+        the index, so a copied or moved index finds it; an index written before that (an absolute path that
+        is gone) still finds its model in its own ``models/`` folder when the fingerprint matches.
+        """
+        path = Path(self.model_path)
+        if index_dir is not None and not path.is_absolute() and (Path(index_dir) / path).is_dir():
+            return str(Path(index_dir) / path)
+        if path.is_dir():  # absolute, or (written before paths were made portable) relative to the shell
+            return str(path)
+        if index_dir is not None:
+            own = Path(index_dir) / "models" / Path(self.model_path).name
+            if own.is_dir() and model_fingerprint(own) == self.model_fingerprint:
+                return str(own)
+        return self.model_name
 
     def to_json(self) -> str:
         """The manifest as written, with its own checksum (:func:`~radsift.index.integrity.manifest_digest`)."""

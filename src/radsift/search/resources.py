@@ -73,7 +73,7 @@ class IndexResources:
                 if self._encoder is None:
                     if self._model_path is None:
                         try:
-                            self._model_path = self._checked_model(self.store.manifest.model_folder())
+                            self._model_path = self._checked_model(self.store.manifest.model_folder(self.store.index_dir))
                         except ConfigError:
                             m = self.store.manifest
                             raise IndexStoreError(
@@ -89,8 +89,8 @@ class IndexResources:
         if self._settings is None:
             m = self.store.manifest
             path = self._model_path if self._model_path is not None else getattr(self._encoder, "path", None)
-            if path is None and m.model_path and Path(m.model_path).is_dir():
-                path = m.model_path
+            if path is None and m.model_path and Path(m.model_folder(self.store.index_dir)).is_dir():
+                path = m.model_folder(self.store.index_dir)
             self._settings = settings_of_model(path, m.model_name)
         return self._settings
 
