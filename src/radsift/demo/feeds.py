@@ -122,3 +122,11 @@ def write_feeds(reports: Sequence[Report], folder: Path, *, per_patient: int = 3
     paths["reports.hl7"].write_text("\n".join(m.replace("\r", "\n") for m in messages) + "\n", encoding="utf-8")
     paths["reports.mllp"].write_bytes(b"".join(b"\x0b" + m.encode() + b"\x1c\r" for m in messages))
     return paths
+
+
+def write_hl7(items: Sequence[FeedItem], path: Path) -> Path:
+    """Write feed items as a file of ``ORU^R01`` messages (one after another, segments on lines)."""
+    messages = [hl7_message(item, f"MSG{n:06d}") for n, item in enumerate(items, 1)]
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text("\n".join(m.replace("\r", "\n") for m in messages) + "\n", encoding="utf-8")
+    return Path(path)

@@ -4,6 +4,7 @@ that only writes the synthetic corpus)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -11,12 +12,19 @@ from rich.table import Table
 
 from radsift.corpus import ReaderOptions, ReadStats, read_corpus
 from radsift.demo import write_demo_corpus
+from radsift.demo.feeds import FeedItem, write_hl7
+from radsift.demo.serial import serial_corpus
 from radsift.evaluation.metrics import evaluate
 from radsift.evaluation.trec import read_qrels, read_queries
 from radsift.index import build_index
 from radsift.search import Index
 from radsift.search.display import print_hits
+from radsift.search.followups import followups
+from radsift.search.timeline import finding_changes, patient_timeline
 from radsift.workflows.adapt import build_adapted_index
+
+#: The demo's "today" for follow-ups (the serial corpus's exams run from 2024 into 2025).
+DEMO_AS_OF = "2025-09-30"
 
 EXAMPLE_SEARCHES = ("pneumothorax", "no pleural effusion", "enlarged heart", "endotracheal tube position",
                     "a breathing tube in the windpipe")
@@ -82,7 +90,9 @@ def run_demo(out: Path, *, n: int = 2000, seed: int = 7, serve: bool = False, po
             console.print(f"\n[bold]radsift search {index_dir} {query!r} -k 3[/]")
             print_hits(console, query, index.search(query, k=3, mode="hybrid"))
 
-    console.rule("[bold]6. your own reports")
+    patients_step(out, console)
+
+    console.rule("[bold]7. your own reports")
     console.print(
         "Index a CSV of your own (other columns become metadata you can filter on with --where), tuning the "
         "model on it first:\n"
@@ -97,6 +107,38 @@ def run_demo(out: Path, *, n: int = 2000, seed: int = 7, serve: bool = False, po
     if serve:
         from radsift.serve import run_server  # uvicorn and fastapi: only when serving
 
-        console.rule("[bold]7. web page")
+        console.rule("[bold]8. web page")
         run_server(index_dir, host="127.0.0.1", port=port, console=console)
+    return index_dir
+
+
+def patients_step(out: Path, console: Console, n_patients: int = 40) -> Path:
+    """Patients over time: serial exams arriving as an HL7 feed, one patient's timeline, a new finding and
+    the overdue follow-ups (:mod:`radsift.demo.serial`, :mod:`radsift.search.timeline`)."""
+    console.rule("[bold]6. patients over time (an HL7 feed of serial exams)")
+    corpus = serial_corpus(n_patients, seed=1, pool=600, as_of=DEMO_AS_OF)
+    items = [FeedItem(r, r.metadata["patient"], datetime.fromisoformat(r.metadata["date"] + "T09:00"))
+             for r in corpus.reports]
+    feed = write_hl7(items, out / "feeds" / "serial.hl7")
+    index_dir = out / "index-patients"
+    summary = build_index(index_dir, read_corpus([feed], ReaderOptions()), overwrite=True)
+    console.print(f"read {feed} (HL7 v2 ORU^R01); built: {summary.describe()}", highlight=False)
+    changes = finding_changes(index_dir, "pneumothorax", "new") or finding_changes(index_dir, "pleural effusion", "new")
+    if changes:
+        change = changes[0]
+        console.print(f"\n[bold]radsift patients {index_dir} {change.finding!r} --change new[/]: "
+                      f"{len(changes)} patients; the first:", highlight=False)
+        console.print(f"  {change.patient}: {change.finding} absent or not mentioned on {change.before.date}, "
+                      f"present on {change.report.date}: \"{change.report.evidence.get(change.finding, '')}\"",
+                      highlight=False)
+        console.print(f"\n[bold]radsift timeline {index_dir} {change.patient}[/]", highlight=False)
+        for entry in patient_timeline(index_dir, change.patient):
+            present = ", ".join(f for f, st in entry.findings.items() if st == "present") or "(nothing present)"
+            console.print(f"  {entry.date}  {entry.report_id}  {change.finding}: {entry.status(change.finding):<14}"
+                          f" present: {present}", highlight=False)
+    overdue = followups(index_dir, as_of=DEMO_AS_OF, overdue_only=True)
+    console.print(f"\n[bold]radsift followups {index_dir} --overdue --as-of {DEMO_AS_OF}[/]: {len(overdue)} overdue",
+                  highlight=False)
+    for rec in overdue[:3]:
+        console.print(f"  due {rec.due}  {rec.patient}  {rec.report_id} ({rec.date}): {rec.sentence}", highlight=False)
     return index_dir
