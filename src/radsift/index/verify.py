@@ -15,7 +15,6 @@ traceback or a wrong answer; ``docs/recovery`` in the README says how to recover
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,13 +24,12 @@ import numpy as np
 from radsift.errors import IndexDamagedError, IndexStoreError
 from radsift.index.format import COLUMNS, segment_dir
 from radsift.index.generations import read_current
-from radsift.index.integrity import MANIFEST_SHA, cache_problems
+from radsift.index.integrity import MANIFEST_SHA, cache_problems, sha256_file
 from radsift.index.manifest import MANIFEST_NAME, Manifest
 from radsift.index.segment import SegmentReader
 
 #: Files a writer does not record: the manifest itself and the reader leases.
 UNRECORDED = ("manifest.json", ".readers")
-_CHUNK = 1 << 20
 #: Where the HNSW graphs of a generation live (radsift.index.backends.placement.GRAPH_DIR).
 GRAPH_DIR = Path("cache") / "hnsw"
 #: The small arrays a search reads (checked against their checksums and ranges by every verify).
@@ -50,21 +48,13 @@ class Problem:
         return f"{self.path}: {self.reason}"
 
 
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def record_files(gen_dir: Path) -> dict[str, dict]:
     """``{relative path: {"size", "sha256"}}`` of every file of a segment (what the manifest records)."""
     out = {}
     for f in sorted(gen_dir.rglob("*")):
         rel = f.relative_to(gen_dir).as_posix()
         if f.is_file() and rel not in UNRECORDED:
-            out[rel] = {"size": f.stat().st_size, "sha256": sha256(f)}
+            out[rel] = {"size": f.stat().st_size, "sha256": sha256_file(f)}
     return out
 
 
@@ -80,7 +70,7 @@ def check_files(gen_dir: Path, files: dict[str, dict], deep: bool = False) -> li
             continue
         if size != info.get("size"):
             problems.append(Problem(path, f"{size} bytes, the manifest recorded {info.get('size')}"))
-        elif deep and sha256(path) != info.get("sha256"):
+        elif deep and sha256_file(path) != info.get("sha256"):
             problems.append(Problem(path, "checksum differs from the manifest's (the file was changed or damaged)"))
     return problems
 

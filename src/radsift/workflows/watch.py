@@ -19,7 +19,6 @@ files: an add in progress finishes or leaves nothing (adds are atomic).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -31,6 +30,7 @@ from radsift.corpus import read_corpus
 from radsift.corpus.options import ReaderOptions
 from radsift.errors import ConfigError, RadsiftError
 from radsift.index import add_to_index
+from radsift.index.integrity import sha256_file
 from radsift.index.reader import IndexStore
 from radsift.search import Index
 from radsift.search.saved import SavedSearches
@@ -51,11 +51,8 @@ class WatchBatch:
 
 
 def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """The SHA-256 of a dropped file (the ledger's identity of it)."""
+    return sha256_file(path)
 
 
 class Ledger:
