@@ -43,6 +43,12 @@ def serve_cmd(
         "--keepalive-timeout", metavar="SECONDS", help="Close an idle keep-alive connection after this long.")] = 5.0,
     max_connections: Annotated[int, typer.Option(
         "--max-connections", metavar="N", help="Open connections served at once; past them a request gets 503.")] = 64,
+    max_body: Annotated[int, typer.Option(
+        "--max-body", metavar="BYTES", help="Largest request body; a larger one gets 413 before it is read "
+        "(after the token check: a request without the token gets 401 before its body is read).")] = 1024 * 1024,
+    body_timeout: Annotated[float, typer.Option(
+        "--body-timeout", metavar="SECONDS", help="A request body must arrive within this long after its "
+        "head, or the request gets 408 and its connection is closed.")] = 10.0,
     llm_url: LlmUrlOpt = None, llm_model: LlmModelOpt = None, llm_token_file: LlmTokenOpt = None,
     allow_remote_llm: AllowRemoteOpt = False,
     passage_first_stage: Annotated[Optional[Path], typer.Option(
@@ -55,7 +61,7 @@ def serve_cmd(
     from radsift.serve.server import ServerLimits
 
     limits = ServerLimits(header_timeout=header_timeout, keepalive_timeout=keepalive_timeout,
-                          max_connections=max_connections)
+                          max_connections=max_connections, max_body=max_body, body_timeout=body_timeout)
     if milvus_uri:  # the server opens its Index itself: the engine reads the override from the environment
         os.environ["RADSIFT_MILVUS_URI"] = milvus_uri
     run_server(index_dir, host=host, port=port, token_file=token_file, audit_log=audit_log, model=model,
