@@ -5,6 +5,7 @@ by several commands."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from pathlib import Path
@@ -15,7 +16,7 @@ import typer
 from radsift.corpus import ReaderOptions, ReadStats, read_corpus
 from radsift.errors import ConfigError
 from radsift.records import Report
-from radsift.search.options import SearchOptions, cli_options
+from radsift.search.options import SearchOptions, cli_options, wire_options
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,6 +95,8 @@ def search_flags(dest: str = "options", *, only: Sequence[str] | None = None) ->
     The flags replace the parameter ``dest`` in the command's signature (as :func:`reader_flags` does),
     so their names, types, defaults and help are those declared once in
     :class:`radsift.search.options.SearchOptions` (which the HTTP API's parameters come from too).
+    Numbers arrive as text and are read and checked by :func:`cli_search_options` before the command
+    runs: ``-k 1e9`` is one line of error (the sentence Python and the API give), not a usage box.
 
     Args:
         dest: The command's parameter that receives the ``SearchOptions``.
@@ -117,13 +120,27 @@ def search_flags(dest: str = "options", *, only: Sequence[str] | None = None) ->
 
         @functools.wraps(fn)
         def wrapper(**kwargs):
-            kwargs[dest] = SearchOptions(**{name: kwargs.pop(param) for name, param in names.items()})
+            kwargs[dest] = cli_search_options({name: kwargs.pop(param) for name, param in names.items()})
             return fn(**kwargs)
 
         wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
         return wrapper
 
     return decorate
+
+
+def cli_search_options(values: dict[str, Any]) -> SearchOptions:
+    """The search flags' values as one checked :class:`SearchOptions` (:func:`~radsift.search.options.wire_options`).
+
+    ``--unit passage`` is the search command's passage search, not a unit of ``Index.search``: it is
+    kept as it is and the other options checked.
+
+    Raises:
+        ConfigError: Naming the option, in the input policy's sentence.
+    """
+    passage = values.get("unit") == "passage"
+    options = wire_options({**values, "unit": "sentence"} if passage else values)
+    return dataclasses.replace(options, unit="passage") if passage else options
 
 
 # ---------------------------------------------------------------------------------------------

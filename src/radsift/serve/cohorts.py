@@ -31,7 +31,7 @@ MEDIA = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; chars
 
 class SavedIn(BaseModel):
     name: str = Field(description="Letters, digits, '.', '_' or '-' (1 to 64), starting with a letter or digit.")
-    q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    q: str = Field(description=f"1 to {MAX_QUERY_CHARS} characters once cleaned (checked as by the CLI and Python).")
     mode: Literal["dense", "bm25", "hybrid", "hybrid-rrf"] = "hybrid"
     target: str | None = None
     where: list[str] | None = None
@@ -53,7 +53,7 @@ def cohort_router(service: Service) -> APIRouter:
                                  "content": {"text/csv": {}, "application/x-ndjson": {}, "application/json": {}}}})
     def export(
         request: Request,
-        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS)],
+        q: Annotated[str, Query(description=f"1 to {MAX_QUERY_CHARS} characters once cleaned (the input policy).")],
         options: Annotated[SearchOptions, Depends(search_params(COHORT_OPTIONS))],
         include: Annotated[Literal["states", "related", "all"] | None, Query(
             description="states (reports stating the reading; default when the query names a finding), related, all.")] = None,
