@@ -198,7 +198,9 @@ def saved_run(
         cohort_format(out, None)
     audit = _export_audit(index_dir, audit_log) if out is not None else None
     index = Index.open(index_dir, model=model, threads=threads)
-    run = SavedSearches.of_index(index_dir, saved_dir).run(index, name, new=new, mark=mark, max_rows=max_rows)
+    searches = SavedSearches.of_index(index_dir, saved_dir)
+    # Recorded at the end, once the rows are printed, written and audited: a failed run records nothing.
+    run = searches.run(index, name, new=new, mark=False, max_rows=max_rows)
     for warning in run.warnings:
         err_console.print(f"warning: {warning}", highlight=False)
     rows = run.rows
@@ -223,6 +225,8 @@ def saved_run(
                     params=part.options, include=part.include, rows=len(rows), file=str(path.resolve()),
                     saved_search=name, new_only=new)
         console.print(f"wrote {len(rows)} reports to {path} (provenance: {side.name})", highlight=False)
+    if mark:
+        searches.record(run)
 
 
 @command(saved_app, "rm", example="radsift saved rm my-index ptx")

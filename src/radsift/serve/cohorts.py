@@ -5,8 +5,9 @@
   options, model fingerprint, index generation, version, time) comes in the ``X-Radsift-Provenance``
   header, and whole with the rows for ``format=json``. Each export is an audit line (query, rows).
 * ``GET /api/saved`` the saved searches; ``POST /api/saved`` save one (JSON body);
-  ``POST /api/saved/{name}/run`` run one and record the run (``new=true``: only reports added
-  since the last recorded run, from the page or ``radsift saved run``); ``GET /api/saved/{name}``
+  ``POST /api/saved/{name}/run`` run one and record the run once the answer is sent (``new=true``:
+  only reports added since the last recorded run, from the page or ``radsift saved run``; an answer
+  that fails, a 503, records nothing); ``GET /api/saved/{name}``
   the same without recording it; ``DELETE /api/saved/{name}`` remove one.
 """
 
@@ -16,7 +17,9 @@ import json
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse, Response
+from starlette.background import BackgroundTask
 from pydantic import BaseModel, Field
 
 from radsift.search.cohort import COHORT_OPTIONS, DEFAULT_MAX_ROWS, MAX_ROWS_LIMIT, collect_cohort, render_cohort
@@ -87,23 +90,26 @@ def cohort_router(service: Service) -> APIRouter:
         audit(request, "saved-add", name=saved.name, query=saved.query, params=saved.options)
         return saved.to_dict()
 
-    def run_saved(request: Request, name: str, new: bool, max_rows: int, mark: bool) -> dict:
-        run = service.saved.run(service.index, name, new=new, mark=mark, max_rows=max_rows)
+    def run_saved(request: Request, name: str, new: bool, max_rows: int, mark: bool) -> JSONResponse:
+        # Recorded after the answer is sent (a background task): a run answered 503, or not delivered, records nothing.
+        run = service.saved.run(service.index, name, new=new, mark=False, max_rows=max_rows)
         audit(request, "saved-run", name=name, query=run.search.query, new_only=new, rows=len(run.rows), marked=mark)
-        return {"name": run.search.name, "query": run.search.query, "options": run.search.options,
+        out = {"name": run.search.name, "query": run.search.query, "options": run.search.options,
                 "new_only": new, "first_run": run.first_run, "warnings": run.warnings,
                 "matching": run.cohort.matching, "total": run.cohort.total, "last_run": run.search.last_run,
                 "include": run.search.include, "rows": [r.to_dict() for r in run.rows]}
+        # last_run: the run before this one (the one "new" is counted from).
+        return JSONResponse(jsonable_encoder(out), background=BackgroundTask(service.saved.record, run) if mark else None)
 
     @router.get("/saved/{name}", dependencies=[only_params(frozenset({"new", "max_rows"}))])
     def saved_peek(request: Request, name: str, new: bool = False,
-                   max_rows: Annotated[int, Query(ge=1, le=MAX_ROWS_LIMIT)] = DEFAULT_MAX_ROWS) -> dict:
+                   max_rows: Annotated[int, Query(ge=1, le=MAX_ROWS_LIMIT)] = DEFAULT_MAX_ROWS) -> JSONResponse:
         """Run a saved search without recording the run (``new``: since the last recorded run)."""
         return run_saved(request, name, new, max_rows, mark=False)
 
     @router.post("/saved/{name}/run", dependencies=[only_params(frozenset({"new", "max_rows"}))])
     def saved_run(request: Request, name: str, new: bool = False,
-                  max_rows: Annotated[int, Query(ge=1, le=MAX_ROWS_LIMIT)] = DEFAULT_MAX_ROWS) -> dict:
+                  max_rows: Annotated[int, Query(ge=1, le=MAX_ROWS_LIMIT)] = DEFAULT_MAX_ROWS) -> JSONResponse:
         """Run a saved search and record the run: the next ``new`` lists only reports added after it."""
         return run_saved(request, name, new, max_rows, mark=True)
 
