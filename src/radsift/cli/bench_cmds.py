@@ -10,9 +10,10 @@ from typing import Annotated, Any, Optional
 import typer
 
 from radsift.cli.help import OPENI, command, top_level_commands
-from radsift.cli.options import (AllowRemoteOpt, AlphaOpt, BackendOpt, BatchOpt, ConceptsOpt, IndexArg, LevelOpt,
+from radsift.cli.options import (AllowRemoteOpt, AlphaOpt, BackendOpt, BatchOpt, ConceptsOpt, ForceOpt, IndexArg, LevelOpt,
                                  LlmModelOpt, LlmTokenOpt, LlmUrlOpt, MilvusUriOpt, ModeOpt, ModelOpt, NegationOpt,
-                                 PrfOpt, RerankOpt, RerankerOpt, TargetOpt, ThreadsOpt, UnitOpt, WhereOpt, reader_flags)
+                                 PrfOpt, RerankOpt, RerankerOpt, TargetOpt, ThreadsOpt, UnitOpt, WhereOpt, check_out,
+                                 reader_flags)
 from radsift.cli.output import console, err_console, say
 from radsift.evaluation.bench import BenchConfig
 from radsift.evaluation.report import console_tables
@@ -39,9 +40,10 @@ def run_cmd(
     threads: ThreadsOpt = None, rerank: RerankOpt = 0, reranker: RerankerOpt = None, alpha: AlphaOpt = None,
     concepts: ConceptsOpt = True, prf: PrfOpt = False,
     tag: Annotated[Optional[str], typer.Option("--tag", metavar="NAME", help="Run tag (default radsift-MODE).")] = None,
-    backend: BackendOpt = "auto", milvus_uri: MilvusUriOpt = None,
+    backend: BackendOpt = "auto", milvus_uri: MilvusUriOpt = None, force: ForceOpt = False,
 ) -> None:
     """Run a file of queries and write a TREC run (docid = report id, or sentence uid at sentence level)."""
+    check_out(out, force)
     index = Index.open(index_dir, model=model, threads=threads, reranker=reranker if rerank else None,
                        backend=backend, milvus_uri=milvus_uri)
     n = run_queries(index, queries, out, k=k, mode=mode, level=level, where=where, target=target, unit=unit,

@@ -218,6 +218,35 @@ AllowRemoteOpt = Annotated[bool, typer.Option(
     help="Allow an --llm-url that is not this machine (prompts hold report text: patient data).")]
 
 
+# ---------------------------------------------------------------------------------------------
+# --out: never overwritten without --force
+# ---------------------------------------------------------------------------------------------
+ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite what --out names when it exists.")]
+
+
+def check_out(out: Path | None, force: bool, *, folder: bool = False, beside: Iterable[Path] = ()) -> None:
+    """Refuse an ``--out`` that would overwrite something, unless ``--force``: a file that exists (and the
+    files written ``beside`` it, e.g. an export's provenance sidecar), or, for a ``folder``, one that exists
+    and is not empty. Checked before the command does its work.
+
+    Raises:
+        ConfigError: One line naming what exists and saying ``--force``.
+    """
+    if out is None or force:
+        return
+    out = Path(out)
+    if folder:
+        if out.is_dir() and any(out.iterdir()):
+            raise ConfigError(f"--out {out}: the folder exists and is not empty; give --force to write into it "
+                              "(files of the same name are replaced), or name another folder")
+        if out.exists() and not out.is_dir():
+            raise ConfigError(f"--out {out} is a file: name a folder")
+        return
+    for path in (out, *beside):
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"--out {out}: {path} exists; give --force to overwrite it, or name another file")
+
+
 SavedDirOpt = Annotated[Optional[Path], typer.Option(
     "--saved-dir", metavar="DIR", help="Folder of saved searches (default INDEX_DIR/saved).")]
 

@@ -15,12 +15,12 @@ import typer
 from rich.text import Text
 
 from radsift.cli.help import OrderedGroup, command, examples, top_level_commands
-from radsift.cli.options import (BackendOpt, IndexArg, MilvusUriOpt, ModelOpt, RerankerOpt, SavedDirOpt, ThreadsOpt,
-                                 search_flags)
+from radsift.cli.options import (BackendOpt, ForceOpt, IndexArg, MilvusUriOpt, ModelOpt, RerankerOpt, SavedDirOpt,
+                                 ThreadsOpt, check_out, search_flags)
 from radsift.cli.output import console, err_console
 from radsift.errors import ConfigError
 from radsift.search import Index
-from radsift.search.cohort import COHORT_OPTIONS, Cohort, cohort_format, collect_cohort, write_cohort
+from radsift.search.cohort import COHORT_OPTIONS, Cohort, cohort_format, collect_cohort, provenance_path, write_cohort
 from radsift.search.display import print_hits, reading_text
 from radsift.search.options import SearchOptions
 from radsift.search.passages import PolyFirstStage, load_passage_reranker, parse_passage_query, search_passages
@@ -118,10 +118,12 @@ def export_cmd(
     options: SearchOptions = SearchOptions(), model: ModelOpt = None, threads: ThreadsOpt = None,
     audit_log: Annotated[Optional[Path], typer.Option(
         "--audit-log", metavar="FILE", help="Audit trail to append the export to (default INDEX_DIR/audit/exports.jsonl).")] = None,
+    force: ForceOpt = False,
 ) -> None:
     """Export every report that states the query's reading (a cohort) with its evidence sentences,
     offsets, status, cue, score and band, plus a provenance sidecar (FILE.provenance.json)."""
     cohort_format(out, fmt)  # a bad --out or --format fails before the search
+    check_out(out, force, beside=[provenance_path(out)])
     audit = _export_audit(index_dir, audit_log)
     index = Index.open(index_dir, model=model, threads=threads)
     cohort = collect_cohort(index, query, include=include, max_rows=max_rows, **options.pick(COHORT_OPTIONS))
@@ -192,10 +194,12 @@ def saved_run(
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable rows.")] = False,
     audit_log: Annotated[Optional[Path], typer.Option(
         "--audit-log", metavar="FILE", help="With --out: the audit trail (default INDEX_DIR/audit/exports.jsonl).")] = None,
+    force: ForceOpt = False,
 ) -> None:
     """Run a saved search: its reports, or with --new only those added since its last run."""
     if out is not None:
         cohort_format(out, None)
+        check_out(out, force, beside=[provenance_path(out)])
     audit = _export_audit(index_dir, audit_log) if out is not None else None
     index = Index.open(index_dir, model=model, threads=threads)
     searches = SavedSearches.of_index(index_dir, saved_dir)

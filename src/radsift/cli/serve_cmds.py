@@ -10,8 +10,8 @@ from typing import Annotated, Optional
 import typer
 
 from radsift.cli.help import command, top_level_commands
-from radsift.cli.options import (AllowRemoteOpt, BackendOpt, LlmModelOpt, LlmTokenOpt, LlmUrlOpt, MilvusUriOpt,
-                                 ModelOpt, RerankerOpt, SavedDirOpt)
+from radsift.cli.options import (AllowRemoteOpt, BackendOpt, ForceOpt, LlmModelOpt, LlmTokenOpt, LlmUrlOpt,
+                                 MilvusUriOpt, ModelOpt, RerankerOpt, SavedDirOpt, check_out)
 from radsift.cli.output import console
 from radsift.demo import write_demo_corpus
 from radsift.workflows.demo import run_demo
@@ -80,8 +80,10 @@ def demo_cmd(
     port: Annotated[int, typer.Option("--port", metavar="PORT", help="TCP port of the web page.")] = 8000,
     adapt_steps: Annotated[int, typer.Option(
         "--adapt-steps", metavar="N", help="Training steps of the adapt step (0 skips it).")] = 40,
+    force: ForceOpt = False,
 ) -> None:
     """The main job on the bundled demo corpus: generate, index, search, adapt the model (and serve)."""
+    check_out(out, force, folder=True)
     run_demo(out, n=n, serve=serve, port=port, adapt_steps=adapt_steps, console=console)
 
 
@@ -90,8 +92,10 @@ def demo_corpus_cmd(
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Folder to write the corpus files into.")],
     n: Annotated[int, typer.Option("--n", metavar="N", help="Number of synthetic reports.")] = 2000,
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Random seed (same seed, same files).")] = 7,
+    force: ForceOpt = False,
 ) -> None:
     """Write synthetic chest X-ray reports (CSV and JSONL), their ground truth, queries and qrels."""
+    check_out(out, force, folder=True)
     files = write_demo_corpus(out, n=n, seed=seed)
     for path in files.paths:
         console.print(str(path), highlight=False)
