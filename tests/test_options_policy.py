@@ -103,3 +103,13 @@ def test_wire_options_reads_text_as_the_options_type_and_checks_it():
     assert wire_options({"k": "25", "offset": " 50 ", "alpha": "0.25"}) == SearchOptions(k=25, offset=50, alpha=0.25)
     with pytest.raises(ConfigError, match=r"^k: must be a whole number of hits, not '1e9'$"):
         wire_options({"k": "1e9"})
+
+
+@pytest.mark.parametrize(("k", "sentence"), [("1e9", "k: must be a whole number of hits, not '1e9'"),
+                                             ("5000", f"k: must be from 1 to {MAX_K}, not 5000")])
+def test_run_refuses_a_bad_depth_in_one_line_before_opening_the_index(tmp_path, k, sentence):
+    queries = tmp_path / "q.tsv"
+    queries.write_text("q1\tpneumothorax\n")
+    res = CliRunner().invoke(cli_app, ["run", str(tmp_path / "missing"), "--queries", str(queries),
+                                       "--out", str(tmp_path / "run.trec"), "-k", k])
+    assert res.exit_code == 2 and res.output.strip() == f"error: {sentence}"
