@@ -42,7 +42,7 @@ browser:
 	fi
 
 demo: install
-	$(VENV)/bin/radsift demo --out $(DEMO) $(if $(filter 1,$(SERVE)),--serve --port $(PORT),)
+	$(VENV)/bin/radsift demo --out $(DEMO) --force $(if $(filter 1,$(SERVE)),--serve --port $(PORT),)
 
 test: install-dev browser
 	# The layering contract (pyproject.toml [tool.importlinter]): no upward import, no cycle.

@@ -10,15 +10,17 @@ from typing import Annotated, Any, Optional
 import typer
 
 from radsift.cli.help import OPENI, command, top_level_commands
-from radsift.cli.options import (AllowRemoteOpt, AlphaOpt, BackendOpt, BatchOpt, ConceptsOpt, IndexArg, LevelOpt,
+from radsift.cli.options import (AllowRemoteOpt, AlphaOpt, BackendOpt, BatchOpt, ConceptsOpt, ForceOpt, IndexArg, LevelOpt,
                                  LlmModelOpt, LlmTokenOpt, LlmUrlOpt, MilvusUriOpt, ModeOpt, ModelOpt, NegationOpt,
-                                 PrfOpt, RerankOpt, RerankerOpt, TargetOpt, ThreadsOpt, UnitOpt, WhereOpt, reader_flags)
+                                 PrfOpt, RerankOpt, RerankerOpt, TargetOpt, ThreadsOpt, UnitOpt, WhereOpt, check_out,
+                                 reader_flags)
 from radsift.cli.output import console, err_console, say
 from radsift.evaluation.bench import BenchConfig
 from radsift.evaluation.report import console_tables
 from radsift.evaluation.run_eval import evaluate_run_file
 from radsift.evaluation.runs import run_queries
 from radsift.search import Index
+from radsift.search.options import check_options, from_wire
 from radsift.workflows.bench import PassageOptions, run_benchmark
 
 #: This module's top-level commands (merged into ``radsift`` by :mod:`radsift.cli`).
@@ -33,18 +35,20 @@ def run_cmd(
     index_dir: IndexArg,
     queries: Annotated[Path, typer.Option("--queries", metavar="FILE", help="qid<TAB>query file.")],
     out: Annotated[Path, typer.Option("--out", metavar="FILE", help="TREC run file to write.")],
-    k: Annotated[int, typer.Option("-k", "--k", metavar="N", help="Depth of the run per query.")] = 1000,
+    k: Annotated[str, typer.Option("-k", "--k", metavar="N", help="Depth of the run per query (1 to 1000).")] = "1000",
     mode: ModeOpt = "hybrid", level: LevelOpt = "report", where: WhereOpt = None, target: TargetOpt = None,
     unit: UnitOpt = "sentence", negation: NegationOpt = "aware", model: ModelOpt = None,
     threads: ThreadsOpt = None, rerank: RerankOpt = 0, reranker: RerankerOpt = None, alpha: AlphaOpt = None,
     concepts: ConceptsOpt = True, prf: PrfOpt = False,
     tag: Annotated[Optional[str], typer.Option("--tag", metavar="NAME", help="Run tag (default radsift-MODE).")] = None,
-    backend: BackendOpt = "auto", milvus_uri: MilvusUriOpt = None,
+    backend: BackendOpt = "auto", milvus_uri: MilvusUriOpt = None, force: ForceOpt = False,
 ) -> None:
     """Run a file of queries and write a TREC run (docid = report id, or sentence uid at sentence level)."""
+    check_out(out, force)
+    check_options("check", k=from_wire("k", k), sections=(), metadata_keys=(), rerank=rerank)  # -k 1e9: one line
     index = Index.open(index_dir, model=model, threads=threads, reranker=reranker if rerank else None,
                        backend=backend, milvus_uri=milvus_uri)
-    n = run_queries(index, queries, out, k=k, mode=mode, level=level, where=where, target=target, unit=unit,
+    n = run_queries(index, queries, out, k=from_wire("k", k), mode=mode, level=level, where=where, target=target, unit=unit,
                     negation=negation, rerank=rerank, alpha=alpha, concepts=concepts, prf=prf,
                     tag=tag or f"radsift-{mode}")
     console.print(f"wrote {n} queries to {out}", highlight=False)

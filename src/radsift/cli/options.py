@@ -5,6 +5,7 @@ by several commands."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from pathlib import Path
@@ -15,7 +16,7 @@ import typer
 from radsift.corpus import ReaderOptions, ReadStats, read_corpus
 from radsift.errors import ConfigError
 from radsift.records import Report
-from radsift.search.options import SearchOptions, cli_options
+from radsift.search.options import SearchOptions, cli_options, wire_options
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,6 +102,8 @@ def search_flags(dest: str = "options", *, only: Sequence[str] | None = None) ->
     The flags replace the parameter ``dest`` in the command's signature (as :func:`reader_flags` does),
     so their names, types, defaults and help are those declared once in
     :class:`radsift.search.options.SearchOptions` (which the HTTP API's parameters come from too).
+    Numbers arrive as text and are read and checked by :func:`cli_search_options` before the command
+    runs: ``-k 1e9`` is one line of error (the sentence Python and the API give), not a usage box.
 
     Args:
         dest: The command's parameter that receives the ``SearchOptions``.
@@ -124,13 +127,27 @@ def search_flags(dest: str = "options", *, only: Sequence[str] | None = None) ->
 
         @functools.wraps(fn)
         def wrapper(**kwargs):
-            kwargs[dest] = SearchOptions(**{name: kwargs.pop(param) for name, param in names.items()})
+            kwargs[dest] = cli_search_options({name: kwargs.pop(param) for name, param in names.items()})
             return fn(**kwargs)
 
         wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
         return wrapper
 
     return decorate
+
+
+def cli_search_options(values: dict[str, Any]) -> SearchOptions:
+    """The search flags' values as one checked :class:`SearchOptions` (:func:`~radsift.search.options.wire_options`).
+
+    ``--unit passage`` is the search command's passage search, not a unit of ``Index.search``: it is
+    kept as it is and the other options checked.
+
+    Raises:
+        ConfigError: Naming the option, in the input policy's sentence.
+    """
+    passage = values.get("unit") == "passage"
+    options = wire_options({**values, "unit": "sentence"} if passage else values)
+    return dataclasses.replace(options, unit="passage") if passage else options
 
 
 # ---------------------------------------------------------------------------------------------
@@ -211,6 +228,35 @@ LlmProxyOpt = Annotated[Optional[str], typer.Option(
     "--llm-proxy", metavar="URL", rich_help_panel="LLM back-end",
     help="Send the endpoint's requests through this http://HOST:PORT proxy (the same this-machine rule as "
          "--llm-url). Without it no proxy is used: http_proxy, https_proxy, ALL_PROXY are ignored.")]
+
+
+# ---------------------------------------------------------------------------------------------
+# --out: never overwritten without --force
+# ---------------------------------------------------------------------------------------------
+ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite what --out names when it exists.")]
+
+
+def check_out(out: Path | None, force: bool, *, folder: bool = False, beside: Iterable[Path] = ()) -> None:
+    """Refuse an ``--out`` that would overwrite something, unless ``--force``: a file that exists (and the
+    files written ``beside`` it, e.g. an export's provenance sidecar), or, for a ``folder``, one that exists
+    and is not empty. Checked before the command does its work.
+
+    Raises:
+        ConfigError: One line naming what exists and saying ``--force``.
+    """
+    if out is None or force:
+        return
+    out = Path(out)
+    if folder:
+        if out.is_dir() and any(out.iterdir()):
+            raise ConfigError(f"--out {out}: the folder exists and is not empty; give --force to write into it "
+                              "(files of the same name are replaced), or name another folder")
+        if out.exists() and not out.is_dir():
+            raise ConfigError(f"--out {out} is a file: name a folder")
+        return
+    for path in (out, *beside):
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"--out {out}: {path} exists; give --force to overwrite it, or name another file")
 
 
 SavedDirOpt = Annotated[Optional[Path], typer.Option(

@@ -20,13 +20,14 @@ import typer
 from rich.text import Text
 
 from radsift.cli.help import OrderedGroup, command, examples, top_level_commands
-from radsift.cli.options import (BackendOpt, IndexArg, MilvusUriOpt, ModelOpt, RerankerOpt, SavedDirOpt, ThreadsOpt,
-                                 search_flags)
+from radsift.cli.options import (BackendOpt, ForceOpt, IndexArg, MilvusUriOpt, ModelOpt, RerankerOpt, SavedDirOpt,
+                                 ThreadsOpt, check_out, search_flags)
 from radsift.cli.output import console, err_console
 from radsift.errors import ConfigError, RadsiftError
 from radsift.search import Index
-from radsift.search.cohort import (COHORT_OPTIONS, Cohort, check_out, cohort_format, cohort_ids, collect_cohort,
-                                   plain_options, write_cohort)
+from radsift.search.cohort import (COHORT_OPTIONS, Cohort, cohort_format, cohort_ids, collect_cohort, plain_options,
+                                   provenance_path, write_cohort)
+from radsift.search.cohort import check_out as check_writable
 from radsift.search.display import print_hits, reading_text
 from radsift.search.options import SearchOptions
 from radsift.search.passages import PolyFirstStage, load_passage_reranker, parse_passage_query, search_passages
@@ -160,11 +161,13 @@ def export_cmd(
     options: SearchOptions = SearchOptions(), model: ModelOpt = None, threads: ThreadsOpt = None,
     audit_log: Annotated[Optional[Path], typer.Option(
         "--audit-log", metavar="FILE", help="Audit trail to append the export to (default INDEX_DIR/audit/exports.jsonl).")] = None,
+    force: ForceOpt = False,
 ) -> None:
     """Export every report that states the query's reading (a cohort) with its evidence sentences,
     offsets, status, cue, score and band, plus a provenance sidecar (FILE.provenance.json)."""
     cohort_format(out, fmt)  # a bad --out or --format fails before the search
-    check_out(out)
+    check_writable(out)
+    check_out(out, force, beside=[provenance_path(out)])
     index = Index.open(index_dir, model=model, threads=threads)
     audit = _export_audit(index_dir, audit_log)
     cohort = collect_cohort(index, query, include=include, max_rows=max_rows, **options.pick(COHORT_OPTIONS))
@@ -253,18 +256,22 @@ def saved_run(
         "--audit-log", metavar="FILE", help="The audit trail (default INDEX_DIR/audit/exports.jsonl with --out, "
                                             "else INDEX_DIR/audit/searches.jsonl).")] = None,
     no_audit: NoAuditOpt = False,
+    force: ForceOpt = False,
 ) -> None:
     """Run a saved search: its reports, or with --new only those added since its last run."""
     if out is not None:
         cohort_format(out, None)
-        check_out(out)
+        check_writable(out)
+        check_out(out, force, beside=[provenance_path(out)])
         if no_audit:
             raise ConfigError("--no-audit: an export (--out) is always audited; pass --audit-log FILE elsewhere")
     elif no_audit and audit_log is not None:
         raise ConfigError("--no-audit and --audit-log: choose one")
     index = Index.open(index_dir, model=model, threads=threads)
     audit = _export_audit(index_dir, audit_log) if out is not None else _search_audit(index_dir, audit_log, no_audit)
-    run = SavedSearches.of_index(index_dir, saved_dir).run(index, name, new=new, mark=mark, max_rows=max_rows)
+    searches = SavedSearches.of_index(index_dir, saved_dir)
+    # Recorded at the end, once the rows are printed, written and audited: a failed run records nothing.
+    run = searches.run(index, name, new=new, mark=False, max_rows=max_rows)
     for warning in run.warnings:
         err_console.print(f"warning: {warning}", highlight=False)
     rows = run.rows
@@ -289,6 +296,8 @@ def saved_run(
             console.print(f"{r.hit.rank:>5}. {r.hit.report_id}  [{r.hit.band}] {text}", highlight=False, soft_wrap=True)
     if out is not None:
         console.print(f"wrote {len(rows)} reports to {path} (provenance: {side.name})", highlight=False)
+    if mark:
+        searches.record(run)
 
 
 @command(saved_app, "rm", example="radsift saved rm my-index ptx")

@@ -10,8 +10,8 @@ from typing import Annotated, Optional
 import typer
 
 from radsift.cli.help import command, top_level_commands
-from radsift.cli.options import (AllowRemoteOpt, BackendOpt, LlmModelOpt, LlmProxyOpt, LlmTokenOpt, LlmUrlOpt,
-                                 MilvusUriOpt, ModelOpt, RerankerOpt, SavedDirOpt)
+from radsift.cli.options import (AllowRemoteOpt, BackendOpt, ForceOpt, LlmModelOpt, LlmProxyOpt, LlmTokenOpt, LlmUrlOpt,
+                                 MilvusUriOpt, ModelOpt, RerankerOpt, SavedDirOpt, check_out)
 from radsift.cli.output import console
 from radsift.demo import write_demo_corpus
 from radsift.workflows.demo import run_demo
@@ -43,6 +43,12 @@ def serve_cmd(
         "--keepalive-timeout", metavar="SECONDS", help="Close an idle keep-alive connection after this long.")] = 5.0,
     max_connections: Annotated[int, typer.Option(
         "--max-connections", metavar="N", help="Open connections served at once; past them a request gets 503.")] = 64,
+    max_body: Annotated[int, typer.Option(
+        "--max-body", metavar="BYTES", help="Largest request body; a larger one gets 413 before it is read "
+        "(after the token check: a request without the token gets 401 before its body is read).")] = 1024 * 1024,
+    body_timeout: Annotated[float, typer.Option(
+        "--body-timeout", metavar="SECONDS", help="A request body must arrive within this long after its "
+        "head, or the request gets 408 and its connection is closed.")] = 10.0,
     llm_url: LlmUrlOpt = None, llm_model: LlmModelOpt = None, llm_token_file: LlmTokenOpt = None,
     allow_remote_llm: AllowRemoteOpt = False, llm_proxy: LlmProxyOpt = None,
     passage_first_stage: Annotated[Optional[Path], typer.Option(
@@ -55,7 +61,7 @@ def serve_cmd(
     from radsift.serve.server import ServerLimits
 
     limits = ServerLimits(header_timeout=header_timeout, keepalive_timeout=keepalive_timeout,
-                          max_connections=max_connections)
+                          max_connections=max_connections, max_body=max_body, body_timeout=body_timeout)
     if milvus_uri:  # the server opens its Index itself: the engine reads the override from the environment
         os.environ["RADSIFT_MILVUS_URI"] = milvus_uri
     run_server(index_dir, host=host, port=port, token_file=token_file, audit_log=audit_log, model=model,
@@ -74,8 +80,10 @@ def demo_cmd(
     port: Annotated[int, typer.Option("--port", metavar="PORT", help="TCP port of the web page.")] = 8000,
     adapt_steps: Annotated[int, typer.Option(
         "--adapt-steps", metavar="N", help="Training steps of the adapt step (0 skips it).")] = 40,
+    force: ForceOpt = False,
 ) -> None:
     """The main job on the bundled demo corpus: generate, index, search, adapt the model (and serve)."""
+    check_out(out, force, folder=True)
     run_demo(out, n=n, serve=serve, port=port, adapt_steps=adapt_steps, console=console)
 
 
@@ -84,8 +92,10 @@ def demo_corpus_cmd(
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Folder to write the corpus files into.")],
     n: Annotated[int, typer.Option("--n", metavar="N", help="Number of synthetic reports.")] = 2000,
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Random seed (same seed, same files).")] = 7,
+    force: ForceOpt = False,
 ) -> None:
     """Write synthetic chest X-ray reports (CSV and JSONL), their ground truth, queries and qrels."""
+    check_out(out, force, folder=True)
     files = write_demo_corpus(out, n=n, seed=seed)
     for path in files.paths:
         console.print(str(path), highlight=False)

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from radsift.cli.help import OPENI, command, top_level_commands
-from radsift.cli.options import CorpusOpt, ThreadsOpt, read_reports, reader_flags
+from radsift.cli.options import CorpusOpt, ForceOpt, ThreadsOpt, check_out, read_reports, reader_flags
 from radsift.cli.output import console, err_console, report_read_stats, say
 from radsift.errors import ConfigError
 from radsift.labels.display import explain as explain_text, stats_tables
@@ -43,12 +43,15 @@ def label_cmd(
         "--label-section", metavar="SECTION",
         help="Sections whose sentences are labeled (repeatable; default findings, impression).")] = None,
     reader: Any = None,
+    force: ForceOpt = False,
 ) -> None:
     """Label report sentences with findings (present / absent / uncertain) and export weak-label queries and qrels."""
     if explain is None and not corpus:
         raise ConfigError("give a CORPUS to label (with --out DIR) or --explain \"SENTENCE\"")
     if corpus and out is None:
         raise ConfigError("--out DIR is required when labeling a corpus")
+    if corpus:
+        check_out(out, force, folder=True)
     from radsift.labels import Labeler, build_weak_labels  # medspaCy (seconds): only when labeling
 
     labeler = Labeler(lexicon=lexicon, rules=rules)
@@ -104,7 +107,7 @@ def train_cmd(
     threads: ThreadsOpt = None,
     evaluate: Annotated[Optional[bool], typer.Option(
         "--eval/--no-eval", help="Evaluate on the held-out reports at the end (figures in the model card).")] = None,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a non-empty --out folder.")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", "--force", help="Replace a non-empty --out folder.")] = False,
 ) -> None:
     """Train a negation-aware retriever from a corpus's own reports (weak labels, no annotators)."""
     cfg = load_config(config, recipe=recipe, model_type=model_type, setting=setting, split_by_finding=split_by_finding, bi_encoder=bi_encoder,

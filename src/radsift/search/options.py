@@ -13,9 +13,27 @@ command line and the HTTP API take it. Everything else is derived from that one 
   :func:`radsift.serve.params.search_params`.
 
 Adding an option is one field here (and the code that uses it).
+
+The input policy
+----------------
+One table of limits and rules, :data:`POLICY`, decides for the CLI, Python (:meth:`radsift.Index.search`)
+and the HTTP API alike, and each refusal is one sentence, the same on every surface (the CLI prints it
+as ``error: ...``, the API answers it as a 422 ``detail``, Python raises it as a
+:class:`~radsift.errors.ConfigError`). The CLI and the API receive numbers as text: :func:`wire_options`
+turns the text into the option's type where it reads as one (``-k 1e9`` does not) and runs the checks,
+so a malformed number is refused by the check's sentence, not by a usage box or a pydantic message.
+The API has no bounds of its own: its query parameters carry none, and the server's guard adds only
+what a connection needs (head and body sizes, the query string's encoding: same sentence for ``q``).
+
+Why these limits: the HTTP API had tighter ones (k 1000, rerank 1000) than the CLI and Python (k 10,000,
+rerank unbounded). One page of 1000 hits is the depth of a TREC run and the page an export walks the
+list by; deeper hits are reached by ``offset`` (paging never repeats or misses a hit) or by an export,
+so the CLI and Python were lowered to the API's rather than the API raised: 10,000 hits with their
+reports is tens of MB in one answer, and 10,000 cross-encoder passes are minutes of CPU per request.
 """
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional, Sequence, Union
 
@@ -23,8 +41,9 @@ import numpy as np
 
 from radsift.errors import ConfigError
 from radsift.ranking import MODES
-from radsift.search.query import (LEVELS, MAX_K, MAX_OFFSET, NEGATION, UNITS, WHOLE_REPORT, check_alpha, check_bool,
-                                  check_choice, check_rerank, check_target, normalize_query, parse_where, whole_number)
+from radsift.search.query import (LEVELS, MAX_FILTERS, MAX_K, MAX_OFFSET, MAX_QUERY_CHARS, MAX_RERANK, NEGATION, UNITS,
+                                  WHOLE_REPORT, check_alpha, check_bool, check_choice, check_rerank, check_target,
+                                  normalize_query, parse_where, whole_number)
 from radsift.search.reading import parse_override
 
 _KEY = "radsift.option"
@@ -55,10 +74,12 @@ class Option:
         flags: Command-line flags (``()``: ``--NAME``); None: not on the command line.
         metavar: The flag's value in help (``N``, ``MODE``).
         cli_help: The flag's help when it says more than ``help`` (the command line's extras).
-        wire: The type on the command line and in the URL, when it is not the field's.
+        wire: The type on the command line and in the URL, when it is not the field's (numbers
+            travel as text: :func:`wire_options`).
         http: Whether the API takes it as a query parameter.
-        http_high: A tighter upper bound on the API.
         http_default: The API's default, when it is not the field's.
+        needs_index: Its check needs the index (its sections, its metadata keys): run by
+            :meth:`radsift.Index.search`, not by :func:`wire_options`.
     """
 
     help: str
@@ -72,8 +93,8 @@ class Option:
     cli_help: str | None = None
     wire: Any = None
     http: bool = True
-    http_high: float | None = None
     http_default: Any = _SAME
+    needs_index: bool = False
 
 
 def _option(default: Any, help: str, **spec: Any) -> Any:
@@ -127,7 +148,7 @@ class SearchOptions:
     pairs and ``target`` None for the whole report. Each option's help is below (written from the declaration).
     """
 
-    k: int = _option(10, "Number of hits.", what="hits", low=1, high=MAX_K, http_high=1000,
+    k: int = _option(10, "Number of hits.", what="hits", low=1, high=MAX_K,
                      flags=("-k", "--k"), metavar="N")
     mode: str = _option("hybrid", "Retrieval mode: hybrid (convex combination of dense and BM25), "
                         "dense, bm25, or hybrid-rrf (their reciprocal rank fusion).",
@@ -136,9 +157,9 @@ class SearchOptions:
                          "(every matching unit).", choices=LEVELS, metavar="LEVEL")
     target: Optional[str] = _option(None, "Search one section only: findings, impression (the diagnoses that go "
                                     "with a findings description), ...; report = every section.", check=_target,
-                                    metavar="SECTION", http_default=WHOLE_REPORT)
+                                    metavar="SECTION", http_default=WHOLE_REPORT, needs_index=True)
     where: Union[Sequence[str], Mapping[str, Any], None] = _option(
-        None, WHERE_HELP, check=_where, wire=Optional[list[str]], metavar="KEY=VALUE|KEY~VALUE")
+        None, WHERE_HELP, check=_where, wire=Optional[list[str]], metavar="KEY=VALUE|KEY~VALUE", needs_index=True)
     unit: str = _option("sentence", "Rank sentence units, or whole section units.", choices=UNITS, metavar="UNIT",
                         cli_help="Rank sentence units, whole section units, or passage (sections with heading and "
                                  "aspect; \"ENTITY | ASPECT\" queries).")
@@ -146,7 +167,7 @@ class SearchOptions:
                             "opposite last, the same side first; ignore: plain similarity.",
                             choices=NEGATION, metavar="aware|ignore")
     rerank: int = _option(0, "Rerank the top N hits with the cross-encoder (the command's --reranker, or the "
-                          "server's) and return the best k of them (0 = off).", check=_rerank, low=0, http_high=1000,
+                          "server's) and return the best k of them (0 = off).", check=_rerank, low=0, high=MAX_RERANK,
                           metavar="N")
     reading: Union[Sequence[str], Mapping[str, str], None] = _option(
         None, READING_HELP, check=_reading, wire=Optional[list[str]], metavar="FINDING=STATUS")
@@ -181,13 +202,85 @@ def option_specs() -> list[tuple[dataclasses.Field, Option]]:
     return [(f, f.metadata[_KEY]) for f in dataclasses.fields(SearchOptions)]
 
 
+_FIELDS = {f.name: f for f in dataclasses.fields(SearchOptions)}
+
+
+class Rule(NamedTuple):
+    """One row of the input policy: what is limited, the limit, and why."""
+
+    what: str
+    limit: str
+    why: str
+
+
+#: The input policy, one table for the CLI, Python and the HTTP API (see the module's docs).
+POLICY: tuple[Rule, ...] = (
+    Rule("query", f"1 to {MAX_QUERY_CHARS} characters once cleaned",
+         "the encoder reads 256 tokens; the length is counted after cleaning, so spaces never tip it over"),
+    Rule("query encoding", "valid UTF-8 text; control and invisible characters removed, whitespace collapsed",
+         "bytes that are not UTF-8 are refused (not replaced by U+FFFD); a NUL or a zero-width space is taken out"),
+    Rule("k", f"1 to {MAX_K} hits", "one page: a TREC run's depth and an export's page; deeper by offset or export"),
+    Rule("offset", f"0 to {MAX_OFFSET:,} hits", "paging; past the end: an empty page"),
+    Rule("rerank", f"0 (off) to {MAX_RERANK} candidates", "one cross-encoder pass each: about a second per 100 on CPU"),
+    Rule("where", f"at most {MAX_FILTERS} filters, on the index's metadata keys", "unknown keys are typos"),
+    Rule("numbers", "whole numbers for k, offset, rerank; alpha a number from 0 to 1",
+         "the CLI and the URL pass text: '1e9' or '10.5' is refused by the option's check, in its sentence"),
+)
+
+
 # The class's docs list every option with its help, from the same declaration.
 SearchOptions.__doc__ = (SearchOptions.__doc__ or "") + "\n    Attributes:\n" + "".join(
     f"        {f.name}: {spec.help} (default {f.default!r})\n" for f, spec in option_specs())
 
 
+#: The options that travel as text on the command line and in the URL, and what the text is read as.
+_NUMBERS = {int: int, Optional[float]: float}
+_WHOLE = re.compile(r"\s*[+-]?[0-9]{1,30}\s*")
+
+
 def _wire(f: dataclasses.Field, spec: Option) -> Any:
-    return spec.wire if spec.wire is not None else f.type
+    if spec.wire is not None:
+        return spec.wire
+    if f.type in _NUMBERS:
+        return Optional[str] if f.default is None else str
+    return f.type
+
+
+def from_wire(name: str, value: Any) -> Any:
+    """An option's value as the CLI or the URL gives it (text) in the option's type, where the text reads as
+    one (``"10"`` -> 10, ``" 0.5"`` -> 0.5); anything else is returned as it is, for the option's check to
+    refuse with its sentence (``"1e9"`` as k: "k: must be a whole number of hits, not '1e9'")."""
+    kind = _NUMBERS.get(_FIELDS[name].type) if name in _FIELDS else None
+    if kind is None or not isinstance(value, str):
+        return value
+    if kind is int:
+        return int(value) if _WHOLE.fullmatch(value) else value
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+def wire_options(values: Mapping[str, Any]) -> "SearchOptions":
+    """The :class:`SearchOptions` of the options the CLI or the API received (``{name: text or value}``):
+    each read by :func:`from_wire`, then checked, every check that needs no index (those that do run in
+    :meth:`radsift.Index.search`), so a bad value is refused before anything runs, in the same sentence
+    Python gets.
+
+    Raises:
+        ConfigError: Naming the option, as :func:`check_search` does.
+    """
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        value = from_wire(name, value)
+        f, spec = _FIELDS[name], _FIELDS[name].metadata[_KEY]
+        if spec.needs_index:
+            out[name] = value
+            continue
+        checked = _checked(f, spec, value, IndexFacts((), ()))
+        # Lists (reading) keep the form they came in: checked here, parsed again where they are used.
+        out[name] = value if spec.wire is not None else checked
+    return SearchOptions(**out)
 
 
 def cli_options(names: Iterable[str] | None = None) -> list[tuple[str, Any, Any, tuple[str, ...], str | None, str]]:
@@ -215,7 +308,7 @@ def http_options(names: Iterable[str] | None = None) -> list[HttpOption]:
     """The options the HTTP API takes as query parameters (or those of ``names``), in declaration order."""
     wanted = None if names is None else set(names)
     return [HttpOption(f.name, _wire(f, spec), f.default if spec.http_default is _SAME else spec.http_default,
-                       spec.help, spec.choices, spec.low, spec.http_high if spec.http_high is not None else spec.high)
+                       spec.help, spec.choices, spec.low, spec.high)
             for f, spec in option_specs() if spec.http and (wanted is None or f.name in wanted)]
 
 
@@ -280,5 +373,5 @@ def check_options(query: str, *, sections: Sequence[str], metadata_keys: Sequenc
     return check_search(query, search_options(**options), sections, metadata_keys)
 
 
-__all__ = ["HttpOption", "IndexFacts", "Option", "SearchOptions", "SearchRequest", "check_options", "check_search",
-           "cli_options", "http_options", "option_specs", "search_options"]
+__all__ = ["HttpOption", "IndexFacts", "Option", "POLICY", "Rule", "SearchOptions", "SearchRequest", "check_options",
+           "check_search", "cli_options", "from_wire", "http_options", "option_specs", "search_options", "wire_options"]

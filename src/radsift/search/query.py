@@ -19,6 +19,8 @@ from radsift.ranking import MODES
 LEVELS = ("report", "sentence")
 UNITS = ("sentence", "section")
 NEGATION = ("aware", "ignore")
+#: The limits below are the input policy of every surface (CLI, Python, HTTP); the table that says
+#: why each is what it is: :data:`radsift.search.options.POLICY`.
 MAX_QUERY_CHARS = 1000
 MAX_FILTERS = 20
 #: ``target`` for the whole report (no section restriction).
@@ -45,8 +47,10 @@ class Filter:
 #: Characters a query may not carry: C0/C1 controls (tabs and newlines become spaces first) and the
 #: invisible format characters (zero-width space, joiners, BOM, bidi marks).
 _INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
-#: Most hits one search may ask for.
-MAX_K = 10000
+#: Most hits one search (one page) may ask for.
+MAX_K = 1000
+#: Most candidates one search may rerank with the cross-encoder.
+MAX_RERANK = 1000
 #: Deepest a page may start (a deeper offset is refused; one past the end of the list gives an empty page).
 MAX_OFFSET = 1_000_000
 
@@ -148,9 +152,11 @@ def whole_number(name: str, value, low: int, high: int, what: str) -> int:
 
 
 def check_rerank(rerank) -> int:
-    """Candidates to rerank: 0 (off) or a positive whole number."""
+    """Candidates to rerank: 0 (off) or a whole number up to :data:`MAX_RERANK`."""
     if isinstance(rerank, bool) or not isinstance(rerank, (int, np.integer)) or rerank < 0:
         raise ConfigError(f"rerank: must be 0 (off) or a positive number of candidates, not {str(rerank)[:40]!r}")
+    if rerank > MAX_RERANK:
+        raise ConfigError(f"rerank: must be from 0 to {MAX_RERANK}, not {int(rerank)}")
     return int(rerank)
 
 

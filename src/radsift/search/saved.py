@@ -7,6 +7,12 @@ and its last run) and, once run, the ids of the reports the index held at that r
 (``NAME.seen.json``), so that ``radsift saved run NAME --new`` lists only the matching reports
 added since (RADIS calls this a subscription). Files are written atomically; a name is one plain
 path component (letters, digits, ``.``, ``_``, ``-``).
+
+A run is recorded only once its results are delivered: the CLI and the web service run with
+``mark=False`` and call :meth:`SavedSearches.record` after the rows are printed, written and audited
+(the API: after the answer is sent), so a run that fails records nothing and the next ``--new`` still
+lists the reports it never showed. The ids recorded are those of the generation the run searched,
+taken before it searched: a report added meanwhile stays new.
 """
 
 from __future__ import annotations
@@ -87,6 +93,8 @@ class SavedRun:
     new_only: bool
     first_run: bool
     warnings: list[str]
+    #: What :meth:`SavedSearches.record` writes for this run (the ids the index held when it ran, ...).
+    pending: dict[str, Any] | None = field(default=None, repr=False)
 
 
 class SavedSearches:
@@ -163,7 +171,9 @@ class SavedSearches:
             index: The :class:`radsift.Index` to run it on.
             name: The saved search.
             new: Keep only reports that were not in the index at the last run (all, on a first run).
-            mark: Record this run (its time and the index's report ids) for the next ``new``.
+            mark: Record this run (its time and the index's report ids) for the next ``new`` before
+                returning (a Python caller has the results once this returns). A caller that delivers
+                them later (the CLI, the web service) passes False and calls :meth:`record` once it has.
             max_rows: The export limit (default :data:`~radsift.search.cohort.DEFAULT_MAX_ROWS`).
         """
         saved = self.get(name)
@@ -174,6 +184,9 @@ class SavedSearches:
             warnings.append(f"the index was rebuilt with another model since this search was "
                             f"{'last run' if saved.last_run else 'saved'} ({saved.model or 'unknown'} -> {m.model_name}): "
                             "the results may differ")
+        store = index.live_store()  # before the search: a report added while it runs stays new
+        pending = {"ids": list(store.report_ids), "generation": store.manifest.generation,
+                   "model": m.model_name, "model_fingerprint": m.model_fingerprint}
         cohort = collect_cohort(index, saved.query, include=saved.include,
                                 max_rows=DEFAULT_MAX_ROWS if max_rows is None else max_rows, **saved.options)
         seen_path = self._path(name, ".seen.json")
@@ -186,15 +199,24 @@ class SavedSearches:
         rows = cohort.rows
         if new and seen is not None:
             rows = [r for r in rows if r.hit.report_id not in seen]
+        run = SavedRun(saved, cohort, rows, new, seen is None, warnings, pending)
         if mark:
-            store = index.live_store()
-            ids = store.report_ids
-            _atomic_write(seen_path, json.dumps(ids, ensure_ascii=False))
-            saved.last_run = {"time": _now(), "generation": store.manifest.generation,
-                              "model_fingerprint": m.model_fingerprint, "reports": len(ids), "rows": len(cohort.rows)}
-            saved.model, saved.model_fingerprint = m.model_name, m.model_fingerprint
-            _atomic_write(self._path(name), json.dumps(saved.to_dict(), indent=1, ensure_ascii=False) + "\n")
-        return SavedRun(saved, cohort, rows, new, seen is None, warnings)
+            self.record(run)
+        return run
+
+    def record(self, run: SavedRun) -> None:
+        """Record ``run`` for the next ``new`` (its time, generation and the report ids the index held):
+        call it once the run's results are delivered. Recording a run twice is a no-op."""
+        if run.pending is None:
+            return
+        pending, run.pending = run.pending, None
+        saved, ids = run.search, pending["ids"]
+        _atomic_write(self._path(saved.name, ".seen.json"), json.dumps(ids, ensure_ascii=False))
+        saved.last_run = {"time": _now(), "generation": pending["generation"],
+                          "model_fingerprint": pending["model_fingerprint"], "reports": len(ids),
+                          "rows": len(run.cohort.rows)}
+        saved.model, saved.model_fingerprint = pending["model"], pending["model_fingerprint"]
+        _atomic_write(self._path(saved.name), json.dumps(saved.to_dict(), indent=1, ensure_ascii=False) + "\n")
 
 
 def _now() -> str:

@@ -26,6 +26,9 @@ The endpoints are grouped in routers over one :class:`~radsift.serve.service.Ser
 :mod:`.ask_routes` (ask) and :mod:`.index_routes` (health, reload); the search options' query
 parameters come from their one declaration (:mod:`radsift.search.options`, :mod:`.params`).
 
+Before any of this, :class:`radsift.serve.guard.RequestGuard` checks the request head's size, the
+token, the query string's encoding and the body's size and pace, before the body is read.
+
 Logs name the method, the route template, the status and the time only: never a query, a report
 id or report text. Queries go to the audit log alone, when one is configured; a search or report
 view whose audit line cannot be written is answered 503 (no audit line, no result).
@@ -50,6 +53,7 @@ from radsift.search.passages import PolyFirstStage
 from radsift.serve.ask_routes import ask_router
 from radsift.serve.audit import AuditLog, AuditLogError
 from radsift.serve.cohorts import cohort_router
+from radsift.serve.guard import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, SECURITY_HEADERS, RequestGuard
 from radsift.serve.index_routes import index_router
 from radsift.serve.search_routes import passage_router, report_router, search_router
 from radsift.serve.service import Service
@@ -58,14 +62,6 @@ from radsift.version import __version__
 log = logging.getLogger("radsift.serve")
 STATIC_DIR = Path(str(files("radsift.serve") / "static"))
 
-# The page and the API never need anything from elsewhere; say so to the browser.
-SECURITY_HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
-                               "form-action 'self'; frame-ancestors 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "X-Frame-Options": "DENY",
-}
 #: Errors answered with ``{"detail": message}`` and this status. The handler is found by the error's
 #: class hierarchy (its MRO), not by this order. AuditLogError is answered here, inside the middleware,
 #: so the answer carries the security headers (an unhandled error would be a bare text/plain 500 from
@@ -76,7 +72,8 @@ ERROR_STATUS = ((ConfigError, 422), (IndexStoreError, 503), (AuditLogError, 503)
 
 def create_app(index: Index | str | Path, *, token: str | None = None, audit_log: str | Path | None = None,
                saved_dir: str | Path | None = None, llm=None, llm_timeout: float = 120.0,
-               passage_first_stage=None) -> "FastAPI":
+               passage_first_stage=None, max_body: int = DEFAULT_MAX_BODY,
+               body_timeout: float = DEFAULT_BODY_TIMEOUT) -> "FastAPI":
     """Build the FastAPI app serving ``index``.
 
     Args:
@@ -90,6 +87,8 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
         passage_first_stage: A poly-encoder folder or a :class:`radsift.search.passages.PolyFirstStage`
             that scores ``/api/passages`` in the place of the index's bi-encoder (a server option: a
             request cannot name a folder to load).
+        max_body: The largest request body in bytes (413 past it, before the app reads it).
+        body_timeout: Seconds a request body may take to arrive (408 past them).
 
     Returns:
         The app (run it with uvicorn, or test it with ``fastapi.testclient.TestClient``).
@@ -121,6 +120,8 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _answer_errors(app)
     app.middleware("http")(_access_log)
+    # Added last, so outermost: the token, the head and the body limits before anything reads the body.
+    app.add_middleware(RequestGuard, token=token, max_body=max_body, body_timeout=body_timeout)
     return app
 
 

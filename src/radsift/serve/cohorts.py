@@ -6,8 +6,9 @@
   header, and whole with the rows for ``format=json``. Each export is an audit line (query, rows, the report
   ids or their hash and count), written before the file is sent: no line, no file (503).
 * ``GET /api/saved`` the saved searches; ``POST /api/saved`` save one (JSON body);
-  ``POST /api/saved/{name}/run`` run one and record the run (``new=true``: only reports added
-  since the last recorded run, from the page or ``radsift saved run``); ``GET /api/saved/{name}``
+  ``POST /api/saved/{name}/run`` run one and record the run once the answer is sent (``new=true``:
+  only reports added since the last recorded run, from the page or ``radsift saved run``; an answer
+  that fails, a 503, records nothing); ``GET /api/saved/{name}``
   the same without recording it; ``DELETE /api/saved/{name}`` remove one.
 """
 
@@ -17,7 +18,9 @@ import json
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse, Response
+from starlette.background import BackgroundTask
 from pydantic import BaseModel, Field
 
 from radsift.search.cohort import (COHORT_OPTIONS, DEFAULT_MAX_ROWS, MAX_ROWS_LIMIT, cohort_ids, collect_cohort,
@@ -34,7 +37,7 @@ MEDIA = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; chars
 
 class SavedIn(BaseModel):
     name: str = Field(description="Letters, digits, '.', '_' or '-' (1 to 64), starting with a letter or digit.")
-    q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    q: str = Field(description=f"1 to {MAX_QUERY_CHARS} characters once cleaned (checked as by the CLI and Python).")
     mode: Literal["dense", "bm25", "hybrid", "hybrid-rrf"] = "hybrid"
     target: str | None = None
     where: list[str] | None = None
@@ -56,7 +59,7 @@ def cohort_router(service: Service) -> APIRouter:
                                  "content": {"text/csv": {}, "application/x-ndjson": {}, "application/json": {}}}})
     def export(
         request: Request,
-        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS)],
+        q: Annotated[str, Query(description=f"1 to {MAX_QUERY_CHARS} characters once cleaned (the input policy).")],
         options: Annotated[SearchOptions, Depends(search_params(COHORT_OPTIONS))],
         include: Annotated[Literal["states", "related", "all"] | None, Query(
             description="states (reports stating the reading; default when the query names a finding), related, all.")] = None,
@@ -91,24 +94,27 @@ def cohort_router(service: Service) -> APIRouter:
         audit(request, "saved-add", name=saved.name, query=saved.query, params=saved.options)
         return saved.to_dict()
 
-    def run_saved(request: Request, name: str, new: bool, max_rows: int, mark: bool) -> dict:
-        run = service.saved.run(service.index, name, new=new, mark=mark, max_rows=max_rows)
+    def run_saved(request: Request, name: str, new: bool, max_rows: int, mark: bool) -> JSONResponse:
+        # Recorded after the answer is sent (a background task): a run answered 503, or not delivered, records nothing.
+        run = service.saved.run(service.index, name, new=new, mark=False, max_rows=max_rows)
         audit(request, "saved-run", name=name, query=run.search.query, new_only=new, rows=len(run.rows), marked=mark,
               **id_summary(cohort_ids(run.rows)))
-        return {"name": run.search.name, "query": run.search.query, "options": run.search.options,
+        out = {"name": run.search.name, "query": run.search.query, "options": run.search.options,
                 "new_only": new, "first_run": run.first_run, "warnings": run.warnings,
                 "matching": run.cohort.matching, "total": run.cohort.total, "last_run": run.search.last_run,
                 "include": run.search.include, "rows": [r.to_dict() for r in run.rows]}
+        # last_run: the run before this one (the one "new" is counted from).
+        return JSONResponse(jsonable_encoder(out), background=BackgroundTask(service.saved.record, run) if mark else None)
 
     @router.get("/saved/{name}", dependencies=[only_params(frozenset({"new", "max_rows"}))])
     def saved_peek(request: Request, name: str, new: bool = False,
-                   max_rows: Annotated[int, Query(ge=1, le=MAX_ROWS_LIMIT)] = DEFAULT_MAX_ROWS) -> dict:
+                   max_rows: Annotated[int, Query(ge=1, le=MAX_ROWS_LIMIT)] = DEFAULT_MAX_ROWS) -> JSONResponse:
         """Run a saved search without recording the run (``new``: since the last recorded run)."""
         return run_saved(request, name, new, max_rows, mark=False)
 
     @router.post("/saved/{name}/run", dependencies=[only_params(frozenset({"new", "max_rows"}))])
     def saved_run(request: Request, name: str, new: bool = False,
-                  max_rows: Annotated[int, Query(ge=1, le=MAX_ROWS_LIMIT)] = DEFAULT_MAX_ROWS) -> dict:
+                  max_rows: Annotated[int, Query(ge=1, le=MAX_ROWS_LIMIT)] = DEFAULT_MAX_ROWS) -> JSONResponse:
         """Run a saved search and record the run: the next ``new`` lists only reports added after it."""
         return run_saved(request, name, new, max_rows, mark=True)
 

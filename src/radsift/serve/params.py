@@ -3,7 +3,10 @@
 The search options' query parameters come from their one declaration
 (:class:`radsift.search.options.SearchOptions`): :func:`search_params` is a FastAPI dependency whose
 parameters (names, types, defaults, bounds, descriptions) are derived from it and which answers one
-``SearchOptions``, the object the CLI and Python build too. Metadata filters (``where=key=value``,
+``SearchOptions``, the object the CLI and Python build too. The parameters carry no bounds or
+choices of their own (numbers arrive as text): :func:`radsift.search.options.wire_options` reads and
+checks them, so a refusal is the sentence the CLI and Python give (the input policy,
+:data:`radsift.search.options.POLICY`), answered 422. Metadata filters (``where=key=value``,
 ``key:value`` or ``key~value``) and targets are checked by :meth:`radsift.Index.search`
 (:mod:`radsift.search.options`), so the API, the CLI and Python refuse the same things with the same
 words. :func:`parse_fields` raises :class:`radsift.errors.ConfigError` naming the parameter; the app
@@ -14,29 +17,32 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Annotated, Callable, Iterable, Literal, Sequence
+from typing import Annotated, Callable, Iterable, Sequence
 
 from fastapi import Depends, HTTPException, Query, Request
 
 from radsift.errors import ConfigError
-from radsift.search.options import HttpOption, SearchOptions, http_options
+from radsift.search.options import HttpOption, SearchOptions, http_options, wire_options
 
 
 def _parameter(option: HttpOption) -> inspect.Parameter:
-    kind = Literal[option.choices] if option.choices else option.type
-    bounds = {"ge": option.low, "le": option.high} if option.low is not None or option.high is not None else {}
-    query = Query(description=option.help, **{k: v for k, v in bounds.items() if v is not None})
+    # The schema still says what is allowed (enum, minimum, maximum); the checks are wire_options'.
+    schema = {"enum": list(option.choices)} if option.choices else {}
+    schema.update({key: value for key, value in (("minimum", option.low), ("maximum", option.high))
+                   if value is not None})
+    query = Query(description=option.help, json_schema_extra=schema or None)
     return inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=option.default,
-                             annotation=Annotated[kind, query])
+                             annotation=Annotated[str if option.choices else option.type, query])
 
 
 def search_params(names: Iterable[str] | None = None) -> Callable[..., SearchOptions]:
     """A FastAPI dependency that takes the search options (or those of ``names``) as query parameters
-    and answers them as one :class:`~radsift.search.options.SearchOptions`."""
+    and answers them as one :class:`~radsift.search.options.SearchOptions`, read and checked by
+    :func:`~radsift.search.options.wire_options` (ConfigError, answered 422, naming the option)."""
     options = http_options(names)
 
     def dependency(**values) -> SearchOptions:
-        return SearchOptions(**values)
+        return wire_options(values)
 
     dependency.__signature__ = inspect.Signature([_parameter(o) for o in options],  # type: ignore[attr-defined]
                                                  return_annotation=SearchOptions)

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from radsift.errors import ConfigError
 from radsift.search.options import SearchOptions
 from radsift.search.passages import parse_passage_query, search_passages
-from radsift.search.query import MAX_QUERY_CHARS, parse_where
+from radsift.search.query import MAX_QUERY_CHARS, normalize_query, parse_where
 from radsift.search.reading import parse_override
 from radsift.serve.params import only_params, param_names, parse_fields, search_params
 from radsift.serve.schemas import ReportOut, SearchOut
@@ -28,6 +28,8 @@ REPORT_OPTIONS = ("negation", "reading", "mode")
 SEARCH_PARAMS = frozenset({"q", "fields"} | param_names())
 PASSAGE_PARAMS = frozenset({"q", "aspect"} | param_names(PASSAGE_OPTIONS))
 REPORT_PARAMS = frozenset({"q"} | param_names(REPORT_OPTIONS))
+#: q has no bounds of its own: normalize_query checks it (the input policy), as for the CLI and Python.
+QUERY_HELP = f"(1 to {MAX_QUERY_CHARS} characters once cleaned; radsift.search.options.POLICY) "
 
 
 def overrides_of(reading) -> list[str]:
@@ -42,8 +44,7 @@ def search_router(service: Service) -> APIRouter:
     @router.get("/search", response_model=SearchOut, dependencies=[only_params(SEARCH_PARAMS)])
     def search(
         request: Request,
-        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS,
-                                description="Free text, e.g. a findings description.")],
+        q: Annotated[str, Query(description=QUERY_HELP + "Free text, e.g. a findings description.")],
         options: Annotated[SearchOptions, Depends(search_params())],
         fields: Annotated[list[str] | None, Query(description="Parts of the report to return: section names, "
                                                               "`sections`, `metadata` or `none` (default all).")] = None,
@@ -65,7 +66,7 @@ def search_router(service: Service) -> APIRouter:
             if not picked.metadata:
                 d["metadata"] = {}
             out.append(d)
-        query = " ".join(q.split())
+        query = normalize_query(q)  # as searched (Index.search refused it above if it were bad)
         echo = {"k": options.k, "mode": options.mode, "level": options.level, "target": options.target,
                 "unit": options.unit}
         service.audit_write(request, "search", query=query, params={
@@ -86,14 +87,15 @@ def passage_router(service: Service) -> APIRouter:
     @router.get("/passages", dependencies=[only_params(PASSAGE_PARAMS)])
     def passages(
         request: Request,
-        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS,
-                                description="\"ENTITY | ASPECT\" (e.g. \"pneumonia | treatment\") or a question.")],
+        q: Annotated[str, Query(description=QUERY_HELP + "\"ENTITY | ASPECT\" (e.g. \"pneumonia | treatment\") or a "
+                                                                "question.")],
         options: Annotated[SearchOptions, Depends(search_params(PASSAGE_OPTIONS))],
         aspect: Annotated[str | None, Query(description="The aspect, when not written in q (history, treatment, "
                                                         "assessment, ...; an unknown one is a 422 listing them).")] = None,
     ) -> dict:
         """Section passages with heading, aspect, matched sentences and words (radsift.search.passages)."""
         idx, stage = service.index, service.passage_first_stage
+        q = normalize_query(q)  # the input policy's sentence for a bad query, before the passage parse
         parsed = parse_passage_query(q, aspect)
         start = time.perf_counter()
         hits = search_passages(idx, q, k=options.k, aspect=aspect, mode=options.mode, where=parse_where(options.where),
@@ -120,14 +122,14 @@ def report_router(service: Service) -> APIRouter:
         request: Request,
         report_id: str,
         options: Annotated[SearchOptions, Depends(search_params(REPORT_OPTIONS))],
-        q: Annotated[str | None, Query(min_length=1, max_length=MAX_QUERY_CHARS,
-                                       description="A query: the answer then marks every mention of its findings "
-                                                   "(`mentions`) and says how it was read (`reading`).")] = None,
+        q: Annotated[str | None, Query(description=QUERY_HELP + "A query: the answer then marks every mention of its "
+                                       "findings (`mentions`) and says how it was read (`reading`).")] = None,
     ) -> dict:
         idx = service.index
         read = None
         overrides = overrides_of(options.reading)
-        if q is not None:  # a bad override is refused before the report is looked up
+        if q is not None:  # a bad override (or query: the sentence Index.search gives) is refused before the lookup
+            q = normalize_query(q)
             read = idx.read(q, options.negation, overrides, mode=options.mode)
         elif overrides:
             raise ConfigError("reading: needs q (the query whose reading it overrides)")

@@ -4,9 +4,14 @@ Safe by default means: it binds to 127.0.0.1 unless told otherwise, refuses any 
 without an API token, opens the index read-only, writes no query or report text to its logs
 (uvicorn's access log, which prints query strings, is off; the app logs method, route and status),
 and writes queries only to an explicit audit log. It also bounds what a client can hold: a request
-head must arrive within ``header_timeout`` seconds and fit in :data:`MAX_HEAD_BYTES`, an idle
-keep-alive connection is closed after ``keepalive_timeout`` seconds, and past ``max_connections``
-open connections a request is answered 503 (:class:`ServerLimits`).
+head must arrive within ``header_timeout`` seconds and fit in :data:`MAX_HEAD_BYTES` (414 or 431, in
+pieces or whole), a body must fit in ``max_body`` bytes (413) and arrive within ``body_timeout``
+seconds (408), both checked after the token (401) and before the app reads it
+(:class:`radsift.serve.guard.RequestGuard`), an idle keep-alive connection is closed after
+``keepalive_timeout`` seconds, and past ``max_connections`` open connections a request is answered
+503 (:class:`ServerLimits`). Every one of these answers is one line of JSON with the app's security
+headers, and a connection closed while its client is still sending is closed gently (half-closed,
+then drained for up to :data:`LINGER_SECONDS`), so the client reads the answer instead of a reset.
 """
 
 from __future__ import annotations
@@ -30,13 +35,13 @@ from radsift.search import Index
 from radsift.search.passages import PolyFirstStage
 from radsift.serve.app import create_app
 from radsift.serve.auth import TOKEN_ENV, is_loopback, resolve_token
+from radsift.serve.guard import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, MAX_HEAD_BYTES, head_too_large, refusal
 
 log = logging.getLogger("radsift.serve")
 
-#: The most bytes of a request head (request line plus headers) a connection may have the server
-#: buffer before the head is complete; past it h11 answers 400. A query at the 1000-character
-#: limit in a 4-byte script percent-encodes to 12 KB, and browsers add their headers and cookies.
-MAX_HEAD_BYTES = 32 * 1024
+#: How long a connection closed while its client still sends is drained before it is cut (see
+#: :class:`_GentleClose`): long enough for the client to read the answer, short enough to free the slot.
+LINGER_SECONDS = 2.0
 
 # uvicorn's own loggers plus the app's, to stderr; uvicorn.access is silenced on purpose.
 LOG_CONFIG = {
@@ -65,24 +70,57 @@ class ServerLimits:
             (``--keepalive-timeout``).
         max_connections: Open connections served at once; a request arriving while more are open
             is answered 503 (``--max-connections``).
+        max_body: The largest request body in bytes; a larger one is answered 413 before it is read
+            (``--max-body``).
+        body_timeout: Seconds a request body may take to arrive after its head; then 408
+            (``--body-timeout``).
 
     Raises:
-        ConfigError: A value is not a positive (finite) number, or ``max_connections`` not a
-            positive whole number; the message names the option.
+        ConfigError: A value is not a positive (finite) number, or ``max_connections`` or
+            ``max_body`` not a positive whole number; the message names the option.
     """
 
     header_timeout: float = 10.0
     keepalive_timeout: float = 5.0
     max_connections: int = 64
+    max_body: int = DEFAULT_MAX_BODY
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
 
     def __post_init__(self) -> None:
         for option, value in (("--header-timeout", self.header_timeout),
-                              ("--keepalive-timeout", self.keepalive_timeout)):
+                              ("--keepalive-timeout", self.keepalive_timeout), ("--body-timeout", self.body_timeout)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
                 raise ConfigError(f"{option} {value!r}: must be a positive number of seconds")
-        n = self.max_connections
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ConfigError(f"--max-connections {n!r}: must be a whole number of at least 1")
+        for option, n in (("--max-connections", self.max_connections), ("--max-body", self.max_body)):
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise ConfigError(f"{option} {n!r}: must be a whole number of at least 1")
+
+
+class _GentleClose:
+    """A connection's transport whose ``close()`` lets a client that is still sending read the answer.
+
+    Closing a socket with unread bytes in it sends a reset, and the client's kernel may drop the answer
+    it had not read yet (a refused 300 MB upload, a 1 MB request line: "connection reset" instead of
+    413 or 414). Here ``close()`` hands over to :meth:`HeaderTimeoutProtocol._close_gently`: it
+    half-closes (the answer and a FIN go out), discards what still arrives, and closes for good when
+    the client closes or after :data:`LINGER_SECONDS`. Everything else is the transport's.
+    """
+
+    def __init__(self, transport: asyncio.Transport, protocol: "HeaderTimeoutProtocol") -> None:
+        self.real = transport
+        self._protocol = protocol
+        self._closing = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def is_closing(self) -> bool:
+        return self._closing or self.real.is_closing()
+
+    def close(self) -> None:
+        if not self._closing:
+            self._closing = True
+            self._protocol._close_gently()
 
 
 class HeaderTimeoutProtocol(H11Protocol):
@@ -96,6 +134,11 @@ class HeaderTimeoutProtocol(H11Protocol):
     uvicorn's keep-alive timeout governs); it is cancelled when h11 has parsed a whole request
     head, and closes the transport when it fires first.
 
+    It also answers what uvicorn answers itself with the app's security headers, in one line of
+    JSON: a head too long while it arrives (414 for the request line, 431 for the headers, instead
+    of a bare 400), another malformed head (400), and a request past ``max_connections`` (503); and
+    it closes gently (:class:`_GentleClose`).
+
     Use :func:`protocol_class` for a subclass with another timeout.
     """
 
@@ -105,9 +148,25 @@ class HeaderTimeoutProtocol(H11Protocol):
         super().__init__(*args, **kwargs)
         self._head_timer: asyncio.TimerHandle | None = None
         self._between_requests = False  # a response is complete; the next byte starts a new head
+        self._lingering = False
+        # uvicorn's own 503 (a bare text/plain answer) is replaced by _capped's, with the headers.
+        self._max_open, self.limit_concurrency = self.limit_concurrency, None
+        self._inner_app, self.app = self.app, self._capped
+
+    async def _capped(self, scope: Any, receive: Any, send: Any) -> None:
+        # The same test as uvicorn's, made when the request's task runs (it is already in tasks).
+        cap = self._max_open
+        if cap is not None and (len(self.connections) >= cap or len(self.tasks) > cap):
+            self.logger.warning("Exceeded concurrency limit.")
+            headers, body = refusal(503, f"the server is busy: {cap - 1} connections are open (--max-connections); "
+                                         "try again shortly")
+            await send({"type": "http.response.start", "status": 503, "headers": headers})
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+            return
+        await self._inner_app(scope, receive, send)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        super().connection_made(_GentleClose(transport, self))  # type: ignore[arg-type]
         self._arm_head_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -115,6 +174,8 @@ class HeaderTimeoutProtocol(H11Protocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._lingering:
+            return  # closing: what the client still sends is read and dropped
         if self._between_requests:
             self._between_requests = False
             self._arm_head_timer()  # before parsing: handle_events cancels it if the head is whole
@@ -125,6 +186,34 @@ class HeaderTimeoutProtocol(H11Protocol):
         # h11 leaves IDLE for the client once it has parsed a whole request line and headers.
         if self.conn.their_state is not h11.IDLE:
             self._cancel_head_timer()
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to a head h11 cannot parse: 414 or 431 when it is too long, else 400."""
+        buffered = self.conn.trailing_data[0]
+        limit = self.config.h11_max_incomplete_event_size or MAX_HEAD_BYTES
+        line = buffered.find(b"\n") + 1 or len(buffered)
+        status, message = head_too_large(line, len(buffered), limit) or (400, "the request is not valid HTTP/1.1")
+        headers, body = refusal(status, message)
+        for event in (h11.Response(status_code=status, headers=headers), h11.Data(data=body), h11.EndOfMessage()):
+            self.transport.write(self.conn.send(event))
+        self.transport.close()
+
+    def _close_gently(self) -> None:
+        real = self.transport.real  # type: ignore[attr-defined]
+        self._cancel_head_timer()
+        still_sending = self.conn.their_state in (h11.SEND_BODY, h11.ERROR)
+        if not still_sending or real.is_closing() or not real.can_write_eof():
+            real.close()
+            return
+        self._lingering = True
+        self.connections.discard(self)  # its slot is free: it is only drained now, never served again
+        try:
+            real.write_eof()  # after the answer: the client reads it, then an end of stream
+        except OSError:
+            real.close()
+            return
+        real.resume_reading()  # uvicorn may have paused it (a body past its buffer)
+        self.loop.call_later(LINGER_SECONDS, real.close)
 
     def on_response_complete(self) -> None:
         # Not armed here: an idle keep-alive connection is closed by uvicorn's keep-alive timer, which
@@ -259,7 +348,8 @@ def run_server(
             bi-encoder (:class:`radsift.search.passages.PolyFirstStage`; loaded, and the codes of every
             segment read or encoded, at start).
         console: Where to print the address.
-        limits: Header and keep-alive timeouts and the connection cap (default :class:`ServerLimits`).
+        limits: Header, body and keep-alive timeouts, the body limit and the connection cap (default
+            :class:`ServerLimits`).
 
     Raises:
         ConfigError: No token for a non-loopback host, a bad token file, a port out of range or in use.
@@ -275,7 +365,7 @@ def run_server(
         stage = PolyFirstStage(passage_first_stage, say=lambda m: console.print(m, highlight=False))
     index = Index.open(index_dir, model=model, reranker=reranker, backend=backend)
     app = create_app(index, token=token, audit_log=audit_log, saved_dir=saved_dir, llm=llm,
-                     passage_first_stage=stage)
+                     passage_first_stage=stage, max_body=limits.max_body, body_timeout=limits.body_timeout)
     with console.status("loading the query encoder"):
         index.encoder  # load the model now so the first search is not the slow one  # noqa: B018
         index.reranker  # noqa: B018  (a bad reranker folder fails here, not on the first request)

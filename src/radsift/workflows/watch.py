@@ -162,7 +162,7 @@ def rerun_saved(index_dir: Path, names: Sequence[str], say: Callable[[str], None
             handle.write(json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "new": ids}) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
-        searches.run(index, name, new=True, mark=True)  # delivered: the next "new" starts here
+        searches.record(run)  # delivered: the next "new" starts here
         out[name] = ids
         say(f"saved search {name}: {len(ids)} new")
     return out
