@@ -175,3 +175,33 @@ def test_serial_demo_corpus_truth_is_consistent():
     overdue = corpus.overdue("2026-06-30")
     assert overdue <= set(corpus.recommendations) and not overdue & corpus.done
     assert corpus.recommendations and corpus.new
+
+
+def test_search_by_date_range_and_patient(index_dir, hashing_model):
+    """Issue 34, item 2: --since / --until / --patient (and where=date>=...) filter a search, alike everywhere."""
+    from radsift.search import Index
+
+    index = Index.open(index_dir)
+    ids = lambda **kw: sorted(h.report_id for h in index.search("pneumothorax", k=50, mode="bm25", **kw))  # noqa: E731
+    assert ids(since="2025-01-20") == ["a2", "a3", "b2"]
+    assert ids(since="2025-01-01", until="2025-01-31") == ["a1", "b1", "b2", "c2"]
+    assert ids(patient="A") == ["a1", "a2", "a3"]
+    assert ids(patient="A", until="20250201") == ["a1", "a2"]  # YYYYMMDD read as a day
+    assert ids(where=["date>=2025-02-01", "date<=2025-02-28"]) == ["a2"]  # ranges on one key: all hold
+    with pytest.raises(ConfigError, match="since: '01/02/2025' is not a date"):
+        index.search("pneumothorax", since="01/02/2025")
+    res = CliRunner().invoke(app, ["search", str(index_dir), "pneumothorax", "--mode", "bm25", "--patient", "B",
+                                   "--json", "--no-audit"])
+    assert res.exit_code == 0, res.output
+    assert sorted(h["report_id"] for h in json.loads(res.output)["hits"]) == ["b1", "b2"]
+
+
+def test_an_index_without_dates_refuses_date_filters(tmp_path, hashing_model):
+    from radsift.search import Index
+
+    corpus = tmp_path / "plain.csv"
+    corpus.write_text("id,findings\nr1,No pneumothorax.\n")
+    build_index(tmp_path / "plain", list(read_corpus([corpus], ReaderOptions(sections={"findings": "findings"}))),
+                encoder=HashingEncoder(hashing_model), progress=False)
+    with pytest.raises(ConfigError, match="carry no dates"):
+        Index.open(tmp_path / "plain").search("x", since="2025-01-01")

@@ -414,19 +414,22 @@ class IndexStore:
     def report_rows_where(self, filters: Sequence) -> np.ndarray:
         """Rows of reports whose metadata match the filters (:class:`radsift.search.query.Filter`).
 
-        Filters on different keys must all match; several on one key match if any does.
-        ``key=value`` compares exactly, ``key~value`` by case-insensitive substring.
+        Filters on different keys must all match; several on one key match if any does, except ranges
+        (``>=``, ``<=``), which must all hold. ``key=value`` compares exactly, ``key~value`` by
+        case-insensitive substring, ``key>=value`` / ``key<=value`` as text.
         """
-        by_key: dict[str, list] = {}
-        for f in filters:
-            by_key.setdefault(f.key, []).append(f)
+        by_key: dict[tuple, list] = {}
+        for f in filters:  # a range is a group of its own: ranges must all hold
+            by_key.setdefault((f.key, f.op, f.value) if f.op in (">=", "<=") else (f.key,), []).append(f)
         clauses, params = [], []
-        for key, group in by_key.items():
+        for (key, *_), group in by_key.items():
             # json_each compares the key as a plain string: any character works (a JSON path would not).
             ors = []
             for f in group:
                 if f.op == "~":
                     ors.append("(m.key = ? AND instr(lower(CAST(m.value AS TEXT)), lower(?)) > 0)")
+                elif f.op in (">=", "<="):  # compared as text: ISO dates compare as dates
+                    ors.append(f"(m.key = ? AND CAST(m.value AS TEXT) {f.op} ?)")
                 else:
                     ors.append("(m.key = ? AND m.value = ?)")
                 params += [key, f.value]

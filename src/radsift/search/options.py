@@ -39,9 +39,10 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional, Seque
 
 import numpy as np
 
+from radsift.corpus.dates import normalise_date
 from radsift.errors import ConfigError
 from radsift.ranking import MODES
-from radsift.search.query import (LEVELS, MAX_FILTERS, MAX_K, MAX_OFFSET, MAX_QUERY_CHARS, MAX_RERANK, NEGATION, UNITS,
+from radsift.search.query import (LEVELS, MAX_FILTERS, Filter, MAX_K, MAX_OFFSET, MAX_QUERY_CHARS, MAX_RERANK, NEGATION, UNITS,
                                   WHOLE_REPORT, check_alpha, check_bool, check_choice, check_rerank, check_target,
                                   normalize_query, parse_where, whole_number)
 from radsift.search.reading import parse_override
@@ -118,6 +119,40 @@ def _where(name: str, value, facts: IndexFacts):
     return parse_where(value, facts.metadata_keys)
 
 
+def _day(name: str, value, facts: IndexFacts) -> str | None:
+    """``since``/``until``: a day, normalised; the index must hold dates."""
+    if value is None or value == "":
+        return None
+    if "date" not in facts.metadata_keys:
+        raise ConfigError(f"{name}: this index's reports carry no dates (build it with --date-column, or from a "
+                          "FHIR or HL7 feed)")
+    try:
+        return normalise_date(str(value))[0]
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
+
+
+def _patient(name: str, value, facts: IndexFacts) -> str | None:
+    if value is None or value == "":
+        return None
+    if "patient" not in facts.metadata_keys:
+        raise ConfigError("patient: this index's reports name no patients (build it with --patient-column, or "
+                          "from a FHIR or HL7 feed)")
+    return str(value).strip()
+
+
+def time_filters(options: "SearchOptions") -> tuple[Filter, ...]:
+    """The metadata filters ``since``, ``until`` and ``patient`` stand for (``where`` holds them after the checks)."""
+    out = []
+    if options.since:
+        out.append(Filter("date", options.since, ">="))
+    if options.until:
+        out.append(Filter("date", options.until, "<="))
+    if options.patient:
+        out.append(Filter("patient", options.patient))
+    return tuple(out)
+
+
 def _rerank(name: str, value, facts: IndexFacts) -> int:
     return check_rerank(value)
 
@@ -134,8 +169,9 @@ READING_HELP = ("Override how the query is read, finding by finding: FINDING=STA
                 "uncertain or ignore (repeatable), e.g. cardiomegaly=absent; side=ignore drops the side. The "
                 "finding must be one the query was read to name.")
 WHERE_HELP = ("Metadata filter (repeatable): KEY=VALUE (or KEY:VALUE) matches exactly, KEY~VALUE case-insensitively "
-              "by substring, e.g. indication~cough; several filters on one key: any, on several keys: all. Keys "
-              "must be metadata of the index (radsift index info lists them).")
+              "by substring, e.g. indication~cough, KEY>=VALUE and KEY<=VALUE compare as text (date>=2025-01-01); "
+              "several filters on one key: any (ranges: all), on several keys: all. Keys must be metadata of the "
+              "index (radsift index info lists them).")
 
 
 @dataclass(frozen=True)
@@ -160,6 +196,12 @@ class SearchOptions:
                                     metavar="SECTION", http_default=WHOLE_REPORT, needs_index=True)
     where: Union[Sequence[str], Mapping[str, Any], None] = _option(
         None, WHERE_HELP, check=_where, wire=Optional[list[str]], metavar="KEY=VALUE|KEY~VALUE", needs_index=True)
+    since: Optional[str] = _option(None, "Only reports dated on or after this day (YYYY-MM-DD; the index's 'date', "
+                                   "from --date-column or a feed).", check=_day, metavar="DATE", needs_index=True)
+    until: Optional[str] = _option(None, "Only reports dated on or before this day (YYYY-MM-DD).", check=_day,
+                                   metavar="DATE", needs_index=True)
+    patient: Optional[str] = _option(None, "Only this patient's reports (the index's 'patient').", check=_patient,
+                                     metavar="ID", needs_index=True)
     unit: str = _option("sentence", "Rank sentence units, or whole section units.", choices=UNITS, metavar="UNIT",
                         cli_help="Rank sentence units, whole section units, or passage (sections with heading and "
                                  "aspect; \"ENTITY | ASPECT\" queries).")
@@ -365,7 +407,12 @@ def check_search(query: str, options: SearchOptions, sections: Sequence[str],
     facts = IndexFacts(tuple(sections), tuple(metadata_keys))
     text = normalize_query(query)
     checked = {f.name: _checked(f, spec, getattr(options, f.name), facts) for f, spec in option_specs()}
-    return SearchRequest(text, SearchOptions(**checked))
+    checked_options = SearchOptions(**checked)
+    extra = time_filters(checked_options)
+    if extra:  # since / until / patient are metadata filters: the plan reads them from where
+        checked_options = dataclasses.replace(checked_options, where=tuple(checked_options.where or ()) + extra,
+                                              since=None, until=None, patient=None)
+    return SearchRequest(text, checked_options)
 
 
 def check_options(query: str, *, sections: Sequence[str], metadata_keys: Sequence[str], **options: Any) -> SearchRequest:

@@ -25,8 +25,9 @@ MAX_QUERY_CHARS = 1000
 MAX_FILTERS = 20
 #: ``target`` for the whole report (no section restriction).
 WHOLE_REPORT = "report"
-#: ``KEY=VALUE`` matches exactly; ``KEY~VALUE`` case-insensitively by substring.
-FILTER_OPS = ("=", "~")
+#: ``KEY=VALUE`` matches exactly; ``KEY~VALUE`` case-insensitively by substring; ``KEY>=VALUE`` and
+#: ``KEY<=VALUE`` compare as text (ISO dates ``YYYY-MM-DD`` compare as dates: ``date>=2025-01-01``).
+FILTER_OPS = ("=", "~", ">=", "<=")
 
 __all__ = ["LEVELS", "MODES", "UNITS", "NEGATION", "Filter", "check_alpha", "check_bool", "check_choice", "check_rerank",
            "check_target", "normalize_query", "parse_where", "whole_number"]
@@ -34,7 +35,8 @@ __all__ = ["LEVELS", "MODES", "UNITS", "NEGATION", "Filter", "check_alpha", "che
 
 @dataclass(frozen=True)
 class Filter:
-    """One metadata filter: ``key=value`` (exact) or ``key~value`` (case-insensitive substring)."""
+    """One metadata filter: ``key=value`` (exact), ``key~value`` (case-insensitive substring), ``key>=value`` or
+    ``key<=value`` (a range, compared as text: ISO dates compare as dates)."""
 
     key: str
     value: str
@@ -111,12 +113,13 @@ def parse_where(where: Iterable[str] | Mapping[str, str | Iterable[str]] | None,
                 out.append(item)
                 continue
             item = str(item)
-            cut = min((i for i in (item.find(c) for c in ":=~") if i >= 0), default=-1)
-            key, value = (item[:cut].strip(), item[cut + 1:].strip()) if cut >= 0 else ("", "")
-            if cut < 0 or not key or not value:
-                raise ConfigError(f"where: {item[:80]!r} is not KEY=VALUE or KEY~VALUE "
-                                  "(e.g. where=indication~cough)")
-            out.append(Filter(key, value, "~" if item[cut] == "~" else "="))
+            cut = min((i for i in (item.find(c) for c in ":=~<>") if i >= 0), default=-1)
+            op = item[cut:cut + 2] if cut >= 0 and item[cut:cut + 2] in (">=", "<=") else item[cut:cut + 1]
+            key, value = (item[:cut].strip(), item[cut + len(op):].strip()) if cut >= 0 else ("", "")
+            if cut < 0 or op in ("<", ">") or not key or not value:
+                raise ConfigError(f"where: {item[:80]!r} is not KEY=VALUE, KEY~VALUE, KEY>=VALUE or KEY<=VALUE "
+                                  "(e.g. where=indication~cough, where=date>=2025-01-01)")
+            out.append(Filter(key, value, op if op in ("~", ">=", "<=") else "="))
     if len(out) > MAX_FILTERS:
         raise ConfigError(f"where: at most {MAX_FILTERS} filters, got {len(out)}")
     if known_keys is not None:
