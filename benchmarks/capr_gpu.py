@@ -362,11 +362,35 @@ def test_all(tag: str, systems_fn, pools: dict, dev: EvalSet | None = None) -> N
             save()
 
 
-def save_best(model_dir: Path, out: Path, part_mb: int = 15) -> list[str]:
-    """The model folder in fp16, tarred and split into parts of ``part_mb`` MB under ``out``."""
+def trained_change(model_dir: Path, base_fp16: Path | None) -> float:
+    """The largest weight change of a saved model from the base it started from (the encoder's weights; a
+    cross-encoder's are prefixed ``bert.``). The 2026-11-26 run carried back a "best" cross-encoder equal to
+    its base to fp16 rounding: a saved model that did not move is refused, not carried."""
+    from safetensors.torch import load_file
+
+    if base_fp16 is None or not (base_fp16 / "model.fp16.safetensors").is_file():
+        return float("nan")
+    base = load_file(str(base_fp16 / "model.fp16.safetensors"))
+    weights = load_file(str(model_dir / "model.safetensors"))
+    diffs = [(v.float() - base[k.removeprefix("bert.")].float()).abs().max().item()
+             for k, v in weights.items() if k.removeprefix("bert.") in base and base[k.removeprefix("bert.")].shape == v.shape]
+    return max(diffs) if diffs else float("nan")
+
+
+def save_best(model_dir: Path, out: Path, part_mb: int = 15, base_fp16: Path | None = None) -> list[str]:
+    """The model folder in fp16, tarred and split into parts of ``part_mb`` MB under ``out``.
+
+    Raises:
+        RuntimeError: The model's weights did not move from the base (:func:`trained_change` below 1e-3).
+    """
     from safetensors.torch import load_file, save_file
 
     weights = model_dir / "model.safetensors"
+    change = trained_change(model_dir, base_fp16) if weights.is_file() else float("nan")
+    RESULTS["best_weight_change"] = change
+    if change == change and change < 1e-3:
+        raise RuntimeError(f"{model_dir}: the weights equal the base model's (largest change {change:.2g}): "
+                           "the trained model was not saved")
     if weights.is_file():
         save_file({k: v.half() for k, v in load_file(str(weights)).items()}, str(model_dir / "model.fp16.safetensors"))
         weights.unlink()
@@ -494,7 +518,7 @@ def main() -> None:
         guarded("in-collection", incollection)
         save(out)
     if best_dir.is_dir():
-        RESULTS["model_parts"] = guarded("model parts", lambda: save_best(best_dir, out))
+        RESULTS["model_parts"] = guarded("model parts", lambda: save_best(best_dir, out, base_fp16=args.model))
     RESULTS["seconds"] = round(elapsed(), 1)
     save(out)
     log("done")
