@@ -1,0 +1,103 @@
+"""Candidate engine against exact engine: agreement of the page and the counts, and latency, in one run.
+
+Run:
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_candidates.py --index DIR [--index DIR2] [--backend hnsw]
+
+Each index is opened with the hashing encoder (no model: the query encoding is not what is timed; the
+timings are of the rest of the search). For each query (the demo generator's example queries, the
+lexicon's findings as "X" and "no X", a fixed list of chest X-ray queries) and each setting (mode x
+level x page), both engines run (``RADSIFT_ENGINE``); a query agrees when its page (report ids, unit
+texts, ranks) and its ``total`` / ``matching`` counts are the same. Prints one row per index with the
+agreement rate, the counts' agreement, the p50 of each engine and the load average.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+FIXED = ["pneumothorax", "no pneumothorax", "pleural effusion", "no pleural effusion", "cardiomegaly",
+         "enlarged heart", "right lower lobe consolidation", "pulmonary edema", "calcified granuloma",
+         "endotracheal tube", "rib fracture", "hiatal hernia", "no acute cardiopulmonary abnormality",
+         "tortuous aorta", "interstitial opacities", "small left pleural effusion", "no right pneumothorax"]
+SETTINGS = [dict(mode="hybrid", level="report"), dict(mode="hybrid", level="sentence"),
+            dict(mode="dense", level="report"), dict(mode="bm25", level="report"),
+            dict(mode="hybrid", level="report", offset=20), dict(mode="hybrid", level="report", target="impression")]
+
+
+def queries(index) -> list[str]:
+    from radsift.demo import load_example_queries
+    out = list(FIXED) + [q for _, q in load_example_queries()]
+    for f in list(index.store.manifest.findings)[:40] if hasattr(index, "store") else []:
+        name = f.replace("_", " ")
+        out += [name, f"no {name}"]
+    return list(dict.fromkeys(out))
+
+
+def run(index, q: str, engine: str, **kw):
+    os.environ["RADSIFT_ENGINE"] = engine
+    t = time.perf_counter()
+    res = index.search(q, k=10, mentions=False, include_report=False, **kw)
+    ms = (time.perf_counter() - t) * 1000
+    page = [(h.report_id, h.sentence.text, h.band, round(h.score, 5)) for h in res]
+    return page, (res.total, res.matching), ms
+
+
+def _routed():
+    from radsift.search import shortlist
+    return getattr(shortlist, "CALLS", None)
+
+
+def compare(path: str, backend: str, settings=SETTINGS, reps: int = 1) -> dict:
+    from radsift.models.hashing import HashingEncoder
+    from radsift.search import Index
+    index = Index.open(path, encoder=HashingEncoder(Path("/tmp/cand-bench/model")), backend=backend)
+    qs = queries(index)
+    same = counts_same = n = full = 0
+    times = {"exact": [], "candidates": []}
+    bad = []
+    for kw in settings:
+        for q in qs:
+            try:
+                a, ca, _ = run(index, q, "exact", **kw)
+            except Exception as exc:  # a setting the index lacks (no impression section)
+                bad.append((q, kw, repr(exc)[:80]))
+                continue
+            b, cb, _ = run(index, q, "candidates", **kw)
+            n += 1
+            same += [x[:2] for x in a] == [x[:2] for x in b]
+            counts_same += ca == cb
+            full += a == b
+            if ([x[:2] for x in a] != [x[:2] for x in b] or ca != cb) and len(bad) < 8:
+                bad.append((q, kw, ca, cb))
+    for kw in settings[:1]:
+        for _ in range(reps):
+            for q in qs:
+                for eng in ("exact", "candidates"):
+                    times[eng].append(run(index, q, eng, **kw)[2])
+    return {"index": path, "backend": backend, "units": int(index.store.units("sentence").report_row.shape[0]) if hasattr(index, "store") else None,
+            "runs": n, "top10_same": round(same / max(n, 1), 4), "counts_same": round(counts_same / max(n, 1), 4),
+            "scores_bands_same": round(full / max(n, 1), 4), "routed_exact": _routed(),
+            "p50_exact_ms": round(float(np.percentile(times["exact"], 50)), 2),
+            "p50_cand_ms": round(float(np.percentile(times["candidates"], 50)), 2),
+            "load": tuple(round(x, 2) for x in os.getloadavg()), "disagreements": bad}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--index", action="append", required=True)
+    ap.add_argument("--backend", default="auto")
+    ap.add_argument("--reps", type=int, default=1)
+    args = ap.parse_args(argv)
+    for path in args.index:
+        row = compare(path, args.backend, reps=args.reps)
+        print(row, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,266 @@
+"""The candidate engine: a search's ranking, counts and bands from its candidates and postings.
+
+The exact engine (:mod:`.plan`, :mod:`.scoring`, :mod:`.rank`, :mod:`.counts`) computes BM25 scores,
+min-max normalisation, reading tiers and counts over every unit of the corpus. This engine
+computes the same ranking from:
+
+- the **BM25 candidates**: every unit holding a query term, scored exactly over the terms'
+  postings (:meth:`radsift.ranking.bm25.BM25.postings`): work in proportion to the postings;
+- the **dense candidates**: the ``depth`` best eligible units by the backend's cosine;
+- **reading postings** (:class:`ReadingPostings`): the stored mentions of each finding, sorted by
+  finding once per store, so a query's tiers, counts and classes read only its findings' mentions
+  (and, at report level, the units of the reports that mention them).
+
+The ranking is the exact engine's order ``(tier, fused score, row)`` over the union of the
+candidates, with every global quantity the exact engine uses (the min-max ends of both sides, the
+strict tiers' step) computed exactly. A unit outside the candidates shares no term with the query
+and has a cosine no higher than the ``depth``-th eligible one, so its fused score is at most a
+bound; its tier is at least the lowest tier of the units left out (read from the postings). When
+the page's last entry scores above what any unit left out could reach, the page is the exact
+engine's; otherwise the dense depth is widened (x4) and, at the corpus's size, the search falls
+back to the exact engine. The page is therefore equal to the exact engine's, scores included
+(:func:`benchmarks/bench_candidates.py` measures it); counts come from the postings, never the
+candidates, and are exact.
+
+Routed to the exact engine (:func:`exact_reason`): ``hybrid-rrf`` (a rank fusion needs every
+unit's rank), calibrated tier boosts (``gap``), a first stage, ``prf``, section units, an
+open-vocabulary finding (its reader runs over candidate sentences), and a backend that pushes
+filters down. The dense side still comes from the backend as one array over every unit (the
+backend's interface); with an HNSW backend its cost is a fill of that array, not a scan.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from radsift.index.reader import IndexStore
+from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
+from radsift.ranking.bands import BandTable, band_of, score_kind
+from radsift.ranking.tiers import (CLASS_NAMES, NO_READING, OPPOSITE, OPPOSITE_TIER, PARTIAL, SIDE_SLOTS, STATES,
+                                   STATUS_CODES, TIER_OF, UNSTATED, combine, side_tiers)
+from radsift.records import QueryReading
+from radsift.text.tokens import tokenize
+
+#: Environment variable choosing the engine (``candidates`` or ``exact``), for benchmarks and A/B runs.
+ENV = "RADSIFT_ENGINE"
+ENGINES = ("candidates", "exact")
+DEFAULT_ENGINE = "candidates"
+#: Dense candidates drawn first (widened x4 until the page is exact).
+FIRST_DEPTH = 1000
+
+
+def engine_name() -> str:
+    """The engine ``RADSIFT_ENGINE`` names (default :data:`DEFAULT_ENGINE`)."""
+    name = os.environ.get(ENV, "").strip().lower() or DEFAULT_ENGINE
+    return name if name in ENGINES else DEFAULT_ENGINE
+
+
+def exact_reason(request, reading: QueryReading, gap, backend=None, store: IndexStore | None = None) -> str | None:
+    """Why this search goes to the exact engine (None: the candidate engine answers it)."""
+    opts = request.options
+    if opts.mode not in ("hybrid", "dense", "bm25"):
+        return f"mode {opts.mode}"
+    if opts.negation == "aware" and reading.active and gap is not None:
+        return "calibrated tier boosts"
+    if opts.first_stage is not None or opts.prf:
+        return "first stage or prf"
+    if opts.unit != "sentence":
+        return "section units"
+    if reading.active and any(not f.labeled for f in reading.findings):
+        return "open-vocabulary finding"
+    if backend is not None and getattr(backend, "pushdown", False):
+        return "filter pushdown backend"
+    if store is not None and NEEDS_BM25[opts.mode] and not hasattr(store.bm25(opts.unit), "postings"):
+        return "BM25 without postings"
+    return None
+
+
+# -- BM25 over postings -------------------------------------------------------------------------------
+def bm25_sparse(retriever, query: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted rows, BM25 scores) of every unit holding a query term: the nonzero entries of
+    :func:`radsift.ranking.bm25_scores`, bit for bit (float32, summed in query-token order)."""
+    vocab = retriever.vocab_dict
+    tokens = [t for t in tokenize(query) if t in vocab]
+    posts = [retriever.postings(t) for t in tokens]
+    posts = [(np.asarray(g, dtype=np.int64), w, idf) for g, w, idf in posts if idf]
+    if not posts or n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    rows = posts[0][0] if len(posts) == 1 else np.unique(np.concatenate([g for g, _, _ in posts]))
+    out = np.zeros(rows.shape[0], dtype=np.float32)
+    for g, w, idf in posts:
+        out[np.searchsorted(rows, g)] += np.float32(idf) * w
+    keep = rows < n
+    rows, out = rows[keep], out[keep]
+    nonzero = out > 0  # as the exact engine: a unit scoring 0 is no match
+    return rows[nonzero], out[nonzero]
+
+
+# -- reading postings -----------------------------------------------------------------------------------
+class ReadingPostings:
+    """A store's stored mentions sorted by finding, and its units grouped by report (built once per store)."""
+
+    def __init__(self, store: IndexStore, unit: str) -> None:
+        labels = store.labels()
+        finding = np.asarray(labels.finding, dtype=np.int64)
+        order = np.argsort(finding, kind="stable")
+        self.row = np.asarray(labels.row, dtype=np.int64)[order]
+        self.status = np.asarray(labels.status, dtype=np.int64)[order]
+        codes = finding[order]
+        self.codes = {int(c): (int(a), int(b)) for c, a, b in
+                      zip(*_runs(codes))}
+        report_row = np.asarray(store.units(unit).report_row, dtype=np.int64)
+        self.report_row = report_row
+        self.n_units = int(report_row.shape[0])
+        self.n_reports = int(report_row.max(initial=-1)) + 1
+        self.unit_order = np.argsort(report_row, kind="stable")
+        self.report_ptr = np.zeros(self.n_reports + 1, dtype=np.int64)
+        np.cumsum(np.bincount(report_row, minlength=self.n_reports), out=self.report_ptr[1:])
+        self.reports_with_units = int(np.count_nonzero(np.diff(self.report_ptr)))
+
+    @classmethod
+    def of(cls, store: IndexStore, unit: str) -> "ReadingPostings":
+        return store.cached(("reading_postings", unit), lambda: cls(store, unit))
+
+    def mentions(self, code: int) -> tuple[np.ndarray, np.ndarray]:
+        """(unit rows, status codes) of the stored mentions of finding ``code``."""
+        a, b = self.codes.get(int(code), (0, 0))
+        return self.row[a:b], self.status[a:b]
+
+    def units_of(self, reports: np.ndarray) -> np.ndarray:
+        """Every unit row of ``reports`` (unsorted)."""
+        starts, ends = self.report_ptr[reports], self.report_ptr[reports + 1]
+        lens = ends - starts
+        idx = np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens) + np.arange(int(lens.sum()))
+        return self.unit_order[idx]
+
+
+def _runs(sorted_codes: np.ndarray):
+    if not sorted_codes.size:
+        return [], [], []
+    cut = np.flatnonzero(np.diff(sorted_codes)) + 1
+    starts = np.concatenate(([0], cut))
+    ends = np.concatenate((cut, [sorted_codes.size]))
+    return sorted_codes[starts].tolist(), starts.tolist(), ends.tolist()
+
+
+class QueryTiers:
+    """The exact engine's tiers (:func:`radsift.ranking.unit_tiers`) for any set of units, read from postings.
+
+    Attributes:
+        special: Sorted rows whose tier may differ from :attr:`default` (mentioned units, units with a
+            side word, at report level every unit of a report with a mention).
+        default: The tier of every other unit (None: there is no other unit).
+    """
+
+    def __init__(self, store: IndexStore, reading: QueryReading, post: ReadingPostings, codes: dict,
+                 by_report: bool, sides) -> None:
+        self.post, self.statuses = post, [f.status for f in reading.findings]
+        self.side = reading.side
+        self.mentions = []
+        for j, f in enumerate(reading.findings):
+            rows, status = post.mentions(codes.get(f.finding, -1))
+            names = {v: k for k, v in STATUS_CODES.items()}
+            table = np.array([TIER_OF[f.status][names[c]] for c in (-1, 0, 1)], dtype=np.int8)
+            self.mentions.append((rows, table[status + 1]))
+        self.sides = sides  # (left, right, bilateral) flags of every unit, or None
+        side_rows = np.zeros(0, dtype=np.int64)
+        if self.side and sides is not None:
+            side_rows = np.flatnonzero(sides[0] | sides[1] | sides[2])
+        mentioned = np.unique(np.concatenate([r for r, _ in self.mentions] + [np.zeros(0, np.int64)]))
+        unit_special = np.union1d(mentioned, side_rows)
+        default_unit = (combine(np.array([[NO_READING[s] for s in self.statuses]], dtype=np.int8))[0]
+                        if self.statuses else 0) * SIDE_SLOTS + (1 if self.side and sides is not None else 0)
+        unit_t = self._unit_tiers(unit_special)
+        rest = post.n_units - unit_special.size
+        self.unit_max = int(max(unit_t.max(initial=-1), default_unit if rest > 0 else -1))
+        self.by_report = by_report and bool(self.statuses) and post.n_units > 0
+        self.special = unit_special
+        self.default = int(default_unit) if rest > 0 else None
+        if self.by_report:
+            reps = np.unique(post.report_row[mentioned])
+            self.rep_rows, self.rep_tier = reps, self._report_tiers(reps)
+            self.rep_default = int(combine(np.array([[NO_READING[s] for s in self.statuses]], dtype=np.int8))[0])
+            self.special = np.union1d(unit_special, post.units_of(reps))
+            rest = post.n_units - self.special.size
+            self.default = int(self.rep_default * (self.unit_max + 1) + default_unit) if rest > 0 else None
+
+    def stated(self, rows: np.ndarray, eligible=None) -> np.ndarray:
+        """What units ``rows`` (sorted) state of each finding (``(len(rows), F)``, :data:`UNSTATED` where nothing)."""
+        out = np.full((rows.size, len(self.mentions)), UNSTATED, dtype=np.int8)
+        for j, (mrows, mtier) in enumerate(self.mentions):
+            pos = np.searchsorted(rows, mrows)
+            pos = np.minimum(pos, max(rows.size - 1, 0))
+            hit = (rows[pos] == mrows) if rows.size else np.zeros(mrows.size, dtype=bool)
+            if eligible is not None:
+                hit &= eligible(mrows)
+            col = out[:, j].copy()
+            np.minimum.at(col, pos[hit], mtier[hit])
+            out[:, j] = col
+        return out
+
+    def _resolve(self, stated: np.ndarray) -> np.ndarray:
+        out = stated.copy()
+        for j, status in enumerate(self.statuses):
+            col = out[:, j]
+            col[col == UNSTATED] = NO_READING[status]
+        return out
+
+    def _unit_tiers(self, rows: np.ndarray) -> np.ndarray:
+        reading = (combine(self._resolve(self.stated(rows))) if self.statuses
+                   else np.zeros(rows.size, dtype=np.int64))
+        sides = 0
+        if self.side and self.sides is not None:
+            sides = side_tiers(self.side, self.sides[0][rows], self.sides[1][rows], self.sides[2][rows])
+        return reading * SIDE_SLOTS + sides
+
+    def report_best(self, reports: np.ndarray, eligible=None) -> np.ndarray:
+        """Per finding, the best tier any (eligible) unit of ``reports`` (sorted) states (UNSTATED: none)."""
+        out = np.full((reports.size, len(self.mentions)), UNSTATED, dtype=np.int8)
+        for j, (mrows, mtier) in enumerate(self.mentions):
+            keep = np.ones(mrows.size, dtype=bool) if eligible is None else eligible(mrows)
+            mrep = self.post.report_row[mrows[keep]]
+            pos = np.minimum(np.searchsorted(reports, mrep), max(reports.size - 1, 0))
+            hit = (reports[pos] == mrep) if reports.size else np.zeros(mrep.size, dtype=bool)
+            col = out[:, j].copy()
+            np.minimum.at(col, pos[hit], mtier[keep][hit])
+            out[:, j] = col
+        return out
+
+    def _report_tiers(self, reports: np.ndarray) -> np.ndarray:
+        return combine(self._resolve(self.report_best(reports)))
+
+    def tiers(self, rows: np.ndarray) -> np.ndarray:
+        """The tier of each unit of ``rows`` (sorted, unique), as the exact engine gives it."""
+        unit_t = self._unit_tiers(rows)
+        if not self.by_report:
+            return unit_t
+        reps = self.post.report_row[rows]
+        pos = np.minimum(np.searchsorted(self.rep_rows, reps), max(self.rep_rows.size - 1, 0))
+        found = (self.rep_rows[pos] == reps) if self.rep_rows.size else np.zeros(reps.size, dtype=bool)
+        rep_t = np.where(found, self.rep_tier[pos] if self.rep_rows.size else 0, self.rep_default)
+        return rep_t * (self.unit_max + 1) + unit_t
+
+    def classes(self, best: np.ndarray) -> np.ndarray:
+        """:func:`radsift.ranking.tiers.reading_classes` of per-finding best tiers."""
+        per = self._resolve(best)
+        out = np.full(per.shape[0], PARTIAL, dtype=np.int8)
+        out[(per == OPPOSITE_TIER).any(axis=1)] = OPPOSITE
+        out[(per == 0).all(axis=1)] = STATES
+        return out
+
+
+def band_rows(kind_mode: str, classes: list[int], relative: list[float]) -> list[tuple[str, float]]:
+    """(band, relevance) per page entry from its class and relative score (as :meth:`.counts.Counts.bands`)."""
+    table, kind = BandTable.packaged(), score_kind(kind_mode)
+    out = []
+    for code, rel in zip(classes, relative):
+        name = CLASS_NAMES[code] if code >= 0 else "none"
+        estimate = table.estimate(kind, name, rel)
+        out.append((band_of(name, estimate), round(estimate, 3)))
+    return out
+
+
+__all__ = ["DEFAULT_ENGINE", "ENGINES", "ENV", "FIRST_DEPTH", "QueryTiers", "ReadingPostings", "band_rows",
+           "bm25_sparse", "engine_name", "exact_reason", "NEEDS_DENSE"]

@@ -1,0 +1,213 @@
+"""A search answered by the candidate engine (:mod:`.candidates`): rank, count and band from candidates.
+
+:func:`candidate_page` returns the exact engine's page (see :mod:`.candidates` for why it is the
+same), or None when the search is one the exact engine must answer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from radsift.index.reader import IndexStore
+from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
+from radsift.ranking.aggregate import best_per_group
+from radsift.ranking.tiers import SIDE_SLOTS
+from radsift.records import QueryReading
+from radsift.search.candidates import FIRST_DEPTH, QueryTiers, ReadingPostings, band_rows, bm25_sparse
+from radsift.search.options import SearchRequest
+from radsift.search.plan import eligible_mask, unit_sides
+from radsift.search.rank import rerank_head
+from radsift.search.results import SearchResult, hits_of
+from radsift.search.scoring import bm25_query, checked_cosines
+from radsift.search.units import unit_texts
+
+
+def _mm(values: np.ndarray, low: float, high: float) -> np.ndarray:
+    """:func:`radsift.ranking.min_max` of ``values`` with the ends of the whole array."""
+    values = np.asarray(values, dtype=np.float64)
+    span = high - low
+    return (values - low) / span if span > 0 else np.zeros_like(values)
+
+
+class Sides:
+    """The two sides' scores of any unit, with the ends (over every unit) the exact engine normalises by."""
+
+    def __init__(self, mode: str, alpha: float, dense: np.ndarray | None, bm_rows: np.ndarray, bm_vals: np.ndarray,
+                 n: int) -> None:
+        self.mode, self.alpha, self.dense, self.bm_rows, self.bm_vals, self.n = mode, alpha, dense, bm_rows, bm_vals, n
+        self.bmax = float(bm_vals.max()) if bm_vals.size else 0.0
+        self.bmin = 0.0 if bm_rows.size < n else float(bm_vals.min(initial=0.0))
+        if dense is not None and n:
+            self.dmax, self.dmin = float(np.float64(dense.max())), float(np.float64(dense.min()))
+
+    def bm25(self, rows: np.ndarray) -> np.ndarray:
+        pos = np.minimum(np.searchsorted(self.bm_rows, rows), max(self.bm_rows.size - 1, 0))
+        if not self.bm_rows.size:
+            return np.zeros(rows.size, dtype=np.float32)
+        return np.where(self.bm_rows[pos] == rows, self.bm_vals[pos], np.float32(0)).astype(np.float32)
+
+    def fuse(self, dense: np.ndarray, bm25: np.ndarray) -> np.ndarray:
+        a = self.alpha
+        return (a * _mm(dense, self.dmin, self.dmax) + (1.0 - a) * _mm(bm25, self.bmin, self.bmax)).astype(np.float32)
+
+    def base(self, rows: np.ndarray) -> np.ndarray:
+        """The score before tiers (:func:`radsift.ranking.core.base_scores` at ``rows``)."""
+        if self.mode == "dense":
+            return self.dense[rows]
+        if self.mode == "bm25":
+            return self.bm25(rows)
+        return self.fuse(self.dense[rows], self.bm25(rows))
+
+    def spread(self) -> float:
+        """``max - min`` of the base score over every unit (float32, as :func:`radsift.ranking.apply_tiers`)."""
+        if self.mode == "dense":
+            return float(self.dense.max() - self.dense.min())
+        if self.mode == "bm25":
+            return float(np.float32(self.bmax) - np.float32(self.bmin))
+        vals = [self.base(self.bm_rows)]
+        if self.bm_rows.size < self.n:  # units sharing no term: their fused score is the dense share alone
+            rest = np.delete(self.dense, self.bm_rows)
+            vals.append(self.fuse(np.array([rest.max(), rest.min()], dtype=self.dense.dtype), np.zeros(2, np.float32)))
+        allv = np.concatenate(vals)
+        return float(allv.max() - allv.min())
+
+    def bound(self, d_k: float) -> np.float32:
+        """The highest base score of a unit outside the candidates (no query term, cosine at most ``d_k``)."""
+        if self.mode == "dense":
+            return np.float32(d_k)
+        return self.fuse(np.array([d_k], dtype=self.dense.dtype), np.zeros(1, np.float32))[0]
+
+
+def candidate_page(index, store: IndexStore, request: SearchRequest, reading: QueryReading, query_vector,
+                   expansion) -> SearchResult:
+    """The page of ``request`` from the candidate engine (callers check :func:`.candidates.exact_reason` first)."""
+    opts = request.options
+    units = store.units("sentence")
+    n = int(units.report_row.shape[0])
+    mask = eligible_mask(store, opts)
+    post = ReadingPostings.of(store, "sentence")
+    qt = None
+    if reading.active:
+        sides = store.cached(("sides", "sentence"), lambda: unit_sides(store, "sentence")) if reading.side else None
+        qt = QueryTiers(store, reading, post, {f: i for i, f in enumerate(store.manifest.findings)},
+                        opts.level == "report", sides)
+    dense = None
+    if NEEDS_DENSE[opts.mode]:
+        backend = index._backend(store, "sentence")
+        dense = checked_cosines(backend.scores(query_vector, mask), store, "sentence")
+    bm_rows, bm_vals = np.zeros(0, np.int64), np.zeros(0, np.float32)
+    if NEEDS_BM25[opts.mode]:
+        bm_rows, bm_vals = bm25_sparse(store.bm25("sentence"), bm25_query(request.query, reading, expansion), n)
+    alpha = opts.alpha if opts.alpha is not None else index.settings.dense_weight
+    sides_ = Sides(opts.mode, alpha, dense, bm_rows, bm_vals, n)
+    step = None
+    if qt is not None:
+        step = np.float32(sides_.spread() + 1.0)
+    elig = (lambda rows: np.ones(len(rows), dtype=bool)) if mask is None else (lambda rows: mask[rows])
+    special_t = qt.tiers(qt.special) if qt is not None else None
+    keep_rows = np.zeros(0, np.int64)
+    if opts.mode == "bm25" and qt is not None and reading.findings:
+        keep_rows = qt.special[special_t < SIDE_SLOTS]
+    depth = max(opts.offset + opts.k, opts.rerank)
+    picked, cand, cand_scores = _rank(opts, sides_, qt, step, mask, elig, special_t, keep_rows, depth, post)
+    page_units = unit_texts(store, "sentence", [u for _, u, _ in picked])
+    if opts.rerank:
+        picked = rerank_head(request, picked, page_units, None if qt is None else qt.tiers, index.reranker)
+    page = picked[opts.offset:opts.offset + opts.k]
+    total, matching, classes = _counts(opts, qt, post, mask, elig, cand, page)
+    bands = []
+    if page:
+        e_rows = cand if mask is None else cand[mask[cand]]
+        top = float(np.asarray(sides_.base(e_rows), dtype=np.float64).max()) if e_rows.size else 0.0
+        base = np.asarray(sides_.base(np.asarray([u for _, u, _ in page], dtype=np.int64)), dtype=np.float64)
+        rel = np.clip(base / top, 0.0, 1.0) if top > 0 else np.zeros(base.size)
+        bands = band_rows(opts.mode, classes, rel.tolist())
+    hits = hits_of(store, request.query, page, page_units, opts.fields, opts.include_report,
+                   reading if opts.mentions else QueryReading(), index.mentions_in, first_rank=opts.offset + 1,
+                   bands=bands)
+    return SearchResult(hits, reading, offset=opts.offset, k=opts.k, total=total, matching=matching,
+                        lower_bound=False)
+
+
+def _rank(opts, sides_: Sides, qt, step, mask, elig, special_t, keep_rows, depth: int, post: ReadingPostings):
+    """The ranked list to ``depth`` from a growing candidate pool, until no unit outside it could enter."""
+    n = sides_.n
+    eligible_rows = np.arange(n) if mask is None else np.flatnonzero(mask)
+    n_elig = eligible_rows.size
+    k_dense = FIRST_DEPTH
+    while True:
+        parts = [sides_.bm_rows, keep_rows]
+        d_k = None
+        if sides_.dense is not None and opts.mode != "bm25":
+            if k_dense >= n_elig:
+                parts.append(eligible_rows)
+            else:
+                vals = sides_.dense[eligible_rows]
+                top = np.argpartition(-vals, k_dense - 1)[:k_dense]
+                parts.append(eligible_rows[top])
+                d_k = float(vals[top].min())
+        cand = np.unique(np.concatenate(parts)).astype(np.int64)
+        cand = cand[elig(cand)]
+        scores = sides_.base(cand)
+        if qt is not None:
+            scores = (scores - qt.tiers(cand).astype(np.float32) * step).astype(np.float32)
+        order = np.lexsort((cand, -scores))
+        rows, vals = cand[order], scores[order]
+        if opts.level == "report":
+            groups, urows, uvals = best_per_group(rows, vals, post.report_row, depth)
+            picked = list(zip(groups.tolist(), urows.tolist(), np.asarray(uvals, np.float64).tolist()))
+        else:
+            picked = list(zip(post.report_row[rows[:depth]].tolist(), rows[:depth].tolist(),
+                              np.asarray(vals[:depth], np.float64).tolist()))
+        if opts.mode == "bm25" or d_k is None or _exact(opts, sides_, qt, step, picked, depth, cand, d_k, special_t,
+                                                        elig, n_elig):
+            return picked, cand, scores
+        k_dense *= 4
+
+
+def _exact(opts, sides_, qt, step, picked, depth, cand, d_k, special_t, elig, n_elig) -> bool:
+    """Whether no eligible unit outside ``cand`` could rank within the first ``depth`` entries."""
+    if len(picked) < depth:
+        return False
+    bound = sides_.bound(d_k)
+    if qt is not None:
+        out = ~np.isin(qt.special, cand) & elig(qt.special)
+        t_out = [int(special_t[out].min())] if out.any() else []
+        covered = np.union1d(qt.special[elig(qt.special)], cand).size
+        if qt.default is not None and n_elig > covered:
+            t_out.append(qt.default)
+        if not t_out:
+            return True
+        bound = np.float32(bound - np.float32(min(t_out)) * step)
+    return float(picked[-1][2]) > float(bound)
+
+
+def _counts(opts, qt, post: ReadingPostings, mask, elig, cand, page):
+    """(total, matching, class of each page entry) of the whole ranked list, from the postings."""
+    by_report = opts.level == "report"
+    if opts.mode == "bm25":
+        e_rows = cand
+        total = int(np.unique(post.report_row[e_rows]).size) if by_report else int(e_rows.size)
+        in_e = lambda rows: np.isin(rows, e_rows)  # noqa: E731
+    else:
+        if mask is None:
+            total = post.reports_with_units if by_report else post.n_units
+        else:
+            rows = np.flatnonzero(mask)
+            total = int(np.unique(post.report_row[rows]).size) if by_report else int(rows.size)
+        in_e = elig
+    if qt is None or not qt.statuses:
+        return total, None, [-1] * len(page)
+    per = []
+    for mrows, mtier in qt.mentions:
+        ok = mrows[(mtier == 0) & in_e(mrows)]
+        per.append(np.unique(post.report_row[ok]) if by_report else np.unique(ok))
+    matching = per[0]
+    for p in per[1:]:
+        matching = np.intersect1d(matching, p)
+    if not page:
+        return total, int(matching.size), []
+    keys = np.asarray([r if by_report else u for r, u, _ in page], dtype=np.int64)
+    uniq, inv = np.unique(keys, return_inverse=True)
+    best = qt.report_best(uniq, in_e) if by_report else qt.stated(uniq, in_e)
+    return total, int(matching.size), qt.classes(best)[inv].tolist()
