@@ -32,6 +32,7 @@ backend's interface); with an HNSW backend its cost is a fill of that array, not
 from __future__ import annotations
 
 import os
+from typing import Sequence
 
 import numpy as np
 
@@ -47,8 +48,8 @@ from radsift.text.tokens import tokenize
 ENV = "RADSIFT_ENGINE"
 ENGINES = ("candidates", "exact")
 DEFAULT_ENGINE = "candidates"
-#: Dense candidates drawn first (widened x4 until the page is exact).
-FIRST_DEPTH = 1000
+#: Postings longer than a ``1 / DENSE_SHARE`` share of the units are summed in one array over every unit.
+DENSE_SHARE = 16
 
 
 def engine_name() -> str:
@@ -87,6 +88,14 @@ def bm25_sparse(retriever, query: str, n: int) -> tuple[np.ndarray, np.ndarray]:
     posts = [(np.asarray(g, dtype=np.int64), w, idf) for g, w, idf in posts if idf]
     if not posts or n == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    size = sum(g.shape[0] for g, _, _ in posts)
+    if len(posts) > 1 and size * DENSE_SHARE > n:
+        # Long postings: a scatter into one array over every unit beats sorting them (as the exact engine).
+        full = np.zeros(max(n, int(max(int(g.max(initial=-1)) for g, _, _ in posts)) + 1), dtype=np.float32)
+        for g, w, idf in posts:
+            full[g] += np.float32(idf) * w
+        rows = np.flatnonzero(full[:n])
+        return rows, full[rows]
     rows = posts[0][0] if len(posts) == 1 else np.unique(np.concatenate([g for g, _, _ in posts]))
     out = np.zeros(rows.shape[0], dtype=np.float32)
     for g, w, idf in posts:
@@ -128,13 +137,6 @@ class ReadingPostings:
         a, b = self.codes.get(int(code), (0, 0))
         return self.row[a:b], self.status[a:b]
 
-    def units_of(self, reports: np.ndarray) -> np.ndarray:
-        """Every unit row of ``reports`` (unsorted)."""
-        starts, ends = self.report_ptr[reports], self.report_ptr[reports + 1]
-        lens = ends - starts
-        idx = np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens) + np.arange(int(lens.sum()))
-        return self.unit_order[idx]
-
 
 def _runs(sorted_codes: np.ndarray):
     if not sorted_codes.size:
@@ -149,9 +151,10 @@ class QueryTiers:
     """The exact engine's tiers (:func:`radsift.ranking.unit_tiers`) for any set of units, read from postings.
 
     Attributes:
-        special: Sorted rows whose tier may differ from :attr:`default` (mentioned units, units with a
-            side word, at report level every unit of a report with a mention).
-        default: The tier of every other unit (None: there is no other unit).
+        special: Sorted rows that state something of the query's findings or hold a side word (their
+            tiers, :attr:`special_tiers`, are read from the postings); every other unit's tier is the
+            default one (at report level, on top of its report's tier).
+        default: The tier of a unit with no mention and no side word in a report with no mention.
     """
 
     def __init__(self, store: IndexStore, reading: QueryReading, post: ReadingPostings, codes: dict,
@@ -159,32 +162,64 @@ class QueryTiers:
         self.post, self.statuses = post, [f.status for f in reading.findings]
         self.side = reading.side
         self.mentions = []
-        for j, f in enumerate(reading.findings):
+        names = {v: k for k, v in STATUS_CODES.items()}
+        for f in reading.findings:
             rows, status = post.mentions(codes.get(f.finding, -1))
-            names = {v: k for k, v in STATUS_CODES.items()}
             table = np.array([TIER_OF[f.status][names[c]] for c in (-1, 0, 1)], dtype=np.int8)
             self.mentions.append((rows, table[status + 1]))
         self.sides = sides  # (left, right, bilateral) flags of every unit, or None
         side_rows = np.zeros(0, dtype=np.int64)
         if self.side and sides is not None:
-            side_rows = np.flatnonzero(sides[0] | sides[1] | sides[2])
+            side_rows = store.cached(("side_rows", "sentence"), lambda: np.flatnonzero(sides[0] | sides[1] | sides[2]))
         mentioned = np.unique(np.concatenate([r for r, _ in self.mentions] + [np.zeros(0, np.int64)]))
-        unit_special = np.union1d(mentioned, side_rows)
-        default_unit = (combine(np.array([[NO_READING[s] for s in self.statuses]], dtype=np.int8))[0]
-                        if self.statuses else 0) * SIDE_SLOTS + (1 if self.side and sides is not None else 0)
-        unit_t = self._unit_tiers(unit_special)
-        rest = post.n_units - unit_special.size
-        self.unit_max = int(max(unit_t.max(initial=-1), default_unit if rest > 0 else -1))
+        self.special = np.union1d(mentioned, side_rows) if side_rows.size else mentioned
+        no_reading = np.array([[NO_READING[s] for s in self.statuses]], dtype=np.int8)
+        reading_default = int(combine(no_reading)[0]) if self.statuses else 0
+        self.default_unit = reading_default * SIDE_SLOTS + (1 if self.side and sides is not None else 0)
+        unit_t = self._unit_tiers(self.special)
+        self.unit_max = int(max(unit_t.max(initial=-1), self.default_unit))
         self.by_report = by_report and bool(self.statuses) and post.n_units > 0
-        self.special = unit_special
-        self.default = int(default_unit) if rest > 0 else None
+        self.default = self.default_unit
+        self.rep_rows = np.zeros(0, dtype=np.int64)
         if self.by_report:
-            reps = np.unique(post.report_row[mentioned])
-            self.rep_rows, self.rep_tier = reps, self._report_tiers(reps)
-            self.rep_default = int(combine(np.array([[NO_READING[s] for s in self.statuses]], dtype=np.int8))[0])
-            self.special = np.union1d(unit_special, post.units_of(reps))
-            rest = post.n_units - self.special.size
-            self.default = int(self.rep_default * (self.unit_max + 1) + default_unit) if rest > 0 else None
+            self.rep_rows = np.unique(post.report_row[mentioned])
+            self.rep_tier = self._report_tiers(self.rep_rows)
+            self.rep_default = reading_default
+            self.default = reading_default * (self.unit_max + 1) + self.default_unit
+        self.special_tiers = self._with_report(self.special, unit_t)
+
+    def _with_report(self, rows: np.ndarray, unit_t: np.ndarray) -> np.ndarray:
+        if not self.by_report:
+            return unit_t
+        reps = self.post.report_row[rows]
+        pos = np.minimum(np.searchsorted(self.rep_rows, reps), max(self.rep_rows.size - 1, 0))
+        found = (self.rep_rows[pos] == reps) if self.rep_rows.size else np.zeros(reps.size, dtype=bool)
+        rep_t = np.where(found, self.rep_tier[pos] if self.rep_rows.size else 0, self.rep_default)
+        return rep_t * (self.unit_max + 1) + unit_t
+
+    def tiers(self, rows: np.ndarray) -> np.ndarray:
+        """The tier of each unit of ``rows`` (any order), as the exact engine gives it."""
+        rows = np.asarray(rows, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.special, rows), max(self.special.size - 1, 0))
+        found = (self.special[pos] == rows) if self.special.size else np.zeros(rows.size, dtype=bool)
+        out = self._with_report(rows, np.full(rows.size, self.default_unit, dtype=np.int64))
+        out[found] = self.special_tiers[pos[found]]
+        return out
+
+    def lowest_outside(self, inside: Sequence[np.ndarray], eligible) -> int:
+        """A lower bound of the tier of every eligible unit outside ``inside`` (sorted row arrays; exact on
+        the special units; every other unit counts at its report's tier, whether or not one is left)."""
+        out = eligible(self.special).copy()
+        for rows in inside:
+            if rows.size:
+                pos = np.minimum(np.searchsorted(rows, self.special), rows.size - 1)
+                out &= rows[pos] != self.special
+        low = [self.default]
+        if out.any():
+            low.append(int(self.special_tiers[out].min()))
+        if self.by_report and self.rep_rows.size:
+            low.append(int(self.rep_tier.min()) * (self.unit_max + 1) + self.default_unit)
+        return min(low)
 
     def stated(self, rows: np.ndarray, eligible=None) -> np.ndarray:
         """What units ``rows`` (sorted) state of each finding (``(len(rows), F)``, :data:`UNSTATED` where nothing)."""
@@ -231,17 +266,6 @@ class QueryTiers:
     def _report_tiers(self, reports: np.ndarray) -> np.ndarray:
         return combine(self._resolve(self.report_best(reports)))
 
-    def tiers(self, rows: np.ndarray) -> np.ndarray:
-        """The tier of each unit of ``rows`` (sorted, unique), as the exact engine gives it."""
-        unit_t = self._unit_tiers(rows)
-        if not self.by_report:
-            return unit_t
-        reps = self.post.report_row[rows]
-        pos = np.minimum(np.searchsorted(self.rep_rows, reps), max(self.rep_rows.size - 1, 0))
-        found = (self.rep_rows[pos] == reps) if self.rep_rows.size else np.zeros(reps.size, dtype=bool)
-        rep_t = np.where(found, self.rep_tier[pos] if self.rep_rows.size else 0, self.rep_default)
-        return rep_t * (self.unit_max + 1) + unit_t
-
     def classes(self, best: np.ndarray) -> np.ndarray:
         """:func:`radsift.ranking.tiers.reading_classes` of per-finding best tiers."""
         per = self._resolve(best)
@@ -262,5 +286,5 @@ def band_rows(kind_mode: str, classes: list[int], relative: list[float]) -> list
     return out
 
 
-__all__ = ["DEFAULT_ENGINE", "ENGINES", "ENV", "FIRST_DEPTH", "QueryTiers", "ReadingPostings", "band_rows",
+__all__ = ["DEFAULT_ENGINE", "ENGINES", "ENV", "QueryTiers", "ReadingPostings", "band_rows",
            "bm25_sparse", "engine_name", "exact_reason", "NEEDS_DENSE"]

@@ -13,13 +13,16 @@ from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
 from radsift.ranking.aggregate import best_per_group
 from radsift.ranking.tiers import SIDE_SLOTS
 from radsift.records import QueryReading
-from radsift.search.candidates import FIRST_DEPTH, QueryTiers, ReadingPostings, band_rows, bm25_sparse
+from radsift.search.candidates import QueryTiers, ReadingPostings, band_rows, bm25_sparse
 from radsift.search.options import SearchRequest
 from radsift.search.plan import eligible_mask, unit_sides
 from radsift.search.rank import rerank_head
 from radsift.search.results import SearchResult, hits_of
 from radsift.search.scoring import bm25_query, checked_cosines
 from radsift.search.units import unit_texts
+
+#: Dense candidates drawn first (widened x4 until the page is exact).
+FIRST_DEPTH = 1000
 
 
 def _mm(values: np.ndarray, low: float, high: float) -> np.ndarray:
@@ -52,11 +55,15 @@ class Sides:
 
     def base(self, rows: np.ndarray) -> np.ndarray:
         """The score before tiers (:func:`radsift.ranking.core.base_scores` at ``rows``)."""
+        return self.base_of(rows, self.bm25(rows) if self.mode != "dense" else None)
+
+    def base_of(self, rows: np.ndarray, bm25: np.ndarray | None) -> np.ndarray:
+        """The score before tiers of ``rows`` whose BM25 scores are ``bm25``."""
         if self.mode == "dense":
             return self.dense[rows]
         if self.mode == "bm25":
-            return self.bm25(rows)
-        return self.fuse(self.dense[rows], self.bm25(rows))
+            return bm25
+        return self.fuse(self.dense[rows], bm25)
 
     def spread(self) -> float:
         """``max - min`` of the base score over every unit (float32, as :func:`radsift.ranking.apply_tiers`)."""
@@ -66,7 +73,9 @@ class Sides:
             return float(np.float32(self.bmax) - np.float32(self.bmin))
         vals = [self.base(self.bm_rows)]
         if self.bm_rows.size < self.n:  # units sharing no term: their fused score is the dense share alone
-            rest = np.delete(self.dense, self.bm_rows)
+            hi, lo = int(np.argmax(self.dense)), int(np.argmin(self.dense))
+            in_bm = _member(self.bm_rows, np.array([hi, lo]))
+            rest = self.dense[[hi, lo]] if not in_bm.any() else np.delete(self.dense, self.bm_rows)
             vals.append(self.fuse(np.array([rest.max(), rest.min()], dtype=self.dense.dtype), np.zeros(2, np.float32)))
         allv = np.concatenate(vals)
         return float(allv.max() - allv.min())
@@ -104,12 +113,11 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
     if qt is not None:
         step = np.float32(sides_.spread() + 1.0)
     elig = (lambda rows: np.ones(len(rows), dtype=bool)) if mask is None else (lambda rows: mask[rows])
-    special_t = qt.tiers(qt.special) if qt is not None else None
     keep_rows = np.zeros(0, np.int64)
     if opts.mode == "bm25" and qt is not None and reading.findings:
-        keep_rows = qt.special[special_t < SIDE_SLOTS]
+        keep_rows = qt.special[qt.special_tiers < SIDE_SLOTS]
     depth = max(opts.offset + opts.k, opts.rerank)
-    picked, cand, cand_scores = _rank(opts, sides_, qt, step, mask, elig, special_t, keep_rows, depth, post)
+    picked, cand = _rank(opts, sides_, qt, step, mask, elig, keep_rows, depth, post)
     page_units = unit_texts(store, "sentence", [u for _, u, _ in picked])
     if opts.rerank:
         picked = rerank_head(request, picked, page_units, None if qt is None else qt.tiers, index.reranker)
@@ -129,56 +137,88 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
                         lower_bound=False)
 
 
-def _rank(opts, sides_: Sides, qt, step, mask, elig, special_t, keep_rows, depth: int, post: ReadingPostings):
-    """The ranked list to ``depth`` from a growing candidate pool, until no unit outside it could enter."""
+def _rank(opts, sides_: Sides, qt, step, mask, elig, keep_rows, depth: int, post: ReadingPostings):
+    """The ranked list to ``depth`` from a growing candidate pool, until no unit outside it could enter.
+
+    Returns:
+        ``(picked, candidate rows)``: the ranked entries (report row, unit row, score) and the pool.
+    """
     n = sides_.n
-    eligible_rows = np.arange(n) if mask is None else np.flatnonzero(mask)
-    n_elig = eligible_rows.size
+    n_elig = n if mask is None else int(np.count_nonzero(mask))
     k_dense = FIRST_DEPTH
+    bm_rows, bm_vals = sides_.bm_rows, sides_.bm_vals
+    if mask is not None:
+        keep = mask[bm_rows]
+        bm_rows, bm_vals = bm_rows[keep], bm_vals[keep]
     while True:
-        parts = [sides_.bm_rows, keep_rows]
-        d_k = None
+        extra, d_k = [keep_rows], None
         if sides_.dense is not None and opts.mode != "bm25":
-            if k_dense >= n_elig:
-                parts.append(eligible_rows)
-            else:
-                vals = sides_.dense[eligible_rows]
-                top = np.argpartition(-vals, k_dense - 1)[:k_dense]
-                parts.append(eligible_rows[top])
-                d_k = float(vals[top].min())
-        cand = np.unique(np.concatenate(parts)).astype(np.int64)
-        cand = cand[elig(cand)]
-        scores = sides_.base(cand)
+            top, d_k = _dense_top(sides_.dense, mask, k_dense, n_elig)
+            extra.append(top)
+        extra = np.unique(np.concatenate(extra)).astype(np.int64)
+        extra = extra[~_member(bm_rows, extra) & elig(extra)]
+        cand = np.concatenate([bm_rows, extra])
+        scores = sides_.base_of(cand, np.concatenate([bm_vals, np.zeros(extra.size, np.float32)]))
         if qt is not None:
             scores = (scores - qt.tiers(cand).astype(np.float32) * step).astype(np.float32)
-        order = np.lexsort((cand, -scores))
-        rows, vals = cand[order], scores[order]
-        if opts.level == "report":
-            groups, urows, uvals = best_per_group(rows, vals, post.report_row, depth)
-            picked = list(zip(groups.tolist(), urows.tolist(), np.asarray(uvals, np.float64).tolist()))
-        else:
-            picked = list(zip(post.report_row[rows[:depth]].tolist(), rows[:depth].tolist(),
-                              np.asarray(vals[:depth], np.float64).tolist()))
-        if opts.mode == "bm25" or d_k is None or _exact(opts, sides_, qt, step, picked, depth, cand, d_k, special_t,
-                                                        elig, n_elig):
-            return picked, cand, scores
+        picked = _top_entries(opts.level, cand, scores, depth, post.report_row)
+        if opts.mode == "bm25" or d_k is None:
+            return picked, cand
+        if _exact(sides_, qt, step, picked, depth, (bm_rows, extra), d_k, elig):
+            return picked, cand
         k_dense *= 4
 
 
-def _exact(opts, sides_, qt, step, picked, depth, cand, d_k, special_t, elig, n_elig) -> bool:
-    """Whether no eligible unit outside ``cand`` could rank within the first ``depth`` entries."""
+def _member(sorted_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Whether each of ``rows`` is in ``sorted_rows``."""
+    if not sorted_rows.size:
+        return np.zeros(rows.size, dtype=bool)
+    pos = np.minimum(np.searchsorted(sorted_rows, rows), sorted_rows.size - 1)
+    return sorted_rows[pos] == rows
+
+
+def _dense_top(dense: np.ndarray, mask, k: int, n_elig: int) -> tuple[np.ndarray, float | None]:
+    """The ``k`` best eligible rows by cosine and the lowest of their cosines (None: every eligible row)."""
+    if k >= n_elig:
+        return (np.arange(dense.shape[0]) if mask is None else np.flatnonzero(mask)), None
+    if mask is None:
+        top = np.argpartition(-dense, k - 1)[:k]
+        return top, float(dense[top].min())
+    rows = np.flatnonzero(mask)
+    vals = dense[rows]
+    top = np.argpartition(-vals, k - 1)[:k]
+    return rows[top], float(vals[top].min())
+
+
+def _top_entries(level: str, cand: np.ndarray, scores: np.ndarray, depth: int, report_row: np.ndarray) -> list:
+    """The first ``depth`` entries (units, or reports by their best unit) of ``cand`` ranked by
+    ``(score, row)``: :func:`radsift.ranking.top_k` with the units' own rows breaking ties."""
+    m = depth if level == "sentence" else max(10 * depth, 100)
+    while True:
+        if m < cand.size:
+            part = np.argpartition(-scores, m - 1)[:m]
+            sel = np.flatnonzero(scores >= scores[part].min())  # every row tied with the m-th
+        else:
+            sel = np.arange(cand.size)
+        order = sel[np.lexsort((cand[sel], -scores[sel]))]
+        rows, vals = cand[order], scores[order]
+        if level == "sentence":
+            return list(zip(report_row[rows[:depth]].tolist(), rows[:depth].tolist(),
+                            np.asarray(vals[:depth], np.float64).tolist()))
+        groups, urows, uvals = best_per_group(rows, vals, report_row, depth)
+        if len(groups) >= depth or sel.size == cand.size:
+            return list(zip(groups.tolist(), urows.tolist(), np.asarray(uvals, np.float64).tolist()))
+        m *= 4
+
+
+def _exact(sides_, qt, step, picked, depth, inside, d_k, elig) -> bool:
+    """Whether no eligible unit outside ``inside`` (sorted row arrays) could rank within the first ``depth`` entries:
+    such a unit shares no term with the query and has a cosine of at most ``d_k``."""
     if len(picked) < depth:
         return False
     bound = sides_.bound(d_k)
     if qt is not None:
-        out = ~np.isin(qt.special, cand) & elig(qt.special)
-        t_out = [int(special_t[out].min())] if out.any() else []
-        covered = np.union1d(qt.special[elig(qt.special)], cand).size
-        if qt.default is not None and n_elig > covered:
-            t_out.append(qt.default)
-        if not t_out:
-            return True
-        bound = np.float32(bound - np.float32(min(t_out)) * step)
+        bound = np.float32(bound - np.float32(qt.lowest_outside(inside, elig)) * step)
     return float(picked[-1][2]) > float(bound)
 
 

@@ -1,0 +1,90 @@
+"""The candidate engine (radsift.search.candidates) gives the exact engine's pages and counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from radsift.demo import generate_reports
+from radsift.index import build_index
+from radsift.models.hashing import HashingEncoder
+from radsift.ranking import bm25_scores
+from radsift.search import Index, candidates, shortlist
+
+QUERIES = ["no pneumothorax", "pneumothorax", "small left pleural effusion", "no right pneumothorax",
+           "cardiomegaly", "no cardiomegaly", "enlarged heart", "endotracheal tube", "rib fracture",
+           "no acute cardiopulmonary abnormality", "possible consolidation", "left", "lungs are clear",
+           "cardiomegaly with pulmonary edema and bilateral effusions"]
+SETTINGS = [dict(mode="hybrid", level="report"), dict(mode="hybrid", level="sentence"),
+            dict(mode="dense", level="report"), dict(mode="bm25", level="report"),
+            dict(mode="bm25", level="sentence"), dict(mode="hybrid", level="report", offset=15),
+            dict(mode="hybrid", level="report", target="impression"),
+            dict(mode="hybrid", level="report", negation="ignore"),
+            dict(mode="hybrid", level="report", where=["site=north"])]
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cand")
+    enc = HashingEncoder(root / "model")
+    reports = [d.report for d in generate_reports(n=300, seed=3)]
+    reports = [r.__class__(r.id, r.sections, {**r.metadata, "site": "north" if i % 3 else "south"})
+               for i, r in enumerate(reports)]
+    build_index(root / "idx", reports, encoder=enc, progress=False)
+    return Index.open(root / "idx", encoder=enc)
+
+
+def _page(index, monkeypatch, engine, query, **kw):
+    monkeypatch.setenv(candidates.ENV, engine)
+    res = index.search(query, k=10, **kw)
+    return [(h.report_id, h.sentence.text, h.band, h.relevance, round(h.score, 5)) for h in res], \
+        (res.total, res.matching, res.more)
+
+
+@pytest.mark.parametrize("kw", SETTINGS, ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()))
+def test_candidate_pages_and_counts_equal_the_exact_engine(index, monkeypatch, kw):
+    calls = []
+    real = shortlist.candidate_page
+    monkeypatch.setattr("radsift.search.walk.candidate_page", lambda *a, **k: calls.append(1) or real(*a, **k))
+    for q in QUERIES:
+        assert _page(index, monkeypatch, "candidates", q, **kw) == _page(index, monkeypatch, "exact", q, **kw), q
+    assert calls, "the candidate engine never answered"
+
+
+def test_a_tiny_dense_pool_is_widened_until_exact(index, monkeypatch):
+    monkeypatch.setattr(shortlist, "FIRST_DEPTH", 1)
+    for q in QUERIES:
+        assert _page(index, monkeypatch, "candidates", q) == _page(index, monkeypatch, "exact", q), q
+
+
+def test_without_the_bound_check_a_tiny_pool_is_wrong(index, monkeypatch):
+    """The check that widens the pool is what makes it exact: skip it and pages differ."""
+    monkeypatch.setattr(shortlist, "FIRST_DEPTH", 1)
+    monkeypatch.setattr(shortlist, "_exact", lambda *a, **k: True)
+    differ = sum(_page(index, monkeypatch, "candidates", q, mode="dense") != _page(index, monkeypatch, "exact", q,
+                                                                                   mode="dense") for q in QUERIES)
+    assert differ > 0
+
+
+def test_bm25_over_postings_is_the_dense_array_nonzeros(index):
+    retriever = index.store.bm25("sentence")
+    n = index.store.units("sentence").report_row.shape[0]
+    for q in QUERIES:
+        rows, vals = candidates.bm25_sparse(retriever, q, n)
+        full = bm25_scores(retriever, q, n)
+        assert np.array_equal(rows, np.flatnonzero(full > 0))
+        assert np.array_equal(vals, full[rows])
+
+
+@pytest.mark.parametrize("kw", [dict(mode="hybrid-rrf"), dict(unit="section"), dict(prf=True)])
+def test_searches_it_cannot_answer_exactly_go_to_the_exact_engine(index, monkeypatch, kw):
+    monkeypatch.setattr("radsift.search.walk.candidate_page", lambda *a, **k: pytest.fail("not routed"))
+    monkeypatch.setenv(candidates.ENV, "candidates")
+    index.search("no pneumothorax", k=5, **kw)
+
+
+def test_the_engine_is_chosen_by_the_environment(monkeypatch):
+    monkeypatch.setenv(candidates.ENV, "exact")
+    assert candidates.engine_name() == "exact"
+    monkeypatch.delenv(candidates.ENV)
+    assert candidates.engine_name() == candidates.DEFAULT_ENGINE
