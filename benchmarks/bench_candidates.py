@@ -28,6 +28,9 @@ SETTINGS = [dict(mode="hybrid", level="report"), dict(mode="hybrid", level="sent
             dict(mode="dense", level="report"), dict(mode="bm25", level="report"),
             dict(mode="hybrid", level="report", offset=20), dict(mode="hybrid", level="report", target="impression")]
 
+#: The settings timed (the first is the headline: hybrid, report level, k 10).
+TIMED = [dict(mode="hybrid", level="report"), dict(mode="bm25", level="report"), dict(mode="dense", level="report")]
+
 
 def queries(index) -> list[str]:
     from radsift.demo import load_example_queries
@@ -59,6 +62,7 @@ def compare(path: str, backend: str, settings=SETTINGS, reps: int = 1) -> dict:
     qs = queries(index)
     same = counts_same = n = full = 0
     times = {"exact": [], "candidates": []}
+    by_mode = {}
     bad = []
     for kw in settings:
         for q in qs:
@@ -74,16 +78,27 @@ def compare(path: str, backend: str, settings=SETTINGS, reps: int = 1) -> dict:
             full += a == b
             if ([x[:2] for x in a] != [x[:2] for x in b] or ca != cb) and len(bad) < 8:
                 bad.append((q, kw, ca, cb))
-    for kw in settings[:1]:
+    for kw in TIMED:
         for _ in range(reps):
             for q in qs:
                 for eng in ("exact", "candidates"):
-                    times[eng].append(run(index, q, eng, **kw)[2])
+                    ms = run(index, q, eng, **kw)[2]
+                    by_mode.setdefault(f"{kw['mode']}/{eng}", []).append(ms)
+                    if kw is TIMED[0]:
+                        times[eng].append(ms)
+    vector_backend = index._backend(index.store, "sentence")
+    vecs = [index.encoder.encode_query(q) for q in qs]
+    for _ in range(reps):
+        for v in vecs:
+            t = time.perf_counter()
+            vector_backend.scores(v)
+            by_mode.setdefault("backend.scores", []).append((time.perf_counter() - t) * 1000)
     return {"index": path, "backend": backend, "units": int(index.store.units("sentence").report_row.shape[0]) if hasattr(index, "store") else None,
             "runs": n, "top10_same": round(same / max(n, 1), 4), "counts_same": round(counts_same / max(n, 1), 4),
             "scores_bands_same": round(full / max(n, 1), 4), "routed_exact": _routed(),
             "p50_exact_ms": round(float(np.percentile(times["exact"], 50)), 2),
             "p50_cand_ms": round(float(np.percentile(times["candidates"], 50)), 2),
+            "p50_ms": {k: round(float(np.percentile(v, 50)), 2) for k, v in by_mode.items()},
             "load": tuple(round(x, 2) for x in os.getloadavg()), "disagreements": bad}
 
 

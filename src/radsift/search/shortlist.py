@@ -80,11 +80,11 @@ class Sides:
         allv = np.concatenate(vals)
         return float(allv.max() - allv.min())
 
-    def bound(self, d_k: float) -> np.float32:
-        """The highest base score of a unit outside the candidates (no query term, cosine at most ``d_k``)."""
+    def bound(self, d_k: float, b_k: float = 0.0) -> np.float32:
+        """The highest base score of a unit outside the candidates (cosine at most ``d_k``, BM25 at most ``b_k``)."""
         if self.mode == "dense":
             return np.float32(d_k)
-        return self.fuse(np.array([d_k], dtype=self.dense.dtype), np.zeros(1, np.float32))[0]
+        return self.fuse(np.array([d_k], dtype=self.dense.dtype), np.array([b_k], dtype=np.float32))[0]
 
 
 def candidate_page(index, store: IndexStore, request: SearchRequest, reading: QueryReading, query_vector,
@@ -125,7 +125,9 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
     total, matching, classes = _counts(opts, qt, post, mask, elig, cand, page)
     bands = []
     if page:
-        e_rows = cand if mask is None else cand[mask[cand]]
+        # The best eligible base score: a BM25 match's, or a dense candidate's (see _rank).
+        e_rows = np.concatenate([cand, sides_.bm_rows])
+        e_rows = e_rows if mask is None else e_rows[mask[e_rows]]
         top = float(np.asarray(sides_.base(e_rows), dtype=np.float64).max()) if e_rows.size else 0.0
         base = np.asarray(sides_.base(np.asarray([u for _, u, _ in page], dtype=np.int64)), dtype=np.float64)
         rel = np.clip(base / top, 0.0, 1.0) if top > 0 else np.zeros(base.size)
@@ -146,11 +148,16 @@ def _rank(opts, sides_: Sides, qt, step, mask, elig, keep_rows, depth: int, post
     n = sides_.n
     n_elig = n if mask is None else int(np.count_nonzero(mask))
     k_dense = FIRST_DEPTH
-    bm_rows, bm_vals = sides_.bm_rows, sides_.bm_vals
+    all_rows, all_vals = sides_.bm_rows, sides_.bm_vals
     if mask is not None:
-        keep = mask[bm_rows]
-        bm_rows, bm_vals = bm_rows[keep], bm_vals[keep]
+        keep = mask[all_rows]
+        all_rows, all_vals = all_rows[keep], all_vals[keep]
     while True:
+        # hybrid: the best BM25 matches only; the rest score at most the k-th's BM25 (b_k)
+        bm_rows, bm_vals, b_k = all_rows, all_vals, 0.0
+        if opts.mode == "hybrid" and all_rows.size > k_dense:
+            top = np.sort(np.argpartition(-all_vals, k_dense - 1)[:k_dense])
+            bm_rows, bm_vals, b_k = all_rows[top], all_vals[top], float(all_vals[top].min())
         extra, d_k = [keep_rows], None
         if sides_.dense is not None and opts.mode != "bm25":
             top, d_k = _dense_top(sides_.dense, mask, k_dense, n_elig)
@@ -164,7 +171,7 @@ def _rank(opts, sides_: Sides, qt, step, mask, elig, keep_rows, depth: int, post
         picked = _top_entries(opts.level, cand, scores, depth, post.report_row)
         if opts.mode == "bm25" or d_k is None:
             return picked, cand
-        if _exact(sides_, qt, step, picked, depth, (bm_rows, extra), d_k, elig):
+        if _exact(sides_, qt, step, picked, depth, (bm_rows, extra), (d_k, b_k), elig):
             return picked, cand
         k_dense *= 4
 
@@ -211,12 +218,12 @@ def _top_entries(level: str, cand: np.ndarray, scores: np.ndarray, depth: int, r
         m *= 4
 
 
-def _exact(sides_, qt, step, picked, depth, inside, d_k, elig) -> bool:
+def _exact(sides_, qt, step, picked, depth, inside, ends, elig) -> bool:
     """Whether no eligible unit outside ``inside`` (sorted row arrays) could rank within the first ``depth`` entries:
-    such a unit shares no term with the query and has a cosine of at most ``d_k``."""
+    such a unit has a cosine of at most ``ends[0]`` and a BM25 score of at most ``ends[1]``."""
     if len(picked) < depth:
         return False
-    bound = sides_.bound(d_k)
+    bound = sides_.bound(*ends)
     if qt is not None:
         bound = np.float32(bound - np.float32(qt.lowest_outside(inside, elig)) * step)
     return float(picked[-1][2]) > float(bound)
