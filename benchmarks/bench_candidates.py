@@ -24,12 +24,12 @@ FIXED = ["pneumothorax", "no pneumothorax", "pleural effusion", "no pleural effu
          "enlarged heart", "right lower lobe consolidation", "pulmonary edema", "calcified granuloma",
          "endotracheal tube", "rib fracture", "hiatal hernia", "no acute cardiopulmonary abnormality",
          "tortuous aorta", "interstitial opacities", "small left pleural effusion", "no right pneumothorax"]
-SETTINGS = [dict(mode="hybrid", level="report"), dict(mode="hybrid", level="sentence"),
-            dict(mode="dense", level="report"), dict(mode="bm25", level="report"),
-            dict(mode="hybrid", level="report", offset=20), dict(mode="hybrid", level="report", target="impression")]
+SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
+            {"mode": "dense", "level": "report"}, {"mode": "bm25", "level": "report"},
+            {"mode": "hybrid", "level": "report", "offset": 20}, {"mode": "hybrid", "level": "report", "target": "impression"}]
 
 #: The settings timed (the first is the headline: hybrid, report level, k 10).
-TIMED = [dict(mode="hybrid", level="report"), dict(mode="bm25", level="report"), dict(mode="dense", level="report")]
+TIMED = [{"mode": "hybrid", "level": "report"}, {"mode": "bm25", "level": "report"}, {"mode": "dense", "level": "report"}]
 
 
 def queries(index) -> list[str]:
@@ -56,6 +56,7 @@ def _routed():
 
 
 def compare(path: str, backend: str, settings=SETTINGS, reps: int = 1) -> dict:
+    from radsift.errors import ConfigError
     from radsift.models.hashing import HashingEncoder
     from radsift.search import Index
     index = Index.open(path, encoder=HashingEncoder(Path("/tmp/cand-bench/model")), backend=backend)
@@ -68,7 +69,7 @@ def compare(path: str, backend: str, settings=SETTINGS, reps: int = 1) -> dict:
         for q in qs:
             try:
                 a, ca, _ = run(index, q, "exact", **kw)
-            except Exception as exc:  # a setting the index lacks (no impression section)
+            except ConfigError as exc:  # a setting the index lacks (no impression section)
                 bad.append((q, kw, repr(exc)[:80]))
                 continue
             b, cb, _ = run(index, q, "candidates", **kw)

@@ -8,19 +8,19 @@ import pytest
 from radsift.demo import generate_reports
 from radsift.index import build_index
 from radsift.models.hashing import HashingEncoder
-from radsift.ranking import bm25_scores
+from radsift.ranking import bm25_scores, pool
 from radsift.search import Index, candidates, shortlist
 
 QUERIES = ["no pneumothorax", "pneumothorax", "small left pleural effusion", "no right pneumothorax",
            "cardiomegaly", "no cardiomegaly", "enlarged heart", "endotracheal tube", "rib fracture",
            "no acute cardiopulmonary abnormality", "possible consolidation", "left", "lungs are clear",
            "cardiomegaly with pulmonary edema and bilateral effusions"]
-SETTINGS = [dict(mode="hybrid", level="report"), dict(mode="hybrid", level="sentence"),
-            dict(mode="dense", level="report"), dict(mode="bm25", level="report"),
-            dict(mode="bm25", level="sentence"), dict(mode="hybrid", level="report", offset=15),
-            dict(mode="hybrid", level="report", target="impression"),
-            dict(mode="hybrid", level="report", negation="ignore"),
-            dict(mode="hybrid", level="report", where=["site=north"])]
+SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
+            {"mode": "dense", "level": "report"}, {"mode": "bm25", "level": "report"},
+            {"mode": "bm25", "level": "sentence"}, {"mode": "hybrid", "level": "report", "offset": 15},
+            {"mode": "hybrid", "level": "report", "target": "impression"},
+            {"mode": "hybrid", "level": "report", "negation": "ignore"},
+            {"mode": "hybrid", "level": "report", "where": ["site=north"]}]
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +32,19 @@ def index(tmp_path_factory):
                for i, r in enumerate(reports)]
     build_index(root / "idx", reports, encoder=enc, progress=False)
     return Index.open(root / "idx", encoder=enc)
+
+
+@pytest.fixture(scope="module")
+def hnsw_index(tmp_path_factory):
+    """The demo reports three times over, searched through an HNSW graph: many tied scores (copies; the
+    graph's floor for every row outside its candidates), as on a corpus that repeats its boilerplate."""
+    pytest.importorskip("faiss")
+    root = tmp_path_factory.mktemp("cand-hnsw")
+    enc = HashingEncoder(root / "model")
+    base = [d.report for d in generate_reports(n=200, seed=5)]
+    reports = [r.__class__(f"{r.id}-{c}", r.sections, r.metadata) for c in range(3) for r in base]
+    build_index(root / "idx", reports, encoder=enc, progress=False)
+    return Index.open(root / "idx", encoder=enc, backend="hnsw")
 
 
 def _page(index, monkeypatch, engine, query, **kw):
@@ -70,13 +83,13 @@ def test_bm25_over_postings_is_the_dense_array_nonzeros(index):
     retriever = index.store.bm25("sentence")
     n = index.store.units("sentence").report_row.shape[0]
     for q in QUERIES:
-        rows, vals = candidates.bm25_sparse(retriever, q, n)
+        rows, vals = pool.bm25_sparse(retriever, q, n)
         full = bm25_scores(retriever, q, n)
         assert np.array_equal(rows, np.flatnonzero(full > 0))
         assert np.array_equal(vals, full[rows])
 
 
-@pytest.mark.parametrize("kw", [dict(mode="hybrid-rrf"), dict(unit="section"), dict(prf=True)])
+@pytest.mark.parametrize("kw", [{"mode": "hybrid-rrf"}, {"unit": "section"}, {"prf": True}])
 def test_searches_it_cannot_answer_exactly_go_to_the_exact_engine(index, monkeypatch, kw):
     monkeypatch.setattr("radsift.search.walk.candidate_page", lambda *a, **k: pytest.fail("not routed"))
     monkeypatch.setenv(candidates.ENV, "candidates")
@@ -88,3 +101,14 @@ def test_the_engine_is_chosen_by_the_environment(monkeypatch):
     assert candidates.engine_name() == "exact"
     monkeypatch.delenv(candidates.ENV)
     assert candidates.engine_name() == candidates.DEFAULT_ENGINE
+
+
+@pytest.mark.parametrize("depth", [20, 60])
+@pytest.mark.parametrize("backend", ["numpy", "hnsw"])
+def test_small_pools_that_are_not_widened_are_exact_too(request, monkeypatch, depth, backend):
+    """Pools smaller than the matches (the BM25 side cut to its best), mostly answered without widening."""
+    index = request.getfixturevalue("index" if backend == "numpy" else "hnsw_index")
+    monkeypatch.setattr(shortlist, "FIRST_DEPTH", depth)
+    for kw in SETTINGS[:3]:
+        for q in QUERIES:
+            assert _page(index, monkeypatch, "candidates", q, **kw) == _page(index, monkeypatch, "exact", q, **kw), q

@@ -32,24 +32,33 @@ backend's interface); with an HNSW backend its cost is a fill of that array, not
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from radsift.index.reader import IndexStore
 from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
 from radsift.ranking.bands import BandTable, band_of, score_kind
-from radsift.ranking.tiers import (CLASS_NAMES, NO_READING, OPPOSITE, OPPOSITE_TIER, PARTIAL, SIDE_SLOTS, STATES,
-                                   STATUS_CODES, TIER_OF, UNSTATED, combine, side_tiers)
+from radsift.ranking.tiers import (
+    CLASS_NAMES,
+    NO_READING,
+    OPPOSITE,
+    OPPOSITE_TIER,
+    PARTIAL,
+    SIDE_SLOTS,
+    STATES,
+    STATUS_CODES,
+    TIER_OF,
+    UNSTATED,
+    combine,
+    side_tiers,
+)
 from radsift.records import QueryReading
-from radsift.text.tokens import tokenize
 
 #: Environment variable choosing the engine (``candidates`` or ``exact``), for benchmarks and A/B runs.
 ENV = "RADSIFT_ENGINE"
 ENGINES = ("candidates", "exact")
 DEFAULT_ENGINE = "candidates"
-#: Postings longer than a ``1 / DENSE_SHARE`` share of the units are summed in one array over every unit.
-DENSE_SHARE = 16
 
 
 def engine_name() -> str:
@@ -78,34 +87,6 @@ def exact_reason(request, reading: QueryReading, gap, backend=None, store: Index
     return None
 
 
-# -- BM25 over postings -------------------------------------------------------------------------------
-def bm25_sparse(retriever, query: str, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(sorted rows, BM25 scores) of every unit holding a query term: the nonzero entries of
-    :func:`radsift.ranking.bm25_scores`, bit for bit (float32, summed in query-token order)."""
-    vocab = retriever.vocab_dict
-    tokens = [t for t in tokenize(query) if t in vocab]
-    posts = [retriever.postings(t) for t in tokens]
-    posts = [(np.asarray(g, dtype=np.int64), w, idf) for g, w, idf in posts if idf]
-    if not posts or n == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-    size = sum(g.shape[0] for g, _, _ in posts)
-    if len(posts) > 1 and size * DENSE_SHARE > n:
-        # Long postings: a scatter into one array over every unit beats sorting them (as the exact engine).
-        full = np.zeros(max(n, int(max(int(g.max(initial=-1)) for g, _, _ in posts)) + 1), dtype=np.float32)
-        for g, w, idf in posts:
-            full[g] += np.float32(idf) * w
-        rows = np.flatnonzero(full[:n])
-        return rows, full[rows]
-    rows = posts[0][0] if len(posts) == 1 else np.unique(np.concatenate([g for g, _, _ in posts]))
-    out = np.zeros(rows.shape[0], dtype=np.float32)
-    for g, w, idf in posts:
-        out[np.searchsorted(rows, g)] += np.float32(idf) * w
-    keep = rows < n
-    rows, out = rows[keep], out[keep]
-    nonzero = out > 0  # as the exact engine: a unit scoring 0 is no match
-    return rows[nonzero], out[nonzero]
-
-
 # -- reading postings -----------------------------------------------------------------------------------
 class ReadingPostings:
     """A store's stored mentions sorted by finding, and its units grouped by report (built once per store)."""
@@ -129,7 +110,7 @@ class ReadingPostings:
         self.reports_with_units = int(np.count_nonzero(np.diff(self.report_ptr)))
 
     @classmethod
-    def of(cls, store: IndexStore, unit: str) -> "ReadingPostings":
+    def of(cls, store: IndexStore, unit: str) -> ReadingPostings:
         return store.cached(("reading_postings", unit), lambda: cls(store, unit))
 
     def mentions(self, code: int) -> tuple[np.ndarray, np.ndarray]:
@@ -286,5 +267,14 @@ def band_rows(kind_mode: str, classes: list[int], relative: list[float]) -> list
     return out
 
 
-__all__ = ["DEFAULT_ENGINE", "ENGINES", "ENV", "QueryTiers", "ReadingPostings", "band_rows",
-           "bm25_sparse", "engine_name", "exact_reason", "NEEDS_DENSE"]
+__all__ = [
+    "DEFAULT_ENGINE",
+    "ENGINES",
+    "ENV",
+    "NEEDS_DENSE",
+    "QueryTiers",
+    "ReadingPostings",
+    "band_rows",
+    "engine_name",
+    "exact_reason",
+]

@@ -10,10 +10,10 @@ import numpy as np
 
 from radsift.index.reader import IndexStore
 from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
-from radsift.ranking.aggregate import best_per_group
+from radsift.ranking.pool import Sides, bm25_sparse, dense_top, member, top_entries
 from radsift.ranking.tiers import SIDE_SLOTS
 from radsift.records import QueryReading
-from radsift.search.candidates import QueryTiers, ReadingPostings, band_rows, bm25_sparse
+from radsift.search.candidates import QueryTiers, ReadingPostings, band_rows
 from radsift.search.options import SearchRequest
 from radsift.search.plan import eligible_mask, unit_sides
 from radsift.search.rank import rerank_head
@@ -23,68 +23,6 @@ from radsift.search.units import unit_texts
 
 #: Dense candidates drawn first (widened x4 until the page is exact).
 FIRST_DEPTH = 1000
-
-
-def _mm(values: np.ndarray, low: float, high: float) -> np.ndarray:
-    """:func:`radsift.ranking.min_max` of ``values`` with the ends of the whole array."""
-    values = np.asarray(values, dtype=np.float64)
-    span = high - low
-    return (values - low) / span if span > 0 else np.zeros_like(values)
-
-
-class Sides:
-    """The two sides' scores of any unit, with the ends (over every unit) the exact engine normalises by."""
-
-    def __init__(self, mode: str, alpha: float, dense: np.ndarray | None, bm_rows: np.ndarray, bm_vals: np.ndarray,
-                 n: int) -> None:
-        self.mode, self.alpha, self.dense, self.bm_rows, self.bm_vals, self.n = mode, alpha, dense, bm_rows, bm_vals, n
-        self.bmax = float(bm_vals.max()) if bm_vals.size else 0.0
-        self.bmin = 0.0 if bm_rows.size < n else float(bm_vals.min(initial=0.0))
-        if dense is not None and n:
-            self.dmax, self.dmin = float(np.float64(dense.max())), float(np.float64(dense.min()))
-
-    def bm25(self, rows: np.ndarray) -> np.ndarray:
-        pos = np.minimum(np.searchsorted(self.bm_rows, rows), max(self.bm_rows.size - 1, 0))
-        if not self.bm_rows.size:
-            return np.zeros(rows.size, dtype=np.float32)
-        return np.where(self.bm_rows[pos] == rows, self.bm_vals[pos], np.float32(0)).astype(np.float32)
-
-    def fuse(self, dense: np.ndarray, bm25: np.ndarray) -> np.ndarray:
-        a = self.alpha
-        return (a * _mm(dense, self.dmin, self.dmax) + (1.0 - a) * _mm(bm25, self.bmin, self.bmax)).astype(np.float32)
-
-    def base(self, rows: np.ndarray) -> np.ndarray:
-        """The score before tiers (:func:`radsift.ranking.core.base_scores` at ``rows``)."""
-        return self.base_of(rows, self.bm25(rows) if self.mode != "dense" else None)
-
-    def base_of(self, rows: np.ndarray, bm25: np.ndarray | None) -> np.ndarray:
-        """The score before tiers of ``rows`` whose BM25 scores are ``bm25``."""
-        if self.mode == "dense":
-            return self.dense[rows]
-        if self.mode == "bm25":
-            return bm25
-        return self.fuse(self.dense[rows], bm25)
-
-    def spread(self) -> float:
-        """``max - min`` of the base score over every unit (float32, as :func:`radsift.ranking.apply_tiers`)."""
-        if self.mode == "dense":
-            return float(self.dense.max() - self.dense.min())
-        if self.mode == "bm25":
-            return float(np.float32(self.bmax) - np.float32(self.bmin))
-        vals = [self.base(self.bm_rows)]
-        if self.bm_rows.size < self.n:  # units sharing no term: their fused score is the dense share alone
-            hi, lo = int(np.argmax(self.dense)), int(np.argmin(self.dense))
-            in_bm = _member(self.bm_rows, np.array([hi, lo]))
-            rest = self.dense[[hi, lo]] if not in_bm.any() else np.delete(self.dense, self.bm_rows)
-            vals.append(self.fuse(np.array([rest.max(), rest.min()], dtype=self.dense.dtype), np.zeros(2, np.float32)))
-        allv = np.concatenate(vals)
-        return float(allv.max() - allv.min())
-
-    def bound(self, d_k: float, b_k: float = 0.0) -> np.float32:
-        """The highest base score of a unit outside the candidates (cosine at most ``d_k``, BM25 at most ``b_k``)."""
-        if self.mode == "dense":
-            return np.float32(d_k)
-        return self.fuse(np.array([d_k], dtype=self.dense.dtype), np.array([b_k], dtype=np.float32))[0]
 
 
 def candidate_page(index, store: IndexStore, request: SearchRequest, reading: QueryReading, query_vector,
@@ -156,66 +94,26 @@ def _rank(opts, sides_: Sides, qt, step, mask, elig, keep_rows, depth: int, post
         # hybrid: the best BM25 matches only; the rest score at most the k-th's BM25 (b_k)
         bm_rows, bm_vals, b_k = all_rows, all_vals, 0.0
         if opts.mode == "hybrid" and all_rows.size > k_dense:
-            top = np.sort(np.argpartition(-all_vals, k_dense - 1)[:k_dense])
+            top = np.argpartition(-all_vals, k_dense - 1)[:k_dense]
+            top = np.flatnonzero(all_vals >= all_vals[top].min())  # and every match tied with the k-th
             bm_rows, bm_vals, b_k = all_rows[top], all_vals[top], float(all_vals[top].min())
         extra, d_k = [keep_rows], None
         if sides_.dense is not None and opts.mode != "bm25":
-            top, d_k = _dense_top(sides_.dense, mask, k_dense, n_elig)
+            top, d_k = dense_top(sides_.dense, mask, k_dense, n_elig)
             extra.append(top)
         extra = np.unique(np.concatenate(extra)).astype(np.int64)
-        extra = extra[~_member(bm_rows, extra) & elig(extra)]
+        extra = extra[~member(bm_rows, extra) & elig(extra)]
         cand = np.concatenate([bm_rows, extra])
-        scores = sides_.base_of(cand, np.concatenate([bm_vals, np.zeros(extra.size, np.float32)]))
+        # a dense candidate may hold a query term without being among the best BM25 matches
+        scores = sides_.base_of(cand, np.concatenate([bm_vals, sides_.bm25(extra)]))
         if qt is not None:
             scores = (scores - qt.tiers(cand).astype(np.float32) * step).astype(np.float32)
-        picked = _top_entries(opts.level, cand, scores, depth, post.report_row)
+        picked = top_entries(opts.level, cand, scores, depth, post.report_row)
         if opts.mode == "bm25" or d_k is None:
             return picked, cand
         if _exact(sides_, qt, step, picked, depth, (bm_rows, extra), (d_k, b_k), elig):
             return picked, cand
         k_dense *= 4
-
-
-def _member(sorted_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Whether each of ``rows`` is in ``sorted_rows``."""
-    if not sorted_rows.size:
-        return np.zeros(rows.size, dtype=bool)
-    pos = np.minimum(np.searchsorted(sorted_rows, rows), sorted_rows.size - 1)
-    return sorted_rows[pos] == rows
-
-
-def _dense_top(dense: np.ndarray, mask, k: int, n_elig: int) -> tuple[np.ndarray, float | None]:
-    """The ``k`` best eligible rows by cosine and the lowest of their cosines (None: every eligible row)."""
-    if k >= n_elig:
-        return (np.arange(dense.shape[0]) if mask is None else np.flatnonzero(mask)), None
-    if mask is None:
-        top = np.argpartition(-dense, k - 1)[:k]
-        return top, float(dense[top].min())
-    rows = np.flatnonzero(mask)
-    vals = dense[rows]
-    top = np.argpartition(-vals, k - 1)[:k]
-    return rows[top], float(vals[top].min())
-
-
-def _top_entries(level: str, cand: np.ndarray, scores: np.ndarray, depth: int, report_row: np.ndarray) -> list:
-    """The first ``depth`` entries (units, or reports by their best unit) of ``cand`` ranked by
-    ``(score, row)``: :func:`radsift.ranking.top_k` with the units' own rows breaking ties."""
-    m = depth if level == "sentence" else max(10 * depth, 100)
-    while True:
-        if m < cand.size:
-            part = np.argpartition(-scores, m - 1)[:m]
-            sel = np.flatnonzero(scores >= scores[part].min())  # every row tied with the m-th
-        else:
-            sel = np.arange(cand.size)
-        order = sel[np.lexsort((cand[sel], -scores[sel]))]
-        rows, vals = cand[order], scores[order]
-        if level == "sentence":
-            return list(zip(report_row[rows[:depth]].tolist(), rows[:depth].tolist(),
-                            np.asarray(vals[:depth], np.float64).tolist()))
-        groups, urows, uvals = best_per_group(rows, vals, report_row, depth)
-        if len(groups) >= depth or sel.size == cand.size:
-            return list(zip(groups.tolist(), urows.tolist(), np.asarray(uvals, np.float64).tolist()))
-        m *= 4
 
 
 def _exact(sides_, qt, step, picked, depth, inside, ends, elig) -> bool:
@@ -235,7 +133,7 @@ def _counts(opts, qt, post: ReadingPostings, mask, elig, cand, page):
     if opts.mode == "bm25":
         e_rows = cand
         total = int(np.unique(post.report_row[e_rows]).size) if by_report else int(e_rows.size)
-        in_e = lambda rows: np.isin(rows, e_rows)  # noqa: E731
+        in_e = lambda rows: np.isin(rows, e_rows)
     else:
         if mask is None:
             total = post.reports_with_units if by_report else post.n_units
