@@ -2,31 +2,36 @@
 
 The exact engine (:mod:`.plan`, :mod:`.scoring`, :mod:`.rank`, :mod:`.counts`) computes BM25 scores,
 min-max normalisation, reading tiers and counts over every unit of the corpus. This engine
-computes the same ranking from:
+(:func:`radsift.search.shortlist.candidate_page`, ranking with :mod:`radsift.ranking.pool`) computes
+the same page from:
 
-- the **BM25 candidates**: every unit holding a query term, scored exactly over the terms'
-  postings (:meth:`radsift.ranking.bm25.BM25.postings`): work in proportion to the postings;
+- the **BM25 matches**: every unit holding a query term, scored exactly over the terms' postings
+  (:meth:`radsift.ranking.bm25.BM25.postings`; work in proportion to the postings), of which
+  ``hybrid`` ranks only the ``depth`` best (every match for ``bm25``, whose counts are its matches);
 - the **dense candidates**: the ``depth`` best eligible units by the backend's cosine;
 - **reading postings** (:class:`ReadingPostings`): the stored mentions of each finding, sorted by
-  finding once per store, so a query's tiers, counts and classes read only its findings' mentions
-  (and, at report level, the units of the reports that mention them).
+  finding once per store (in memory, on the first query; not written at index time), so a query's
+  tiers, counts and classes read only its findings' mentions.
 
-The ranking is the exact engine's order ``(tier, fused score, row)`` over the union of the
-candidates, with every global quantity the exact engine uses (the min-max ends of both sides, the
-strict tiers' step) computed exactly. A unit outside the candidates shares no term with the query
-and has a cosine no higher than the ``depth``-th eligible one, so its fused score is at most a
-bound; its tier is at least the lowest tier of the units left out (read from the postings). When
-the page's last entry scores above what any unit left out could reach, the page is the exact
-engine's; otherwise the dense depth is widened (x4) and, at the corpus's size, the search falls
-back to the exact engine. The page is therefore equal to the exact engine's, scores included
-(:func:`benchmarks/bench_candidates.py` measures it); counts come from the postings, never the
-candidates, and are exact.
+The ranking is the exact engine's order ``(tier, score, row)`` over the pool, with every global
+quantity the exact engine uses (the min-max ends of both sides, the strict tiers' step, the best
+eligible score the bands read) computed exactly. A unit outside the pool has a cosine no higher
+than the ``depth``-th eligible one and a BM25 score no higher than the ``depth``-th match, so its
+fused score is at most a bound; its tier is at least the lowest tier of the units left out (exact
+for the units that state something or hold a side word; every other unit at its report's tier).
+When the last entry of the page scores strictly above what any unit left out could reach, the page
+is the exact engine's; otherwise ``depth`` is widened (x4) until the pool holds every eligible
+unit. So the two engines differ only where float32 rounding makes the bound's ``>`` differ from the
+exact order (never seen: ``benchmarks/bench_candidates.py`` compares pages, scores, bands and counts
+on every query it runs). Counts come from the postings and the filter's rows, never from the pool.
 
 Routed to the exact engine (:func:`exact_reason`): ``hybrid-rrf`` (a rank fusion needs every
 unit's rank), calibrated tier boosts (``gap``), a first stage, ``prf``, section units, an
-open-vocabulary finding (its reader runs over candidate sentences), and a backend that pushes
-filters down. The dense side still comes from the backend as one array over every unit (the
-backend's interface); with an HNSW backend its cost is a fill of that array, not a scan.
+open-vocabulary finding (its reader runs over candidate sentences), a backend that pushes filters
+down, and ``RADSIFT_ENGINE=exact``. What stays linear in the corpus: the dense side comes from the
+backend as one array over every unit (its interface: a matrix-vector product for ``numpy``, a fill
+for HNSW) and is scanned for its ends and best rows; a metadata filter is still a mask over every
+unit (SQLite per query); long postings (``no``) are summed into one array over every unit.
 """
 
 from __future__ import annotations
