@@ -1,7 +1,11 @@
 """Candidate engine against exact engine: agreement of the page and the counts, and latency, in one run.
 
-Run:
-    PYTHONPATH=src .venv/bin/python benchmarks/bench_candidates.py --index DIR [--index DIR2] [--backend hnsw]
+Run (builds what is missing under --workdir with the hashing encoder, then compares):
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_candidates.py --corpus openi:1 --corpus openi:10 --backend hnsw
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_candidates.py --corpus demo --corpus openi:1 --corpus mtsamples
+
+``openi:N`` is Open-i (../shared/data/openi/reports.csv) copied N times (report ids suffixed), ``demo`` 2,000
+reports of the demo generator, ``mtsamples`` the distinct MTSamples notes; ``--index DIR`` compares any index.
 
 Each index is opened with the hashing encoder (no model: the query encoding is not what is timed; the
 timings are of the rest of the search). For each query (the demo generator's example queries, the
@@ -50,16 +54,31 @@ def run(index, q: str, engine: str, **kw):
     return page, (res.total, res.matching), ms
 
 
-def _routed():
-    from radsift.search import shortlist
-    return getattr(shortlist, "CALLS", None)
+#: Searches the candidate engine answered (the rest of those run with RADSIFT_ENGINE=candidates were routed
+#: to the exact engine: hybrid-rrf, open-vocabulary findings, ...).
+ANSWERED = [0]
 
 
-def compare(path: str, backend: str, settings=SETTINGS, reps: int = 1) -> dict:
+def _count_answers() -> None:
+    from radsift.search import walk
+    real = walk.candidate_page
+    if getattr(real, "counted", False):
+        return
+
+    def counted(*args, **kwargs):
+        ANSWERED[0] += 1
+        return real(*args, **kwargs)
+    counted.counted = True
+    walk.candidate_page = counted
+
+
+def compare(path: str, backend: str, settings=SETTINGS, reps: int = 1, model: Path = Path("/tmp/cand-bench/model")) -> dict:
     from radsift.errors import ConfigError
     from radsift.models.hashing import HashingEncoder
     from radsift.search import Index
-    index = Index.open(path, encoder=HashingEncoder(Path("/tmp/cand-bench/model")), backend=backend)
+    index = Index.open(path, encoder=HashingEncoder(model), backend=backend)
+    _count_answers()
+    ANSWERED[0] = 0
     qs = queries(index)
     same = counts_same = n = full = 0
     times = {"exact": [], "candidates": []}
@@ -79,6 +98,7 @@ def compare(path: str, backend: str, settings=SETTINGS, reps: int = 1) -> dict:
             full += a == b
             if ([x[:2] for x in a] != [x[:2] for x in b] or ca != cb) and len(bad) < 8:
                 bad.append((q, kw, ca, cb))
+    answered = ANSWERED[0]
     for kw in TIMED:
         for _ in range(reps):
             for q in qs:
@@ -96,21 +116,58 @@ def compare(path: str, backend: str, settings=SETTINGS, reps: int = 1) -> dict:
             by_mode.setdefault("backend.scores", []).append((time.perf_counter() - t) * 1000)
     return {"index": path, "backend": backend, "units": int(index.store.units("sentence").report_row.shape[0]) if hasattr(index, "store") else None,
             "runs": n, "top10_same": round(same / max(n, 1), 4), "counts_same": round(counts_same / max(n, 1), 4),
-            "scores_bands_same": round(full / max(n, 1), 4), "routed_exact": _routed(),
+            "scores_bands_same": round(full / max(n, 1), 4), "answered_by_candidates": answered,
             "p50_exact_ms": round(float(np.percentile(times["exact"], 50)), 2),
             "p50_cand_ms": round(float(np.percentile(times["candidates"], 50)), 2),
             "p50_ms": {k: round(float(np.percentile(v, 50)), 2) for k, v in by_mode.items()},
             "load": tuple(round(x, 2) for x in os.getloadavg()), "disagreements": bad}
 
 
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def corpus_index(spec: str, work: Path) -> str:
+    """The index of ``spec`` under ``work`` (built with the hashing encoder when absent)."""
+    import dataclasses
+
+    from radsift.corpus import ReaderOptions, read_corpus
+    from radsift.demo import generate_reports
+    from radsift.index import build_index
+    from radsift.models.hashing import HashingEncoder
+
+    name = spec.replace(":", "")
+    path = work / name
+    if (path / "CURRENT").exists():
+        return str(path)
+    enc = HashingEncoder(work / "model")
+    if spec == "demo":
+        reports = [d.report for d in generate_reports(n=2000, seed=7)]
+    elif spec == "mtsamples":
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_negation import mtsamples_index
+        return str(mtsamples_index(work, DATA / "mtsamples" / "mtsamples.csv", enc).store.index_dir)
+    else:
+        copies = int(spec.split(":")[1])
+        options = ReaderOptions(format="csv", id_column="uid",
+                                sections={"findings": "findings", "impression": "impression"})
+        base = list(read_corpus([DATA / "openi" / "reports.csv"], options))
+        reports = [r if c == 0 else dataclasses.replace(r, id=f"{r.id}-c{c}") for c in range(copies) for r in base]
+    build_index(path, reports, encoder=enc, progress=False)
+    return str(path)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--index", action="append", required=True)
+    ap.add_argument("--index", action="append", default=[])
+    ap.add_argument("--corpus", action="append", default=[], help="demo, mtsamples or openi:COPIES")
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/cand-bench"))
     ap.add_argument("--backend", default="auto")
     ap.add_argument("--reps", type=int, default=1)
     args = ap.parse_args(argv)
-    for path in args.index:
-        row = compare(path, args.backend, reps=args.reps)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    paths = [corpus_index(spec, args.workdir) for spec in args.corpus] + args.index
+    for path in paths:
+        row = compare(path, args.backend, reps=args.reps, model=args.workdir / "model")
         print(row, flush=True)
     return 0
 
