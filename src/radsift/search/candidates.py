@@ -37,7 +37,9 @@ unit (SQLite per query); long postings (``no``) are summed into one array over e
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -108,11 +110,28 @@ class ReadingPostings:
         report_row = np.asarray(store.units(unit).report_row, dtype=np.int64)
         self.report_row = report_row
         self.n_units = int(report_row.shape[0])
+        self._views: dict = {}
+        self._lock = threading.Lock()
         self.n_reports = int(report_row.max(initial=-1)) + 1
         self.unit_order = np.argsort(report_row, kind="stable")
         self.report_ptr = np.zeros(self.n_reports + 1, dtype=np.int64)
         np.cumsum(np.bincount(report_row, minlength=self.n_reports), out=self.report_ptr[1:])
         self.reports_with_units = int(np.count_nonzero(np.diff(self.report_ptr)))
+
+    def view(self, code: int, wanted: str) -> FindingView:
+        """The units and reports that state something of finding ``code``, each with its best tier for a query
+        wanting ``wanted`` (built on the first query that asks, then kept)."""
+        key = (int(code), wanted)
+        with self._lock:
+            hit = self._views.get(key)
+        if hit is None:
+            rows, status = self.mentions(code)
+            names = {v: k for k, v in STATUS_CODES.items()}
+            table = np.array([TIER_OF[wanted][names[c]] for c in (-1, 0, 1)], dtype=np.int8)
+            hit = FindingView(*_best_by(rows, table[status + 1]), *_best_by(self.report_row[rows], table[status + 1]))
+            with self._lock:
+                self._views[key] = hit
+        return hit
 
     @classmethod
     def of(cls, store: IndexStore, unit: str) -> ReadingPostings:
@@ -122,6 +141,37 @@ class ReadingPostings:
         """(unit rows, status codes) of the stored mentions of finding ``code``."""
         a, b = self.codes.get(int(code), (0, 0))
         return self.row[a:b], self.status[a:b]
+
+
+@dataclass(frozen=True)
+class FindingView:
+    """One finding read for one wanted status: its units and its reports (sorted, unique), each with the
+    best tier it states (:data:`radsift.ranking.tiers.TIER_OF`)."""
+
+    rows: np.ndarray
+    best: np.ndarray
+    reports: np.ndarray
+    report_best: np.ndarray
+
+
+def _best_by(keys: np.ndarray, tiers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted unique keys, the lowest tier of each)."""
+    if not keys.size:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int8)
+    order = np.argsort(keys, kind="stable")
+    keys, tiers = keys[order], tiers[order]
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(keys)) + 1))
+    return keys[starts], np.minimum.reduceat(tiers, starts)
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, fill: int) -> np.ndarray:
+    """``values`` of ``wanted`` in sorted ``keys`` (``fill`` where absent)."""
+    out = np.full(wanted.size, fill, dtype=np.int8)
+    if keys.size:
+        pos = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
+        hit = keys[pos] == wanted
+        out[hit] = values[pos[hit]]
+    return out
 
 
 def _runs(sorted_codes: np.ndarray):
@@ -147,17 +197,19 @@ class QueryTiers:
                  by_report: bool, sides) -> None:
         self.post, self.statuses = post, [f.status for f in reading.findings]
         self.side = reading.side
-        self.mentions = []
+        self.mentions, self.views = [], []
         names = {v: k for k, v in STATUS_CODES.items()}
         for f in reading.findings:
             rows, status = post.mentions(codes.get(f.finding, -1))
             table = np.array([TIER_OF[f.status][names[c]] for c in (-1, 0, 1)], dtype=np.int8)
             self.mentions.append((rows, table[status + 1]))
+            self.views.append(post.view(codes.get(f.finding, -1), f.status))
         self.sides = sides  # (left, right, bilateral) flags of every unit, or None
         side_rows = np.zeros(0, dtype=np.int64)
         if self.side and sides is not None:
             side_rows = store.cached(("side_rows", "sentence"), lambda: np.flatnonzero(sides[0] | sides[1] | sides[2]))
-        mentioned = np.unique(np.concatenate([r for r, _ in self.mentions] + [np.zeros(0, np.int64)]))
+        mentioned = (self.views[0].rows if len(self.views) == 1 else
+                     np.unique(np.concatenate([v.rows for v in self.views] + [np.zeros(0, np.int64)])))
         self.special = np.union1d(mentioned, side_rows) if side_rows.size else mentioned
         no_reading = np.array([[NO_READING[s] for s in self.statuses]], dtype=np.int8)
         reading_default = int(combine(no_reading)[0]) if self.statuses else 0
@@ -168,7 +220,8 @@ class QueryTiers:
         self.default = self.default_unit
         self.rep_rows = np.zeros(0, dtype=np.int64)
         if self.by_report:
-            self.rep_rows = np.unique(post.report_row[mentioned])
+            self.rep_rows = (self.views[0].reports if len(self.views) == 1 else
+                             np.unique(np.concatenate([v.reports for v in self.views])))
             self.rep_tier = self._report_tiers(self.rep_rows)
             self.rep_default = reading_default
             self.default = reading_default * (self.unit_max + 1) + self.default_unit
@@ -209,6 +262,9 @@ class QueryTiers:
 
     def stated(self, rows: np.ndarray, eligible=None) -> np.ndarray:
         """What units ``rows`` (sorted) state of each finding (``(len(rows), F)``, :data:`UNSTATED` where nothing)."""
+        if eligible is None:
+            return np.stack([_lookup(v.rows, v.best, rows, UNSTATED) for v in self.views], axis=1) \
+                if self.views else np.full((rows.size, 0), UNSTATED, dtype=np.int8)
         out = np.full((rows.size, len(self.mentions)), UNSTATED, dtype=np.int8)
         for j, (mrows, mtier) in enumerate(self.mentions):
             pos = np.searchsorted(rows, mrows)
@@ -238,9 +294,11 @@ class QueryTiers:
 
     def report_best(self, reports: np.ndarray, eligible=None) -> np.ndarray:
         """Per finding, the best tier any (eligible) unit of ``reports`` (sorted) states (UNSTATED: none)."""
+        if eligible is None:
+            return np.stack([_lookup(v.reports, v.report_best, reports, UNSTATED) for v in self.views], axis=1)
         out = np.full((reports.size, len(self.mentions)), UNSTATED, dtype=np.int8)
         for j, (mrows, mtier) in enumerate(self.mentions):
-            keep = np.ones(mrows.size, dtype=bool) if eligible is None else eligible(mrows)
+            keep = eligible(mrows)
             mrep = self.post.report_row[mrows[keep]]
             pos = np.minimum(np.searchsorted(reports, mrep), max(reports.size - 1, 0))
             hit = (reports[pos] == mrep) if reports.size else np.zeros(mrep.size, dtype=bool)

@@ -143,8 +143,9 @@ def _counts(opts, qt, post: ReadingPostings, mask, elig, cand, page):
         in_e = elig
     if qt is None or not qt.statuses:
         return total, None, [-1] * len(page)
-    per = []
-    for mrows, mtier in qt.mentions:
+    every = mask is None and opts.mode != "bm25"  # every unit eligible: the findings' views hold the answers
+    per = [v.reports[v.report_best == 0] if by_report else v.rows[v.best == 0] for v in qt.views] if every else []
+    for mrows, mtier in () if every else qt.mentions:
         ok = mrows[(mtier == 0) & in_e(mrows)]
         per.append(np.unique(post.report_row[ok]) if by_report else np.unique(ok))
     matching = per[0]
@@ -154,5 +155,5 @@ def _counts(opts, qt, post: ReadingPostings, mask, elig, cand, page):
         return total, int(matching.size), []
     keys = np.asarray([r if by_report else u for r, u, _ in page], dtype=np.int64)
     uniq, inv = np.unique(keys, return_inverse=True)
-    best = qt.report_best(uniq, in_e) if by_report else qt.stated(uniq, in_e)
+    best = qt.report_best(uniq, None if every else in_e) if by_report else qt.stated(uniq, None if every else in_e)
     return total, int(matching.size), qt.classes(best)[inv].tolist()
