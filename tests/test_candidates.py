@@ -10,6 +10,8 @@ from radsift.index import build_index
 from radsift.models.hashing import HashingEncoder
 from radsift.ranking import bm25_scores, pool
 from radsift.search import Index, candidates, shortlist
+from radsift.search.options import check_search, search_options
+from radsift.search.plan import eligible_mask
 
 QUERIES = ["no pneumothorax", "pneumothorax", "small left pleural effusion", "no right pneumothorax",
            "cardiomegaly", "no cardiomegaly", "enlarged heart", "endotracheal tube", "rib fracture",
@@ -112,3 +114,22 @@ def test_small_pools_that_are_not_widened_are_exact_too(request, monkeypatch, de
     for kw in SETTINGS[:3]:
         for q in QUERIES:
             assert _page(index, monkeypatch, "candidates", q, **kw) == _page(index, monkeypatch, "exact", q, **kw), q
+
+
+def test_an_empty_index_answers_an_empty_page(tmp_path, monkeypatch):
+    enc = HashingEncoder(tmp_path / "model")
+    build_index(tmp_path / "e", [], encoder=enc, progress=False, allow_empty=True)
+    index = Index.open(tmp_path / "e", encoder=enc)
+    for engine in candidates.ENGINES:
+        monkeypatch.setenv(candidates.ENV, engine)
+        res = index.search("no pneumothorax", k=5)
+        assert list(res) == [] and res.total == 0
+
+
+def test_a_repeated_filter_reuses_its_mask_read_only(index):
+    store = index.store
+    opts = check_search("x", search_options(where=["site=north"]), store.manifest.sections,
+                        store.manifest.metadata_keys).options
+    first, again = eligible_mask(store, opts), eligible_mask(store, opts)
+    assert first is again and not first.flags.writeable
+    assert 0 < first.sum() < first.size

@@ -89,6 +89,8 @@ def exact_reason(request, reading: QueryReading, gap, backend=None, store: Index
         return "open-vocabulary finding"
     if backend is not None and getattr(backend, "pushdown", False):
         return "filter pushdown backend"
+    if store is not None and not store.units(opts.unit).report_row.shape[0]:
+        return "no units"
     if store is not None and NEEDS_BM25[opts.mode] and not hasattr(store.bm25(opts.unit), "postings"):
         return "BM25 without postings"
     return None
