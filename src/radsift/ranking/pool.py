@@ -58,6 +58,7 @@ class Sides:
     def __init__(self, mode: str, alpha: float, dense: np.ndarray | None, bm_rows: np.ndarray, bm_vals: np.ndarray,
                  n: int) -> None:
         self.mode, self.alpha, self.dense, self.bm_rows, self.bm_vals, self.n = mode, alpha, dense, bm_rows, bm_vals, n
+        self._matches: np.ndarray | None = None
         self.bmax = float(bm_vals.max()) if bm_vals.size else 0.0
         self.bmin = 0.0 if bm_rows.size < n else float(bm_vals.min(initial=0.0))
         if dense is not None and n:
@@ -85,13 +86,19 @@ class Sides:
             return bm25
         return self.fuse(self.dense[rows], bm25)
 
+    def matches_base(self) -> np.ndarray:
+        """The base score of every BM25 match (of :attr:`bm_rows`), computed once."""
+        if self._matches is None:
+            self._matches = self.base_of(self.bm_rows, self.bm_vals)
+        return self._matches
+
     def spread(self) -> float:
         """``max - min`` of the base score over every unit (float32, as :func:`radsift.ranking.apply_tiers`)."""
         if self.mode == "dense":
             return float(self.dense.max() - self.dense.min())
         if self.mode == "bm25":
             return float(np.float32(self.bmax) - np.float32(self.bmin))
-        vals = [self.base(self.bm_rows)]
+        vals = [self.matches_base()]
         if self.bm_rows.size < self.n:  # units sharing no term: their fused score is the dense share alone
             hi, lo = int(np.argmax(self.dense)), int(np.argmin(self.dense))
             in_bm = member(self.bm_rows, np.array([hi, lo]))

@@ -64,9 +64,10 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
     bands = []
     if page:
         # The best eligible base score: a BM25 match's, or a dense candidate's (see _rank).
-        e_rows = np.concatenate([cand, sides_.bm_rows])
-        e_rows = e_rows if mask is None else e_rows[mask[e_rows]]
-        top = float(np.asarray(sides_.base(e_rows), dtype=np.float64).max()) if e_rows.size else 0.0
+        pool_rows = cand if mask is None else cand[mask[cand]]
+        matches = sides_.matches_base() if mask is None else sides_.matches_base()[mask[sides_.bm_rows]]
+        best = [np.asarray(sides_.base(pool_rows)), np.asarray(matches)]
+        top = max((float(np.float64(b.max())) for b in best if b.size), default=0.0)
         base = np.asarray(sides_.base(np.asarray([u for _, u, _ in page], dtype=np.int64)), dtype=np.float64)
         rel = np.clip(base / top, 0.0, 1.0) if top > 0 else np.zeros(base.size)
         bands = band_rows(opts.mode, classes, rel.tolist())
