@@ -8,6 +8,8 @@ that state the whole reading (the ranking keeps those first, whatever their scor
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,8 +50,34 @@ def plan_search(store: IndexStore, request: SearchRequest, reading: QueryReading
     return Plan(eligible_mask(store, request.options), read_tiers, keep)
 
 
+#: Eligibility masks kept per store generation (the least recently used goes first).
+MASKS_KEPT = 32
+
+
 def eligible_mask(store: IndexStore, opts) -> np.ndarray | None:
-    """The units of ``opts.unit`` in the ``target`` section whose reports match the filters (None: all)."""
+    """The units of ``opts.unit`` in the ``target`` section whose reports match the filters (None: all).
+
+    A generation's metadata never changes, so the masks of its last :data:`MASKS_KEPT` filters are kept
+    (read-only): a repeated filter costs no SQLite query and no pass over the units.
+    """
+    if opts.target is None and not opts.where:
+        return None
+    key = (opts.unit, opts.target, tuple(str(f) for f in opts.where or ()))
+    kept, lock = store.cached(("eligible_masks",), lambda: (OrderedDict(), threading.Lock()))
+    with lock:
+        if key in kept:
+            kept.move_to_end(key)
+            return kept[key]
+    mask = _eligible_mask(store, opts)
+    mask.flags.writeable = False
+    with lock:
+        kept[key] = mask
+        while len(kept) > MASKS_KEPT:
+            kept.popitem(last=False)
+    return mask
+
+
+def _eligible_mask(store: IndexStore, opts) -> np.ndarray:
     units = store.units(opts.unit)
     mask = None
     if opts.target is not None:

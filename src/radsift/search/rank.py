@@ -35,8 +35,16 @@ def rerank_head(request: SearchRequest, picked: list[Picked], units: dict, tiers
     """The cross-encoder over the top ``rerank`` entries, within each reading tier; the tail keeps its order."""
     head, tail = picked[:request.options.rerank], picked[request.options.rerank:]
     cross = reranker.score(request.query, [units[u].text for _, u, _ in head])
-    head_tiers = None if tiers is None else np.asarray(tiers)[[u for _, u, _ in head]]
+    head_tiers = None if tiers is None else _tiers_at(tiers, [u for _, u, _ in head])
     order, scores = rerank_core([s for _, _, s in head], cross, getattr(reranker, "weight", 1.0), head_tiers,
                                 [s for _, _, s in tail])
     both = head + tail
     return [(both[i][0], both[i][1], float(s)) for i, s in zip(order, scores)]
+
+
+def _tiers_at(tiers, rows: list[int]) -> np.ndarray:
+    """The tiers of ``rows``: from every unit's array, or from a function of sorted rows (the candidate engine)."""
+    if not callable(tiers):
+        return np.asarray(tiers)[rows]
+    uniq, inv = np.unique(np.asarray(rows, dtype=np.int64), return_inverse=True)
+    return np.asarray(tiers(uniq))[inv]

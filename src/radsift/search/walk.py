@@ -22,7 +22,9 @@ from radsift.search.plan import plan_search
 from radsift.search.rank import rank_units, rerank_head
 from radsift.search.reading import read_query
 from radsift.search.results import SearchResult, result_page
+from radsift.search.candidates import engine_name, exact_reason
 from radsift.search.scoring import feedback, first_pass
+from radsift.search.shortlist import candidate_page
 from radsift.search.units import unit_texts
 
 
@@ -38,9 +40,12 @@ def walk(index, store: IndexStore, request: SearchRequest) -> SearchResult:
     reading = read_query(request.query, index.labeler, negation=opts.negation, override=dict(opts.reading),
                          lexicon=store.manifest.lexicon is not None,
                          link=index._link_function(opts.mode, request.query, query_vector) if linked else None)
-    plan = plan_search(store, request, reading, index.labeler)
     sources = {"query_vector": query_vector, "backends": lambda kind: index._backend(store, kind),
                "expansion": lambda finding: index.linker.expansion(finding)}
+    if engine_name() == "candidates" and exact_reason(request, reading, index.tier_gap, store=store) is None \
+            and exact_reason(request, reading, None, backend=_dense_backend(index, store, opts)) is None:
+        return candidate_page(index, store, request, reading, query_vector, sources["expansion"])
+    plan = plan_search(store, request, reading, index.labeler)
     scores = first_pass(store, request, plan, reading, settings=index.settings, **sources)
     if opts.prf:
         scores = feedback(store, request, scores, plan.tiers, reading, gap=index.tier_gap, **sources)
@@ -51,6 +56,10 @@ def walk(index, store: IndexStore, request: SearchRequest) -> SearchResult:
     if opts.rerank:
         picked = rerank_head(request, picked, units, plan.tiers, index.reranker)
     return result_page(store, request, picked, units, scores, plan, reading, index.mentions_in)
+
+
+def _dense_backend(index, store: IndexStore, opts):
+    return index._backend(store, opts.unit) if NEEDS_DENSE[opts.mode] and opts.first_stage is None else None
 
 
 def _query_vector(index, request: SearchRequest):

@@ -1,0 +1,210 @@
+"""Candidate engine against exact engine: agreement of the page and the counts, and latency, in one run.
+
+Run (builds what is missing under --workdir with the hashing encoder, then compares):
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_candidates.py --corpus openi:1 --corpus openi:10 --backend hnsw
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_candidates.py --corpus demo --corpus openi:1 --corpus mtsamples
+
+``openi:N`` is Open-i (../shared/data/openi/reports.csv) copied N times (report ids suffixed), ``demo`` 2,000
+reports of the demo generator, ``mtsamples`` the distinct MTSamples notes; ``--index DIR`` compares any index.
+
+Each index is opened with the hashing encoder (no model: the query encoding is not what is timed; the
+timings are of the rest of the search). For each query (the demo generator's example queries, the
+lexicon's findings as "X" and "no X", a fixed list of chest X-ray queries) and each setting (mode x
+level x page), both engines run (``RADSIFT_ENGINE``); a query agrees when its page (report ids, unit
+texts, ranks) and its ``total`` / ``matching`` counts are the same. Prints one row per index with the
+agreement rate, the counts' agreement, the p50 of each engine and the load average.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+FIXED = ["pneumothorax", "no pneumothorax", "pleural effusion", "no pleural effusion", "cardiomegaly",
+         "enlarged heart", "right lower lobe consolidation", "pulmonary edema", "calcified granuloma",
+         "endotracheal tube", "rib fracture", "hiatal hernia", "no acute cardiopulmonary abnormality",
+         "tortuous aorta", "interstitial opacities", "small left pleural effusion", "no right pneumothorax"]
+SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
+            {"mode": "dense", "level": "report"}, {"mode": "bm25", "level": "report"},
+            {"mode": "hybrid", "level": "report", "offset": 20}, {"mode": "hybrid", "level": "report", "target": "impression"}]
+
+#: The settings timed (the first is the headline: hybrid, report level, k 10).
+TIMED = [{"mode": "hybrid", "level": "report"}, {"mode": "bm25", "level": "report"}, {"mode": "dense", "level": "report"}]
+
+
+def queries(index) -> list[str]:
+    from radsift.demo import load_example_queries
+    out = list(FIXED) + [q for _, q in load_example_queries()]
+    for f in list(index.store.manifest.findings)[:40] if hasattr(index, "store") else []:
+        name = f.replace("_", " ")
+        out += [name, f"no {name}"]
+    return list(dict.fromkeys(out))
+
+
+def run(index, q: str, engine: str, **kw):
+    os.environ["RADSIFT_ENGINE"] = engine
+    t = time.perf_counter()
+    res = index.search(q, k=10, mentions=False, include_report=False, **kw)
+    ms = (time.perf_counter() - t) * 1000
+    page = [(h.report_id, h.sentence.text, h.band, round(h.score, 5)) for h in res]
+    return page, (res.total, res.matching), ms
+
+
+#: Searches the candidate engine answered (the rest of those run with RADSIFT_ENGINE=candidates were routed
+#: to the exact engine: hybrid-rrf, open-vocabulary findings, ...).
+ANSWERED = [0]
+
+
+def _count_answers() -> None:
+    from radsift.search import walk
+    real = walk.candidate_page
+    if getattr(real, "counted", False):
+        return
+
+    def counted(*args, **kwargs):
+        ANSWERED[0] += 1
+        return real(*args, **kwargs)
+    counted.counted = True
+    walk.candidate_page = counted
+
+
+class CachedDense:
+    """A vector backend answering each query vector it has seen from memory: timings without the backend."""
+
+    def __init__(self, backend) -> None:
+        self.backend, self.kept = backend, {}
+        self.pushdown = getattr(backend, "pushdown", False)
+
+    def scores(self, query, mask=None, **hints):
+        key = (np.asarray(query).tobytes(), None if mask is None else id(mask))
+        if key not in self.kept:
+            self.kept[key] = self.backend.scores(query, mask, **hints)
+        return self.kept[key]
+
+
+def _cache_dense(index) -> None:
+    real = index._backend
+    wrapped = {}
+
+    def backend(store, kind):
+        b = real(store, kind)
+        return wrapped.setdefault(id(b), CachedDense(b))
+    index._backend = backend
+
+
+def compare(path: str, backend: str, settings=SETTINGS, reps: int = 1, model: Path = Path("/tmp/cand-bench/model"),
+            cached_dense: bool = False, agreement: bool = True) -> dict:
+    from radsift.errors import ConfigError
+    from radsift.models.hashing import HashingEncoder
+    from radsift.search import Index
+    index = Index.open(path, encoder=HashingEncoder(model), backend=backend)
+    _count_answers()
+    ANSWERED[0] = 0
+    qs = queries(index)
+    same = counts_same = n = full = 0
+    times = {"exact": [], "candidates": []}
+    by_mode = {}
+    bad = []
+    for kw in settings if agreement else ():
+        for q in qs:
+            try:
+                a, ca, _ = run(index, q, "exact", **kw)
+            except ConfigError as exc:  # a setting the index lacks (no impression section)
+                bad.append((q, kw, repr(exc)[:80]))
+                continue
+            b, cb, _ = run(index, q, "candidates", **kw)
+            n += 1
+            same += [x[:2] for x in a] == [x[:2] for x in b]
+            counts_same += ca == cb
+            full += a == b
+            if ([x[:2] for x in a] != [x[:2] for x in b] or ca != cb) and len(bad) < 8:
+                bad.append((q, kw, ca, cb))
+    answered = ANSWERED[0]
+    if cached_dense:
+        _cache_dense(index)
+        for kw in TIMED:  # fill the cache
+            for q in qs:
+                run(index, q, "exact", **kw)
+    for kw in TIMED:
+        for _ in range(reps):
+            for q in qs:
+                for eng in ("exact", "candidates"):
+                    ms = run(index, q, eng, **kw)[2]
+                    by_mode.setdefault(f"{kw['mode']}/{eng}", []).append(ms)
+                    if kw is TIMED[0]:
+                        times[eng].append(ms)
+    vector_backend = index._backend(index.store, "sentence")
+    vecs = [index.encoder.encode_query(q) for q in qs]
+    for _ in range(reps):
+        for v in vecs:
+            t = time.perf_counter()
+            vector_backend.scores(v)
+            by_mode.setdefault("backend.scores", []).append((time.perf_counter() - t) * 1000)
+    return {"index": path, "backend": backend, "units": int(index.store.units("sentence").report_row.shape[0]) if hasattr(index, "store") else None,
+            "runs": n, "top10_same": round(same / max(n, 1), 4), "counts_same": round(counts_same / max(n, 1), 4),
+            "scores_bands_same": round(full / max(n, 1), 4), "answered_by_candidates": answered,
+            "p50_exact_ms": round(float(np.percentile(times["exact"], 50)), 2),
+            "p50_cand_ms": round(float(np.percentile(times["candidates"], 50)), 2),
+            "dense_cached": cached_dense, "p50_ms": {k: round(float(np.percentile(v, 50)), 2) for k, v in by_mode.items()},
+            "load": tuple(round(x, 2) for x in os.getloadavg()), "disagreements": bad}
+
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def corpus_index(spec: str, work: Path) -> str:
+    """The index of ``spec`` under ``work`` (built with the hashing encoder when absent)."""
+    import dataclasses
+
+    from radsift.corpus import ReaderOptions, read_corpus
+    from radsift.demo import generate_reports
+    from radsift.index import build_index
+    from radsift.models.hashing import HashingEncoder
+
+    name = spec.replace(":", "")
+    path = work / name
+    if (path / "CURRENT").exists():
+        return str(path)
+    enc = HashingEncoder(work / "model")
+    if spec == "demo":
+        reports = [d.report for d in generate_reports(n=2000, seed=7)]
+    elif spec == "mtsamples":
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_negation import mtsamples_index
+        return str(mtsamples_index(work, DATA / "mtsamples" / "mtsamples.csv", enc).store.index_dir)
+    else:
+        copies = int(spec.split(":")[1])
+        options = ReaderOptions(format="csv", id_column="uid",
+                                sections={"findings": "findings", "impression": "impression"})
+        base = list(read_corpus([DATA / "openi" / "reports.csv"], options))
+        reports = [r if c == 0 else dataclasses.replace(r, id=f"{r.id}-c{c}") for c in range(copies) for r in base]
+    build_index(path, reports, encoder=enc, progress=False)
+    return str(path)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--index", action="append", default=[])
+    ap.add_argument("--corpus", action="append", default=[], help="demo, mtsamples or openi:COPIES")
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/cand-bench"))
+    ap.add_argument("--backend", default="auto")
+    ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--timing-only", action="store_true", help="skip the agreement runs")
+    ap.add_argument("--cached-dense", action="store_true",
+                    help="time without the vector backend: each query's dense scores computed once, then kept")
+    args = ap.parse_args(argv)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    paths = [corpus_index(spec, args.workdir) for spec in args.corpus] + args.index
+    for path in paths:
+        row = compare(path, args.backend, reps=args.reps, model=args.workdir / "model", cached_dense=args.cached_dense,
+                      agreement=not args.timing_only)
+        print(row, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

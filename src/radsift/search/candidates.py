@@ -1,0 +1,345 @@
+"""The candidate engine: a search's ranking, counts and bands from its candidates and postings.
+
+The exact engine (:mod:`.plan`, :mod:`.scoring`, :mod:`.rank`, :mod:`.counts`) computes BM25 scores,
+min-max normalisation, reading tiers and counts over every unit of the corpus. This engine
+(:func:`radsift.search.shortlist.candidate_page`, ranking with :mod:`radsift.ranking.pool`) computes
+the same page from:
+
+- the **BM25 matches**: every unit holding a query term, scored exactly over the terms' postings
+  (:meth:`radsift.ranking.bm25.BM25.postings`; work in proportion to the postings), of which
+  ``hybrid`` ranks only the ``depth`` best (every match for ``bm25``, whose counts are its matches);
+- the **dense candidates**: the ``depth`` best eligible units by the backend's cosine;
+- **reading postings** (:class:`ReadingPostings`): the stored mentions of each finding, sorted by
+  finding once per store (in memory, on the first query; not written at index time), so a query's
+  tiers, counts and classes read only its findings' mentions.
+
+The ranking is the exact engine's order ``(tier, score, row)`` over the pool, with every global
+quantity the exact engine uses (the min-max ends of both sides, the strict tiers' step, the best
+eligible score the bands read) computed exactly. A unit outside the pool has a cosine no higher
+than the ``depth``-th eligible one and a BM25 score no higher than the ``depth``-th match, so its
+fused score is at most a bound; its tier is at least the lowest tier of the units left out (exact
+for the units that state something or hold a side word; every other unit at its report's tier).
+When the last entry of the page scores strictly above what any unit left out could reach, the page
+is the exact engine's; otherwise ``depth`` is widened (x4) until the pool holds every eligible
+unit. So the two engines differ only where float32 rounding makes the bound's ``>`` differ from the
+exact order (never seen: ``benchmarks/bench_candidates.py`` compares pages, scores, bands and counts
+on every query it runs). Counts come from the postings and the filter's rows, never from the pool.
+
+Routed to the exact engine (:func:`exact_reason`): ``hybrid-rrf`` (a rank fusion needs every
+unit's rank), calibrated tier boosts (``gap``), a first stage, ``prf``, section units, an
+open-vocabulary finding (its reader runs over candidate sentences), a backend that pushes filters
+down, and ``RADSIFT_ENGINE=exact``. What stays linear in the corpus: the dense side comes from the
+backend as one array over every unit (its interface: a matrix-vector product for ``numpy``, a fill
+for HNSW) and is scanned for its ends and best rows; a metadata filter is still a mask over every
+unit (SQLite per query); long postings (``no``) are summed into one array over every unit.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from radsift.index.reader import IndexStore
+from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
+from radsift.ranking.bands import BandTable, band_of, score_kind
+from radsift.ranking.tiers import (
+    CLASS_NAMES,
+    NO_READING,
+    OPPOSITE,
+    OPPOSITE_TIER,
+    PARTIAL,
+    SIDE_SLOTS,
+    STATES,
+    STATUS_CODES,
+    TIER_OF,
+    UNSTATED,
+    combine,
+    side_tiers,
+)
+from radsift.records import QueryReading
+
+#: Environment variable choosing the engine (``candidates`` or ``exact``), for benchmarks and A/B runs.
+ENV = "RADSIFT_ENGINE"
+ENGINES = ("candidates", "exact")
+DEFAULT_ENGINE = "candidates"
+
+
+def engine_name() -> str:
+    """The engine ``RADSIFT_ENGINE`` names (default :data:`DEFAULT_ENGINE`)."""
+    name = os.environ.get(ENV, "").strip().lower() or DEFAULT_ENGINE
+    return name if name in ENGINES else DEFAULT_ENGINE
+
+
+def exact_reason(request, reading: QueryReading, gap, backend=None, store: IndexStore | None = None) -> str | None:
+    """Why this search goes to the exact engine (None: the candidate engine answers it)."""
+    opts = request.options
+    if opts.mode not in ("hybrid", "dense", "bm25"):
+        return f"mode {opts.mode}"
+    if opts.negation == "aware" and reading.active and gap is not None:
+        return "calibrated tier boosts"
+    if opts.first_stage is not None or opts.prf:
+        return "first stage or prf"
+    if opts.unit != "sentence":
+        return "section units"
+    if reading.active and any(not f.labeled for f in reading.findings):
+        return "open-vocabulary finding"
+    if backend is not None and getattr(backend, "pushdown", False):
+        return "filter pushdown backend"
+    if store is not None and not store.units(opts.unit).report_row.shape[0]:
+        return "no units"
+    if store is not None and NEEDS_BM25[opts.mode] and not hasattr(store.bm25(opts.unit), "postings"):
+        return "BM25 without postings"
+    return None
+
+
+# -- reading postings -----------------------------------------------------------------------------------
+class ReadingPostings:
+    """A store's stored mentions sorted by finding, and its units grouped by report (built once per store)."""
+
+    def __init__(self, store: IndexStore, unit: str) -> None:
+        labels = store.labels()
+        finding = np.asarray(labels.finding, dtype=np.int64)
+        order = np.argsort(finding, kind="stable")
+        self.row = np.asarray(labels.row, dtype=np.int64)[order]
+        self.status = np.asarray(labels.status, dtype=np.int64)[order]
+        codes = finding[order]
+        self.codes = {int(c): (int(a), int(b)) for c, a, b in
+                      zip(*_runs(codes))}
+        report_row = np.asarray(store.units(unit).report_row, dtype=np.int64)
+        self.report_row = report_row
+        self.n_units = int(report_row.shape[0])
+        self._views: dict = {}
+        self._lock = threading.Lock()
+        self.n_reports = int(report_row.max(initial=-1)) + 1
+        self.unit_order = np.argsort(report_row, kind="stable")
+        self.report_ptr = np.zeros(self.n_reports + 1, dtype=np.int64)
+        np.cumsum(np.bincount(report_row, minlength=self.n_reports), out=self.report_ptr[1:])
+        self.reports_with_units = int(np.count_nonzero(np.diff(self.report_ptr)))
+
+    def view(self, code: int, wanted: str) -> FindingView:
+        """The units and reports that state something of finding ``code``, each with its best tier for a query
+        wanting ``wanted`` (built on the first query that asks, then kept)."""
+        key = (int(code), wanted)
+        with self._lock:
+            hit = self._views.get(key)
+        if hit is None:
+            rows, status = self.mentions(code)
+            names = {v: k for k, v in STATUS_CODES.items()}
+            table = np.array([TIER_OF[wanted][names[c]] for c in (-1, 0, 1)], dtype=np.int8)
+            hit = FindingView(*_best_by(rows, table[status + 1]), *_best_by(self.report_row[rows], table[status + 1]))
+            with self._lock:
+                self._views[key] = hit
+        return hit
+
+    @classmethod
+    def of(cls, store: IndexStore, unit: str) -> ReadingPostings:
+        return store.cached(("reading_postings", unit), lambda: cls(store, unit))
+
+    def mentions(self, code: int) -> tuple[np.ndarray, np.ndarray]:
+        """(unit rows, status codes) of the stored mentions of finding ``code``."""
+        a, b = self.codes.get(int(code), (0, 0))
+        return self.row[a:b], self.status[a:b]
+
+
+@dataclass(frozen=True)
+class FindingView:
+    """One finding read for one wanted status: its units and its reports (sorted, unique), each with the
+    best tier it states (:data:`radsift.ranking.tiers.TIER_OF`)."""
+
+    rows: np.ndarray
+    best: np.ndarray
+    reports: np.ndarray
+    report_best: np.ndarray
+
+
+def _best_by(keys: np.ndarray, tiers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted unique keys, the lowest tier of each)."""
+    if not keys.size:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int8)
+    order = np.argsort(keys, kind="stable")
+    keys, tiers = keys[order], tiers[order]
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(keys)) + 1))
+    return keys[starts], np.minimum.reduceat(tiers, starts)
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, fill: int) -> np.ndarray:
+    """``values`` of ``wanted`` in sorted ``keys`` (``fill`` where absent)."""
+    out = np.full(wanted.size, fill, dtype=np.int8)
+    if keys.size:
+        pos = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
+        hit = keys[pos] == wanted
+        out[hit] = values[pos[hit]]
+    return out
+
+
+def _runs(sorted_codes: np.ndarray):
+    if not sorted_codes.size:
+        return [], [], []
+    cut = np.flatnonzero(np.diff(sorted_codes)) + 1
+    starts = np.concatenate(([0], cut))
+    ends = np.concatenate((cut, [sorted_codes.size]))
+    return sorted_codes[starts].tolist(), starts.tolist(), ends.tolist()
+
+
+class QueryTiers:
+    """The exact engine's tiers (:func:`radsift.ranking.unit_tiers`) for any set of units, read from postings.
+
+    Attributes:
+        special: Sorted rows that state something of the query's findings or hold a side word (their
+            tiers, :attr:`special_tiers`, are read from the postings); every other unit's tier is the
+            default one (at report level, on top of its report's tier).
+        default: The tier of a unit with no mention and no side word in a report with no mention.
+    """
+
+    def __init__(self, store: IndexStore, reading: QueryReading, post: ReadingPostings, codes: dict,
+                 by_report: bool, sides) -> None:
+        self.post, self.statuses = post, [f.status for f in reading.findings]
+        self.side = reading.side
+        self.mentions, self.views = [], []
+        names = {v: k for k, v in STATUS_CODES.items()}
+        for f in reading.findings:
+            rows, status = post.mentions(codes.get(f.finding, -1))
+            table = np.array([TIER_OF[f.status][names[c]] for c in (-1, 0, 1)], dtype=np.int8)
+            self.mentions.append((rows, table[status + 1]))
+            self.views.append(post.view(codes.get(f.finding, -1), f.status))
+        self.sides = sides  # (left, right, bilateral) flags of every unit, or None
+        side_rows = np.zeros(0, dtype=np.int64)
+        if self.side and sides is not None:
+            side_rows = store.cached(("side_rows", "sentence"), lambda: np.flatnonzero(sides[0] | sides[1] | sides[2]))
+        mentioned = (self.views[0].rows if len(self.views) == 1 else
+                     np.unique(np.concatenate([v.rows for v in self.views] + [np.zeros(0, np.int64)])))
+        self.special = np.union1d(mentioned, side_rows) if side_rows.size else mentioned
+        no_reading = np.array([[NO_READING[s] for s in self.statuses]], dtype=np.int8)
+        reading_default = int(combine(no_reading)[0]) if self.statuses else 0
+        self.default_unit = reading_default * SIDE_SLOTS + (1 if self.side and sides is not None else 0)
+        unit_t = self._unit_tiers(self.special)
+        self.unit_max = int(max(unit_t.max(initial=-1), self.default_unit))
+        self.by_report = by_report and bool(self.statuses) and post.n_units > 0
+        self.default = self.default_unit
+        self.rep_rows = np.zeros(0, dtype=np.int64)
+        if self.by_report:
+            self.rep_rows = (self.views[0].reports if len(self.views) == 1 else
+                             np.unique(np.concatenate([v.reports for v in self.views])))
+            self.rep_tier = self._report_tiers(self.rep_rows)
+            self.rep_default = reading_default
+            self.default = reading_default * (self.unit_max + 1) + self.default_unit
+        self.special_tiers = self._with_report(self.special, unit_t)
+
+    def _with_report(self, rows: np.ndarray, unit_t: np.ndarray) -> np.ndarray:
+        if not self.by_report:
+            return unit_t
+        reps = self.post.report_row[rows]
+        pos = np.minimum(np.searchsorted(self.rep_rows, reps), max(self.rep_rows.size - 1, 0))
+        found = (self.rep_rows[pos] == reps) if self.rep_rows.size else np.zeros(reps.size, dtype=bool)
+        rep_t = np.where(found, self.rep_tier[pos] if self.rep_rows.size else 0, self.rep_default)
+        return rep_t * (self.unit_max + 1) + unit_t
+
+    def tiers(self, rows: np.ndarray) -> np.ndarray:
+        """The tier of each unit of ``rows`` (any order), as the exact engine gives it."""
+        rows = np.asarray(rows, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.special, rows), max(self.special.size - 1, 0))
+        found = (self.special[pos] == rows) if self.special.size else np.zeros(rows.size, dtype=bool)
+        out = self._with_report(rows, np.full(rows.size, self.default_unit, dtype=np.int64))
+        out[found] = self.special_tiers[pos[found]]
+        return out
+
+    def lowest_outside(self, inside: Sequence[np.ndarray], eligible) -> int:
+        """A lower bound of the tier of every eligible unit outside ``inside`` (sorted row arrays; exact on
+        the special units; every other unit counts at its report's tier, whether or not one is left)."""
+        out = eligible(self.special).copy()
+        for rows in inside:
+            if rows.size:
+                pos = np.minimum(np.searchsorted(rows, self.special), rows.size - 1)
+                out &= rows[pos] != self.special
+        low = [self.default]
+        if out.any():
+            low.append(int(self.special_tiers[out].min()))
+        if self.by_report and self.rep_rows.size:
+            low.append(int(self.rep_tier.min()) * (self.unit_max + 1) + self.default_unit)
+        return min(low)
+
+    def stated(self, rows: np.ndarray, eligible=None) -> np.ndarray:
+        """What units ``rows`` (sorted) state of each finding (``(len(rows), F)``, :data:`UNSTATED` where nothing)."""
+        if eligible is None:
+            return np.stack([_lookup(v.rows, v.best, rows, UNSTATED) for v in self.views], axis=1) \
+                if self.views else np.full((rows.size, 0), UNSTATED, dtype=np.int8)
+        out = np.full((rows.size, len(self.mentions)), UNSTATED, dtype=np.int8)
+        for j, (mrows, mtier) in enumerate(self.mentions):
+            pos = np.searchsorted(rows, mrows)
+            pos = np.minimum(pos, max(rows.size - 1, 0))
+            hit = (rows[pos] == mrows) if rows.size else np.zeros(mrows.size, dtype=bool)
+            if eligible is not None:
+                hit &= eligible(mrows)
+            col = out[:, j].copy()
+            np.minimum.at(col, pos[hit], mtier[hit])
+            out[:, j] = col
+        return out
+
+    def _resolve(self, stated: np.ndarray) -> np.ndarray:
+        out = stated.copy()
+        for j, status in enumerate(self.statuses):
+            col = out[:, j]
+            col[col == UNSTATED] = NO_READING[status]
+        return out
+
+    def _unit_tiers(self, rows: np.ndarray) -> np.ndarray:
+        reading = (combine(self._resolve(self.stated(rows))) if self.statuses
+                   else np.zeros(rows.size, dtype=np.int64))
+        sides = 0
+        if self.side and self.sides is not None:
+            sides = side_tiers(self.side, self.sides[0][rows], self.sides[1][rows], self.sides[2][rows])
+        return reading * SIDE_SLOTS + sides
+
+    def report_best(self, reports: np.ndarray, eligible=None) -> np.ndarray:
+        """Per finding, the best tier any (eligible) unit of ``reports`` (sorted) states (UNSTATED: none)."""
+        if eligible is None:
+            return np.stack([_lookup(v.reports, v.report_best, reports, UNSTATED) for v in self.views], axis=1)
+        out = np.full((reports.size, len(self.mentions)), UNSTATED, dtype=np.int8)
+        for j, (mrows, mtier) in enumerate(self.mentions):
+            keep = eligible(mrows)
+            mrep = self.post.report_row[mrows[keep]]
+            pos = np.minimum(np.searchsorted(reports, mrep), max(reports.size - 1, 0))
+            hit = (reports[pos] == mrep) if reports.size else np.zeros(mrep.size, dtype=bool)
+            col = out[:, j].copy()
+            np.minimum.at(col, pos[hit], mtier[keep][hit])
+            out[:, j] = col
+        return out
+
+    def _report_tiers(self, reports: np.ndarray) -> np.ndarray:
+        return combine(self._resolve(self.report_best(reports)))
+
+    def classes(self, best: np.ndarray) -> np.ndarray:
+        """:func:`radsift.ranking.tiers.reading_classes` of per-finding best tiers."""
+        per = self._resolve(best)
+        out = np.full(per.shape[0], PARTIAL, dtype=np.int8)
+        out[(per == OPPOSITE_TIER).any(axis=1)] = OPPOSITE
+        out[(per == 0).all(axis=1)] = STATES
+        return out
+
+
+def band_rows(kind_mode: str, classes: list[int], relative: list[float]) -> list[tuple[str, float]]:
+    """(band, relevance) per page entry from its class and relative score (as :meth:`.counts.Counts.bands`)."""
+    table, kind = BandTable.packaged(), score_kind(kind_mode)
+    out = []
+    for code, rel in zip(classes, relative):
+        name = CLASS_NAMES[code] if code >= 0 else "none"
+        estimate = table.estimate(kind, name, rel)
+        out.append((band_of(name, estimate), round(estimate, 3)))
+    return out
+
+
+__all__ = [
+    "DEFAULT_ENGINE",
+    "ENGINES",
+    "ENV",
+    "NEEDS_DENSE",
+    "QueryTiers",
+    "ReadingPostings",
+    "band_rows",
+    "engine_name",
+    "exact_reason",
+]

@@ -1,0 +1,135 @@
+"""The candidate engine (radsift.search.candidates) gives the exact engine's pages and counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from radsift.demo import generate_reports
+from radsift.index import build_index
+from radsift.models.hashing import HashingEncoder
+from radsift.ranking import bm25_scores, pool
+from radsift.search import Index, candidates, shortlist
+from radsift.search.options import check_search, search_options
+from radsift.search.plan import eligible_mask
+
+QUERIES = ["no pneumothorax", "pneumothorax", "small left pleural effusion", "no right pneumothorax",
+           "cardiomegaly", "no cardiomegaly", "enlarged heart", "endotracheal tube", "rib fracture",
+           "no acute cardiopulmonary abnormality", "possible consolidation", "left", "lungs are clear",
+           "cardiomegaly with pulmonary edema and bilateral effusions"]
+SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
+            {"mode": "dense", "level": "report"}, {"mode": "bm25", "level": "report"},
+            {"mode": "bm25", "level": "sentence"}, {"mode": "hybrid", "level": "report", "offset": 15},
+            {"mode": "hybrid", "level": "report", "target": "impression"},
+            {"mode": "hybrid", "level": "report", "negation": "ignore"},
+            {"mode": "hybrid", "level": "report", "where": ["site=north"]}]
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cand")
+    enc = HashingEncoder(root / "model")
+    reports = [d.report for d in generate_reports(n=300, seed=3)]
+    reports = [r.__class__(r.id, r.sections, {**r.metadata, "site": "north" if i % 3 else "south"})
+               for i, r in enumerate(reports)]
+    build_index(root / "idx", reports, encoder=enc, progress=False)
+    return Index.open(root / "idx", encoder=enc)
+
+
+@pytest.fixture(scope="module")
+def hnsw_index(tmp_path_factory):
+    """The demo reports three times over, searched through an HNSW graph: many tied scores (copies; the
+    graph's floor for every row outside its candidates), as on a corpus that repeats its boilerplate."""
+    pytest.importorskip("faiss")
+    root = tmp_path_factory.mktemp("cand-hnsw")
+    enc = HashingEncoder(root / "model")
+    base = [d.report for d in generate_reports(n=200, seed=5)]
+    reports = [r.__class__(f"{r.id}-{c}", r.sections, r.metadata) for c in range(3) for r in base]
+    build_index(root / "idx", reports, encoder=enc, progress=False)
+    return Index.open(root / "idx", encoder=enc, backend="hnsw")
+
+
+def _page(index, monkeypatch, engine, query, **kw):
+    monkeypatch.setenv(candidates.ENV, engine)
+    res = index.search(query, k=10, **kw)
+    return [(h.report_id, h.sentence.text, h.band, h.relevance, round(h.score, 5)) for h in res], \
+        (res.total, res.matching, res.more)
+
+
+@pytest.mark.parametrize("kw", SETTINGS, ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()))
+def test_candidate_pages_and_counts_equal_the_exact_engine(index, monkeypatch, kw):
+    calls = []
+    real = shortlist.candidate_page
+    monkeypatch.setattr("radsift.search.walk.candidate_page", lambda *a, **k: calls.append(1) or real(*a, **k))
+    for q in QUERIES:
+        assert _page(index, monkeypatch, "candidates", q, **kw) == _page(index, monkeypatch, "exact", q, **kw), q
+    assert calls, "the candidate engine never answered"
+
+
+def test_a_tiny_dense_pool_is_widened_until_exact(index, monkeypatch):
+    monkeypatch.setattr(shortlist, "FIRST_DEPTH", 1)
+    for q in QUERIES:
+        assert _page(index, monkeypatch, "candidates", q) == _page(index, monkeypatch, "exact", q), q
+
+
+def test_without_the_bound_check_a_tiny_pool_is_wrong(index, monkeypatch):
+    """The check that widens the pool is what makes it exact: skip it and pages differ."""
+    monkeypatch.setattr(shortlist, "FIRST_DEPTH", 1)
+    monkeypatch.setattr(shortlist, "_exact", lambda *a, **k: True)
+    differ = sum(_page(index, monkeypatch, "candidates", q, mode="dense") != _page(index, monkeypatch, "exact", q,
+                                                                                   mode="dense") for q in QUERIES)
+    assert differ > 0
+
+
+def test_bm25_over_postings_is_the_dense_array_nonzeros(index):
+    retriever = index.store.bm25("sentence")
+    n = index.store.units("sentence").report_row.shape[0]
+    for q in QUERIES:
+        rows, vals = pool.bm25_sparse(retriever, q, n)
+        full = bm25_scores(retriever, q, n)
+        assert np.array_equal(rows, np.flatnonzero(full > 0))
+        assert np.array_equal(vals, full[rows])
+
+
+@pytest.mark.parametrize("kw", [{"mode": "hybrid-rrf"}, {"unit": "section"}, {"prf": True}])
+def test_searches_it_cannot_answer_exactly_go_to_the_exact_engine(index, monkeypatch, kw):
+    monkeypatch.setattr("radsift.search.walk.candidate_page", lambda *a, **k: pytest.fail("not routed"))
+    monkeypatch.setenv(candidates.ENV, "candidates")
+    index.search("no pneumothorax", k=5, **kw)
+
+
+def test_the_engine_is_chosen_by_the_environment(monkeypatch):
+    monkeypatch.setenv(candidates.ENV, "exact")
+    assert candidates.engine_name() == "exact"
+    monkeypatch.delenv(candidates.ENV)
+    assert candidates.engine_name() == candidates.DEFAULT_ENGINE
+
+
+@pytest.mark.parametrize("depth", [20, 60])
+@pytest.mark.parametrize("backend", ["numpy", "hnsw"])
+def test_small_pools_that_are_not_widened_are_exact_too(request, monkeypatch, depth, backend):
+    """Pools smaller than the matches (the BM25 side cut to its best), mostly answered without widening."""
+    index = request.getfixturevalue("index" if backend == "numpy" else "hnsw_index")
+    monkeypatch.setattr(shortlist, "FIRST_DEPTH", depth)
+    for kw in SETTINGS[:3]:
+        for q in QUERIES:
+            assert _page(index, monkeypatch, "candidates", q, **kw) == _page(index, monkeypatch, "exact", q, **kw), q
+
+
+def test_an_empty_index_answers_an_empty_page(tmp_path, monkeypatch):
+    enc = HashingEncoder(tmp_path / "model")
+    build_index(tmp_path / "e", [], encoder=enc, progress=False, allow_empty=True)
+    index = Index.open(tmp_path / "e", encoder=enc)
+    for engine in candidates.ENGINES:
+        monkeypatch.setenv(candidates.ENV, engine)
+        res = index.search("no pneumothorax", k=5)
+        assert list(res) == [] and res.total == 0
+
+
+def test_a_repeated_filter_reuses_its_mask_read_only(index):
+    store = index.store
+    opts = check_search("x", search_options(where=["site=north"]), store.manifest.sections,
+                        store.manifest.metadata_keys).options
+    first, again = eligible_mask(store, opts), eligible_mask(store, opts)
+    assert first is again and not first.flags.writeable
+    assert 0 < first.sum() < first.size
