@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -625,3 +627,73 @@ def test_audit_log_records_negation_and_reading_overrides(built, tmp_path):
     assert s["params"]["reading"] == ["pleural effusion=present"] and s["params"]["negation"] == "ignore"
     assert r["event"] == "report" and r["report_id"] == "c" and r["query"] == "no pleural effusion"
     assert r["params"] == {"negation": "aware", "reading": ["pleural effusion=present"]}
+
+
+WORKERS_SCRIPT = """
+import sys
+from pathlib import Path
+import radsift.serve.server as server
+from radsift.models.hashing import HashingEncoder
+from radsift.search import Index
+path, model = sys.argv[1:3]
+
+class HashIndex(Index):
+    @classmethod
+    def open(cls, p, **kwargs):
+        return Index.open(p, encoder=HashingEncoder(Path(model)))
+
+server.Index = HashIndex  # the forked workers inherit it
+server.run_server(path, port=0, workers=2)
+"""
+
+
+@pytest.mark.slow
+def test_workers_share_one_port_and_stop_together(built, tmp_path):
+    """Issue 33, item 5: ``radsift serve --workers 2``: two processes answer on one port; SIGTERM to the
+    server stops both (they finish their requests)."""
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    path, enc = built
+    log = tmp_path / "serve.log"
+    proc = subprocess.Popen([sys.executable, "-c", WORKERS_SCRIPT, str(path), str(enc.path)],
+                            stdout=log.open("w"), stderr=subprocess.STDOUT,
+                            env={**os.environ, "PYTHONPATH": str(Path(radsift.__file__).parents[1])})
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline and not re.search(r"http://127\.0\.0\.1:(\d+)/", log.read_text()):
+            time.sleep(0.2)
+        text = log.read_text()
+        port = int(re.search(r"http://127\.0\.0\.1:(\d+)/", text).group(1))
+        assert "with 2 worker processes" in text
+        workers = []
+        while time.time() < deadline and len(workers) < 2:
+            workers = os.popen(f"pgrep -P {proc.pid}").read().split()
+            time.sleep(0.2)
+        assert len(workers) == 2
+        answered = 0
+        while time.time() < deadline and answered < 20:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/search?q=pneumothorax&k=3", timeout=10) as r:
+                    assert r.status == 200 and json.loads(r.read())["hits"]
+                    answered += 1
+            except OSError:
+                time.sleep(0.2)  # a worker still loading
+        assert answered == 20
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        assert not os.popen(f"pgrep -P {proc.pid}").read().split()
+        assert log.read_text().count("Finished server process") == 2
+    finally:
+        proc.kill()
+
+
+def test_workers_must_be_a_sane_number(built, fake_uvicorn):
+    path, _ = built
+    for bad in (0, -1, 65, "2"):
+        with pytest.raises(ConfigError, match="--workers"):
+            run_server(path, port=0, workers=bad)

@@ -19,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import os
+import signal
 import socket
 import sys
 from dataclasses import dataclass
@@ -328,6 +330,7 @@ def run_server(
     backend: str = "auto",
     llm: dict | None = None,
     passage_first_stage: str | Path | None = None,
+    workers: int = 1,
 ) -> None:
     """Serve the index at ``index_dir`` until interrupted (Ctrl-C).
 
@@ -349,7 +352,9 @@ def run_server(
             segment read or encoded, at start).
         console: Where to print the address.
         limits: Header, body and keep-alive timeouts, the body limit and the connection cap (default
-            :class:`ServerLimits`).
+            :class:`ServerLimits`; the connection cap is per worker).
+        workers: Processes serving the index (``--workers``): each loads the models and answers on the
+            one listening socket (:func:`_run_workers`), so searches use every core.
 
     Raises:
         ConfigError: No token for a non-loopback host, a bad token file, a port out of range or in use.
@@ -358,8 +363,40 @@ def run_server(
     console = console or Console(stderr=True)
     limits = limits or ServerLimits()
     check_port(port)  # before the index and the model load, not after
+    if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= MAX_WORKERS:
+        raise ConfigError(f"--workers must be a whole number from 1 to {MAX_WORKERS}, not {workers!r}")
     token = resolve_token(token, token_file)
     check_bind(host, token)
+    options = dict(index_dir=index_dir, token=token, audit_log=audit_log, model=model, reranker=reranker,
+                   limits=limits, saved_dir=saved_dir, backend=backend, llm=llm,
+                   passage_first_stage=passage_first_stage)
+    if workers == 1:
+        server, index = _prepared_server(console=console, **options)
+        sock = bind_socket(host, port)
+        _announce(console, index_dir, index, host, sock.getsockname()[1], token, audit_log, workers)
+        try:
+            server.run(sockets=[sock])
+        finally:
+            sock.close()
+        return
+    probe = Index.open(index_dir, model=model, backend=backend)  # a missing index fails here, once, not N times
+    probe.store.close()  # its reader lease is given back before the fork: no worker inherits it
+    del probe
+    sock = bind_socket(host, port)  # one listening socket, accepted on by every worker
+    try:
+        _announce(console, index_dir, None, host, sock.getsockname()[1], token, audit_log, workers)
+        _run_workers(sock, workers, options, console)
+    finally:
+        sock.close()
+
+
+#: Most worker processes ``radsift serve --workers`` starts.
+MAX_WORKERS = 64
+
+
+def _prepared_server(*, index_dir, token, audit_log, model, reranker, limits, saved_dir, backend, llm,
+                     passage_first_stage, console) -> tuple[uvicorn.Server, Index]:
+    """The index opened, its models loaded and the app built: a server ready to run on a socket."""
     stage = None
     if passage_first_stage is not None:
         stage = PolyFirstStage(passage_first_stage, say=lambda m: console.print(m, highlight=False))
@@ -371,19 +408,72 @@ def run_server(
         index.reranker  # noqa: B018  (a bad reranker folder fails here, not on the first request)
         if stage is not None:
             stage.prepare(index.live_store())  # the codes of every segment, before the first passage search
-    sock = bind_socket(host, port)
-    port = sock.getsockname()[1]
     config = uvicorn.Config(app, log_config=LOG_CONFIG, access_log=False, server_header=False,
                             timeout_graceful_shutdown=5, **uvicorn_limits(limits))
-    server = uvicorn.Server(config)
-    counts = index.stats()["counts"]
+    return uvicorn.Server(config), index
+
+
+def _announce(console: Console, index_dir, index: Index | None, host: str, port: int, token, audit_log,
+              workers: int) -> None:
+    counts = index.stats()["counts"] if index is not None else {}
+    what = f" ({counts.get('reports', 0)} reports)" if counts else ""
     # The address on a line of its own, never wrapped, so it can be clicked or parsed.
-    console.print(f"radsift is serving {index_dir} ({counts.get('reports', 0)} reports)"
+    console.print(f"radsift is serving {index_dir}{what}"
+                  + (f" with {workers} worker processes" if workers > 1 else "")
                   + (", API token required" if token else "")
                   + (f", audit log {audit_log}" if audit_log is not None else ""), highlight=False, soft_wrap=True)
     console.print(f"open [bold]{display_url(host, port)}[/]  (Ctrl-C stops)", highlight=False, soft_wrap=True)
     sys.stdout.flush()
+
+
+def _run_workers(sock: socket.socket, workers: int, options: dict, console: Console) -> None:
+    """Fork ``workers`` processes that each open the index, load the models and serve on ``sock`` (the kernel
+    hands each connection to one of them); wait for them. A worker that fails to start stops the others
+    and the server (one line); SIGINT and SIGTERM reach every worker, which finish their requests and exit.
+
+    Forked before anything loads torch (``radsift serve`` imports none before this), so no thread pool is
+    copied into a child. Each worker follows the index's live generation and holds its own reader lease,
+    as one server does; the audit log is appended line by line with O_APPEND (one write each), so lines of
+    several workers never mix.
+    """
+    children: dict[int, int] = {}
+    for number in range(workers):
+        pid = os.fork()
+        if pid == 0:  # the worker
+            code = 0
+            try:
+                signal.signal(signal.SIGTERM, signal.default_int_handler)
+                server, _ = _prepared_server(console=Console(stderr=True, quiet=True), **options)
+                server.run(sockets=[sock])
+            except KeyboardInterrupt:
+                pass
+            except BaseException as exc:  # noqa: BLE001 - one line to the parent's stderr, then exit
+                print(f"error: worker {number + 1}: {exc}", file=sys.stderr, flush=True)
+                code = 1
+            os._exit(code)
+        children[pid] = number
+
+    def stop(signum=signal.SIGTERM, frame=None) -> None:
+        for pid in list(children):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    failed = None
     try:
-        server.run(sockets=[sock])
+        while children:
+            try:
+                pid, status = os.wait()
+            except KeyboardInterrupt:  # Ctrl-C reached the workers too; wait for them to finish
+                stop()
+                continue
+            number = children.pop(pid, None)
+            if number is not None and os.waitstatus_to_exitcode(status) not in (0, -signal.SIGTERM, -signal.SIGINT):
+                failed = failed or number + 1
+                stop()
     finally:
-        sock.close()
+        signal.signal(signal.SIGTERM, previous)
+    if failed is not None:
+        raise ConfigError(f"worker {failed} of {workers} stopped (see its error above); the server stopped")
