@@ -3,11 +3,13 @@
 Run:  .venv/bin/python benchmarks/bench_serve.py [--openi ../shared/data/openi/reports.csv]
                                                 [--workdir runs/bench-serve] [--index DIR]
                                                 [--requests 300] [--seconds 60] [--clients 1,8,32]
+                                                [--workers 1,2] [--plain]
 
 What it does:
   1. builds an index of the Open-i reports (id column ``uid``, sections findings/impression) with the
      default model, cached in ``--workdir`` so reruns skip the build (or uses ``--index DIR``);
-  2. starts ``radsift serve INDEX --host 127.0.0.1 --port P`` as a separate process;
+  2. starts ``radsift serve INDEX --host 127.0.0.1 --port P --workers W`` as a separate process, for each
+     ``--workers`` value, with an API token and an audit log on (as a hospital runs it; ``--plain``: neither);
   3. from this process (asyncio + httpx) sends GET /api/search requests at each concurrency level:
      a fixed mix of queries, modes (dense/bm25/hybrid) and targets (findings/impression/report),
      at most ``--requests`` per level and at most ``--seconds`` per level;
@@ -68,12 +70,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(index_dir: Path, port: int, log_path: Path) -> subprocess.Popen:
+TOKEN = "bench-serve-token-0123456789"
+
+
+def start_server(index_dir: Path, port: int, log_path: Path, workers: int = 1,
+                 audit: Path | None = None) -> subprocess.Popen:
     log = open(log_path, "w")
-    cmd = [sys.executable, "-m", "radsift.cli", "serve", str(index_dir), "--host", "127.0.0.1", "--port", str(port)]
+    cmd = [sys.executable, "-m", "radsift.cli", "serve", str(index_dir), "--host", "127.0.0.1", "--port", str(port),
+           "--workers", str(workers)] + (["--audit-log", str(audit)] if audit else [])
     print("server: " + " ".join(cmd), file=sys.stderr)
     env = dict(os.environ, RADSIFT_NO_PROGRESS="1")
     env.pop("RADSIFT_TOKEN", None)
+    if audit:
+        env["RADSIFT_TOKEN"] = TOKEN
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
 
 
@@ -85,13 +94,16 @@ def wait_ready(proc: subprocess.Popen, base: str, log_path: Path, timeout: float
         if proc.poll() is not None:
             sys.exit(f"the server exited with {proc.returncode}:\n{log_path.read_text()}")
         try:
-            res = httpx.get(base + "/api/health", timeout=2)
+            res = httpx.get(base + "/api/health", timeout=2, headers=HEADERS)
             if res.status_code == 200:
                 return res.json()
         except httpx.HTTPError:
             pass
         time.sleep(0.5)
     sys.exit(f"the server did not answer within {timeout:.0f} s:\n{log_path.read_text()}")
+
+
+HEADERS: dict[str, str] = {}
 
 
 def request_plan(n: int) -> list[dict]:
@@ -112,7 +124,7 @@ async def load_level(base: str, clients: int, plan: list[dict], seconds: float) 
     deadline = time.perf_counter() + seconds
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
 
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120) as client:
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120, headers=HEADERS) as client:
         async def worker() -> None:
             nonlocal next_i, errors
             while next_i < len(plan) and time.perf_counter() < deadline:
@@ -154,39 +166,48 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--requests", type=int, default=300, help="requests per concurrency level (at most)")
     ap.add_argument("--seconds", type=float, default=60, help="time per concurrency level (at most)")
     ap.add_argument("--clients", default="1,8,32", help="concurrency levels, comma-separated")
+    ap.add_argument("--workers", default="1,2", help="server worker processes to compare, comma-separated")
+    ap.add_argument("--plain", action="store_true", help="no token and no audit log")
     args = ap.parse_args(argv)
     levels = [int(c) for c in args.clients.split(",")]
+    if not args.plain:
+        HEADERS["Authorization"] = f"Bearer {TOKEN}"
 
     args.workdir.mkdir(parents=True, exist_ok=True)
     index_dir = args.index or build_or_reuse(args.openi, args.workdir)
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    log_path = args.workdir / "server.log"
-    proc = start_server(index_dir, port, log_path)
-    try:
-        t = time.perf_counter()
-        health = wait_ready(proc, base, log_path)
-        print(f"server ready in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-        warm = request_plan(3 * len(MODES) * len(TARGETS))
-        asyncio.run(load_level(base, 1, warm, 60))  # load BM25 and page in vectors before measuring
-        results = []
-        for clients in levels:
-            r = asyncio.run(load_level(base, clients, request_plan(args.requests), args.seconds))
-            print(f"  {clients} clients: {r['requests']} requests in {r['wall']:.1f} s", file=sys.stderr)
-            results.append(r)
-    finally:
-        stop_server(proc)
+    rows, health = [], None
+    for workers in (int(w) for w in args.workers.split(",")):
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        log_path = args.workdir / f"server-{workers}.log"
+        audit = None if args.plain else args.workdir / f"audit-{workers}.jsonl"
+        proc = start_server(index_dir, port, log_path, workers, audit)
+        try:
+            t = time.perf_counter()
+            health = wait_ready(proc, base, log_path)
+            print(f"server ({workers} workers) ready in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+            warm = request_plan(3 * len(MODES) * len(TARGETS) * workers)
+            asyncio.run(load_level(base, workers, warm, 60))  # load BM25 and page in vectors in every worker
+            for clients in levels:
+                r = asyncio.run(load_level(base, clients, request_plan(args.requests), args.seconds))
+                print(f"  {workers} workers, {clients} clients: {r['requests']} requests in {r['wall']:.1f} s",
+                      file=sys.stderr)
+                rows.append({**r, "workers": workers})
+        finally:
+            stop_server(proc)
 
     idx = health["index"]
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"\nradsift serve load benchmark: {idx['counts']['reports']:,} reports, "
           f"{idx['counts']['sentences']:,} sentences, model {idx['model']}; server and client on "
-          f"127.0.0.1, {os.cpu_count()} CPUs; GET /api/search k=10, mixed queries x modes x targets\n")
-    print("| concurrent clients | requests | errors | requests/s | p50 ms | p95 ms | p99 ms |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for r in results:
-        print(f"| {r['clients']} | {r['requests']} | {r['errors']} | {r['rps']:.1f} | {r['p50']:.1f} | "
+          f"127.0.0.1, {os.cpu_count()} CPUs, load {load:.1f} after the run; GET /api/search k=10, mixed queries x "
+          f"modes x targets; {'no token, no audit log' if args.plain else 'API token and audit log on'}\n")
+    print("| workers | concurrent clients | requests | errors | requests/s | p50 ms | p95 ms | p99 ms |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['workers']} | {r['clients']} | {r['requests']} | {r['errors']} | {r['rps']:.1f} | {r['p50']:.1f} | "
               f"{r['p95']:.1f} | {r['p99']:.1f} |")
-    return 1 if any(r["errors"] for r in results) else 0
+    return 1 if any(r["errors"] for r in rows) else 0
 
 
 if __name__ == "__main__":
