@@ -113,3 +113,15 @@ def test_run_refuses_a_bad_depth_in_one_line_before_opening_the_index(tmp_path, 
     res = CliRunner().invoke(cli_app, ["run", str(tmp_path / "missing"), "--queries", str(queries),
                                        "--out", str(tmp_path / "run.trec"), "-k", k])
     assert res.exit_code == 2 and res.output.strip() == f"error: {sentence}"
+
+
+@pytest.mark.parametrize("command", [["ask", "IDX", "enlarged heart"], ["draft-impression", "IDX", "--findings", "x"]])
+@pytest.mark.parametrize("k, sentence", [("1e9", "k: must be a whole number of reports, not '1e9'"),
+                                         ("50", "k: must be from 1 to 20, not 50")])
+def test_ask_k_is_one_line_of_error(tmp_path, command, k, sentence):
+    from typer.testing import CliRunner
+
+    from radsift.cli import app
+
+    res = CliRunner().invoke(app, [str(tmp_path) if c == "IDX" else c for c in command] + ["-k", k])
+    assert res.exit_code == 2 and sentence in res.output and "Usage" not in res.output

@@ -17,6 +17,7 @@ from radsift.cli.options import (AllowRemoteOpt, IndexArg, LlmModelOpt, LlmProxy
 from radsift.cli.output import console, err_console
 from radsift.errors import ConfigError
 from radsift.rag import ask, draft_impression
+from radsift.search.query import whole_number
 from radsift.rag.llm import AuditedLLM, make_llm
 from radsift.search import Index
 from radsift.serve.audit import id_summary, index_audit_log, local_user, text_summary
@@ -35,7 +36,14 @@ MaxPromptOpt = Annotated[Optional[int], typer.Option(
 LlmAuditOpt = Annotated[Optional[Path], typer.Option(
     "--audit-log", metavar="FILE", help="Audit trail of the LLM calls (sizes, outcome, endpoint, proxy and the "
                                         "address contacted, no text; default INDEX_DIR/audit/llm.jsonl).")]
-AskKOpt = Annotated[int, typer.Option("-k", "--k", metavar="N", help="Reports in the prompt (1 to 20).")]
+# Read as text and checked by the input policy's rule for whole numbers: "-k 1e9" is one line of error.
+AskKOpt = Annotated[str, typer.Option("-k", "--k", metavar="N", help="Reports in the prompt (1 to 20).")]
+
+
+def _prompt_k(text: str) -> int:
+    """``-k`` of ask and draft-impression: a whole number from 1 to 20 (one error line otherwise)."""
+    value = int(text) if str(text).strip().isdigit() else text
+    return whole_number("k", value, 1, 20, "reports")
 
 
 def _cli_llm(index_dir: Path, audit_log: Optional[Path], purpose: str, url, model, token_file, allow_remote, threads,
@@ -78,7 +86,7 @@ def _print_answer(answer, show_prompt: bool) -> None:
 def ask_cmd(
     index_dir: IndexArg,
     question: Annotated[str, typer.Argument(metavar="QUESTION", help="A finding description or a question.")],
-    k: AskKOpt = 3,
+    k: AskKOpt = "3",
     no_retrieval: Annotated[bool, typer.Option("--no-retrieval", help="The model alone, no reports (the baseline).")] = False,
     target: Annotated[str, typer.Option(
         "--target", metavar="SECTION", help="auto (impressions for a findings description, whole reports for a "
@@ -92,6 +100,7 @@ def ask_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer, citations, sources and prompt as JSON.")] = False,
 ) -> None:
     """Answer a finding description or question from the most similar reports, citing them ([1], [2])."""
+    k = _prompt_k(k)
     index = Index.open(index_dir, model=model, threads=threads)
     llm = _cli_llm(index_dir, audit_log, "ask", llm_url, llm_model, llm_token_file, allow_remote_llm, threads,
                    llm_proxy)
@@ -120,7 +129,7 @@ def _names_a_file(findings: str) -> bool:
 def draft_impression_cmd(
     index_dir: IndexArg,
     findings: Annotated[str, typer.Option("--findings", metavar="TEXT|FILE", help="The findings, or a file holding them.")],
-    k: AskKOpt = 3,
+    k: AskKOpt = "3",
     no_retrieval: Annotated[bool, typer.Option("--no-retrieval", help="The model alone, no prior impressions.")] = False,
     mode: ModeOpt = "hybrid", where: WhereOpt = None, model: ModelOpt = None, threads: ThreadsOpt = None,
     llm_url: LlmUrlOpt = None, llm_model: LlmModelOpt = None, llm_token_file: LlmTokenOpt = None,
@@ -132,6 +141,7 @@ def draft_impression_cmd(
 ) -> None:
     """Draft an impression from findings and the impressions of the most similar prior reports, beside the
     retrieval-only baseline (the nearest report's impression, unchanged)."""
+    k = _prompt_k(k)
     text = findings
     if _names_a_file(findings):
         try:
