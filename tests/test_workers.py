@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -205,3 +206,41 @@ def test_chunks_cover_every_row_once():
     rows = np.concatenate(length_chunks(texts, 64))
     assert len(rows) == 1000 and len(set(rows.tolist())) == 1000
     assert parallel.CHUNK_BATCHES * 64 == max(len(c) for c in length_chunks(texts, 64))
+
+
+def test_openmp_threads_wait_passively_unless_told_otherwise():
+    code = "import os, radsift.models.encoder; print(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('KMP_BLOCKTIME'))"
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "KMP_BLOCKTIME")}
+    run = lambda extra: subprocess.run([sys.executable, "-c", code], env={**env, **extra}, capture_output=True,  # noqa: E731
+                                       text=True, check=True).stdout.split()
+    assert run({}) == ["PASSIVE", "0"]
+    assert run({"OMP_WAIT_POLICY": "ACTIVE"})[0] == "ACTIVE"  # a user's own setting wins
+    assert run({"RADSIFT_OMP_DEFAULTS": "0"}) == ["None", "None"]
+
+
+def test_encoding_threads_follow_the_cores_other_jobs_leave_free(monkeypatch):
+    from radsift.models import encoder
+
+    monkeypatch.setattr(encoder, "usable_cores", lambda: 4)
+    for runnable, want in ((1, 4), (2, 3), (4, 1), (9, 1)):  # the run queue counts this thread too
+        monkeypatch.setattr(encoder, "_runnable_now", lambda r=runnable: r)
+        assert encoder.free_cores(samples=3) == want
+        assert encoder.encode_threads(None) == want
+    assert encoder.encode_threads(3) == 3  # the caller's --threads wins
+    samples = iter([1, 9, 1])  # one busy sample among quiet ones is noise: the median
+    monkeypatch.setattr(encoder, "_runnable_now", lambda: next(samples))
+    assert encoder.free_cores(samples=3) == 4
+
+
+def test_the_adapt_time_left_is_said_from_measured_steps():
+    from radsift.workflows.adapt import _TimeLeft
+
+    said: list[str] = []
+    left = _TimeLeft(said.append)
+    left("step 20/200 (40 s): loss lexicon 0.5")
+    assert said == ["training: 20/200 steps in 40 s: about 6 min left"]
+    left("step 40/200 (80 s): loss lexicon 0.4")  # on pace: nothing new to say
+    left("something else")
+    assert len(said) == 1
+    left("step 60/200 (400 s): loss lexicon 0.4")  # the machine got busy: the new pace is said
+    assert said[-1] == "training: 60/200 steps in 400 s: about 16 min left"
