@@ -9,11 +9,11 @@ torch loads), encodes the same seeded sample of Open-i sentences (the demo gener
 is absent) twice and keeps the faster pass, while ``k`` competing ``python -c "while True: pass"``
 processes run. Configurations:
 
-- ``torch-legacy``: torch's defaults as they were before issue 33 (all cores, OpenMP's own spinning
-  wait policy: ``OMP_WAIT_POLICY`` unset and radsift's own setting switched off);
+- ``torch-legacy``: torch's defaults as they were before issue 33 (all cores, fixed; OpenMP's own
+  spinning wait policy: ``OMP_WAIT_POLICY`` unset and radsift's own setting switched off);
 - ``torch-default``: the build's torch encoder as radsift now loads it (passive OpenMP waits and the
-  thread count chosen from the machine's load, :func:`radsift.models.encoder.build_threads`);
-- ``torch-1thread``: one torch thread;
+  thread count chosen from the machine's load, :func:`radsift.models.encoder.encode_threads`, chunk by chunk);
+- ``torch-1thread``: one torch thread (passive waits);
 - ``onnx``: the ONNX Runtime fp32 encoder as the build loads it (no spinning).
 
 The fair-share time with ``k`` competitors on ``C`` cores is the configuration's idle single-thread
@@ -41,10 +41,15 @@ cfg, n = sys.argv[1], int(sys.argv[2])
 sys.path.insert(0, {src!r}); sys.path.insert(0, {bench!r})
 if cfg == "torch-legacy":
     os.environ["RADSIFT_OMP_DEFAULTS"] = "0"
+import radsift.models.encoder as E, radsift.models.onnx_encoder as O
 from radsift.models.onnx_encoder import load_build_encoder
 from bench_contention import sentences
+chosen = []
+def _record(t, _orig=E.encode_threads):
+    n = _orig(t); chosen.append(n); return n
+E.encode_threads = O.encode_threads = _record
 texts = sentences(n)
-threads = 1 if cfg == "torch-1thread" else None
+threads = {{"torch-1thread": 1, "torch-legacy": os.cpu_count()}}.get(cfg)  # legacy: torch's default, all cores
 kind = "onnx" if cfg == "onnx" else "torch"
 enc = load_build_encoder(kind, None, threads=threads)
 enc.encode(texts[:32], batch_size=32)
@@ -53,7 +58,7 @@ for _ in range(2):
     t = time.perf_counter(); enc.encode(texts, batch_size=64); dt = time.perf_counter() - t
     best = dt if best is None else min(best, dt)
 import torch
-print(json.dumps({{"seconds": best, "torch_threads": torch.get_num_threads(),
+print(json.dumps({{"seconds": best, "threads_chosen": {{str(n): chosen.count(n) for n in sorted(set(chosen))}},
                   "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}}))
 """
 
@@ -111,15 +116,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sentences", type=int, default=600)
     ap.add_argument("--competitors", type=int, nargs="+", default=[0, 1, 3])
     ap.add_argument("--configs", nargs="+", default=["torch-legacy", "torch-default", "torch-1thread", "onnx"])
+    ap.add_argument("--repeats", type=int, default=1, help="runs of every config at each k, interleaved "
+                    "(the table shows each one; the summary the median)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     cores = os.cpu_count() or 1
     rows = []
     for k in args.competitors:
-        for cfg in args.configs:
-            row = run_one(cfg, args.sentences, k)
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+        for rep in range(args.repeats):
+            for cfg in (args.configs if rep % 2 == 0 else list(reversed(args.configs))):
+                row = run_one(cfg, args.sentences, k)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
     single = {r["config"]: r["seconds"] for r in rows if r["competitors"] == 0 and r["config"] == "torch-1thread"}
     idle = {r["config"]: r["seconds"] for r in rows if r["competitors"] == 0}
     print(f"\n{cores} cores; load averages are the machine's 1-minute load (other users' jobs included)\n")
@@ -133,6 +141,12 @@ def main(argv: list[str] | None = None) -> None:
         ratio = f"{r['seconds'] / fair:.2f}" if fair else "-"
         print(f"| {r['config']} | {r['competitors']} | {r['seconds']:.1f} | {r['sentences_per_s']} | "
               f"{fair and round(fair, 1)} | {ratio} | {r['load_1min_before']} | {r['load_1min_after']} |")
+    print("\n| config | competitors | median sentences/s | runs |")
+    print("|---|---|---|---|")
+    for k in args.competitors:
+        for cfg in args.configs:
+            rates = sorted(r["sentences_per_s"] for r in rows if r["config"] == cfg and r["competitors"] == k)
+            print(f"| {cfg} | {k} | {rates[len(rates) // 2]} | {rates} |")
     if args.out:
         args.out.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
 

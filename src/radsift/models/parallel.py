@@ -80,6 +80,7 @@ _WORKER: dict[str, Any] = {}
 
 def _init_worker(loader: Callable[[], Any], threads: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the pool
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # one "Loading weights" bar (the parent's), not N+1
     _WORKER["loader"], _WORKER["threads"] = loader, threads
 
 
