@@ -201,11 +201,13 @@ def test_ray_local_encodes_as_one_process(tmp_path, enc):
 
 
 # --------------------------------------------------------------------- thread policy (item 6)
-def test_chunks_cover_every_row_once():
-    texts = ["a" * (i % 7) for i in range(1000)]
+def test_chunks_cover_every_row_once_in_whole_batches_enough_for_every_worker():
+    texts = ["a" * (i % 7) for i in range(10000)]
     rows = np.concatenate(length_chunks(texts, 64))
-    assert len(rows) == 1000 and len(set(rows.tolist())) == 1000
-    assert parallel.CHUNK_BATCHES * 64 == max(len(c) for c in length_chunks(texts, 64))
+    assert len(rows) == 10000 and len(set(rows.tolist())) == 10000
+    assert max(len(c) for c in length_chunks(texts, 64)) == parallel.CHUNK_BATCHES * 64  # a big job: full chunks
+    small = length_chunks(texts[:1000], 64, workers=2)  # 8 chunks of 2 batches, not 2 of 8: 4 a worker
+    assert [len(c) for c in small[:-1]] == [128] * (len(small) - 1) and len(small) >= 8
 
 
 def test_openmp_threads_wait_passively_unless_told_otherwise():

@@ -67,10 +67,14 @@ def _itself(encoder: Any) -> Any:
     return encoder
 
 
-def length_chunks(texts: Sequence[str], batch_size: int) -> list[np.ndarray]:
-    """Row numbers of ``texts`` in chunks of ``CHUNK_BATCHES * batch_size``, longest texts first."""
+def length_chunks(texts: Sequence[str], batch_size: int, workers: int = 1) -> list[np.ndarray]:
+    """Row numbers of ``texts`` in chunks of whole batches, longest texts first: ``CHUNK_BATCHES`` batches
+    a chunk, fewer when that would leave ``workers`` fewer than 4 chunks each (the last chunks then
+    finish together instead of one worker encoding alone at the end)."""
     order = np.argsort([len(t) for t in texts], kind="stable")[::-1]
-    size = max(1, int(batch_size)) * CHUNK_BATCHES
+    batch = max(1, int(batch_size))
+    per_worker = -(-len(texts) // (4 * max(1, workers)))  # ceil
+    size = batch * max(1, min(CHUNK_BATCHES, -(-per_worker // batch)))
     return [order[i:i + size] for i in range(0, len(order), size)]
 
 
@@ -131,7 +135,7 @@ class ProcessEncoder:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        chunks = length_chunks(texts, batch_size)
+        chunks = length_chunks(texts, batch_size, self.workers)
         with progress_bar(disable=None if progress else True) as bar:
             task = bar.add_task(f"{desc} ({self.workers} workers)", total=len(texts))
             try:
