@@ -189,8 +189,9 @@ class Encoder:
             task = bar.add_task(desc, total=len(texts))
             for i in range(0, len(texts), chunk):
                 idx = order[i : i + chunk]
-                with _QUERY_LOCK:  # torch's thread count is process-wide: not while a query switched it
-                    torch.set_num_threads(encode_threads(self.threads))
+                if len(texts) > batch_size or self.threads:  # a few texts (a search's) skip the sampling
+                    with _QUERY_LOCK:  # torch's thread count is process-wide: not while a query switched it
+                        torch.set_num_threads(encode_threads(self.threads))
                 out[idx] = self.model.encode(
                     [texts[j] for j in idx], batch_size=batch_size, convert_to_numpy=True,
                     normalize_embeddings=True, show_progress_bar=False,
