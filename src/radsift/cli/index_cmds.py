@@ -26,6 +26,14 @@ from radsift.search import Index
 from radsift.workflows.adapt import build_adapted_index
 from radsift.workflows.watch import run_watch
 
+WorkersOpt = Annotated[int, typer.Option(
+    "--workers", metavar="N", min=1, help="Encode with N processes on this machine, each loading the model once and "
+    "using its share of the cores (--threads: threads of each); the same vectors as one process.")]
+RayOpt = Annotated[Optional[str], typer.Option(
+    "--ray", metavar="ADDRESS", help="Encode on a Ray cluster (host:port, ray://host:port, auto, or local for a Ray "
+    "started here; needs the 'ray' extra); --workers N: N Ray actors. Refused before anything is written when no "
+    "cluster answers.")]
+
 index_app = typer.Typer(help="Build and update an index.", no_args_is_help=True, cls=OrderedGroup,
                         epilog=examples(f"radsift index build my-index reports.csv {OPENI}"))
 
@@ -62,6 +70,8 @@ def index_build(
     encoder_cache: EncoderCacheOpt = None,
     milvus_uri: MilvusUriOpt = None,
     poly: PolyOpt = None,
+    workers: WorkersOpt = 1,
+    ray: RayOpt = None,
 ) -> None:
     """Build an index from a corpus (encodes sentences and sections, labels findings, builds BM25);
     with --adapt, tune the model on the corpus first."""
@@ -70,13 +80,16 @@ def index_build(
     if adapt:
         if not labels:
             raise ConfigError("--adapt trains on the sentence labels: it cannot be used with --no-labels")
+        if workers != 1 or ray is not None:
+            raise ConfigError("--workers and --ray spread the encoding of a plain build: not yet with --adapt")
         summary, _ = build_adapted_index(index_dir, reports, steps=adapt_steps, base_model=model, threads=threads,
                                          batch_size=batch_size, overwrite=overwrite, lexicon=lexicon, say=say,
                                          encoder_kind=encoder, encoder_cache=encoder_cache, **derive)
     else:
         summary = build_index(index_dir, reports, model=model, threads=threads, batch_size=batch_size,
                               overwrite=overwrite, lexicon=lexicon, label=labels, allow_empty=allow_empty,
-                              encoder_kind=encoder, encoder_cache=encoder_cache, say=say, **derive)
+                              encoder_kind=encoder, encoder_cache=encoder_cache, say=say, workers=workers, ray=ray,
+                              **derive)
     report_read_stats(stats)
     console.print(f"built: {summary.describe()}", highlight=False)
     _print_derived(summary.derived)
@@ -97,6 +110,8 @@ def index_add(
     encoder_cache: EncoderCacheOpt = None,
     milvus_uri: MilvusUriOpt = None,
     poly: PolyOpt = None,
+    workers: WorkersOpt = 1,
+    ray: RayOpt = None,
     watch: Annotated[Optional[Path], typer.Option(
         "--watch", metavar="DIR", rich_help_panel="Drop folder",
         help="Watch a folder: add each new report file once (a ledger in INDEX/ingest/), until Ctrl-C.")] = None,
@@ -114,7 +129,8 @@ def index_add(
         if corpus:
             raise ConfigError("give either CORPUS files or --watch DIR, not both")
         add_options = dict(replace=replace, model=model, threads=threads, batch_size=batch_size, encoder_kind=encoder,
-                           encoder_cache=encoder_cache, backend=backend, milvus_uri=milvus_uri, poly=poly)
+                           encoder_cache=encoder_cache, backend=backend, milvus_uri=milvus_uri, poly=poly,
+                           workers=workers, ray=ray)
         run_watch(index_dir, watch, reader, interval=interval, saved=saved or [], add_options=add_options,
                   scans=1 if once else None, say=say)
         return
@@ -123,7 +139,7 @@ def index_add(
     reports, stats = read_reports(corpus, reader)
     summary = add_to_index(index_dir, reports, replace=replace, model=model, threads=threads,
                            batch_size=batch_size, encoder_kind=encoder, encoder_cache=encoder_cache,
-                           backend=backend, milvus_uri=milvus_uri, poly=poly, say=say)
+                           backend=backend, milvus_uri=milvus_uri, poly=poly, say=say, workers=workers, ray=ray)
     report_read_stats(stats)
     console.print(f"updated: {summary.describe()}", highlight=False)
     _print_derived(summary.derived)

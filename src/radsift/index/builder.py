@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -27,6 +27,8 @@ from radsift.index.writer import commit_generation, live_counts, write_segment
 from radsift.models.encoder import model_fingerprint, resolve_model_path
 from radsift.models.onnx_encoder import BUILD_ENCODERS, load_build_encoder
 from radsift.models.onnx_encoder import encoder_kind as kind_of_encoder
+from radsift.models.parallel import ProcessEncoder
+from radsift.models.ray_encode import RayEncoder, check_ray_address
 from radsift.progress import progress_bar
 from radsift.records import Report
 from radsift.text import report_sentences
@@ -153,11 +155,28 @@ class BuildOptions:
     allow_empty: bool = False
     encoder_kind: str = "torch"  # radsift.models.onnx_encoder.BUILD_ENCODERS
     encoder_cache: str | Path | None = None  # where ONNX exports are cached
+    workers: int = 1  # encoding processes on this machine (radsift.models.parallel)
+    ray: str | None = None  # a Ray cluster's address: encoding goes there (radsift.models.ray_encode)
 
-    def __post_init__(self) -> None:  # a wrong --encoder fails before the index folder is touched
+    def __post_init__(self) -> None:  # a wrong option fails before the index folder is touched
         if self.encoder_kind not in BUILD_ENCODERS:
             raise ConfigError(f"--encoder {self.encoder_kind!r}: unknown encoder; choose one of "
                               f"{', '.join(BUILD_ENCODERS)}")
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
+            raise ConfigError(f"--workers: must be a whole number of 1 or more, not {self.workers!r}")
+        if self.ray is not None:
+            check_ray_address(self.ray)  # the extra installed and a cluster that answers, or a one-line error
+
+
+def _spread(encoder, opts: BuildOptions):
+    """The encoder a build encodes with: ``encoder`` itself, its work spread over ``opts.workers`` processes,
+    or handed to a Ray cluster (a context manager: the workers live as long as the encoding)."""
+    if opts.ray is not None:
+        return RayEncoder(encoder, opts.ray, workers=opts.workers if opts.workers > 1 else None,
+                          threads=opts.threads)
+    if opts.workers > 1:
+        return ProcessEncoder(encoder, opts.workers, threads=opts.threads)
+    return nullcontext(encoder)
 
 
 #: Folders radsift keeps beside the generations of an index: an adapted model (``index build --adapt``),
@@ -185,6 +204,8 @@ def build_index(
     milvus_uri: str | None = None,
     poly: str | Path | None = None,
     say: Callable[[str], None] | None = None,
+    workers: int = 1,
+    ray: str | None = None,
 ) -> BuildSummary:
     """Build a new index at ``index_dir`` from ``reports``.
 
@@ -210,8 +231,15 @@ def build_index(
         milvus_uri: Where ``milvus`` pushes (a server URL or a milvus-lite file; default the index's own file).
         poly: A poly-encoder folder whose section codes to write too (``radsift index build --poly``).
         say: Told each step of the derived work (default: silent, but for the poly-encoder's codes).
+        workers: Encoding processes on this machine, each loading the model once (1 = this process);
+            the vectors and their order are those of one process (:mod:`radsift.models.parallel`).
+        ray: The address of a Ray cluster to encode on (``host:port``, ``ray://host:port``, ``auto`` or
+            ``local`` for a Ray started here); needs the ``ray`` extra and a cluster that answers, checked
+            before anything is written (:mod:`radsift.models.ray_encode`). ``workers`` > 1 then sets how many
+            Ray actors encode.
 
-    The checks of ``backend`` and ``poly`` run before anything is read or written; what was derived is
+    A worker that dies fails the build with :class:`radsift.models.parallel.EncodeWorkerError` and nothing
+    committed. The checks of ``backend`` and ``poly`` run before anything is read or written; what was derived is
     the summary's ``derived``.
 
     A folder radsift created for a build that died before its first commit (it holds the
@@ -231,7 +259,8 @@ def build_index(
     if index_dir.exists() and not (index_dir / CURRENT).exists() and not _ours(index_dir):
         raise IndexStoreError(f"{index_dir} exists and is not a radsift index: choose an empty or new directory")
     opts = BuildOptions(model, encoder, threads, batch_size, progress, replace=False, lexicon=lexicon, label=label,
-                        allow_empty=allow_empty, encoder_kind=encoder_kind, encoder_cache=encoder_cache)
+                        allow_empty=allow_empty, encoder_kind=encoder_kind, encoder_cache=encoder_cache,
+                        workers=workers, ray=ray)
     mark_index_dir(index_dir)
     summary = _write(index_dir, reports, None, opts)
     summary.derived = derive(index_dir, backend, milvus_uri, poly, say=say)
@@ -263,9 +292,12 @@ def add_to_index(
     milvus_uri: str | None = None,
     poly: str | Path | None = None,
     say: Callable[[str], None] | None = None,
+    workers: int = 1,
+    ray: str | None = None,
 ) -> BuildSummary:
     """Add ``reports`` to an existing index, encoding only the new ones (``encoder_kind``,
-    ``encoder_cache``, ``backend``, ``milvus_uri``, ``poly`` and ``say`` as in :func:`build_index`: with a
+    ``encoder_cache``, ``backend``, ``milvus_uri``, ``poly``, ``say``, ``workers`` and ``ray`` as in
+    :func:`build_index`: with a
     ``backend``, the new generation's graphs are extended from the previous one's, or it is pushed).
 
     Raises:
@@ -276,10 +308,14 @@ def add_to_index(
     check_options(index_dir, backend, milvus_uri, poly)
     old = IndexStore.open(index_dir)
     lexicon = old.manifest.lexicon
-    summary = _write(index_dir, reports, old, BuildOptions(
-        model, encoder, threads, batch_size, progress, replace=replace,
-        lexicon=None if lexicon == PACKAGED_LEXICON else lexicon, label=lexicon is not None,
-        encoder_kind=encoder_kind, encoder_cache=encoder_cache))
+    try:
+        opts = BuildOptions(model, encoder, threads, batch_size, progress, replace=replace,
+                            lexicon=None if lexicon == PACKAGED_LEXICON else lexicon, label=lexicon is not None,
+                            encoder_kind=encoder_kind, encoder_cache=encoder_cache, workers=workers, ray=ray)
+    except BaseException:
+        old.close()
+        raise
+    summary = _write(index_dir, reports, old, opts)
     summary.derived = derive(index_dir, backend, milvus_uri, poly, say=say)
     return summary
 
@@ -365,10 +401,12 @@ def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, o
                 segments = tombstoned(old, clash)
 
             new_sent, new_sec = _units_of(new, first_row=0)  # rows local to the new segment
-            sent_vecs, n1 = _encode_unique(encoder, [s.text for s in new_sent], opts.batch_size, opts.progress,
-                                           "encoding sentences")
-            sec_vecs, win_vecs, win_owner, n2 = _encode_sections(encoder, [s.text for s in new_sec], opts.batch_size,
-                                                                 opts.progress, "encoding sections")
+            with _spread(encoder, opts) as enc:  # workers load the model once for both passes
+                sent_vecs, n1 = _encode_unique(enc, [s.text for s in new_sent], opts.batch_size, opts.progress,
+                                               "encoding sentences")
+                sec_vecs, win_vecs, win_owner, n2 = _encode_sections(enc, [s.text for s in new_sec],
+                                                                     opts.batch_size, opts.progress,
+                                                                     "encoding sections")
             labels: list[LabelRecord] = []
             if opts.label:
                 new_labels = _label_sentences([s.text for s in new_sent], opts.lexicon, opts.progress)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -25,6 +26,14 @@ from radsift.progress import progress_bar
 for _var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
     os.environ.setdefault(_var, "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# OpenMP threads that wait by spinning take the cores from each other and from other jobs: on a shared
+# 2-core machine torch's default (spin, then sleep) encoded 9 sentences/s beside three busy processes
+# against 32 on one thread (benchmarks/bench_contention.py). Waiting threads sleep instead (GNU OpenMP:
+# OMP_WAIT_POLICY; Intel's: KMP_BLOCKTIME); read when torch loads, so set here, before any torch import.
+# RADSIFT_OMP_DEFAULTS=0 leaves the OpenMP defaults (the benchmark's "before").
+if os.environ.get("RADSIFT_OMP_DEFAULTS", "1") != "0":
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ.setdefault("KMP_BLOCKTIME", "0")
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 
@@ -83,6 +92,43 @@ def set_threads(threads: int | None) -> None:
         torch.set_num_threads(int(threads))
 
 
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity; the CPU count where that is unknown)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _runnable_now() -> int:
+    """Threads running or waiting for a core on the machine, this one included (/proc/loadavg's 4th field)."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as fh:
+            return int(fh.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return 1
+
+
+def free_cores(samples: int = 5) -> int:
+    """Cores other jobs leave free now: the usable cores less the other runnable threads (median of a few
+    samples of the run queue a millisecond apart; at least 1)."""
+    counts = []
+    for i in range(samples):
+        counts.append(_runnable_now())
+        if i + 1 < samples:
+            time.sleep(0.001)
+    others = max(0, sorted(counts)[len(counts) // 2] - 1)
+    cores = usable_cores()
+    return max(1, min(cores, cores - others))
+
+
+def encode_threads(threads: int | None) -> int:
+    """Threads for the next chunk of batch encoding: ``threads`` when the caller fixed them, else the free
+    cores (:func:`free_cores`). A thread more than the free cores makes every parallel step wait for a
+    thread the scheduler has put off: on a busy machine one thread gets its fair share, two lose it."""
+    return int(threads) if threads else free_cores()
+
+
 @dataclass
 class Encoder:
     """A sentence-transformers model producing L2-normalised float32 vectors.
@@ -96,6 +142,7 @@ class Encoder:
     path: Path
     name: str
     model: object
+    threads: int | None = None  # fixed by the caller; None: chosen chunk by chunk (encode_threads)
 
     @classmethod
     def load(
@@ -113,7 +160,7 @@ class Encoder:
         if max_seq_length:
             st.max_seq_length = int(max_seq_length)
         st.eval()
-        return cls(path=path, name=model_display_name(path), model=st)
+        return cls(path=path, name=model_display_name(path), model=st, threads=int(threads) if threads else None)
 
     @property
     def dim(self) -> int:
@@ -127,23 +174,24 @@ class Encoder:
             return np.zeros((0, self.dim), dtype=np.float32)
         if len(texts) == 1 and not progress:
             return self.encode_query(texts[0])[None, :]
-        if progress:
-            return self._encode_with_progress(list(texts), batch_size, desc)
-        vecs = self.model.encode(
-            list(texts), batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
-            show_progress_bar=False,
-        )
-        return np.ascontiguousarray(vecs, dtype=np.float32)
+        return self._encode_chunks(list(texts), batch_size, desc, progress)
 
-    def _encode_with_progress(self, texts: list[str], batch_size: int, desc: str) -> np.ndarray:
-        # Sort by length so batches pad little, encode in chunks to drive a rich progress bar.
+    def _encode_chunks(self, texts: list[str], batch_size: int, desc: str, progress: bool) -> np.ndarray:
+        # Sorted by length so batches pad little; in chunks to drive a progress bar and to choose the
+        # thread count again for each chunk as other jobs come and go (encode_threads).
+        import torch
+
         order = np.argsort([len(t) for t in texts], kind="stable")[::-1]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         chunk = batch_size * 8
-        with progress_bar() as bar:
+        before = torch.get_num_threads()
+        with _restored_threads(before), progress_bar(disable=None if progress else True) as bar:
             task = bar.add_task(desc, total=len(texts))
             for i in range(0, len(texts), chunk):
                 idx = order[i : i + chunk]
+                if len(texts) > batch_size or self.threads:  # a few texts (a search's) skip the sampling
+                    with _QUERY_LOCK:  # torch's thread count is process-wide: not while a query switched it
+                        torch.set_num_threads(encode_threads(self.threads))
                 out[idx] = self.model.encode(
                     [texts[j] for j in idx], batch_size=batch_size, convert_to_numpy=True,
                     normalize_embeddings=True, show_progress_bar=False,
@@ -162,6 +210,18 @@ class Encoder:
 QUERY_THREADS = 1
 # torch's thread count is process-wide: queries switch it under one lock and put it back.
 _QUERY_LOCK = threading.Lock()
+
+
+@contextmanager
+def _restored_threads(count: int) -> Iterator[None]:
+    """Put torch's thread count back to ``count`` after a batch encoding changed it chunk by chunk."""
+    import torch
+
+    try:
+        yield
+    finally:
+        with _QUERY_LOCK:
+            torch.set_num_threads(count)
 
 
 @contextmanager

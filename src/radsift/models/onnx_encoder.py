@@ -41,7 +41,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from radsift.errors import ConfigError
-from radsift.models.encoder import Encoder, model_display_name, model_fingerprint, resolve_model_path
+from radsift.models.encoder import (Encoder, encode_threads, model_display_name, model_fingerprint, resolve_model_path,
+                                    usable_cores)
 from radsift.progress import progress_bar
 
 #: What ``pip install`` brings what this module needs.
@@ -341,20 +342,11 @@ class _Runner:
     """Tokenize, run the ONNX graph, pool and normalise (no torch, no transformers)."""
 
     def __init__(self, folder: Path, info: dict[str, Any], threads: int | None) -> None:
-        ort = require_runtime()
         from tokenizers import Tokenizer
 
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = int(threads) if threads else 0  # 0 = ONNX Runtime's default
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3
-        # Idle worker threads sleep instead of spinning: on a shared 2-core machine spinning threads
-        # steal the cores from each other and from other jobs (measured: 559 vs 406 sentences/s at
-        # load 3.3 on 2 cores, the same speed on an idle machine).
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session = ort.InferenceSession(str(folder / MODEL_FILE), options, providers=["CPUExecutionProvider"])
+        self.folder, self.threads = folder, int(threads) if threads else None
+        self._sessions: dict[int, Any] = {}
+        self.session = self._session(self.threads or usable_cores())
         self.inputs = [i.name for i in self.session.get_inputs()]
         tok = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
         tok.no_padding()
@@ -365,11 +357,38 @@ class _Runner:
         self.dim = int(info["dim"])
         self.pad_id = int(info.get("pad_id", 0))
 
+    def _session(self, threads: int):
+        """The session running on ``threads`` intra-op threads (made once per count: a session's pool is fixed)."""
+        if threads in self._sessions:
+            return self._sessions[threads]
+        ort = require_runtime()
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        # Idle worker threads sleep instead of spinning: on a shared 2-core machine spinning threads
+        # steal the cores from each other and from other jobs (measured: 559 vs 406 sentences/s at
+        # load 3.3 on 2 cores, the same speed on an idle machine).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        session = ort.InferenceSession(str(self.folder / MODEL_FILE), options, providers=["CPUExecutionProvider"])
+        self._sessions[threads] = session
+        return session
+
+    def _batch_session(self):
+        """The session for the next chunk of a batch encoding: the caller's threads, else the cores other
+        jobs leave free now, rounded down to a power of two (at most a few sessions are ever made)."""
+        if self.threads:
+            return self.session
+        free = encode_threads(None)
+        return self._session(1 << (free.bit_length() - 1))
+
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         texts = [t.lower() for t in texts] if self.lower else list(texts)
         return [e.ids for e in self.tokenizer.encode_batch(texts)]
 
-    def run(self, ids: Sequence[Sequence[int]]) -> np.ndarray:
+    def run(self, ids: Sequence[Sequence[int]], session=None) -> np.ndarray:
         """Unit vectors of already tokenized texts (one batch, padded to its longest)."""
         lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
         width = int(lengths.max())
@@ -379,7 +398,7 @@ class _Runner:
             input_ids[r, :len(row)] = row
             mask[r, :len(row)] = 1
         feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
-        hidden = self.session.run(None, {n: feeds[n] for n in self.inputs})[0]
+        hidden = (session or self.session).run(None, {n: feeds[n] for n in self.inputs})[0]
         if self.pooling == "cls":
             vecs = hidden[:, 0, :]
         elif self.pooling == "max":
@@ -396,9 +415,12 @@ class _Runner:
         order = np.argsort(-np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids)), kind="stable")
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         step = max(1, int(batch_size))
+        session = self.session
         for start in range(0, len(order), step):
+            if start % (8 * step) == 0:  # every 8 batches: the thread count that fits the machine now
+                session = self._batch_session()
             idx = order[start:start + step]
-            out[idx] = self.run([ids[i] for i in idx])
+            out[idx] = self.run([ids[i] for i in idx], session)
             if on_batch is not None:
                 on_batch(len(idx))
         return out
