@@ -440,8 +440,8 @@ def test_entity_aspect_query_ranks_passages_of_that_aspect(note_index):
 
 
 def test_index_reads_a_huge_section_as_overlapping_windows(tmp_path):
-    """A section past one window stands as the normalised mean of its windows' vectors (its end counts);
-    a section that fits keeps the model's own vector."""
+    """A section past one window keeps every window: its first as its vector, the later ones beside it, and a
+    search scores it by its best window (its end counts); a section that fits keeps the model's own vector."""
     from radsift.index import build_index
     from radsift.models.hashing import HashingEncoder
     from radsift.search import Index
@@ -458,12 +458,15 @@ def test_index_reads_a_huge_section_as_overlapping_windows(tmp_path):
     by_name = {s.section: row for row, s in enumerate(idx.store.all_sections())}
     windows = passage_windows(long_plan)
     assert len(windows) == 2 and "colchicine" in windows[1] and "colchicine" not in windows[0]
-    mean = enc.encode(windows).astype(np.float32).sum(axis=0)
-    np.testing.assert_allclose(vecs[by_name["plan"]], mean / np.linalg.norm(mean), atol=1e-5)
+    np.testing.assert_allclose(vecs[by_name["plan"]], enc.encode(windows[:1])[0], atol=1e-6)
+    np.testing.assert_allclose(units.windows, enc.encode(windows[1:]), atol=1e-6)
+    assert units.window_owner.tolist() == [by_name["plan"]]
     np.testing.assert_allclose(vecs[by_name["history"]], enc.encode(["Gout for years."])[0], atol=1e-6)
-    # the windowed vector sees the section's end: closer to it than the first window alone
-    tail = enc.encode(["Start colchicine for the gout flare and recheck uric acid."])[0]
-    assert float(vecs[by_name["plan"]] @ tail) > float(enc.encode([windows[0]])[0] @ tail)
+    # the section's end counts: a search for it scores the plan by its second window
+    tail = "Start colchicine for the gout flare and recheck uric acid."
+    hits = idx.search(tail, k=2, mode="dense", unit="section", level="sentence")
+    best = float(enc.encode([windows[1]])[0] @ enc.encode([tail])[0])
+    assert hits[0].score == pytest.approx(best, abs=1e-5) and best > float(enc.encode([windows[0]])[0] @ enc.encode([tail])[0])
 
 
 def test_search_cli_unit_passage(note_index, monkeypatch):
@@ -595,7 +598,8 @@ def test_eval_every_keeps_a_checkpoint_and_a_development_curve(monkeypatch, tmp_
 
     monkeypatch.setattr(heldout, "evaluate_on_dev", spy)
     cfg = load_config(recipe="entity-aspect", batch_size=2, max_steps=3, eval_every=2, dev_max_queries=4,
-                      section_max_seq_length=32, dev_fraction=0.25, time_limit_minutes=None)
+                      section_max_seq_length=32, dev_fraction=0.25, time_limit_minutes=None,
+                      setting="in-collection")  # the MedQuAD documents above are its development split
     out = tmp_path / "ea"
     out.mkdir()
     result = entity_aspect.train_entity_aspect(_notes(), cfg, out, default_model_path(), progress=False,
