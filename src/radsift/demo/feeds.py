@@ -118,8 +118,8 @@ def write_feeds(reports: Sequence[Report], folder: Path, *, per_patient: int = 3
                 for p in dict.fromkeys(item.patient for item in head)]
     bundle = {"resourceType": "Bundle", "type": "searchset", "total": len(head), "entry": entries}
     paths["bundle.json"].write_text(json.dumps(bundle, indent=1, ensure_ascii=False), encoding="utf-8")
+    write_hl7(items, paths["reports.hl7"])
     messages = [hl7_message(item, f"MSG{n:06d}") for n, item in enumerate(items, 1)]
-    paths["reports.hl7"].write_text("\n".join(m.replace("\r", "\n") for m in messages) + "\n", encoding="utf-8")
     paths["reports.mllp"].write_bytes(b"".join(b"\x0b" + m.encode() + b"\x1c\r" for m in messages))
     return paths
 
