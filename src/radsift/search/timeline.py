@@ -127,6 +127,12 @@ def _in_order(entries: list[TimelineEntry]) -> list[TimelineEntry]:
     return sorted(entries, key=lambda e: (e.date is None, e.datetime or e.date or "", e.report_id))
 
 
+def _require_patients(store: IndexStore, index_dir) -> None:
+    if "patient" not in store.manifest.metadata_keys:
+        raise ConfigError(f"{index_dir} holds no patients: build it with --patient-column (or from a FHIR or "
+                          "HL7 feed, which name them)")
+
+
 def patient_timeline(index_dir: str | Path, patient: str) -> list[TimelineEntry]:
     """A patient's reports in date order (undated last), each with its findings' statuses.
 
@@ -135,9 +141,7 @@ def patient_timeline(index_dir: str | Path, patient: str) -> list[TimelineEntry]
     """
     store = IndexStore.open(index_dir)
     try:
-        if "patient" not in store.manifest.metadata_keys:
-            raise ConfigError(f"{index_dir} holds no patients: build it with --patient-column (or from a FHIR or "
-                              "HL7 feed, which name them)")
+        _require_patients(store, index_dir)
         rows = store.report_rows_where([Filter("patient", str(patient))])
         if not rows.size:
             raise ConfigError(f"no report of patient {str(patient)[:80]!r} in {index_dir}")
@@ -191,9 +195,7 @@ def finding_changes(index_dir: str | Path, finding: str, change: str = "new",
     days = parse_within(within) if not isinstance(within, int) else within
     store = IndexStore.open(index_dir)
     try:
-        if "patient" not in store.manifest.metadata_keys:
-            raise ConfigError(f"{index_dir} holds no patients: build it with --patient-column (or from a FHIR or "
-                              "HL7 feed, which name them)")
+        _require_patients(store, index_dir)
         name = resolve_finding(finding, list(store.manifest.findings))
         # Every report: a scan, fine for the archives of a site (a patient index would serve millions).
         entries = _entries(store, np.arange(len(store.report_ids)))
