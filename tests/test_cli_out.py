@@ -89,6 +89,15 @@ def test_every_command_with_out_takes_force():
     root = typer.main.get_command(app)
     commands = {**root.commands, **{f"saved {n}": c for n, c in root.commands["saved"].commands.items()}}
     with_out = {name: c for name, c in commands.items() if any("--out" in p.opts for p in c.params)}
-    assert {"export", "saved run", "run", "label", "train", "demo", "demo-corpus"} <= set(with_out)
-    missing = [name for name, c in with_out.items() if name != "bench" and not any("--force" in p.opts for p in c.params)]
+    assert {"export", "saved run", "run", "label", "train", "demo", "demo-corpus", "bench"} <= set(with_out)
+    missing = [name for name, c in with_out.items() if not any("--force" in p.opts for p in c.params)]
     assert not missing, missing
+
+
+def test_bench_refuses_a_non_empty_out_folder(tmp_path):
+    out = tmp_path / "bench-out"
+    out.mkdir()
+    (out / "report.json").write_text(OLD)
+    # Refused before any corpus is read: the corpus named here does not even exist.
+    refused(CliRunner().invoke(app, ["bench", "--corpus", str(tmp_path / "none.csv"), "--out", str(out)]), out)
+    assert (out / "report.json").read_text() == OLD

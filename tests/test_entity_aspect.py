@@ -510,10 +510,10 @@ def test_bench_cli_protocol_passages_writes_report_json(tmp_path):
     assert report["data"]["queries"] == 1 and report["data"]["passages"] == 2
     assert report["results"]["bm25"]["natural"]["R@5"] == 100.0   # two candidates: the gold is always in the top 5
     res = CliRunner().invoke(app, ["bench", "--protocol", "passages", "--medquad", str(tmp_path / "none"),
-                                   "--cdv", str(cdv), "--out", str(out)])
+                                   "--cdv", str(cdv), "--out", str(tmp_path / "b2")])
     assert res.exit_code != 0 and "--medquad" in res.output
     res = CliRunner().invoke(app, ["bench", "--protocol", "passages", "--systems", "splade", "--medquad", str(mq),
-                                   "--cdv", str(cdv), "--out", str(out)])
+                                   "--cdv", str(cdv), "--out", str(tmp_path / "b3")])
     assert res.exit_code != 0 and "knows" in res.output
 
 
@@ -680,7 +680,7 @@ def test_bench_passages_split_dev_is_the_split_training_holds_out(tmp_path):
     assert report["settings"]["split"] == "dev" and report["data"]["passages"] == 2 * len(held)
     assert "development split" in (out / "report.md").read_text()
     res = CliRunner().invoke(app, ["bench", "--protocol", "passages", "--split", "train", "--medquad", str(mq),
-                                   "--cdv", str(cdv), "--out", str(out)])
+                                   "--cdv", str(cdv), "--out", str(tmp_path / "b2")])
     assert res.exit_code != 0 and "unknown split" in res.output
 
 

@@ -129,11 +129,13 @@ def bench_cmd(
         "--split", metavar="test|dev", help="passages: the CDV test split (default; never tune on it) or the "
         "development split (MedQuAD documents that radsift train --recipe entity-aspect holds out); "
         "note-passages: the held-out test notes (default) or the development notes.")] = "test",
+    force: ForceOpt = False,
 ) -> None:
     """Evaluate systems with the protocols of Shi et al. and RadSearch; write report.md, report.json and plots.
     --protocol passages (CAPR, MedQuAD CDV test split) runs alone: --systems bm25 | tfidf | dense[:MODEL] | hybrid[:MODEL] |
     poly:MODEL | cross:RERANKER | rerank:[FIRST:]RERANKER (FIRST: dense, MODEL, poly=MODEL, hybrid[=MODEL]); report.json holds R@1 and R@5 per system and query kind.
     --protocol note-passages (held-out clinical notes, the same systems) runs alone; R@1 and R@5 per system and candidate rule."""
+    check_out(out, force, folder=True)
     config = BenchConfig(
         corpus=corpus or [], reader=reader,
         systems=systems or ([] if systems_file else ["bm25", "dense"]),
