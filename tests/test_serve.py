@@ -649,8 +649,8 @@ server.run_server(path, port=0, workers=2)
 
 @pytest.mark.slow
 def test_workers_share_one_port_and_stop_together(built, tmp_path):
-    """Issue 33, item 5: ``radsift serve --workers 2``: two processes answer on one port; SIGTERM to the
-    server stops both (they finish their requests)."""
+    """Issue 33, item 5: ``radsift serve --workers 2``: two processes answer on one port; a worker killed by
+    SIGBUS is started again (issue 32); SIGTERM to the server stops both (they finish their requests)."""
     import re
     import signal
     import subprocess
@@ -684,6 +684,16 @@ def test_workers_share_one_port_and_stop_together(built, tmp_path):
             except OSError:
                 time.sleep(0.2)  # a worker still loading
         assert answered == 20
+        # A worker killed by SIGBUS (what a file truncated under its memory map does) is started again.
+        os.kill(int(workers[0]), signal.SIGBUS)
+        while time.time() < deadline and "killed by SIGBUS" not in log.read_text():
+            time.sleep(0.2)
+        assert "worker" in log.read_text() and "killed by SIGBUS" in log.read_text()
+        restarted = []
+        while time.time() < deadline and (len(restarted) < 2 or workers[0] in restarted):
+            restarted = os.popen(f"pgrep -P {proc.pid}").read().split()
+            time.sleep(0.2)
+        assert len(restarted) == 2 and workers[0] not in restarted and proc.poll() is None
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
         assert not os.popen(f"pgrep -P {proc.pid}").read().split()

@@ -23,6 +23,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -426,10 +427,36 @@ def _announce(console: Console, index_dir, index: Index | None, host: str, port:
     sys.stdout.flush()
 
 
+#: Signals that mean a worker crashed while serving (SIGBUS: a memory-mapped file of the index was truncated
+#: under it; SIGSEGV, SIGABRT; SIGKILL: the kernel's OOM killer): the worker is started again.
+CRASH_SIGNALS = frozenset({signal.SIGBUS, signal.SIGSEGV, signal.SIGABRT, signal.SIGKILL})
+#: Restarts allowed in :data:`RESTART_WINDOW` seconds before the server gives up (a crash loop).
+MAX_RESTARTS = 5
+RESTART_WINDOW = 60.0
+
+
+def _worker(sock: socket.socket, number: int, options: dict) -> None:
+    """A forked worker: open the index, load the models, serve on ``sock``; never returns."""
+    code = 0
+    try:
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        server, _ = _prepared_server(console=Console(stderr=True, quiet=True), **options)
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    except BaseException as exc:  # noqa: BLE001 - one line to the parent's stderr, then exit
+        print(f"error: worker {number + 1}: {exc}", file=sys.stderr, flush=True)
+        code = 1
+    os._exit(code)
+
+
 def _run_workers(sock: socket.socket, workers: int, options: dict, console: Console) -> None:
     """Fork ``workers`` processes that each open the index, load the models and serve on ``sock`` (the kernel
     hands each connection to one of them); wait for them. A worker that fails to start stops the others
     and the server (one line); SIGINT and SIGTERM reach every worker, which finish their requests and exit.
+    A worker killed by a crash signal (:data:`CRASH_SIGNALS`: a file truncated under its memory map is a
+    SIGBUS no Python code can catch) is started again with one line naming the signal, so the server keeps
+    answering; more than :data:`MAX_RESTARTS` in :data:`RESTART_WINDOW` seconds stop the server.
 
     Forked before anything loads torch (``radsift serve`` imports none before this), so no thread pool is
     copied into a child. Each worker follows the index's live generation and holds its own reader lease,
@@ -437,23 +464,20 @@ def _run_workers(sock: socket.socket, workers: int, options: dict, console: Cons
     several workers never mix.
     """
     children: dict[int, int] = {}
-    for number in range(workers):
+
+    def spawn(number: int) -> None:
         pid = os.fork()
-        if pid == 0:  # the worker
-            code = 0
-            try:
-                signal.signal(signal.SIGTERM, signal.default_int_handler)
-                server, _ = _prepared_server(console=Console(stderr=True, quiet=True), **options)
-                server.run(sockets=[sock])
-            except KeyboardInterrupt:
-                pass
-            except BaseException as exc:  # noqa: BLE001 - one line to the parent's stderr, then exit
-                print(f"error: worker {number + 1}: {exc}", file=sys.stderr, flush=True)
-                code = 1
-            os._exit(code)
+        if pid == 0:
+            _worker(sock, number, options)
         children[pid] = number
 
+    for number in range(workers):
+        spawn(number)
+    stopping = False
+
     def stop(signum=signal.SIGTERM, frame=None) -> None:
+        nonlocal stopping
+        stopping = True
         for pid in list(children):
             try:
                 os.kill(pid, signal.SIGTERM)
@@ -461,7 +485,7 @@ def _run_workers(sock: socket.socket, workers: int, options: dict, console: Cons
                 pass
 
     previous = signal.signal(signal.SIGTERM, stop)
-    failed = None
+    failed, restarts = None, []
     try:
         while children:
             try:
@@ -470,9 +494,19 @@ def _run_workers(sock: socket.socket, workers: int, options: dict, console: Cons
                 stop()
                 continue
             number = children.pop(pid, None)
-            if number is not None and os.waitstatus_to_exitcode(status) not in (0, -signal.SIGTERM, -signal.SIGINT):
-                failed = failed or number + 1
-                stop()
+            code = os.waitstatus_to_exitcode(status)
+            if number is None or code in (0, -signal.SIGTERM, -signal.SIGINT):
+                continue
+            now = time.monotonic()
+            restarts = [t for t in restarts if now - t < RESTART_WINDOW]
+            if not stopping and code < 0 and -code in CRASH_SIGNALS and len(restarts) < MAX_RESTARTS:
+                restarts.append(now)
+                print(f"error: worker {number + 1} was killed by {signal.Signals(-code).name} (a file of the index "
+                      "changed under it?); starting it again", file=sys.stderr, flush=True)
+                spawn(number)
+                continue
+            failed = failed or number + 1
+            stop()
     finally:
         signal.signal(signal.SIGTERM, previous)
     if failed is not None:
