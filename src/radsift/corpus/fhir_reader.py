@@ -36,18 +36,10 @@ from radsift.corpus.options import ReaderOptions
 from radsift.corpus.rows import Parsed, assemble, decoded_lines, list_files
 from radsift.errors import ConfigError, CorpusError
 from radsift.text import split_sections
+from radsift.text.modalities import MODALITIES, modality_in
 
 #: DICOM's code system (modalities are its codes: CT, MR, US, ...).
 DICOM = "http://dicom.nema.org/resources/ontology/DCM"
-MODALITIES = ("CT", "MR", "US", "XR", "CR", "DX", "NM", "PT", "MG", "RF", "XA")
-# The exam's own name when no DICOM coding says it (word boundaries: "CT" not in "SECT").
-_MODALITY_WORDS = [(re.compile(p, re.I), m) for p, m in (
-    (r"\b(ct|cta|computed tomography)\b", "CT"), (r"\b(mri?|mra|magnetic resonance)\b", "MR"),
-    (r"\b(us|ultrasound|sonograph\w*|doppler)\b", "US"), (r"\bmammo\w*\b", "MG"),
-    (r"\b(pet|positron)\b", "PT"), (r"\b(nm|nuclear|scintigraph\w*)\b", "NM"),
-    (r"\b(xr|x-ray|xray|radiograph\w*|cxr|chest film)\b", "XR"))]
-
-
 def _validator():
     # Imported on first use: fhir.resources builds its pydantic models at import (about a second), which
     # every other command would pay.
@@ -133,12 +125,7 @@ def _modality(resource: dict, exam: str | None) -> str | None:
         for coding in (concept or {}).get("coding") or []:
             if coding.get("system") == DICOM and str(coding.get("code", "")).upper() in MODALITIES:
                 return str(coding["code"]).upper()
-    return exam_modality(exam)
-
-
-def exam_modality(exam: str | None) -> str | None:
-    """The modality an exam's name says (``"CT CHEST W CONTRAST"`` -> ``CT``), or None."""
-    return next((m for pattern, m in _MODALITY_WORDS if exam and pattern.search(exam)), None)
+    return modality_in(exam)
 
 
 def _reference_id(subject: Any) -> str | None:

@@ -25,10 +25,10 @@ from typing import Iterator
 
 import hl7
 
-from radsift.corpus.fhir_reader import exam_modality
 from radsift.corpus.options import ReaderOptions
 from radsift.corpus.rows import Parsed, assemble, list_files
 from radsift.errors import CorpusError
+from radsift.text.modalities import modality_in
 
 _MLLP_START, _MLLP_END = "\x0b", "\x1c"
 _TS = re.compile(r"^(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2}(?:\.\d+)?)?([+-]\d{4})?$")
@@ -140,7 +140,7 @@ def message_reports(message, where: str) -> Iterator[Parsed]:
             yield Parsed(here, problem=f"report {rid}: OBR-7 {exc}")
             continue
         exam = _field(obr, 4, 1) or _field(obr, 4, 0)
-        modality = exam_modality(exam)
+        modality = modality_in(exam)
         metadata = [("patient", patient or None), ("date", when[:10] if when else None), ("datetime", when),
                     ("exam", exam or None), ("exam_code", _field(obr, 4, 0) or None), ("modality", modality),
                     ("status", _field(obr, 25) or None)]

@@ -6,7 +6,7 @@ Rule-based, as the rest of the labels: a sentence recommends a follow-up when a 
 recommended") or history ("on the follow-up CT of March", "compared with the prior follow-up") turns it
 into something else. What it extracts:
 
-* **modality**: CT, MR, US, XR, PET, NM, MG (the exam named; None when it says only "follow-up");
+* **modality**: CT, MR, US, XR, PT (PET), NM, MG as DICOM codes (:mod:`radsift.text.modalities`; the exam named; None when it says only "follow-up");
 * **interval**: when the exam is due: "in 3 months", "in 6-12 months" (the earlier bound: the first
   day it is due), "at 12 months", "in 4 to 6 weeks", "in one year", "annual" (a year), "short-interval"
   without a number (None: no date can be computed), "Fleischner" with an interval named beside it.
@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
+from radsift.text.modalities import modality_in
+
 _NUM_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
               "ten": 10, "eleven": 11, "twelve": 12, "eighteen": 18, "twenty-four": 24, "a": 1, "an": 1}
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
@@ -28,11 +30,6 @@ _INTERVAL = re.compile(
     r"\b(?:in|within|at|after|for|every)?\s*(?:approximately\s+|about\s+|another\s+)?" + _NUM
     + r"(?:\s*(?:-|to|–|or)\s*" + _NUM + r")?\s*-?\s*(day|week|month|year)s?\b", re.I)
 _ANNUAL = re.compile(r"\b(annual(?:ly)?|yearly|in a year)\b", re.I)
-_MODALITY = [(re.compile(p, re.I), m) for p, m in (
-    (r"\bpet(?:/ct|-ct)?\b", "PET"), (r"\b(ct|cta|computed tomography|low[- ]dose ct|ldct)\b", "CT"),
-    (r"\b(mri?|mra|mrcp|magnetic resonance)\b", "MR"), (r"\b(ultrasound|sonograph\w*|us|doppler)\b", "US"),
-    (r"\b(mammogra\w*|mammo)\b", "MG"), (r"\b(nuclear medicine|bone scan|scintigraph\w*)\b", "NM"),
-    (r"\b(chest x-?rays?|x-?rays?|radiograph\w*|cxr|chest films?|pa and lateral)\b", "XR"))]
 _CUE = re.compile(
     r"\b(recommend\w*|suggest\w*|advis\w*|should (?:be|undergo|have|receive)|consider\w*|"
     r"(?:is|are) (?:warranted|indicated|advised|suggested|recommended)|repeat|optional|follow[- ]?up (?:with|by)|"
@@ -81,11 +78,6 @@ def interval_of(sentence: str) -> tuple[int, str] | None:
     return None
 
 
-def modality_of(sentence: str) -> str | None:
-    """The exam a sentence names (the first in the order PET, CT, MR, US, MG, NM, XR)."""
-    return next((m for pattern, m in _MODALITY if pattern.search(sentence)), None)
-
-
 def find_followup(sentence: str) -> FollowUp | None:
     """The follow-up a sentence recommends, or None (see the module docstring)."""
     text = " ".join(sentence.split())
@@ -95,7 +87,7 @@ def find_followup(sentence: str) -> FollowUp | None:
     nominal = _FOLLOWUP.match(text) is not None and interval_of(text) is not None
     if not nominal and not _CUE.search(text):
         return None
-    modality = modality_of(text)
+    modality = modality_in(text)
     interval = interval_of(text)
     if modality is None and not _FOLLOWUP.search(text):
         return None  # "recommend clinical correlation": no exam, no follow-up

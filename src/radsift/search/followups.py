@@ -20,14 +20,11 @@ from radsift.corpus.dates import normalise_date
 from radsift.errors import ConfigError
 from radsift.index.reader import IndexStore
 from radsift.labels.followups import due_date, find_followup
+from radsift.text.modalities import same_modality
 
 # Sentences worth reading with the rules (most are not): a cheap prefilter over the whole index.
 _MAYBE = re.compile(r"recommend|suggest|advis|follow|consider|repeat|surveillance|should|fleischner|annual|"
                     r"optional|warrant|may be|could be|would be|further", re.I)
-
-
-# The feeds name modalities as DICOM does (PT for PET, CR/DX for radiographs); the rules as people write them.
-_SAME = {"PET": "PT", "CR": "XR", "DX": "XR"}
 
 
 @dataclass(frozen=True)
@@ -86,9 +83,9 @@ def followups(index_dir: str | Path, *, as_of: str | None = None, overdue_only: 
         due = due_date(day, f) if day else None
         done = None
         if patient and day:
-            want = _SAME.get(f.modality, f.modality)
+            want = same_modality(f.modality)
             done = next((rid for d, modality, rid in sorted(series.get(patient, []))
-                         if day < d <= today and (want is None or modality is None or _SAME.get(modality, modality) == want)),
+                         if day < d <= today and (want is None or modality is None or same_modality(modality) == want)),
                         None)
         overdue = due is not None and due < today and done is None
         if overdue or not overdue_only:
