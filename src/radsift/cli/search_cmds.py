@@ -30,9 +30,10 @@ from radsift.search.cohort import (COHORT_OPTIONS, Cohort, cohort_format, cohort
 from radsift.search.cohort import check_out as check_writable
 from radsift.search.display import print_hits, reading_text
 from radsift.search.options import SearchOptions
-from radsift.search.patient_cohort import check_patients_out, patients_path, require_patients, write_patients
+from radsift.search.patient_cohort import check_patients_out, patients_path, write_patients
 from radsift.search.passages import PolyFirstStage, load_passage_reranker, parse_passage_query, search_passages
 from radsift.search.saved import SavedSearches
+from radsift.search.timeline import require_patients
 from radsift.serve.audit import AuditLog, id_summary, index_audit_log, local_user
 
 #: This module's top-level commands (merged into ``radsift`` by :mod:`radsift.cli`).
@@ -176,7 +177,7 @@ def export_cmd(
     check_out(out, force, beside=beside)
     index = Index.open(index_dir, model=model, threads=threads)
     if patients:
-        require_patients(index.manifest.metadata_keys, str(index_dir))
+        require_patients(index.manifest.metadata_keys, index_dir, "--patients: ")
     audit = _export_audit(index_dir, audit_log)
     cohort = collect_cohort(index, query, include=include, max_rows=max_rows, **options.pick(COHORT_OPTIONS))
     path, side, *by_patient = _audited_write(audit, cohort, out, fmt, patients=patients,

@@ -99,17 +99,6 @@ def check_patients_out(out: str | Path) -> Path:
     return path
 
 
-def require_patients(metadata_keys, where: str) -> None:
-    """Refuse ``--patients`` for an index whose reports name no patients (one line).
-
-    Raises:
-        ConfigError: No ``patient`` among the index's metadata keys.
-    """
-    if "patient" not in metadata_keys:
-        raise ConfigError(f"--patients: {where} holds no patients: build it with --patient-column (or from a FHIR "
-                          "or HL7 feed, which name them)")
-
-
 def write_patients(cohort: Cohort, out: str | Path, fmt: str | None = None) -> tuple[Path, int, int]:
     """Write the cohort's patients beside ``out`` (:func:`patients_path`), atomically, in ``out``'s format.
 

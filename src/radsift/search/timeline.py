@@ -131,10 +131,19 @@ class UnknownPatientError(ConfigError):
     """The index names patients, but not this one (the HTTP API answers it 404)."""
 
 
-def _require_patients(store: IndexStore, index_dir) -> None:
-    if "patient" not in store.manifest.metadata_keys:
-        raise ConfigError(f"{index_dir} holds no patients: build it with --patient-column (or from a FHIR or "
+def require_patients(metadata_keys, where, prefix: str = "") -> None:
+    """Refuse, in one line, an index (``where``) whose reports name no patients (``prefix``: the flag asking).
+
+    Raises:
+        ConfigError: No ``patient`` among the index's metadata keys.
+    """
+    if "patient" not in metadata_keys:
+        raise ConfigError(f"{prefix}{where} holds no patients: build it with --patient-column (or from a FHIR or "
                           "HL7 feed, which name them)")
+
+
+def _require_patients(store: IndexStore, where) -> None:
+    require_patients(store.manifest.metadata_keys, where)
 
 
 def store_timeline(store: IndexStore, patient: str, where: str | None = None) -> list[TimelineEntry]:
