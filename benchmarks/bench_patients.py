@@ -1,7 +1,13 @@
 """Patients over time, measured (issue 34, item 6): "new" findings and overdue follow-ups against the demo's
 known truth, and how soon a file dropped into a watched folder is searchable.
 
-Run:  .venv/bin/python benchmarks/bench_patients.py [--patients 300] [--model DIR] [--seed 0]
+Run:  .venv/bin/python benchmarks/bench_patients.py [--split dev|test] [--patients 300] [--model DIR]
+      .venv/bin/python benchmarks/bench_patients.py --split dev --show-misses   # look at dev misses only
+
+Splits: the serial corpus is drawn by seed. ``dev`` (seed 0, the corpus the first figures came from) is the
+one to look at (``--show-misses`` prints the missed reports' sentences, and refuses ``--split test``);
+``test`` (seed 1000) is for reporting only. Both come from the same generator templates, so the split
+keeps lexicon changes from being fitted to one draw's reports, not to the generator's phrasing.
 
 1. A serial corpus (:mod:`radsift.demo.serial`): patients with 2 to 5 radiographs, the generator's truth of
    what each report says, follow-up recommendations with known due dates and later exams. Indexed with the
@@ -43,7 +49,22 @@ def pr(found: set, truth: set) -> dict:
             "recall": round(tp / len(truth), 4) if truth else 0.0}
 
 
-def patients_part(root: Path, n: int, seed: int, as_of: str) -> dict:
+#: The seed of each split (``--split``): dev to look at, test to report.
+SPLITS = {"dev": 0, "test": 1000}
+
+
+def _show_misses(corpus, missed: set, wrong: set, index_dir: Path) -> None:
+    """Print each missed "new" (dev split only): the report's text and what the timeline read in it."""
+    from radsift.search.timeline import patient_timeline
+
+    texts = {r.id: " | ".join(v for v in r.sections.values() if v) for r in corpus.reports}
+    for kind, rows in (("MISSED", missed), ("WRONG", wrong)):
+        for patient, finding, rid in sorted(rows):
+            status = {e.report_id: e.status(finding) for e in patient_timeline(index_dir, patient)}
+            print(f"{kind} {finding} {rid} read={status.get(rid)} :: {texts.get(rid, '')[:400]}")
+
+
+def patients_part(root: Path, n: int, seed: int, as_of: str, show_misses: bool = False) -> dict:
     corpus = serial_corpus(n, seed=seed, as_of=as_of)
     path = root / "serial.csv"
     with path.open("w", newline="", encoding="utf-8") as f:
@@ -70,6 +91,8 @@ def patients_part(root: Path, n: int, seed: int, as_of: str) -> dict:
     missed: dict[str, int] = {}
     for _, finding, _ in truth - found:
         missed[finding] = missed.get(finding, 0) + 1
+    if show_misses:
+        _show_misses(corpus, truth - found, found - truth, root / "serial-idx")
     return {"patients": n, "reports": len(corpus.reports), "findings_compared": len(findings),
             "missed_by_finding": dict(sorted(missed.items(), key=lambda kv: -kv[1])[:8]),
             "new": pr(found, truth), "overdue": pr(overdue, corpus.overdue(as_of)),
@@ -114,14 +137,21 @@ def watch_part(root: Path, model: str | None) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--patients", type=int, default=300)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--split", choices=sorted(SPLITS), default="test",
+                        help="dev (seed 0): to look at; test (seed 1000): to report")
+    parser.add_argument("--seed", type=int, default=None, help="another seed (neither split)")
+    parser.add_argument("--show-misses", action="store_true", help="print the missed reports (dev only)")
     parser.add_argument("--as-of", default="2026-06-30")
     parser.add_argument("--model", default=None)
     parser.add_argument("--skip-watch", action="store_true")
     args = parser.parse_args()
+    if args.show_misses and (args.split != "dev" or args.seed is not None):
+        parser.error("--show-misses looks at the dev split only (--split dev, no --seed)")
+    seed = SPLITS[args.split] if args.seed is None else args.seed
     root = Path(tempfile.mkdtemp(prefix="radsift-patients-"))
     try:
-        result = {"patients_part": patients_part(root, args.patients, args.seed, args.as_of)}
+        part = patients_part(root, args.patients, seed, args.as_of, args.show_misses)
+        result = {"split": args.split if args.seed is None else None, "seed": seed, "patients_part": part}
         if not args.skip_watch:
             result["watch"] = watch_part(root, args.model)
         print(json.dumps(result, indent=1))

@@ -30,8 +30,10 @@ from radsift.search.cohort import (COHORT_OPTIONS, Cohort, cohort_format, cohort
 from radsift.search.cohort import check_out as check_writable
 from radsift.search.display import print_hits, reading_text
 from radsift.search.options import SearchOptions
+from radsift.search.patient_cohort import check_patients_out, patients_path, write_patients
 from radsift.search.passages import PolyFirstStage, load_passage_reranker, parse_passage_query, search_passages
 from radsift.search.saved import SavedSearches
+from radsift.search.timeline import require_patients
 from radsift.serve.audit import AuditLog, id_summary, index_audit_log, local_user
 
 #: This module's top-level commands (merged into ``radsift`` by :mod:`radsift.cli`).
@@ -162,34 +164,51 @@ def export_cmd(
     audit_log: Annotated[Optional[Path], typer.Option(
         "--audit-log", metavar="FILE", help="Audit trail to append the export to (default INDEX_DIR/audit/exports.jsonl).")] = None,
     force: ForceOpt = False,
+    patients: Annotated[bool, typer.Option(
+        "--patients", help="Also write one row per patient beside the cohort (FILE -> STEM.patients.csv|jsonl): "
+                           "reports in the cohort, first and last date, the first report with its evidence, the "
+                           "report ids.")] = False,
 ) -> None:
     """Export every report that states the query's reading (a cohort) with its evidence sentences,
     offsets, status, cue, score and band, plus a provenance sidecar (FILE.provenance.json)."""
     cohort_format(out, fmt)  # a bad --out or --format fails before the search
     check_writable(out)
-    check_out(out, force, beside=[provenance_path(out)])
+    beside = [provenance_path(out)] + ([check_patients_out(out)] if patients else [])
+    check_out(out, force, beside=beside)
     index = Index.open(index_dir, model=model, threads=threads)
+    if patients:
+        require_patients(index.manifest.metadata_keys, index_dir, "--patients: ")
     audit = _export_audit(index_dir, audit_log)
     cohort = collect_cohort(index, query, include=include, max_rows=max_rows, **options.pick(COHORT_OPTIONS))
-    path, side = _audited_write(audit, cohort, out, fmt, generation=cohort.index.get("generation"))
+    path, side, *by_patient = _audited_write(audit, cohort, out, fmt, patients=patients,
+                                             generation=cohort.index.get("generation"))
     _print_cohort_summary(cohort)
     console.print(f"wrote {len(cohort.rows)} reports to {path} (provenance: {side.name})", highlight=False)
+    if by_patient:
+        where, count, unnamed = by_patient
+        console.print(f"wrote {count} patients to {where}" + (f" ({unnamed} reports name no patient)" if unnamed
+                                                              else ""), highlight=False)
 
 
 def _export_audit(index_dir: Path, audit_log: Optional[Path]) -> AuditLog:
     return index_audit_log(index_dir, "exports.jsonl", audit_log)
 
 
-def _audited_write(audit: AuditLog, cohort: Cohort, out: Path, fmt: Optional[str] = None, **details):
-    """Write the cohort file after its audit line (which reports, whose, where): no line, no file. A file
-    that then cannot be written is a second line (``export-failed``), so the trail says it never left."""
+def _audited_write(audit: AuditLog, cohort: Cohort, out: Path, fmt: Optional[str] = None, *, patients: bool = False,
+                   **details):
+    """Write the cohort file (and, with ``patients``, its patients file) after its audit line (which reports,
+    whose, where): no line, no file. A file that then cannot be written is a second line (``export-failed``),
+    so the trail says it never left."""
     file = str(Path(out).resolve())
+    if patients:
+        details["patients_file"] = str(patients_path(out).resolve())
     audit.write("export", client="cli", token_id=None, user=local_user(), query=cohort.query,
                 params=cohort.options, include=cohort.include, rows=len(cohort.rows), file=file, **details,
                 **id_summary(cohort_ids(cohort.rows)))
     extra = {k: v for k, v in details.items() if k in ("saved_search", "new_only")}
     try:
-        return write_cohort(cohort, out, fmt, **extra)
+        written = write_cohort(cohort, out, fmt, **extra)
+        return written + write_patients(cohort, out, fmt) if patients else written
     except RadsiftError as exc:
         try:
             audit.write("export-failed", client="cli", token_id=None, user=local_user(), file=file,

@@ -15,7 +15,7 @@ bulk-data ``$export`` writes one resource per line of ``DiagnosticReport.ndjson`
   US, XR, NM, PT, MG), ``category`` and ``status``.
 
 Every resource is validated with ``fhir.resources`` (R4B's ``DiagnosticReport``, the R4 model with
-R4B's corrections): a resource that is not a report, a report that does not validate, or one with no text
+R4B's corrections; its structure once per shape, its values each time: :mod:`radsift.corpus.fhir_validate`): a resource that is not a report, a report that does not validate, or one with no text
 is a problem named by its file and line (NDJSON) or entry (Bundle); ``--on-error skip`` counts it. In a
 Bundle, entries of other types (the Patient a search ``_include``s) are passed over. Attachments given
 only by ``url`` are not fetched (radsift is offline): a report whose only text is a URL has no text.
@@ -32,6 +32,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Iterator
 
+from radsift.corpus.fhir_validate import ShapeValidator
 from radsift.corpus.options import ReaderOptions
 from radsift.corpus.rows import Parsed, assemble, decoded_lines, list_files
 from radsift.errors import ConfigError, CorpusError
@@ -215,7 +216,7 @@ def read_fhir(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
             raise CorpusError(f"{path}: no .json or .ndjson files in this folder")
     else:
         files = [path]
-    validate = _validator().model_validate
+    validate = ShapeValidator(_validator())  # model_validate's verdicts, the structure checked once per shape
     for file in files:
         for where, resource, problem in _resources(file, options):
             if problem:

@@ -2,8 +2,9 @@
 
 What a radiology information system sends an EHR. A file holds messages one after another (each
 starting at an ``MSH`` segment; segments end in CR, LF or CRLF) or framed for MLLP (``\\x0b`` message
-``\\x1c\\r``). Parsed with ``hl7`` (python-hl7). Each ``OBR`` of a message and the ``OBX`` segments after
-it are one report:
+``\\x1c\\r``). Parsed with ``hl7`` (python-hl7: the header and the escapes; the other segments are split at
+the header's separators, see :class:`Message`). Each ``OBR`` of a message and the ``OBX`` segments after it
+are one report:
 
 * **id**: ``OBR-3`` (the filler order / accession number), else ``OBR-2`` (placer order), else
   ``MSH-10`` (the message control id; with ``-N`` for the N-th OBR of a message past the first);
@@ -20,8 +21,9 @@ HL7 timestamp is a problem named by the file, the message's number and its first
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import hl7
 
@@ -85,8 +87,57 @@ def split_messages(text: str) -> Iterator[tuple[int, str]]:
         yield start, "\r".join(current)
 
 
+class Message:
+    """One message: its segments split at the separators its ``MSH`` header declares (each a list of raw field
+    texts, ``[0]`` the segment's name; the ``MSH`` numbered as HL7 numbers it: ``msh[9]`` is MSH-9), and
+    python-hl7's unescaping for those separators.
+
+    python-hl7 builds an object for every field, repetition, component and subcomponent of every segment
+    (about a hundred per report); the reader reads ten fields, whose raw text the split gives as python-hl7
+    gives it (a field whole, or a component of its first repetition with its subcomponents as written;
+    ``tests/test_hl7_split.py`` compares them). A header that is not ``MSH`` + five distinct separators is
+    read by python-hl7 itself, as it always was.
+    """
+
+    def __init__(self, raw: str) -> None:
+        head, _, rest = raw.partition("\r")
+        if _plain_header(head):
+            fs = head[3]
+            self.unescape = _unescaper(head[:8])
+            self.msh: Any = ["MSH", fs, *head.split(fs)[1:]]
+        else:
+            parsed = hl7.parse(head)  # python-hl7's own reading of an odd header (it raises on some)
+            self.msh, self.unescape = parsed.segment("MSH"), parsed.unescape
+        self.component_sep = head[4:5] or "^"
+        self.repetition_sep = head[5:6] or "~"
+        self.segments = [s.split(head[3]) for s in rest.split("\r") if s]
+
+    def field(self, segment, index: int, component: int | None = None) -> str:
+        """A field's text (``component`` 0-based within its first repetition), '' when absent."""
+        if type(segment) is not list:  # a python-hl7 segment (a list subclass): an odd header it read
+            return _field(segment, index, component)
+        value = segment[index] if index < len(segment) else ""
+        if component is None or index in (1, 2) and segment is self.msh:  # MSH-1, MSH-2: the separators, whole
+            return value.strip() if component in (None, 0) else ""
+        parts = value.split(self.repetition_sep, 1)[0].split(self.component_sep)
+        return parts[component].strip() if component < len(parts) else ""
+
+
+def _plain_header(head: str) -> bool:
+    """``MSH``, a field separator and four encoding characters, all five distinct, then a field or the end."""
+    return (len(head) >= 8 and head.startswith("MSH") and len(set(head[3:8])) == 5 and not head[3].isalnum()
+            and (len(head) == 8 or head[8] == head[3]))
+
+
+@lru_cache(maxsize=64)
+def _unescaper(separators: str):
+    """python-hl7's unescaping for a header's separators (``MSH|^~\\&``): it depends on nothing else."""
+    return hl7.parse(separators + separators[3]).unescape
+
+
 def _field(segment, index: int, component: int | None = None) -> str:
-    """A field's text (``component`` 0-based within its first repetition), '' when absent."""
+    """A field's text (``component`` 0-based within its first repetition), '' when absent (a python-hl7
+    segment)."""
     try:
         value = segment[index]
     except IndexError:
@@ -102,16 +153,16 @@ def _field(segment, index: int, component: int | None = None) -> str:
         return str(value).strip() if component == 0 else ""
 
 
-def message_reports(message, where: str) -> Iterator[Parsed]:
+def message_reports(message: Message, where: str) -> Iterator[Parsed]:
     """The reports of one parsed ``ORU^R01`` message (one per ``OBR`` with the ``OBX`` after it)."""
-    msh = message.segment("MSH")
+    msh, _field = message.msh, message.field
     kind = _field(msh, 9).replace(" ", "")
     if not kind.startswith("ORU^R01"):
         yield Parsed(where, problem=f"message type {kind or '(none)'} is not ORU^R01 (an observation result)")
         return
     patient = ""
     groups: list[list] = []
-    for segment in message:
+    for segment in message.segments:
         name = str(segment[0]).strip()
         if name == "PID":
             patient = _field(segment, 3, 0)
@@ -168,7 +219,7 @@ def read_hl7(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
                 yield Parsed(where, problem="not an HL7 v2 message (it does not start with an MSH segment)")
                 continue
             try:
-                message = hl7.parse(raw)
+                message = Message(raw)
             except Exception as exc:  # python-hl7 raises several kinds on malformed input
                 yield Parsed(where, problem=f"unparsable HL7 message ({type(exc).__name__}: {exc})")
                 continue

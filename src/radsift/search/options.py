@@ -42,9 +42,9 @@ import numpy as np
 from radsift.corpus.dates import normalise_date
 from radsift.errors import ConfigError
 from radsift.ranking import MODES
-from radsift.search.query import (LEVELS, MAX_FILTERS, Filter, MAX_K, MAX_OFFSET, MAX_QUERY_CHARS, MAX_RERANK, NEGATION, UNITS,
-                                  WHOLE_REPORT, check_alpha, check_bool, check_choice, check_rerank, check_target,
-                                  normalize_query, parse_where, whole_number)
+from radsift.search.query import (LEVELS, MAX_FILTERS, Filter, MAX_K, MAX_OFFSET, MAX_PATIENT_CHARS, MAX_QUERY_CHARS,
+                                  MAX_RERANK, NEGATION, UNITS, WHOLE_REPORT, check_alpha, check_bool, check_choice,
+                                  check_patient, check_rerank, check_target, normalize_query, parse_where, whole_number)
 from radsift.search.reading import parse_override
 
 _KEY = "radsift.option"
@@ -138,7 +138,7 @@ def _patient(name: str, value, facts: IndexFacts) -> str | None:
     if "patient" not in facts.metadata_keys:
         raise ConfigError("patient: this index's reports name no patients (build it with --patient-column, or "
                           "from a FHIR or HL7 feed)")
-    return str(value).strip()
+    return check_patient(str(value))
 
 
 def time_filters(options: "SearchOptions") -> tuple[Filter, ...]:
@@ -264,6 +264,8 @@ POLICY: tuple[Rule, ...] = (
     Rule("k", f"1 to {MAX_K} hits", "one page: a TREC run's depth and an export's page; deeper by offset or export"),
     Rule("offset", f"0 to {MAX_OFFSET:,} hits", "paging; past the end: an empty page"),
     Rule("rerank", f"0 (off) to {MAX_RERANK} candidates", "one cross-encoder pass each: about a second per 100 on CPU"),
+    Rule("patient", f"1 to {MAX_PATIENT_CHARS} characters, no control or invisible character (refused, not "
+         "removed)", "an MRN or a FHIR id is far shorter; removing a character could turn one patient into another"),
     Rule("where", f"at most {MAX_FILTERS} filters, on the index's metadata keys", "unknown keys are typos"),
     Rule("numbers", "whole numbers for k, offset, rerank; alpha a number from 0 to 1",
          "the CLI and the URL pass text: '1e9' or '10.5' is refused by the option's check, in its sentence"),

@@ -23,6 +23,8 @@ NEGATION = ("aware", "ignore")
 #: why each is what it is: :data:`radsift.search.options.POLICY`.
 MAX_QUERY_CHARS = 1000
 MAX_FILTERS = 20
+#: The longest patient id a timeline or a ``patient`` filter takes (an MRN or a FHIR id is far shorter).
+MAX_PATIENT_CHARS = 200
 #: ``target`` for the whole report (no section restriction).
 WHOLE_REPORT = "report"
 #: ``KEY=VALUE`` matches exactly; ``KEY~VALUE`` case-insensitively by substring; ``KEY>=VALUE`` and
@@ -30,7 +32,7 @@ WHOLE_REPORT = "report"
 FILTER_OPS = ("=", "~", ">=", "<=")
 
 __all__ = ["LEVELS", "MODES", "UNITS", "NEGATION", "Filter", "check_alpha", "check_bool", "check_choice", "check_rerank",
-           "check_target", "normalize_query", "parse_where", "whole_number"]
+           "check_patient", "check_target", "normalize_query", "parse_where", "whole_number"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,30 @@ def normalize_query(query: str) -> str:
         raise ConfigError("the query is empty (nothing but spaces, control or invisible characters)")
     if len(text) > MAX_QUERY_CHARS:
         raise ConfigError(f"the query is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}")
+    return text
+
+
+def check_patient(patient: object, name: str = "patient") -> str:
+    """A patient id as given (CLI, Python, URL): text, spaces around it dropped, 1 to
+    :data:`MAX_PATIENT_CHARS` characters, no control or invisible character (refused, not removed: two
+    different ids must never become one).
+
+    Raises:
+        ConfigError: Not text, empty, too long, or holding a control or invisible character.
+    """
+    if not isinstance(patient, str):
+        raise ConfigError(f"{name}: must be text, not {type(patient).__name__}")
+    try:
+        patient.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(f"{name}: the patient id is not valid UTF-8 text") from None
+    text = patient.strip()
+    if not text:
+        raise ConfigError(f"{name}: empty patient id")
+    if len(text) > MAX_PATIENT_CHARS:
+        raise ConfigError(f"{name}: the patient id is {len(text)} characters long; the limit is {MAX_PATIENT_CHARS}")
+    if _INVISIBLE.search(text) or any(c in text for c in "\t\n\r"):
+        raise ConfigError(f"{name}: the patient id holds a control or invisible character")
     return text
 
 

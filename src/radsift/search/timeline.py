@@ -30,7 +30,7 @@ import numpy as np
 from radsift.errors import ConfigError
 from radsift.index.reader import IndexStore
 from radsift.ranking.tiers import STATUS_CODES
-from radsift.search.query import Filter
+from radsift.search.query import Filter, check_patient
 
 CHANGES = ("new", "resolved", "persistent")
 NOT_MENTIONED = "not mentioned"
@@ -127,25 +127,53 @@ def _in_order(entries: list[TimelineEntry]) -> list[TimelineEntry]:
     return sorted(entries, key=lambda e: (e.date is None, e.datetime or e.date or "", e.report_id))
 
 
-def _require_patients(store: IndexStore, index_dir) -> None:
-    if "patient" not in store.manifest.metadata_keys:
-        raise ConfigError(f"{index_dir} holds no patients: build it with --patient-column (or from a FHIR or "
+class UnknownPatientError(ConfigError):
+    """The index names patients, but not this one (the HTTP API answers it 404)."""
+
+
+def require_patients(metadata_keys, where, prefix: str = "") -> None:
+    """Refuse, in one line, an index (``where``) whose reports name no patients (``prefix``: the flag asking).
+
+    Raises:
+        ConfigError: No ``patient`` among the index's metadata keys.
+    """
+    if "patient" not in metadata_keys:
+        raise ConfigError(f"{prefix}{where} holds no patients: build it with --patient-column (or from a FHIR or "
                           "HL7 feed, which name them)")
+
+
+def _require_patients(store: IndexStore, where) -> None:
+    require_patients(store.manifest.metadata_keys, where)
+
+
+def store_timeline(store: IndexStore, patient: str, where: str | None = None) -> list[TimelineEntry]:
+    """:func:`patient_timeline` over an open store (the web service's live generation); ``where`` names the
+    index in messages (default: its folder).
+
+    Raises:
+        ConfigError: A patient id the input policy refuses (:func:`radsift.search.query.check_patient`), or
+            an index without patients.
+        UnknownPatientError: The index holds no report of this patient.
+    """
+    where = str(store.index_dir) if where is None else where
+    patient = check_patient(patient)
+    _require_patients(store, where)
+    rows = store.report_rows_where([Filter("patient", patient)])
+    if not rows.size:
+        raise UnknownPatientError(f"no report of patient {patient[:80]!r} in {where}")
+    return _in_order(_entries(store, rows))
 
 
 def patient_timeline(index_dir: str | Path, patient: str) -> list[TimelineEntry]:
     """A patient's reports in date order (undated last), each with its findings' statuses.
 
     Raises:
-        ConfigError: The index holds no report of this patient (or no patients at all).
+        ConfigError: A patient id the input policy refuses, or an index without patients.
+        UnknownPatientError: The index holds no report of this patient.
     """
     store = IndexStore.open(index_dir)
     try:
-        _require_patients(store, index_dir)
-        rows = store.report_rows_where([Filter("patient", str(patient))])
-        if not rows.size:
-            raise ConfigError(f"no report of patient {str(patient)[:80]!r} in {index_dir}")
-        return _in_order(_entries(store, rows))
+        return store_timeline(store, patient, str(index_dir))
     finally:
         store.close()
 

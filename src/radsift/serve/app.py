@@ -17,6 +17,8 @@ Endpoints (all under ``/api`` need ``Authorization: Bearer <token>`` when the ap
   citing them (``task=draft``: an impression drafted from findings, with the retrieval-only
   baseline); the LLM back-end is the one the app was created with (default: the offline model,
   loaded on the first question); every LLM call is audited (sizes and outcome, never text);
+* ``GET /api/timeline/{patient}`` a patient's reports in date order with each finding's status per report
+  (:mod:`.patient_routes`; 404 for a patient the index does not name, 422 for an index without patients);
 * ``GET /api/health`` index counts, model and version;
 * ``POST /api/reload`` switch to the newest index generation (after ``radsift index add``);
 * ``GET /openapi.json`` the OpenAPI document; ``GET /`` the search page.
@@ -55,6 +57,7 @@ from radsift.serve.audit import AuditLog, AuditLogError
 from radsift.serve.cohorts import cohort_router
 from radsift.serve.guard import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, SECURITY_HEADERS, RequestGuard
 from radsift.serve.index_routes import index_router
+from radsift.serve.patient_routes import patient_router
 from radsift.serve.search_routes import passage_router, report_router, search_router
 from radsift.serve.service import Service
 from radsift.version import __version__
@@ -110,7 +113,8 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
         openapi_url="/openapi.json",
     )
     app.state.service = service
-    for router in (search_router, passage_router, report_router, index_router, ask_router, cohort_router):
+    for router in (search_router, passage_router, report_router, index_router, ask_router, cohort_router,
+                   patient_router):
         app.include_router(router(service))
 
     @app.get("/", include_in_schema=False)

@@ -8,6 +8,7 @@ follow-up tracker, which asks whether a later exam is of the recommended modalit
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 #: DICOM modality codes radsift reads and writes.
 MODALITIES = ("CT", "MR", "US", "XR", "CR", "DX", "NM", "PT", "MG", "RF", "XA")
@@ -27,6 +28,7 @@ _WORDS = [(re.compile(p, re.I), m) for p, m in (
 _SAME = {"CR": "XR", "DX": "XR"}
 
 
+@lru_cache(maxsize=4096)  # a feed names a few hundred exams over and over, each read by seven patterns
 def modality_in(text: str | None) -> str | None:
     """The modality ``text`` names (an exam's name or a sentence), as a DICOM code, or None.
 

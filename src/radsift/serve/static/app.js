@@ -181,6 +181,7 @@
       $("index-info").textContent = reports + " reports · " + (idx.model || "unknown model") + (health.auth ? " · token" : "");
       $("version").textContent = health.version;
       setupFilters(idx.metadata_keys || []);
+      $("timeline-form").hidden = !(idx.metadata_keys || []).includes("patient");
       setupTargets(idx.sections || []);
     } catch (err) {
       $("index-info").textContent = "not connected";
@@ -777,6 +778,10 @@
         el("h3", { text: titleCase(name) }), body));
     }
     const meta = Object.entries(report.metadata || {});
+    if (report.metadata && report.metadata.patient) {
+      panelBody.append(el("button", { type: "button", class: "secondary timeline-open", "data-testid": "open-timeline",
+        onclick: () => openTimeline(report.metadata.patient) }, "Timeline of patient " + report.metadata.patient));
+    }
     if (meta.length) {
       const dl = el("dl", { class: "meta-table" });
       meta.forEach(([k, v]) => dl.append(el("dt", { text: k }), el("dd", { text: v === "" ? "—" : String(v) })));
@@ -786,6 +791,59 @@
     const matched = panelBody.querySelector(".matched");
     if (matched) panelBody.scrollTop = Math.max(0, matched.offsetTop - panelBody.clientHeight / 3);
   }
+
+  // -- a patient's timeline (GET /api/timeline/{patient}: the data of `radsift timeline`) ----------------
+  async function openTimeline(patient) {
+    state.lastFocus = document.activeElement;
+    state.openId = "timeline:" + patient;
+    panel.hidden = false;
+    document.body.classList.add("panel-open");
+    panelTitle.textContent = "Patient " + patient;
+    clear(panelBody);
+    panelBody.append(el("p", { class: "muted", text: "Loading timeline…" }));
+    try {
+      const timeline = await api("/api/timeline/" + encodeURIComponent(patient));
+      if (state.openId !== "timeline:" + patient) return;
+      renderTimeline(timeline);
+    } catch (err) {
+      clear(panelBody);
+      panelBody.append(el("div", { class: "status error", "data-testid": "timeline-error" },
+        el("strong", { text: err.status === 404 ? "Patient not found" : "Could not load the timeline" }),
+        el("div", { text: err.message })));
+    }
+    panel.focus({ preventScroll: true });
+  }
+
+  // One row per report (oldest first), one column per finding any report mentions; a cell says the
+  // status in that report and carries the sentence deciding it as its title.
+  function renderTimeline(timeline) {
+    clear(panelBody);
+    panelBody.append(el("p", { class: "muted", text: timeline.count + " reports, oldest first · " +
+      (timeline.findings.length ? timeline.findings.length + " findings mentioned" : "no finding mentioned") }));
+    const head = el("tr", {}, el("th", { scope: "col", text: "Date" }), el("th", { scope: "col", text: "Report" }),
+      ...timeline.findings.map((f) => el("th", { scope: "col", class: "tl-finding", text: f })));
+    const body = el("tbody");
+    timeline.reports.forEach((r) => {
+      const open = el("button", { type: "button", class: "link", onclick: () => openReport({ report_id: r.report_id }, open) },
+        r.report_id);
+      body.append(el("tr", { "data-report-id": r.report_id },
+        el("td", { class: "tl-date", text: r.date || "(no date)" }),
+        el("td", {}, open, r.exam ? el("div", { class: "muted tl-exam", text: r.exam }) : null),
+        ...timeline.findings.map((f) => {
+          const status = r.findings[f] || "not mentioned";
+          return el("td", { class: "tl-status st-" + status.replace(" ", "-"), "data-finding": f, "data-status": status,
+            title: r.evidence[f] ? "“" + r.evidence[f] + "”" : null, text: status === "not mentioned" ? "·" : status });
+        })));
+    });
+    panelBody.append(el("div", { class: "tl-wrap" },
+      el("table", { class: "timeline", "data-testid": "timeline" }, el("thead", {}, head), body)));
+  }
+
+  $("timeline-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const patient = $("timeline-patient").value.trim();
+    if (patient) openTimeline(patient);
+  });
 
   // quietly: leave the focus where it is (the results are being replaced).
   function closeReport(quietly) {

@@ -1,0 +1,129 @@
+"""FHIR validation with ``fhir.resources``, once per shape: the same verdicts at a fraction of the cost.
+
+Validating a ``DiagnosticReport`` with ``fhir.resources`` builds about eight pydantic models per resource
+(its codings, references, attachments), most of it the same work for every report of a feed. What that
+validation decides splits in two:
+
+* **structure**: which elements are present, nested how, as objects, lists or values, and which are
+  null (unknown elements, cardinality, required elements, one value of a choice ``effective[x]``, no null
+  inside a list of complex elements). It depends only on the resource's *shape*: its keys, its list
+  lengths and the JSON type of each value;
+* **values**: each primitive value against its FHIR type (``id``, ``dateTime``, ``code``, ``string``, ...):
+  pydantic's own validator of that type, at that place.
+
+So :class:`ShapeValidator` validates the first resource of each shape whole (``Model.model_validate``),
+then records, for that shape, each primitive value's place and its ``fhir.resources`` type; a later
+resource of the same shape has its primitive values validated by those types alone. A shape it cannot map
+to types (a contained resource, a primitive's ``_extension``, anything unexpected) is validated whole every
+time. A value that fails is validated whole again, so the error is ``fhir.resources``' own, located.
+``tests/test_fhir_validate.py`` checks that both give the same verdict on resources with broken values.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any
+
+from pydantic import TypeAdapter
+
+#: Shapes remembered at most (a feed has a handful; a hostile file cannot grow memory past this).
+MAX_SHAPES = 4096
+_UNSEEN = object()
+_Plan = list[tuple[tuple, TypeAdapter]]
+
+
+def _shape(value: Any) -> Any:
+    """The structure of a JSON value: its keys in order, list lengths and each value's JSON type (an object
+    is a tuple of pairs, a list a tuple starting with ``"["``; keys in another order are another shape)."""
+    kind = type(value)
+    if kind is dict:
+        return tuple([(k, _shape(v)) for k, v in value.items()])
+    if kind is list:
+        return ("[", *[_shape(v) for v in value])
+    return kind
+
+
+def _inner(annotation: Any) -> tuple[Any, bool] | None:
+    """``(type, is_list)`` of a field's annotation with Optional and List taken off; None when it is another
+    union (a choice the data decides)."""
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) != 1:
+            return None
+        annotation = rest[0]
+    if typing.get_origin(annotation) in (list, typing.List):
+        (item,) = typing.get_args(annotation)
+        return item, True
+    return annotation, False
+
+
+class ShapeValidator:
+    """Validate resources as ``model.model_validate`` does (see the module docstring), raising its errors.
+
+    Args:
+        model: A ``fhir.resources`` model class (e.g. R4B's ``DiagnosticReport``).
+    """
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self._plans: dict[Any, _Plan | None] = {}
+        self._adapters: dict[int, TypeAdapter] = {}  # by id: an annotation's metadata may not hash
+
+    def __call__(self, resource: dict) -> None:
+        key = (resource.get("resourceType"), _shape(resource))  # the type's value decides: part of the shape
+        plan = self._plans.get(key, _UNSEEN)
+        if plan is _UNSEEN or plan is None:
+            self.model.model_validate(resource)  # the first of its shape, or a shape without a plan: whole
+            if plan is _UNSEEN and len(self._plans) < MAX_SHAPES:
+                self._plans[key] = self._plan(self.model, resource, (), root=True)
+            return
+        try:
+            for path, adapter in plan:
+                value = resource
+                for step in path:
+                    value = value[step]
+                adapter.validate_python(value)
+        except Exception:
+            self.model.model_validate(resource)  # the error as fhir.resources words and locates it
+            raise
+
+    # -- the plan of a shape: each primitive value's place and type -------------------------------------
+    def _plan(self, model, data: dict, path: tuple, root: bool = False) -> _Plan | None:
+        fields = {(f.alias or name): f for name, f in model.model_fields.items()}
+        plan: _Plan = []
+        for key, value in data.items():
+            if key == "resourceType" and root:
+                continue  # its value is part of the shape's key, checked with the first of the shape
+            field = fields.get(key)
+            if field is None or key.startswith("_") or key == "fhir_comments":
+                return None  # unknown here, or a primitive's extension: validated whole each time
+            inner = _inner(field.annotation)
+            if inner is None:
+                return None
+            kind, many = inner
+            items = list(enumerate(value)) if many and isinstance(value, list) else [(None, value)]
+            klass = kind.get_model_klass() if hasattr(kind, "get_model_klass") else None
+            for index, item in items:
+                here = path + ((key,) if index is None else (key, index))
+                if item is None:
+                    continue  # a null the whole validation accepted at this place (the shape has it there)
+                if klass is not None:
+                    if not isinstance(item, dict) or "resourceType" in item:
+                        return None  # a contained resource: its model is the data's choice
+                    sub = self._plan(klass, item, here)
+                    if sub is None:
+                        return None
+                    plan.extend(sub)
+                elif isinstance(item, (dict, list)):
+                    return None
+                else:
+                    plan.append((here, self._adapter(kind)))
+        return plan
+
+    def _adapter(self, kind: Any) -> TypeAdapter:
+        adapter = self._adapters.get(id(kind))
+        if adapter is None:
+            adapter = self._adapters[id(kind)] = TypeAdapter(kind)
+        return adapter

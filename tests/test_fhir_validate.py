@@ -1,0 +1,111 @@
+"""FHIR validation once per shape (:mod:`radsift.corpus.fhir_validate`) gives ``fhir.resources``' verdict on
+every resource: broken values, structures and extensions are refused alike, with its own error."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+
+import pytest
+
+from radsift.corpus.fhir_validate import ShapeValidator
+from radsift.demo import generate_reports
+from radsift.demo.feeds import write_feeds
+
+DiagnosticReport = pytest.importorskip("fhir.resources.R4B.diagnosticreport").DiagnosticReport
+
+BAD_VALUES = ["2025-13-45", "has space", "", "   ", 5, 1.5, True, None, {"x": 1}, ["a"], "2025-02-30T10:00:00Z",
+              "not base64 !!", "urn:x", "0" * 70, "final", "Patient/", "\u0000"]
+
+
+def _resources(tmp_path, n=40):
+    paths = write_feeds([d.report for d in generate_reports(n=n, seed=5)], tmp_path)
+    return [json.loads(line) for line in paths["reports.ndjson"].read_text().splitlines()]
+
+
+def _leaves(value, path=()):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _leaves(v, path + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _leaves(v, path + (i,))
+    else:
+        yield path
+
+
+def _set(resource, path, value):
+    out = copy.deepcopy(resource)
+    node = out
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = value
+    return out
+
+
+def _verdict(validate, resource):
+    try:
+        validate(resource)
+        return "ok"
+    except Exception as exc:  # pydantic's ValidationError (fhir.resources raises a KeyError for an unknown type)
+        if not hasattr(exc, "errors"):
+            return f"{type(exc).__name__}: {exc}"
+        return json.dumps([(e["loc"], e["type"]) for e in exc.errors()], default=str)
+
+
+def test_every_broken_value_gets_the_same_verdict_and_error(tmp_path):
+    resources = _resources(tmp_path)
+    shaped = ShapeValidator(DiagnosticReport)
+    for r in resources:  # every shape seen (and passed) once
+        shaped(r)
+    rng = random.Random(0)
+    tried = refused = 0
+    for r in resources:
+        for path in _leaves(r):
+            if path == ("resourceType",):
+                continue
+            for bad in rng.sample(BAD_VALUES, 6):
+                broken = _set(r, path, bad)
+                whole = _verdict(DiagnosticReport.model_validate, broken)
+                assert _verdict(shaped, broken) == whole, (path, bad)
+                tried += 1
+                refused += whole != "ok"
+    assert tried > 2000 and refused > tried // 3  # most of these breakages are refused: the check has teeth
+
+
+@pytest.mark.parametrize("change", [
+    {"status": None}, {"effectivePeriod": {"start": "2025-01-01"}}, {"unknown": 1}, {"_status": {"extension": []}},
+    {"contained": [{"resourceType": "Patient", "id": "p1"}]}, {"contained": [{"resourceType": "Nope"}]},
+    {"category": [None]}, {"presentedForm": []}, {"resourceType": "Observation"}, {"code": {"coding": [{}]}},
+    {"identifier": {"value": "x"}}, {"subject": {"reference": "Patient/1", "display": None}},
+    {"extension": [{"url": "http://x", "valueString": "y"}]}, {"extension": [{"url": "http://x", "valueString": 3}]},
+])
+def test_structures_get_the_same_verdict(tmp_path, change):
+    base = _resources(tmp_path, n=2)
+    shaped = ShapeValidator(DiagnosticReport)
+    for r in base:
+        shaped(r)
+    for r in base:
+        changed = {**r, **change}
+        assert _verdict(shaped, changed) == _verdict(DiagnosticReport.model_validate, changed)
+        assert _verdict(shaped, changed) == _verdict(DiagnosticReport.model_validate, changed)  # its shape seen
+
+
+def test_a_shape_is_validated_whole_once(tmp_path, monkeypatch):
+    resources = _resources(tmp_path)
+    calls = []
+    real = DiagnosticReport.model_validate
+
+    class Counting:
+        model_fields = DiagnosticReport.model_fields
+
+        @staticmethod
+        def model_validate(r):
+            calls.append(r["id"])
+            return real(r)
+
+    shaped = ShapeValidator(Counting)
+    for r in resources:
+        shaped(r)
+    assert 0 < len(calls) < len(resources) // 2  # the demo feed has a few shapes
