@@ -27,7 +27,6 @@ import base64
 import binascii
 import html
 import json
-import re
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Iterator
