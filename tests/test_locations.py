@@ -93,8 +93,8 @@ R = [
     Report("rll-word", {"findings": "Right lower lobe consolidation."}),
     Report("rul-abbrev", {"findings": "RUL consolidation. RUL consolidation again."}),
     Report("cons", {"findings": "Consolidation."}),
-    Report("ling-pna", {"findings": "Lingular pneumonia."}),
-    Report("rml-pna", {"findings": "Pneumonia in the right middle lobe, pneumonia."}),
+    Report("ling-pna", {"findings": "Patchy lingular airspace opacity with pneumonia."}),
+    Report("rml-pna", {"findings": "RML pneumonia."}),
 ]
 
 
@@ -150,7 +150,10 @@ def test_abbreviations_are_read_in_queries_and_in_sentences(index, monkeypatch, 
 def test_a_one_sided_location_gives_its_unit_that_side(index, monkeypatch, engine):
     monkeypatch.setenv(candidates.ENV, engine)
     order = ids(index.search("left pneumonia", k=20, mode="hybrid"))
-    assert order.index("ling-pna") < order.index("rml-pna")
+    assert order.index("ling-pna") < order.index("rml-pna")  # the lingula is left, the RML right
+    monkeypatch.setenv(loc.ENV, "off")
+    order = ids(index.search("left pneumonia", k=20, mode="hybrid"))
+    assert order.index("ling-pna") > order.index("rml-pna")  # read as side words alone, the shorter one wins
 
 
 def test_locations_off_reads_none(index, monkeypatch):
