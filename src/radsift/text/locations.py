@@ -7,8 +7,9 @@ and the ``radsift bench`` systems).
 
 A location is a set of *regions* (a bit mask): the five lobes, with the lingula apart from the rest
 of the left upper lobe, so "lingular opacity" and "left upper lobe opacity" overlap but a lingula query
-is not met by every upper-lobe statement. Apices are the upper lobes; a base is the lower lobe and the
-middle lobe or lingula beside it (on a frontal film a basilar opacity may be either). Two locations
+is not met by every upper-lobe statement. Apices are the upper lobes; a base is the lower lobe (not the
+middle lobe or lingula: reports name those apart, and on the development queries a "right basilar"
+opacity was no answer to "right middle lobe opacity"). Two locations
 match when their regions overlap: "left base" meets "left lower lobe", "bibasilar" meets both lower
 lobes, "right upper lobe" does not meet "left lower lobe".
 
@@ -36,7 +37,7 @@ _LOBE = {("right", "upper"): RUL, ("right", "middle"): RML, ("right", "lower"): 
          ("left", "upper"): LUL | LING, ("left", "middle"): LING, ("left", "lower"): LLL}
 _ABBREV = {"rul": RUL, "rml": RML, "rll": RLL, "lul": LUL | LING, "lll": LLL}
 _UPPER = {"right": RUL, "left": LUL}
-_BASE = {"right": RML | RLL, "left": LING | LLL}
+_BASE = {"right": RLL, "left": LLL}
 _BOTH = r"(?:bilateral|bilaterally|both)"
 _SIDE = r"(right|left)"
 _LEVEL = r"(upper|middle|lower)"
