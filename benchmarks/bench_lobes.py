@@ -18,7 +18,9 @@ default engine) over one Open-i index built with the packaged model: ``before`` 
 Reported: P@5 per split, unjudged pairs (counted not relevant), and the top-5 hits whose shown sentence
 names only another lobe than the query's. ``--pool`` prints the unjudged pairs' texts for judging (to
 the terminal only: the data may not be copied into the repository). ``--hashing`` uses the hashing test
-encoder (no model; the figures are then not the packaged model's).
+encoder (no model; the figures are then not the packaged model's). ``--existing`` adds, in the same run,
+the description benchmark's queries (``bench_descriptions.py``: 163 descriptions, 12 of them naming a
+place) and the Open-i weak-label queries, mAP and P@10 before and after, for BM25 and the default hybrid.
 """
 
 from __future__ import annotations
@@ -113,12 +115,40 @@ def print_pool(idx, queries: list[dict], runs: dict, judged: dict) -> None:
             print(f"{q['id']}\t{rid}\t[{q['query']}]\t{text}")
 
 
+def existing(idx) -> dict:
+    """mAP / P@10 of the description queries and the weak-label queries, before and after, per system."""
+    from bench_descriptions import evaluate, read_queries, relevant_reports, weak_label_queries
+
+    from radsift.text import locations
+
+    descriptions = read_queries()
+    qrels = {f: relevant_reports(idx, f) for f in {q["finding"] for q in descriptions}}
+    weak, weak_qrels = weak_label_queries(idx)
+    out: dict = {}
+    old = os.environ.get(locations.ENV)
+    try:
+        for state, value in STATES.items():
+            os.environ[locations.ENV] = value
+            for system, options in {"bm25": {"mode": "bm25"}, "hybrid": {}}.items():
+                got = evaluate(idx, descriptions, qrels, **options)
+                got.update(evaluate(idx, weak, weak_qrels, **options))
+                out[f"{state}|{system}"] = got
+    finally:
+        if old is None:
+            os.environ.pop(locations.ENV, None)
+        else:
+            os.environ[locations.ENV] = old
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/radsift-bench-lobes"))
     parser.add_argument("--openi", type=Path, default=DATA / "openi" / "reports.csv")
     parser.add_argument("--hashing", action="store_true", help="the hashing test encoder instead of the packaged model")
     parser.add_argument("--pool", action="store_true", help="print the unjudged pairs' texts for judging")
+    parser.add_argument("--existing", action="store_true",
+                        help="also the description and weak-label benchmarks, before and after")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args()
     if not args.openi.exists():
@@ -158,9 +188,17 @@ def main() -> int:
     for q in queries:
         cells = [sum(judged.get((q["id"], rid), 0) for rid, _ in runs[s][q["id"]]) for s in STATES]
         print(f"| {q['query']} | {q['split']} | {cells[0]} | {cells[1]} |")
+    others = existing(idx) if args.existing else {}
+    if others:
+        print("\n| run | system | split | queries | mAP | P@10 |")
+        print("|---|---|---|---|---|---|")
+        for key, per_split in others.items():
+            state, system = key.split("|")
+            for split, row in sorted(per_split.items()):
+                print(f"| {state} | {system} | {split} | {row['n']} | {row['map']:.4f} | {row['p10']:.4f} |")
     if args.out:
         ids = {s: {qid: [rid for rid, _ in hits] for qid, hits in per.items()} for s, per in runs.items()}
-        args.out.write_text(json.dumps({"figures": table, "top5": ids,
+        args.out.write_text(json.dumps({"figures": table, "top5": ids, "existing": others,
                                         "model": "hashing" if args.hashing else encoder.name}, indent=1))
     return 0
 

@@ -95,6 +95,8 @@ R = [
     Report("cons", {"findings": "Consolidation."}),
     Report("ling-pna", {"findings": "Patchy lingular airspace opacity with pneumonia."}),
     Report("rml-pna", {"findings": "RML pneumonia."}),
+    Report("cav-rul", {"findings": "Mycetoma in the right upper lobe."}),
+    Report("cav-lll", {"findings": "Left lower lobe mycetoma."}),
 ]
 
 
@@ -154,6 +156,14 @@ def test_a_one_sided_location_gives_its_unit_that_side(index, monkeypatch, engin
     monkeypatch.setenv(loc.ENV, "off")
     order = ids(index.search("left pneumonia", k=20, mode="hybrid"))
     assert order.index("ling-pna") > order.index("rml-pna")  # read as side words alone, the shorter one wins
+
+
+def test_an_open_vocabulary_finding_leaves_its_location_to_the_location_tier(index):
+    hits = index.search("RUL mycetoma", k=20, mode="hybrid")
+    (f,) = hits.reading.findings
+    assert (f.finding, f.source) == ("mycetoma", "open")  # "RUL" is the location, not a word the unit must hold
+    order = ids(hits)
+    assert order[:2] == ["cav-rul", "cav-lll"]
 
 
 def test_locations_off_reads_none(index, monkeypatch):
