@@ -191,3 +191,15 @@ def test_on_demo_reports_hits_that_state_the_finding_name_the_query_lobe_first(d
     tiers = [location_tiers(regions, np.array([text_regions(h.sentence.text)[0]]))[0] for h in stating]
     assert tiers and tiers[0] == 0
     assert tiers == sorted(tiers)  # same lobe, then no lobe, then another, among the units stating it
+
+
+def test_the_server_shows_the_location_and_drops_it_on_request(index):
+    from fastapi.testclient import TestClient
+
+    from radsift.serve import create_app
+
+    client = TestClient(create_app(index))
+    body = client.get("/api/search", params={"q": "RLL consolidation", "k": 3}).json()
+    assert body["reading"]["location"] == "rll" and body["read_as"]["location"] == "rll"
+    body = client.get("/api/search", params={"q": "RLL consolidation", "k": 3, "reading": "location=ignore"}).json()
+    assert body["reading"]["location"] is None and body["read_as"]["location"] == "rll"
