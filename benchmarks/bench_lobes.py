@@ -79,6 +79,32 @@ def run(idx, queries: list[dict]) -> dict[str, dict[str, list[tuple[str, str]]]]
     return out
 
 
+def engines_agree(idx, queries: list[dict]) -> tuple[int, int]:
+    """(pages equal, pages compared): the candidate engine's top 10 (ids, scores, bands, counts) against the
+    exact engine's, at report and sentence level, for every query with locations read."""
+    from radsift.search import candidates
+
+    def page(engine: str, query: str, level: str):
+        os.environ[candidates.ENV] = engine
+        res = idx.search(query, k=10, level=level)
+        return [(h.report_id, h.sentence.text if h.sentence else "", h.band, round(h.score, 5)) for h in res], \
+            (res.total, res.matching)
+
+    old = os.environ.get(candidates.ENV)
+    same = total = 0
+    try:
+        for q in queries:
+            for level in ("report", "sentence"):
+                total += 1
+                same += page("candidates", q["query"], level) == page("exact", q["query"], level)
+    finally:
+        if old is None:
+            os.environ.pop(candidates.ENV, None)
+        else:
+            os.environ[candidates.ENV] = old
+    return same, total
+
+
 def figures(queries: list[dict], runs: dict, judged: dict) -> dict:
     """P@5, unjudged pairs and other-lobe hits per (state, split)."""
     from radsift.text.locations import read_locations, text_regions
@@ -188,6 +214,9 @@ def main() -> int:
     for q in queries:
         cells = [sum(judged.get((q["id"], rid), 0) for rid, _ in runs[s][q["id"]]) for s in STATES]
         print(f"| {q['query']} | {q['split']} | {cells[0]} | {cells[1]} |")
+    same, compared = engines_agree(idx, queries)
+    print(f"\nCandidate engine = exact engine (top 10, scores, bands, counts; report and sentence level): "
+          f"{same} of {compared} pages")
     others = existing(idx) if args.existing else {}
     if others:
         print("\n| run | system | split | queries | mAP | P@10 |")
@@ -199,6 +228,7 @@ def main() -> int:
     if args.out:
         ids = {s: {qid: [rid for rid, _ in hits] for qid, hits in per.items()} for s, per in runs.items()}
         args.out.write_text(json.dumps({"figures": table, "top5": ids, "existing": others,
+                                        "engines_agree": [same, compared],
                                         "model": "hashing" if args.hashing else encoder.name}, indent=1))
     return 0
 

@@ -18,7 +18,8 @@ quantity the exact engine uses (the min-max ends of both sides, the strict tiers
 eligible score the bands read) computed exactly. A unit outside the pool has a cosine no higher
 than the ``depth``-th eligible one and a BM25 score no higher than the ``depth``-th match, so its
 fused score is at most a bound; its tier is at least the lowest tier of the units left out (exact
-for the units that state something or hold a side word; every other unit at its report's tier).
+for the units that state something, hold a side word or name a location; every other unit at its
+report's tier).
 When the last entry of the page scores strictly above what any unit left out could reach, the page
 is the exact engine's; otherwise ``depth`` is widened (x4) until the pool holds every eligible
 unit. So the two engines differ only where float32 rounding makes the bound's ``>`` differ from the

@@ -2,8 +2,8 @@
 
 The plan is what the scores do not decide: the eligible units (the ``target`` section and the
 metadata filters, :func:`eligible_mask`), the reading tier of every unit (its findings' statuses,
-then its side: :func:`~radsift.search.reading.reading_tiers` over the stored labels) and the units
-that state the whole reading (the ranking keeps those first, whatever their score).
+then its location and side: :func:`~radsift.search.reading.reading_tiers` over the stored labels)
+and the units that state the whole reading (the ranking keeps those first, whatever their score).
 """
 
 from __future__ import annotations
