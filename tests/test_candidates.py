@@ -16,7 +16,10 @@ from radsift.search.plan import eligible_mask
 QUERIES = ["no pneumothorax", "pneumothorax", "small left pleural effusion", "no right pneumothorax",
            "cardiomegaly", "no cardiomegaly", "enlarged heart", "endotracheal tube", "rib fracture",
            "no acute cardiopulmonary abnormality", "possible consolidation", "left", "lungs are clear",
-           "cardiomegaly with pulmonary edema and bilateral effusions"]
+           "cardiomegaly with pulmonary edema and bilateral effusions",
+           # locations (lobes, abbreviations, bases, apices): the location tier
+           "right lower lobe consolidation", "LLL atelectasis", "no left lower lobe pneumonia", "lingular opacity",
+           "left base", "apical pneumothorax"]
 SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
             {"mode": "dense", "level": "report"}, {"mode": "bm25", "level": "report"},
             {"mode": "bm25", "level": "sentence"}, {"mode": "hybrid", "level": "report", "offset": 15},

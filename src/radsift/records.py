@@ -146,17 +146,21 @@ class QueryReading:
         side: The side the query names, or None.
         negation: ``aware`` (ranking by the reading) or ``ignore`` (plain similarity).
         note: Why something was left out (too many findings, a query with only a cue word ...).
+        location: The lobes, apices or bases the query names, in its words ("left lower lobe"), or None.
+        regions: Their regions (:mod:`radsift.text.locations` bit mask; 0 when none).
     """
 
     findings: tuple[ReadFinding, ...] = ()
     side: str | None = None
     negation: str = "aware"
     note: str = ""
+    location: str | None = None
+    regions: int = 0
 
     @property
     def active(self) -> bool:
-        """Whether the ranking reads anything (negation aware and a finding or a side)."""
-        return self.negation == "aware" and bool(self.findings or self.side)
+        """Whether the ranking reads anything (negation aware and a finding, a side or a location)."""
+        return self.negation == "aware" and bool(self.findings or self.side or self.regions)
 
     def describe(self) -> str:
         """One line: ``cardiomegaly: absent (lexicon, cue 'no'); side left``."""
@@ -164,6 +168,8 @@ class QueryReading:
                  f"{f', understood from ' + repr(f.via) if f.source == 'linked' else ''})" for f in self.findings]
         if self.side:
             parts.append(f"side {self.side}")
+        if self.location:
+            parts.append(f"location {self.location}")
         text = "; ".join(parts) or "no finding"
         if self.negation != "aware":
             text += " [negation ignored]"
@@ -171,7 +177,7 @@ class QueryReading:
 
     def to_dict(self) -> dict[str, Any]:
         return {"findings": [f.to_dict() for f in self.findings], "side": self.side, "negation": self.negation,
-                "note": self.note}
+                "note": self.note, "location": self.location}
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ know. :class:`PhraseReader` reads it without a lexicon entry:
    the head word ("kidneys show no stone formation": stone, absent).
 
 Side words (left, right, bilateral, both, bibasilar) are read as the query's side, not as
-content words (:data:`SIDE_WORDS`).
+content words (:data:`SIDE_WORDS`); locations ("right upper lobe", "RLL", "lingular":
+:mod:`radsift.text.locations`) likewise, as the query's location.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from radsift.labels.lexicon import Concept
 from radsift.labels.spotter import Match
 from radsift.records import Mention
+from radsift.text import locations
 from radsift.text.sides import SIDE_WORDS
 from radsift.text.tokens import TOKEN_RE, stem
 
@@ -117,8 +119,10 @@ class PhraseReader:
                 continue
             groups[-1].append(i)
         out = []
+        places = [(loc.start, loc.end) for loc in locations.read_locations(query)] if locations.enabled() else []
         for group in groups:
-            words = [doc[i] for i in group if doc[i].lower_ not in STOP_WORDS and doc[i].lower_ not in SIDE_WORDS]
+            words = [doc[i] for i in group if doc[i].lower_ not in STOP_WORDS and doc[i].lower_ not in SIDE_WORDS
+                     and not any(a <= doc[i].idx < b for a, b in places)]
             required = [t for t in words if t.lower_ not in OPTIONAL_WORDS]
             if not required:
                 continue

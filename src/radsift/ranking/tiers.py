@@ -27,7 +27,9 @@ a report is judged on its whole text ("Heart size is normal." anywhere in it den
 and the unit that stands for it is its best unit.
 
 Sides add a second key within a reading tier: same side 0, no side word (or both sides named)
-1, the opposite side 2 (for "bilateral": one side only is the opposite).
+1, the opposite side 2 (for "bilateral": one side only is the opposite). A query naming a lobe
+(:mod:`radsift.ranking.places`) puts a location key before the side key: same lobe, no lobe,
+another lobe, each holding the three side tiers (``slots`` 9 instead of 3).
 
 The tiers are strict (:func:`apply_tiers`): a lower tier outranks any score. ``gap`` turns
 them into calibrated boosts instead (each tier costs ``gap`` times the score range); see
@@ -170,20 +172,22 @@ def side_flags(n_units: int, units_with: Callable[[str], Sequence[int]]) -> tupl
     return flags[0], flags[1], flags[2]
 
 
-def stating(tiers: np.ndarray) -> np.ndarray:
-    """Units (of :func:`unit_tiers`) that state the query's whole reading, whatever their side."""
-    return np.asarray(tiers) < SIDE_SLOTS
+def stating(tiers: np.ndarray, slots: int = SIDE_SLOTS) -> np.ndarray:
+    """Units (of :func:`unit_tiers`) that state the query's whole reading, whatever their side and location."""
+    return np.asarray(tiers) < slots
 
 
 def unit_tiers(stated: np.ndarray | None, statuses: Sequence[str], sides: np.ndarray | None = None,
-               group_of: np.ndarray | None = None) -> np.ndarray | None:
+               group_of: np.ndarray | None = None, slots: int = SIDE_SLOTS) -> np.ndarray | None:
     """The tier of every unit: its reading first, then its side; at report level the report's reading first.
 
     Args:
         stated: :func:`stated_tiers`, or None when the query names no finding.
         statuses: The wanted status of each column of ``stated``.
-        sides: :func:`side_tiers`, or None when the query names no side.
+        sides: :func:`side_tiers`, or None when the query names no side; with a location, the location
+            and side key (:func:`radsift.ranking.places.where_tiers`, below ``slots``).
         group_of: Report of every unit (report level), or None (sentence level).
+        slots: Keys of ``sides`` within one reading tier (:data:`SIDE_SLOTS`; 9 with a location).
 
     Returns:
         One int per unit (lower ranks first), or None when the query asks for no reading.
@@ -192,7 +196,7 @@ def unit_tiers(stated: np.ndarray | None, statuses: Sequence[str], sides: np.nda
         return None
     n = len(stated) if stated is not None else len(sides)
     reading = np.zeros(n, dtype=np.int64) if stated is None else combine(_resolve(stated, statuses))
-    tiers = reading * SIDE_SLOTS + (0 if sides is None else sides)
+    tiers = reading * slots + (0 if sides is None else sides)
     if group_of is not None and stated is not None and n:
         # A report is judged on its whole text: per finding, the best reading any of its units states.
         group_of = np.asarray(group_of, dtype=np.int64)

@@ -18,7 +18,8 @@ quantity the exact engine uses (the min-max ends of both sides, the strict tiers
 eligible score the bands read) computed exactly. A unit outside the pool has a cosine no higher
 than the ``depth``-th eligible one and a BM25 score no higher than the ``depth``-th match, so its
 fused score is at most a bound; its tier is at least the lowest tier of the units left out (exact
-for the units that state something or hold a side word; every other unit at its report's tier).
+for the units that state something, hold a side word or name a location; every other unit at its
+report's tier).
 When the last entry of the page scores strictly above what any unit left out could reach, the page
 is the exact engine's; otherwise ``depth`` is widened (x4) until the pool holds every eligible
 unit. So the two engines differ only where float32 rounding makes the bound's ``>`` differ from the
@@ -60,7 +61,9 @@ from radsift.ranking.tiers import (
     combine,
     side_tiers,
 )
+from radsift.ranking.places import LOCATION_SLOTS, location_tiers, where_tiers
 from radsift.records import QueryReading
+from radsift.text import locations
 
 #: Environment variable choosing the engine (``candidates`` or ``exact``), for benchmarks and A/B runs.
 ENV = "RADSIFT_ENGINE"
@@ -189,14 +192,15 @@ class QueryTiers:
     """The exact engine's tiers (:func:`radsift.ranking.unit_tiers`) for any set of units, read from postings.
 
     Attributes:
-        special: Sorted rows that state something of the query's findings or hold a side word (their
-            tiers, :attr:`special_tiers`, are read from the postings); every other unit's tier is the
-            default one (at report level, on top of its report's tier).
-        default: The tier of a unit with no mention and no side word in a report with no mention.
+        special: Sorted rows that state something of the query's findings, hold a side word or name a
+            location (their tiers, :attr:`special_tiers`, are read from the postings); every other unit's
+            tier is the default one (at report level, on top of its report's tier).
+        default: The tier of a unit with no mention, no side word and no location in a report with no mention.
+        slots: Side and location keys within one reading tier (:func:`radsift.ranking.tiers.stating`).
     """
 
     def __init__(self, store: IndexStore, reading: QueryReading, post: ReadingPostings, codes: dict,
-                 by_report: bool, sides) -> None:
+                 by_report: bool, sides, places=None) -> None:
         self.post, self.statuses = post, [f.status for f in reading.findings]
         self.side = reading.side
         self.mentions, self.views = [], []
@@ -209,13 +213,20 @@ class QueryTiers:
         self.sides = sides  # (left, right, bilateral) flags of every unit, or None
         side_rows = np.zeros(0, dtype=np.int64)
         if self.side and sides is not None:
-            side_rows = store.cached(("side_rows", "sentence"), lambda: np.flatnonzero(sides[0] | sides[1] | sides[2]))
+            side_rows = store.cached(("side_rows", "sentence", locations.enabled()), lambda: np.flatnonzero(sides[0] | sides[1] | sides[2]))
         mentioned = (self.views[0].rows if len(self.views) == 1 else
                      np.unique(np.concatenate([v.rows for v in self.views] + [np.zeros(0, np.int64)])))
         self.special = np.union1d(mentioned, side_rows) if side_rows.size else mentioned
+        self.regions = reading.regions if places is not None else 0
+        self.places = places  # regions named by every unit, or None
+        if self.regions:
+            place_rows = store.cached(("location_rows", "sentence"), lambda: np.flatnonzero(places))
+            self.special = np.union1d(self.special, place_rows)
+        self.slots = SIDE_SLOTS * (LOCATION_SLOTS if self.regions else 1)
         no_reading = np.array([[NO_READING[s] for s in self.statuses]], dtype=np.int8)
         reading_default = int(combine(no_reading)[0]) if self.statuses else 0
-        self.default_unit = reading_default * SIDE_SLOTS + (1 if self.side and sides is not None else 0)
+        side_default = 1 if self.side and sides is not None else 0
+        self.default_unit = reading_default * self.slots + side_default + (LOCATION_SLOTS if self.regions else 0)
         unit_t = self._unit_tiers(self.special)
         self.unit_max = int(max(unit_t.max(initial=-1), self.default_unit))
         self.by_report = by_report and bool(self.statuses) and post.n_units > 0
@@ -289,10 +300,13 @@ class QueryTiers:
     def _unit_tiers(self, rows: np.ndarray) -> np.ndarray:
         reading = (combine(self._resolve(self.stated(rows))) if self.statuses
                    else np.zeros(rows.size, dtype=np.int64))
-        sides = 0
+        sides = places = None
         if self.side and self.sides is not None:
             sides = side_tiers(self.side, self.sides[0][rows], self.sides[1][rows], self.sides[2][rows])
-        return reading * SIDE_SLOTS + sides
+        if self.regions:
+            places = location_tiers(self.regions, self.places[rows])
+        where = where_tiers(places, sides)
+        return reading * self.slots + (0 if where is None else where)
 
     def report_best(self, reports: np.ndarray, eligible=None) -> np.ndarray:
         """Per finding, the best tier any (eligible) unit of ``reports`` (sorted) states (UNSTATED: none)."""

@@ -25,7 +25,7 @@ def hit_text(hit: Hit, style: str = "bold black on yellow") -> Text:
 def reading_text(reading: QueryReading) -> Text:
     """``read as: cardiomegaly absent (lexicon, cue 'no') · side left``, statuses coloured."""
     line = Text("read as: ", style="dim")
-    if not reading.findings and not reading.side:
+    if not reading.findings and not reading.side and not reading.location:
         line.append("no finding (plain similarity)" if not reading.note else reading.note)
         return line
     for i, f in enumerate(reading.findings):
@@ -39,6 +39,8 @@ def reading_text(reading: QueryReading) -> Text:
         line.append(f" ({f.source}{f', cue ' + repr(f.cue) if f.cue else ''}{via})", style="dim")
     if reading.side:
         line.append(f"{' · ' if reading.findings else ''}side {reading.side}")
+    if reading.location:
+        line.append(f"{' · ' if reading.findings or reading.side else ''}location {reading.location}")
     if reading.negation != "aware":
         line.append("  [negation ignored: ranked by similarity only]", style="yellow")
     elif reading.note:

@@ -2,8 +2,8 @@
 
 The plan is what the scores do not decide: the eligible units (the ``target`` section and the
 metadata filters, :func:`eligible_mask`), the reading tier of every unit (its findings' statuses,
-then its side: :func:`~radsift.search.reading.reading_tiers` over the stored labels) and the units
-that state the whole reading (the ranking keeps those first, whatever their score).
+then its location and side: :func:`~radsift.search.reading.reading_tiers` over the stored labels)
+and the units that state the whole reading (the ranking keeps those first, whatever their score).
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ import numpy as np
 
 from radsift.index.reader import IndexStore
 from radsift.ranking import side_flags, stating, units_with_terms
+from radsift.ranking.places import location_flags, with_implied_sides
 from radsift.records import QueryReading
 from radsift.search.options import SearchRequest
 from radsift.search.reading import ReadingTiers, reading_tiers
-from radsift.search.units import section_of_sentence
+from radsift.search.units import section_of_sentence, unit_texts
+from radsift.text import locations
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ def plan_search(store: IndexStore, request: SearchRequest, reading: QueryReading
     """The plan of ``request`` over ``store`` for the query's ``reading`` (``labeler`` reads open phrases)."""
     read_tiers = unit_reading(store, request.options, reading, labeler)
     tiers = read_tiers.tiers
-    keep = stating(tiers) if tiers is not None and reading.findings else None
+    keep = stating(tiers, read_tiers.slots) if tiers is not None and reading.findings else None
     return Plan(eligible_mask(store, request.options), read_tiers, keep)
 
 
@@ -103,7 +105,8 @@ def unit_reading(store: IndexStore, opts, reading: QueryReading, labeler) -> Rea
         finding_codes={f: i for i, f in enumerate(store.manifest.findings)},
         sentence_texts=lambda rows: {r: s.text for r, s in store.sentences_by_rows(rows).items()},
         open_candidates=lambda stems: units_with_terms(sentence_bm25, stems, n_sentences),
-        side_flags=lambda: store.cached(("sides", opts.unit), lambda: unit_sides(store, opts.unit)),
+        side_flags=lambda: unit_sides(store, opts.unit),
+        location_flags=lambda: unit_locations(store, opts.unit)[0],
         unit_of=None if opts.unit == "sentence" else store.cached(("section_of_sentence",),
                                                                    lambda: section_of_sentence(store)),
         group_of=units.report_row if opts.level == "report" else None, classes=True,
@@ -111,7 +114,27 @@ def unit_reading(store: IndexStore, opts, reading: QueryReading, labeler) -> Rea
 
 
 def unit_sides(store: IndexStore, unit: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per unit: whether it has a left, a right and a bilateral side word (from its BM25 terms)."""
-    retriever = store.bm25(unit)
-    n = store.units(unit).report_row.shape[0]
-    return side_flags(n, lambda term: units_with_terms(retriever, [term], n))
+    """Per unit: whether it has a left, a right and a bilateral side word (from its BM25 terms), or a
+    location on that side ("RLL": right; :func:`radsift.ranking.places.with_implied_sides`); kept per store."""
+    on = locations.enabled()
+    places = unit_locations(store, unit) if on else None  # filled first: the store's cache lock is not reentrant
+
+    def compute():
+        retriever = store.bm25(unit)
+        n = store.units(unit).report_row.shape[0]
+        words = side_flags(n, lambda term: units_with_terms(retriever, [term], n))
+        return words if places is None else with_implied_sides(words, places)
+
+    return store.cached(("sides", unit, on), compute)
+
+
+def unit_locations(store: IndexStore, unit: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per unit: the regions it names and the sides they imply (:func:`radsift.ranking.places.location_flags`:
+    only the units holding a location word are read); kept per store."""
+    def compute():
+        retriever = store.bm25(unit)
+        n = store.units(unit).report_row.shape[0]
+        return location_flags(n, lambda terms: units_with_terms(retriever, terms, n),
+                              lambda rows: {r: u.text for r, u in unit_texts(store, unit, list(rows)).items()})
+
+    return store.cached(("locations", unit), compute)

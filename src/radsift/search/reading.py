@@ -5,7 +5,8 @@ spotter and ConText rules, :class:`~radsift.labels.Labeler`); when the query nam
 concept linker (:mod:`radsift.search.concepts`) may find the lexicon concept it describes
 ("a breathing tube in the windpipe"); failing that, the open-vocabulary reader
 (:mod:`radsift.labels.openvocab`) reads its finding phrases. Side words
-(left, right, bilateral) are read on their own. A reading can be overridden finding by finding
+(left, right, bilateral) and locations (lobes, lingula, apices, bases: :mod:`radsift.text.locations`)
+are read on their own; a one-sided location ("RLL", "lingular") gives the query its side. A reading can be overridden finding by finding
 (the page's chips: present / absent / uncertain / ignore).
 
 :func:`reading_tiers` turns a reading into one ranking tier per unit (:mod:`radsift.ranking.tiers`)
@@ -25,8 +26,10 @@ import numpy as np
 from radsift.errors import ConfigError
 from radsift.labels.openvocab import query_side
 from radsift.ranking import STATUS_CODES, side_tiers, stated_tiers, unit_tiers
-from radsift.ranking.tiers import reading_classes
+from radsift.ranking.places import LOCATION_SLOTS, location_tiers, where_tiers
+from radsift.ranking.tiers import SIDE_SLOTS, reading_classes
 from radsift.records import QueryReading, ReadFinding
+from radsift.text import locations
 
 if TYPE_CHECKING:
     from radsift.search.concepts import Link
@@ -73,7 +76,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         query: The normalized query.
         labeler: The index's :class:`~radsift.labels.Labeler`.
         negation: ``aware`` or ``ignore`` (the reading is still shown, the ranking ignores it).
-        override: ``{finding: status or "ignore"}``; ``side`` is the side's key.
+        override: ``{finding: status or "ignore"}``; ``side`` is the side's key, ``location`` the location's.
         lexicon: Whether the index has lexicon labels (False: the open-vocabulary reader only).
         link: The query's finding text -> the concept it describes, or None (no linking).
 
@@ -81,6 +84,8 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         ConfigError: The override names a finding the query was not read to name.
     """
     side = query_side(query)
+    location, regions, implied = _query_location(query)
+    side = side or implied
     found: dict[str, ReadFinding] = {}
     if lexicon:
         for m in labeler.label(query):
@@ -99,20 +104,38 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     if len(findings) > MAX_FINDINGS:
         note = f"read the first {MAX_FINDINGS} of {len(findings)} findings"
         findings = findings[:MAX_FINDINGS]
-    if not findings and not side and any(ch.isalpha() for ch in query):
+    if not findings and not side and not regions and any(ch.isalpha() for ch in query):
         note = "the query names no finding: plain similarity"
     if override:
-        known = {f.finding for f in findings} | ({"side"} if side else set())
+        known = {f.finding for f in findings} | ({"side"} if side else set()) | ({"location"} if regions else set())
         unknown = [k for k in override if k not in known]
         if unknown:
             listed = ", ".join(sorted(known)) or "none"
             raise ConfigError(f"reading: the query was not read to name {unknown[0][:80]!r}; it names: {listed}")
         findings = [f if f.finding not in override else replace(f, status=override[f.finding])
                     for f in findings if override.get(f.finding) != "ignore"]
+        if override.get("location") == "ignore":
+            location, regions = None, 0
+            if side and side == implied and not query_side(query):  # the side came from the location alone
+                override = {**override, "side": "ignore"}
         if override.get("side") == "ignore":
             side = None
             findings = [replace(f, side=None) for f in findings]
-    return QueryReading(tuple(findings), side, negation, note)
+    return QueryReading(tuple(findings), side, negation, note, location, regions)
+
+
+def _query_location(query: str) -> tuple[str | None, int, str | None]:
+    """(the query's location in its words, its regions, the side it implies) (None, 0, None) for none."""
+    if not locations.enabled():
+        return None, 0, None
+    locs = locations.read_locations(query)
+    if not locs:
+        return None, 0, None
+    regions = 0
+    for loc in locs:
+        regions |= loc.regions
+    sides = {loc.side for loc in locs if loc.side}
+    return ", ".join(loc.text.lower() for loc in locs), regions, sides.pop() if len(sides) == 1 else None
 
 
 @dataclass(frozen=True)
@@ -126,12 +149,14 @@ class ReadingTiers:
         statuses: The wanted status of each finding.
         capped: True when an open-vocabulary phrase had more candidate sentences than were read
             (:data:`OPEN_CANDIDATES`): counts from it are then lower bounds.
+        slots: Side and location keys within one reading tier (:func:`radsift.ranking.tiers.stating`).
     """
 
     tiers: np.ndarray | None
     stated: np.ndarray | None = None
     statuses: tuple[str, ...] = ()
     capped: bool = False
+    slots: int = SIDE_SLOTS
 
     def classes(self, rows: np.ndarray, group_of: np.ndarray | None = None, n_groups: int | None = None):
         """What the units ``rows`` state, and what each report states judged on those units only
@@ -146,6 +171,7 @@ def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple
                   finding_codes: Mapping[str, int], sentence_texts: Callable[[Sequence[int]], Mapping[int, str]],
                   open_candidates: Callable[[Sequence[str]], np.ndarray],
                   side_flags: Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None,
+                  location_flags: Callable[[], np.ndarray] | None = None,
                   unit_of: np.ndarray | None = None, group_of: np.ndarray | None = None,
                   classes: bool = False):
     """The ranking tier of every unit for a reading (None when the ranking reads nothing).
@@ -161,7 +187,9 @@ def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple
         finding_codes: Lexicon finding name -> code in ``labels``.
         sentence_texts: Sentence rows -> their texts (for the open-vocabulary reader).
         open_candidates: Stems -> sentence rows containing all of them, best matches first.
-        side_flags: () -> per-unit (has left, has right, has bilateral) word flags.
+        side_flags: () -> per-unit (has left, has right, has bilateral) word flags (with the sides
+            the units' locations imply: :func:`radsift.ranking.places.with_implied_sides`).
+        location_flags: () -> per-unit region masks (:func:`radsift.ranking.places.location_flags`).
         unit_of: Sentence row -> unit row (section units); None when units are sentences.
         group_of: Report of each unit (report level), None at sentence level.
     """
@@ -187,12 +215,15 @@ def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple
         if unit_of is not None:
             rows = np.asarray(unit_of)[rows]
         raw = stated_tiers(n_units, rows, codes, status, [(j, f.status) for j, f in enumerate(reading.findings)])
-    sides = None
+    sides = places = None
     if reading.side and side_flags is not None:
         sides = side_tiers(reading.side, *side_flags())
+    if reading.regions and location_flags is not None:
+        places = location_tiers(reading.regions, location_flags())
     statuses = [f.status for f in reading.findings]
-    tiers = unit_tiers(raw, statuses, sides, group_of)
-    return ReadingTiers(tiers, raw, tuple(statuses), capped) if classes else tiers
+    slots = SIDE_SLOTS * (LOCATION_SLOTS if places is not None else 1)
+    tiers = unit_tiers(raw, statuses, where_tiers(places, sides), group_of, slots)
+    return ReadingTiers(tiers, raw, tuple(statuses), capped, slots) if classes else tiers
 
 
 def _open_mentions(finding: str, labeler, sentence_texts, open_candidates) -> tuple[np.ndarray, np.ndarray, bool]:

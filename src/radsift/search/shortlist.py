@@ -11,11 +11,10 @@ import numpy as np
 from radsift.index.reader import IndexStore
 from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
 from radsift.ranking.pool import Sides, bm25_sparse, dense_top, member, top_entries
-from radsift.ranking.tiers import SIDE_SLOTS
 from radsift.records import QueryReading
 from radsift.search.candidates import QueryTiers, ReadingPostings, band_rows
 from radsift.search.options import SearchRequest
-from radsift.search.plan import eligible_mask, unit_sides
+from radsift.search.plan import eligible_mask, unit_locations, unit_sides
 from radsift.search.rank import rerank_head
 from radsift.search.results import SearchResult, hits_of
 from radsift.search.scoring import bm25_query, checked_cosines
@@ -35,9 +34,10 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
     post = ReadingPostings.of(store, "sentence")
     qt = None
     if reading.active:
-        sides = store.cached(("sides", "sentence"), lambda: unit_sides(store, "sentence")) if reading.side else None
+        sides = unit_sides(store, "sentence") if reading.side else None
+        places = unit_locations(store, "sentence")[0] if reading.regions else None
         qt = QueryTiers(store, reading, post, {f: i for i, f in enumerate(store.manifest.findings)},
-                        opts.level == "report", sides)
+                        opts.level == "report", sides, places)
     dense = None
     if NEEDS_DENSE[opts.mode]:
         backend = index._backend(store, "sentence")
@@ -53,7 +53,7 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
     elig = (lambda rows: np.ones(len(rows), dtype=bool)) if mask is None else (lambda rows: mask[rows])
     keep_rows = np.zeros(0, np.int64)
     if opts.mode == "bm25" and qt is not None and reading.findings:
-        keep_rows = qt.special[qt.special_tiers < SIDE_SLOTS]
+        keep_rows = qt.special[qt.special_tiers < qt.slots]
     depth = max(opts.offset + opts.k, opts.rerank)
     picked, cand = _rank(opts, sides_, qt, step, mask, elig, keep_rows, depth, post)
     page_units = unit_texts(store, "sentence", [u for _, u, _ in picked])

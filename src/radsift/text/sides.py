@@ -3,7 +3,8 @@
 One definition for every reader of sides: the query's side (:func:`radsift.labels.openvocab.query_side`),
 the per-unit side flags the ranking's side tiers come from (:func:`radsift.ranking.tiers.side_flags`,
 used by the search engine and the ``radsift bench`` systems), and the open-vocabulary reader, which
-keeps side words out of a finding's content words.
+keeps side words out of a finding's content words. A location that lies on one side ("RLL",
+"lingular": :mod:`radsift.text.locations`) gives a query or a unit that side as well.
 """
 
 from __future__ import annotations

@@ -25,7 +25,9 @@ from radsift.progress import progress_bar
 from radsift.ranking import (BM25_PARAMS, DENSE_WEIGHT, NEEDS_BM25, NEEDS_DENSE, RRF_K, STATUS_CODES, bm25_scores,
                              build_bm25_texts, rank, rank_groups, side_flags, stating)
 from radsift.ranking import rerank as rerank_core
+from radsift.ranking.places import location_flags, with_implied_sides
 from radsift.search.reading import read_query, reading_tiers
+from radsift.text import locations
 from radsift.text.tokens import tokenize
 
 Ranking = list[tuple[int, float]]
@@ -164,6 +166,11 @@ class RankedSystem(System):
 
     def tiers(self, query: str, candidates: Sequence[str], groups: np.ndarray | None = None) -> np.ndarray | None:
         """Reading tier of every candidate, as ``radsift search`` computes it (None when not negation-aware)."""
+        read = self._reading(query, candidates, groups)
+        return None if read is None else read.tiers
+
+    def _reading(self, query: str, candidates: Sequence[str], groups: np.ndarray | None = None):
+        """The query's :class:`~radsift.search.reading.ReadingTiers` over the candidates (None: not negation-aware)."""
         if not self.negation:
             return None
         info = self._candidate_labels(candidates)
@@ -173,12 +180,20 @@ class RankedSystem(System):
             sets = [set(stems.get(t, ())) for t in terms]
             return np.array(sorted(set.intersection(*sets)) if sets else [], dtype=np.int64)
 
+        def places():
+            if "places" not in info:
+                info["places"] = location_flags(n, with_terms, lambda rows: {r: candidates[r] for r in rows})
+            return info["places"]
+
+        def sides():
+            words = side_flags(n, lambda s: stems.get(s, []))
+            return with_implied_sides(words, places()) if locations.enabled() else words
+
         return reading_tiers(
             read_query(" ".join(query.split()), self.labeler), self.labeler, n_units=n, labels=info["labels"],
             finding_codes=info["codes"], sentence_texts=lambda rows: {r: candidates[r] for r in rows},
-            open_candidates=with_terms,
-            side_flags=lambda: side_flags(n, lambda s: stems.get(s, [])),
-            group_of=groups)
+            open_candidates=with_terms, side_flags=sides, location_flags=lambda: places()[0],
+            group_of=groups, classes=True)
 
     # -- ranking ---------------------------------------------------------------------------------
     def score_parts(self, queries: Sequence[str], candidates: Sequence[str]) -> dict[str, np.ndarray]:
@@ -206,9 +221,10 @@ class RankedSystem(System):
                     else:
                         mask = ~np.isin(group_of, banned)
                 scores = {name: m[i] for name, m in parts.items()}
-                tiers = self.tiers(query, candidates, group_of)
+                read = self._reading(query, candidates, group_of)
+                tiers = None if read is None else read.tiers
                 if tiers is not None:
-                    scores["keep"] = stating(tiers)
+                    scores["keep"] = stating(tiers, read.slots)
                 if self.mode == "hybrid":
                     scores["alpha"] = self.alpha
                 if group_of is None:

@@ -481,11 +481,15 @@
       chips.append(readingChip("side", "side words in the query", null, result.reading.side ? asRead.side : "ignore",
         [asRead.side, "ignore"], asRead.side));
     }
+    if (asRead.location) {
+      chips.append(readingChip("location", "lobe, base or apex in the query", null,
+        result.reading.location ? asRead.location : "ignore", [asRead.location, "ignore"], asRead.location));
+    }
     const notes = [];
     if (result.reading.note) notes.push(result.reading.note);
     if (result.negation === "ignore" && asRead.findings.length) notes.push("negation ignored: ranked by similarity only");
     $("reading-note").textContent = notes.join(" · ");
-    row.hidden = !asRead.findings.length && !asRead.side && !notes.length;
+    row.hidden = !asRead.findings.length && !asRead.side && !asRead.location && !notes.length;
   }
 
   // One chip: the finding, where its reading came from, and a menu to flip its status.

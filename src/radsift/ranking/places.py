@@ -1,0 +1,78 @@
+"""Location tiers: a unit naming the query's lobe ranks above one naming no lobe, above one naming another.
+
+Locations (:mod:`radsift.text.locations`) are read like sides: from the query, and from every unit
+that holds a location word (:data:`radsift.text.locations.TRIGGERS`, found from its BM25 postings, so
+the work is in proportion to those units). Within one reading tier, the location tier comes first and
+the side tier second (:func:`where_tiers`): for "left lower lobe opacity", a unit stating a left lower
+lobe (or left basilar) opacity ranks first, then units naming no lobe (left-sided first), then units
+naming another lobe (a left upper lobe opacity before a right one). A location that lies on one side
+("RLL", "lingula", "retrocardiac") also gives its unit that side (:func:`with_implied_sides`).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from radsift.text.locations import TRIGGERS, text_regions
+from radsift.text.tokens import stem
+
+#: Location tiers within one reading tier (same, none, another), each holding the side tiers.
+LOCATION_SLOTS = 3
+
+
+def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
+    """Per-unit location tier for a query's regions: overlapping 0, no location 1, only other regions 2."""
+    unit_regions = np.asarray(unit_regions)
+    tiers = np.ones(len(unit_regions), dtype=np.int64)
+    named = unit_regions != 0
+    tiers[named & ((unit_regions & regions) != 0)] = 0
+    tiers[named & ((unit_regions & regions) == 0)] = 2
+    return tiers
+
+
+def location_flags(n_units: int, units_with: Callable[[Sequence[str]], Sequence[int]],
+                   texts: Callable[[Sequence[int]], Mapping[int, str]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per unit: the regions it names and the sides they imply (:func:`radsift.text.locations.text_regions`).
+
+    Args:
+        n_units: Number of units.
+        units_with: Stems -> the units holding every one of them.
+        texts: Unit rows -> their texts (only the units holding a trigger word are read).
+
+    Returns:
+        ``(regions, implied sides)``: uint8 masks (implied sides: 1 left, 2 right).
+    """
+    regions = np.zeros(n_units, dtype=np.uint8)
+    sided = np.zeros(n_units, dtype=np.uint8)
+    rows: set[int] = set()
+    for words in TRIGGERS:
+        rows.update(int(r) for r in units_with([stem(w) for w in words]))
+    if rows:
+        for row, text in texts(sorted(rows)).items():
+            regions[row], sided[row] = text_regions(text)
+    return regions, sided
+
+
+def with_implied_sides(sides: tuple[np.ndarray, np.ndarray, np.ndarray],
+                       locations: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Side flags (:func:`radsift.ranking.tiers.side_flags`) with the sides the units' locations imply."""
+    left, right, bilateral = sides
+    sided = locations[1]
+    return left | ((sided & 1) != 0), right | ((sided & 2) != 0), bilateral
+
+
+def where_tiers(locations: np.ndarray | None, sides: np.ndarray | None) -> np.ndarray | None:
+    """One key per unit from its location tier and its side tier (location first); None when neither is read.
+
+    Without a location the key is the side tier (0-2); with one, ``location * 3 + side`` (0-8), a missing
+    side counting as tier 0 for every unit.
+    """
+    if locations is None:
+        return sides
+    side_part = 0 if sides is None else sides
+    return np.asarray(locations, dtype=np.int64) * LOCATION_SLOTS + side_part
+
+
+__all__ = ["LOCATION_SLOTS", "location_flags", "location_tiers", "where_tiers", "with_implied_sides"]

@@ -1,0 +1,167 @@
+"""Location words: lobes, the lingula, apices and bases, in queries and in reports.
+
+One definition for every reader of locations, as :mod:`radsift.text.sides` is for sides: the query's
+location (:func:`radsift.search.reading.read_query`), the per-unit location flags the ranking's
+location tier comes from (:func:`radsift.ranking.places.location_flags`, used by both search engines
+and the ``radsift bench`` systems).
+
+A location is a set of *regions* (a bit mask): the five lobes, with the lingula apart from the rest
+of the left upper lobe, so "lingular opacity" and "left upper lobe opacity" overlap but a lingula query
+is not met by every upper-lobe statement. Apices are the upper lobes; a base is the lower lobe (not the
+middle lobe or lingula: reports name those apart, and on the development queries a "right basilar"
+opacity was no answer to "right middle lobe opacity"). Two locations
+match when their regions overlap: "left base" meets "left lower lobe", "bibasilar" meets both lower
+lobes, "right upper lobe" does not meet "left lower lobe".
+
+``RADSIFT_LOCATIONS=off`` turns location reading off everywhere (queries, units and the sides that
+lobe abbreviations imply), for benchmarks that measure before and after in one run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+#: Regions (bits of a location mask).
+RUL, RML, RLL, LUL, LING, LLL = 1, 2, 4, 8, 16, 32
+RIGHT = RUL | RML | RLL
+LEFT = LUL | LING | LLL
+#: Region bit -> name, for display.
+REGION_NAMES = {RUL: "right upper lobe", RML: "right middle lobe", RLL: "right lower lobe",
+                LUL: "left upper lobe", LING: "lingula", LLL: "left lower lobe"}
+#: Environment variable: ``off`` turns location reading off (benchmarks' "before").
+ENV = "RADSIFT_LOCATIONS"
+
+_LOBE = {("right", "upper"): RUL, ("right", "middle"): RML, ("right", "lower"): RLL,
+         ("left", "upper"): LUL | LING, ("left", "middle"): LING, ("left", "lower"): LLL}
+_ABBREV = {"rul": RUL, "rml": RML, "rll": RLL, "lul": LUL | LING, "lll": LLL}
+_UPPER = {"right": RUL, "left": LUL}
+_BASE = {"right": RLL, "left": LLL}
+_BOTH = r"(?:bilateral|bilaterally|both)"
+_SIDE = r"(right|left)"
+_LEVEL = r"(upper|middle|lower)"
+_LUNG = r"(?:\s+lung)?"
+
+# (pattern, what a match names); the first pattern to claim a span wins, so longer phrasings come first.
+_PATTERNS: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), kind) for p, kind in [
+    # "right upper and lower lobes", "left upper and lower lobes"
+    (rf"\b{_SIDE}{_LUNG}\s+{_LEVEL}\s*(?:and|,|/|&)\s*{_LEVEL}\s+lob(?:e|es|ar)\b", "side_levels"),
+    # "right lower lobe", "left upper lobar", "right lung lower lobe", "right lower lung zone"
+    (rf"\b{_SIDE}{_LUNG}\s+{_LEVEL}[-\s]+lob(?:e|es|ar)\b", "side_level"),
+    (rf"\b{_SIDE}\s+(upper|lower)\s+lung(?:\s+(?:zone|field)s?)?\b", "side_zone"),
+    # "lower lobe of the left lung"
+    (rf"\b{_LEVEL}\s+lob(?:e|es)\s+of\s+the\s+{_SIDE}\s+lung\b", "level_of_side"),
+    (r"\b(rul|rml|rll|lul|lll)\b", "abbrev"),
+    (r"\blingula(?:r)?\b", "lingula"),
+    (r"\bretrocardiac\b", "retrocardiac"),
+    # "right apex", "left apical", "right lung apex", "apex of the left lung"
+    (rf"\b{_SIDE}{_LUNG}\s+(?:apex|apices|apical|apically)\b", "side_apex"),
+    (rf"\b(?:apex|apices)\s+of\s+the\s+{_SIDE}\s+lung\b", "apex_of_side"),
+    # "right base", "left basilar", "right lung base", "left basal", "base of the right lung"
+    (rf"\b{_SIDE}{_LUNG}\s+(?:base|bases|basilar|basal|basally|basilarly)\b", "side_base"),
+    (rf"\bbases?\s+of\s+the\s+{_SIDE}\s+lung\b", "base_of_side"),
+    # no side named: both lower lobes ("lower lobes bilaterally", "bibasilar", "lung bases")
+    (rf"\b(?:{_BOTH}\s+)?{_LEVEL}\s+lob(?:e|es|ar)(?:\s+{_BOTH})?\b", "level"),
+    (r"\b(?:bibasilar|bibasal|bibasally|bibasilarly|basilar|basal|basally|bases|lung\s+base|lower\s+lung\s+"
+     r"(?:zones?|fields?))\b(?!\s+(?:ganglia|cell))", "bases"),
+    (r"\b(?:biapical|apical|apices|lung\s+apex|apex\s+of\s+the\s+lung)\b", "apices"),
+]]
+
+
+@dataclass(frozen=True)
+class Location:
+    """A location named in a text.
+
+    Attributes:
+        regions: Bit mask of the regions it covers (:data:`RUL` ... :data:`LLL`).
+        text: The words that named it.
+        start, end: Where.
+    """
+
+    regions: int
+    text: str
+    start: int
+    end: int
+
+    @property
+    def side(self) -> str | None:
+        """The side the location implies: ``left`` or ``right`` when all its regions lie on one side."""
+        if self.regions and not self.regions & LEFT:
+            return "right"
+        if self.regions and not self.regions & RIGHT:
+            return "left"
+        return None
+
+
+def enabled() -> bool:
+    """Whether locations are read (``RADSIFT_LOCATIONS`` is not ``off``)."""
+    return os.environ.get(ENV, "").strip().lower() not in ("off", "0", "false", "no")
+
+
+def _regions(kind: str, groups: tuple[str | None, ...]) -> int:
+    g = [x.lower() if x else x for x in groups]
+    if kind == "side_levels":
+        return _LOBE[(g[0], g[1])] | _LOBE[(g[0], g[2])]
+    if kind == "side_level":
+        return _LOBE[(g[0], g[1])]
+    if kind == "side_zone":
+        return _UPPER[g[0]] if g[1] == "upper" else _BASE[g[0]]
+    if kind == "level_of_side":
+        return _LOBE[(g[1], g[0])]
+    if kind == "abbrev":
+        return _ABBREV[g[0]]
+    if kind == "lingula":
+        return LING
+    if kind == "retrocardiac":
+        return LLL
+    if kind in ("side_apex", "apex_of_side"):
+        return _UPPER[g[0]]
+    if kind in ("side_base", "base_of_side"):
+        return _BASE[g[0]]
+    if kind == "level":
+        return {"upper": RUL | LUL, "middle": RML, "lower": RLL | LLL}[g[0]]
+    if kind == "bases":
+        return _BASE["right"] | _BASE["left"]
+    return RUL | LUL  # apices
+
+
+def read_locations(text: str) -> list[Location]:
+    """The locations ``text`` names, in text order (each span read once, by its longest phrasing)."""
+    taken: list[tuple[int, int]] = []
+    out = []
+    for pattern, kind in _PATTERNS:
+        for m in pattern.finditer(text):
+            if any(m.start() < e and s < m.end() for s, e in taken):
+                continue
+            taken.append((m.start(), m.end()))
+            out.append(Location(_regions(kind, m.groups()), m.group(), m.start(), m.end()))
+    return sorted(out, key=lambda loc: loc.start)
+
+
+def text_regions(text: str) -> tuple[int, int]:
+    """``(regions, implied sides)`` of a text: the union of its locations' regions, and a bit mask of the
+    sides its one-sided locations imply (1 left, 2 right: "RLL" is on the right; "bases" implies none)."""
+    regions = sided = 0
+    for loc in read_locations(text):
+        regions |= loc.regions
+        sided |= {"left": 1, "right": 2}.get(loc.side or "", 0)
+    return regions, sided
+
+
+def describe(regions: int) -> str:
+    """A mask in words: "left lower lobe", "right middle lobe, right lower lobe"."""
+    if regions & LUL and regions & LING:
+        regions &= ~LING
+    return ", ".join(name for bit, name in REGION_NAMES.items() if regions & bit)
+
+
+#: Word groups (before stemming) of which a text naming a location holds every word of at least one: the
+#: units whose texts are read for locations are those holding one (found from their BM25 postings).
+TRIGGERS = tuple((w,) for w in ("lobe", "lobes", "lobar", "rul", "rml", "rll", "lul", "lll", "lingula", "lingular",
+                                 "retrocardiac", "apex", "apices", "apical", "apically", "biapical", "base",
+                                 "bases", "basilar", "basal", "basally", "basilarly", "bibasilar", "bibasal",
+                                 "bibasally", "bibasilarly")) + (("upper", "lung"), ("lower", "lung"))
+
+__all__ = ["ENV", "LEFT", "LING", "LLL", "LUL", "Location", "REGION_NAMES", "RIGHT", "RLL", "RML", "RUL",
+           "TRIGGERS", "describe", "enabled", "read_locations", "text_regions"]
