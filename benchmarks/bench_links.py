@@ -24,11 +24,16 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_descriptions import (DATA, evaluate, open_index, outside_findings, read_queries,  # noqa: E402
-                                relevant_reports, weak_label_queries)
+from bench_descriptions import (
+    DATA,
+    evaluate,
+    open_index,
+    outside_findings,
+    read_queries,
+    relevant_reports,
+    weak_label_queries,
+)
 
 
 def link_rows(idx, texts: list[str]) -> list[str | None]:

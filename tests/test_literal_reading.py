@@ -20,7 +20,12 @@ from radsift.index import build_index
 from radsift.models.hashing import HashingEncoder
 from radsift.models.settings import SearchSettings, write_search_settings
 from radsift.records import Report
-from radsift.search.concepts import ConceptLinker, concept_places, query_places, substances_of
+from radsift.search.concepts import (
+    ConceptLinker,
+    concept_places,
+    query_places,
+    substances_of,
+)
 
 LEXICON = """
 concepts:
@@ -115,7 +120,7 @@ def test_the_cli_and_the_api_show_both_readings(built, index, monkeypatch, tmp_p
 
     from radsift.serve.app import create_app
 
-    root, enc = built
+    root, _ = built
     monkeypatch.setattr("radsift.models.encoder.Encoder.load",
                         classmethod(lambda cls, model=None, **kw: HashingEncoder(model)))
     runner = CliRunner()

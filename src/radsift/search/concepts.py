@@ -62,21 +62,21 @@ _DET = r"(?:(?:the|my|his|her|their|a|both|either|each|right|left|\w+al)\s+){0,2
 PLACES: dict[str, tuple[re.Pattern, re.Pattern | None, tuple[str, ...]]] = {
     "pleura": (re.compile(r"\b(?:around|surrounding|encasing|outside|about|lining(?:\s+of)?|covering)\s+" + _DET
                           + r"lungs?\b|\blungs?\W+lining|\bpleura\w*|\bchest\s+wall\s+and\s+" + _DET
-                          + r"lungs?\b|\bbetween\s+" + _DET + r"lungs?\s+and\b", re.I),
-               re.compile(r"\bpleura|\b\w*thorax\b|\bempyema\b|^effusion$", re.I), ()),
+                          + r"lungs?\b|\bbetween\s+" + _DET + r"lungs?\s+and\b", re.IGNORECASE),
+               re.compile(r"\bpleura|\b\w*thorax\b|\bempyema\b|^effusion$", re.IGNORECASE), ()),
     "pericardium": (re.compile(r"\b(?:around|surrounding|encasing|squeezing)\s+" + _DET + r"heart\b|\bsac\b.{0,30}"
-                               r"\bheart\b|\bpericardi\w*", re.I),
-                    re.compile(r"\bpericardi", re.I), ()),
+                               r"\bheart\b|\bpericardi\w*", re.IGNORECASE),
+                    re.compile(r"\bpericardi", re.IGNORECASE), ()),
     "lung": (re.compile(r"\b(?:in|inside|within|filling|into|throughout)\s+" + _DET
-                        + r"lungs?\b(?!\s+(?:bases?|apex|apices|linings?)\b)", re.I),
+                        + r"lungs?\b(?!\s+(?:bases?|apex|apices|linings?)\b)", re.IGNORECASE),
              None, ("pleura", "pericardium")),
 }
 #: Substances a finding text or a concept may name (the query's words; the concept's name and synonyms).
 SUBSTANCES: dict[str, re.Pattern] = {
-    "air": re.compile(r"pneumo(?!n)|\bair\b|\bgas\b", re.I),
-    "fluid": re.compile(r"\bhydro|fluid|effusion|\bliquid|\bwater|\bwet\b|\bedema|\boedema", re.I),
-    "blood": re.compile(r"\bhaem|\bhem(?!i)|\bblood|\bbleed", re.I),
-    "pus": re.compile(r"empyema|pyothorax|\bpus\b|purulent|infected\s+(?:pleural\s+)?(?:fluid|effusion)", re.I),
+    "air": re.compile(r"pneumo(?!n)|\bair\b|\bgas\b", re.IGNORECASE),
+    "fluid": re.compile(r"\bhydro|fluid|effusion|\bliquid|\bwater|\bwet\b|\bedema|\boedema", re.IGNORECASE),
+    "blood": re.compile(r"\bhaem|\bhem(?!i)|\bblood|\bbleed", re.IGNORECASE),
+    "pus": re.compile(r"empyema|pyothorax|\bpus\b|purulent|infected\s+(?:pleural\s+)?(?:fluid|effusion)", re.IGNORECASE),
 }
 #: Blood and pus are fluids: a query for fluid may find them, a query for blood finds a fluid.
 KIND_OF = {"blood": "fluid", "pus": "fluid"}
@@ -120,14 +120,14 @@ class ConceptLinker:
         self.places = list(places) if places is not None else [frozenset()] * len(self.concepts)
         self.substances = [frozenset()] * len(self.concepts)
 
-    def with_substances(self, substances: Sequence[frozenset[str]]) -> "ConceptLinker":
+    def with_substances(self, substances: Sequence[frozenset[str]]) -> ConceptLinker:
         """This linker with each concept's substances (:func:`substances_of` its name and synonyms)."""
         self.substances = list(substances)
         return self
 
     @classmethod
     def for_lexicon(cls, lexicon, encoder, cache_dir: str | Path | None = None,
-                    fingerprint: str | None = None) -> "ConceptLinker":
+                    fingerprint: str | None = None) -> ConceptLinker:
         """Embed the lexicon's phrases with ``encoder`` (read from ``cache_dir`` when there).
 
         Args:

@@ -19,8 +19,8 @@ from radsift.ranking import MODES
 from radsift.records import HitMention, QueryReading, Report
 from radsift.search.mentions import mentions_in
 from radsift.search.options import SearchOptions, check_search, search_options
-from radsift.search.query import NEGATION, check_choice, normalize_query
 from radsift.search.plan import literal_check
+from radsift.search.query import NEGATION, check_choice, normalize_query
 from radsift.search.reading import READ_AS, parse_override, read_query
 from radsift.search.resources import IndexResources
 from radsift.search.results import SearchResult
