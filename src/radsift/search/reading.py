@@ -5,9 +5,9 @@ spotter and ConText rules, :class:`~radsift.labels.Labeler`); when the query nam
 open-vocabulary reader (:mod:`radsift.labels.openvocab`) reads its finding phrases, and the
 concept linker (:mod:`radsift.search.concepts`) may find the lexicon concept the query describes
 ("a breathing tube in the windpipe"). The user's words stay (``read_as``, :data:`READ_AS`): when
-a phrase of the query occurs in the index, its literal reading is kept and the link is added
+the query's phrases occur in the index, its literal reading is kept and the link is added
 beside it (``also``: the literal reading ranks first, the link orders units within it); only a
-query whose phrases occur nowhere in the index is read as the concept it links to. Side words
+query with a phrase the index never holds is read as the concept it links to. Side words
 (left, right, bilateral) are read on their own. A reading can be overridden finding by finding
 (the page's chips: present / absent / uncertain / ignore).
 
@@ -101,8 +101,11 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         text, status, cue = labeler.query_finding_text(query)
         linked = link(text) if text else None
         if linked is not None:
-            stays = read_as == "both" and literal is not None and any(literal(p.stems) for p in phrases)
-            if stays:  # the user's words stay; the link stands beside them
+            # The user's words stay when the index holds every phrase of them (a phrase it never holds
+            # makes a literal reading no unit can state); the link then stands beside them.
+            stays = read_as == "both" and literal is not None and bool(phrases) and all(
+                literal(p.stems) for p in phrases)
+            if stays:
                 for p in phrases:
                     found.setdefault(p.text.lower(), ReadFinding(p.text.lower(), p.status, "open", p.cue, side))
             found.setdefault(linked.concept, ReadFinding(
