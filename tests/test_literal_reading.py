@@ -115,6 +115,12 @@ def test_a_phrase_the_index_never_holds_is_read_as_its_link(index):
     assert ids(hits)[0] == "eff"
 
 
+def test_a_query_with_a_phrase_the_index_never_holds_is_read_as_its_link(index):
+    # "zebra" occurs in no report: no unit could state the literal reading, so the link reads alone.
+    (f,) = index.read("no chest pain or zebra").findings
+    assert (f.finding, f.source, f.beside) == ("acute cardiopulmonary abnormality", "linked", None)
+
+
 def test_the_cli_and_the_api_show_both_readings(built, index, monkeypatch, tmp_path):
     from fastapi.testclient import TestClient
 
