@@ -509,7 +509,8 @@ def test_search_returns_the_reading_and_each_hits_status(client):
     body = search(client, q="no pleural effusion", mode="hybrid", k=5)
     assert body["negation"] == "aware" and body["overrides"] == []
     assert body["reading"] == {"findings": [{"finding": "pleural effusion", "status": "absent", "source": "lexicon",
-                                             "cue": "no", "side": None, "via": None, "score": None}],
+                                             "cue": "no", "side": None, "via": None, "score": None,
+                                             "beside": None}],
                                "side": None, "negation": "aware", "note": "", "location": None}
     assert body["read_as"] == body["reading"]
     top = body["hits"][0]

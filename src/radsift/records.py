@@ -116,6 +116,9 @@ class ReadFinding:
         side: The query's side (``left``, ``right``, ``bilateral``) or None.
         via: For ``linked``: the concept's name, synonym or description the query matched.
         score: For ``linked``: the cosine of that match.
+        beside: For a link added beside the literal reading (the query's own phrase occurs in the
+            index): that reading's finding. The literal reading ranks first, the link only orders
+            within it (``also: ...``); None for a link that stands in the literal reading's place.
     """
 
     finding: str
@@ -125,6 +128,7 @@ class ReadFinding:
     side: str | None = None
     via: str | None = None
     score: float | None = None
+    beside: str | None = None
 
     @property
     def labeled(self) -> bool:
@@ -134,7 +138,7 @@ class ReadFinding:
     def to_dict(self) -> dict[str, Any]:
         return {"finding": self.finding, "status": self.status, "source": self.source, "cue": self.cue,
                 "side": self.side, "via": self.via,
-                "score": None if self.score is None else round(float(self.score), 4)}
+                "score": None if self.score is None else round(float(self.score), 4), "beside": self.beside}
 
 
 @dataclass(frozen=True)
@@ -164,7 +168,8 @@ class QueryReading:
 
     def describe(self) -> str:
         """One line: ``cardiomegaly: absent (lexicon, cue 'no'); side left``."""
-        parts = [f"{f.finding}: {f.status} ({f.source}{f', cue ' + repr(f.cue) if f.cue else ''}"
+        parts = [f"{'also ' if f.beside else ''}{f.finding}: {f.status} ({f.source}"
+                 f"{f', cue ' + repr(f.cue) if f.cue else ''}"
                  f"{f', understood from ' + repr(f.via) if f.source == 'linked' else ''})" for f in self.findings]
         if self.side:
             parts.append(f"side {self.side}")

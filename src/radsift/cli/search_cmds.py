@@ -41,7 +41,7 @@ app = top_level_commands()
 
 #: The search options a search's audit line records (those the web service's line records).
 AUDITED_OPTIONS = ("k", "mode", "level", "target", "unit", "where", "since", "until", "patient", "negation", "rerank",
-                   "reading", "alpha", "concepts", "prf", "offset")
+                   "reading", "alpha", "concepts", "read_as", "prf", "offset")
 SearchAuditOpt = Annotated[Optional[Path], typer.Option(
     "--audit-log", metavar="FILE", help="Audit trail to append the search to (query, options, result ids; default "
                                         "INDEX_DIR/audit/searches.jsonl).")]

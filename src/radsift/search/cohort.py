@@ -40,7 +40,7 @@ MAX_ROWS_LIMIT = 1_000_000
 PAGE = 1000
 #: The search options a cohort takes (:class:`~radsift.search.options.SearchOptions`): an export's and a
 #: saved search's (a cohort is a report-level walk of the whole ranked list: no ``k``, ``offset`` or ``level``).
-COHORT_OPTIONS = ("mode", "target", "where", "negation", "reading", "alpha", "concepts")
+COHORT_OPTIONS = ("mode", "target", "where", "negation", "reading", "alpha", "concepts", "read_as")
 FORMATS = ("csv", "jsonl")
 _KEEP = {"states": ("states",), "related": ("states", "related"), "all": ("states", "related", "unlikely")}
 
@@ -206,6 +206,8 @@ def export_command(cohort: "Cohort", out: str | Path | None = None) -> str:
             words += [flag, str(value)]
     if cohort.options.get("concepts") is False:
         words.append("--no-concepts")
+    if cohort.options.get("read_as") not in (None, "both"):
+        words += ["--read-as", str(cohort.options["read_as"])]
     return " ".join(shlex.quote(w) for w in words)
 
 

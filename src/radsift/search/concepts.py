@@ -12,7 +12,22 @@ A linked concept then acts as if the query had named it: it joins the query's re
 ``linked``, so the stored labels rank the units that state it first, with the query's cue
 deciding the wanted status), its name and short synonyms join the BM25 side of the query, and the
 reading shows "understood as: endotracheal tube". A query whose own words name a lexicon finding
-is read by the labeler as before; one that links to nothing is searched as before.
+is read by the labeler as before; one that links to nothing is searched as before. When the
+query's own phrase occurs in the index, the link is added beside the literal reading, never in its
+place (:func:`radsift.search.reading.read_query`, ``read_as``).
+
+Two rules keep a link from being a guess between neighbours:
+
+- **Where counts.** Words of place in the finding text ("around the lungs", "in the pleural
+  space", "around the heart", "in the lungs") restrict the link to the concepts of that place
+  (:data:`PLACES`): "fluid around the lungs" is a pleural effusion, "water in the lungs" is not;
+  a concept's place is read from its own name and synonyms (``pleural ...``, ``pericardial ...``),
+  so a user's lexicon gets the same rule.
+- **What counts.** Words of substance (air, fluid, blood, pus) do the same: "fluid around the lungs"
+  is no hydropneumothorax (air and fluid) and no empyema (pus); blood and pus are fluids
+  (:data:`SUBSTANCES`).
+- **A clear winner.** The best concept must beat the next one by :data:`LINK_MARGIN` (cosine):
+  a query halfway between pleural plaque and pleural thickening links to neither.
 
 The phrase vectors are computed once per (model, lexicon) and kept in the index folder under
 ``cache/`` (outside the generations: a rebuild or an ``index add`` does not touch them); an
@@ -24,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +51,35 @@ from radsift.ranking import best_per_owner
 
 #: Synonyms longer than this many words do not join the BM25 side of a linked query.
 MAX_EXPANSION_WORDS = 3
+#: The best concept's cosine must exceed the runner-up's by this much to be linked (chosen on the
+#: development descriptions only: ``docs/measurements.md``, "Concept linking").
+LINK_MARGIN = 0.05
+
+_DET = r"(?:(?:the|my|his|her|their|a|both|either|each|right|left|\w+al)\s+){0,2}"
+#: Places a finding text may name, each as (the words that name it in a query, the words that put a
+#: concept there in its name or synonyms, the places it rules out). A query naming a place links only
+#: to concepts of that place; ``lung`` (inside the lung) rules the pleura and the pericardium out.
+PLACES: dict[str, tuple[re.Pattern, re.Pattern | None, tuple[str, ...]]] = {
+    "pleura": (re.compile(r"\b(?:around|surrounding|encasing|outside|about|lining(?:\s+of)?|covering)\s+" + _DET
+                          + r"lungs?\b|\blungs?\W+lining|\bpleura\w*|\bchest\s+wall\s+and\s+" + _DET
+                          + r"lungs?\b|\bbetween\s+" + _DET + r"lungs?\s+and\b", re.IGNORECASE),
+               re.compile(r"\bpleura|\b\w*thorax\b|\bempyema\b|^effusion$", re.IGNORECASE), ()),
+    "pericardium": (re.compile(r"\b(?:around|surrounding|encasing|squeezing)\s+" + _DET + r"heart\b|\bsac\b.{0,30}"
+                               r"\bheart\b|\bpericardi\w*", re.IGNORECASE),
+                    re.compile(r"\bpericardi", re.IGNORECASE), ()),
+    "lung": (re.compile(r"\b(?:in|inside|within|filling|into|throughout)\s+" + _DET
+                        + r"lungs?\b(?!\s+(?:bases?|apex|apices|linings?)\b)", re.IGNORECASE),
+             None, ("pleura", "pericardium")),
+}
+#: Substances a finding text or a concept may name (the query's words; the concept's name and synonyms).
+SUBSTANCES: dict[str, re.Pattern] = {
+    "air": re.compile(r"pneumo(?!n)|\bair\b|\bgas\b", re.IGNORECASE),
+    "fluid": re.compile(r"\bhydro|fluid|effusion|\bliquid|\bwater|\bwet\b|\bedema|\boedema", re.IGNORECASE),
+    "blood": re.compile(r"\bhaem|\bhem(?!i)|\bblood|\bbleed", re.IGNORECASE),
+    "pus": re.compile(r"empyema|pyothorax|\bpus\b|purulent|infected\s+(?:pleural\s+)?(?:fluid|effusion)", re.IGNORECASE),
+}
+#: Blood and pus are fluids: a query for fluid may find them, a query for blood finds a fluid.
+KIND_OF = {"blood": "fluid", "pus": "fluid"}
 
 
 @dataclass(frozen=True)
@@ -61,19 +106,28 @@ class ConceptLinker:
         owner: Concept index of each phrase.
         vectors: Unit vectors of the phrases, ``(len(phrases), dim)``.
         expansions: Per concept, the words its link adds to the BM25 side.
+        places: Per concept, the places of :data:`PLACES` its name or synonyms put it in (None: read
+            from ``phrases`` and ``concepts``).
     """
 
     def __init__(self, concepts: Sequence[str], phrases: Sequence[str], owner: np.ndarray, vectors: np.ndarray,
-                 expansions: Sequence[str]) -> None:
+                 expansions: Sequence[str], places: Sequence[frozenset[str]] | None = None) -> None:
         self.concepts = list(concepts)
         self.phrases = list(phrases)
         self.owner = np.asarray(owner, dtype=np.int64)
         self.vectors = np.asarray(vectors, dtype=np.float32)
         self.expansions = list(expansions)
+        self.places = list(places) if places is not None else [frozenset()] * len(self.concepts)
+        self.substances = [frozenset()] * len(self.concepts)
+
+    def with_substances(self, substances: Sequence[frozenset[str]]) -> ConceptLinker:
+        """This linker with each concept's substances (:func:`substances_of` its name and synonyms)."""
+        self.substances = list(substances)
+        return self
 
     @classmethod
     def for_lexicon(cls, lexicon, encoder, cache_dir: str | Path | None = None,
-                    fingerprint: str | None = None) -> "ConceptLinker":
+                    fingerprint: str | None = None) -> ConceptLinker:
         """Embed the lexicon's phrases with ``encoder`` (read from ``cache_dir`` when there).
 
         Args:
@@ -83,31 +137,86 @@ class ConceptLinker:
             fingerprint: The encoder's identity, part of the cache key.
         """
         concepts, phrases, owner, expansions = _phrases(lexicon)
+        places = [concept_places(c.name, c.synonyms) for c in lexicon]
         key = hashlib.sha256(json.dumps([fingerprint or getattr(encoder, "name", ""), phrases]).encode()).hexdigest()
         cached = _read_cache(cache_dir, key, len(phrases))
         vectors = cached if cached is not None else encoder.encode(phrases, batch_size=128)
         if cached is None:
             _write_cache(cache_dir, key, vectors)
-        return cls(concepts, phrases, owner, vectors, expansions)
+        return cls(concepts, phrases, owner, vectors, expansions, places).with_substances(
+            [substances_of([c.name, *c.synonyms]) for c in lexicon])
 
-    def scores(self, query_vector: np.ndarray) -> np.ndarray:
-        """The best cosine of the query with each concept's phrases (one per concept)."""
+    def scores(self, query_vector: np.ndarray, text: str | None = None) -> np.ndarray:
+        """The best cosine of the query with each concept's phrases (one per concept); with the query's
+        finding ``text``, the concepts its words of place rule out score -inf."""
         sims = self.vectors @ np.asarray(query_vector, dtype=np.float32)
-        return best_per_owner(sims, self.owner, len(self.concepts))
+        out = best_per_owner(sims, self.owner, len(self.concepts))
+        allowed = self.allowed(text) if text else None
+        if allowed is not None:
+            out[~allowed] = -np.inf
+        return out
 
-    def link(self, query_vector: np.ndarray, threshold: float) -> Link | None:
-        """The concept the query describes, or None when no phrase reaches ``threshold``."""
+    def allowed(self, text: str) -> np.ndarray | None:
+        """The concepts the places and substances named in ``text`` allow (None: it names neither, or no
+        concept of the lexicon is what and where it says)."""
+        named = query_places(text)
+        stuff = substances_of([text])
+        if not named and not stuff:
+            return None
+        ok = np.ones(len(self.concepts), dtype=bool)
+        if stuff:  # a concept of another substance is not what the query describes
+            ok &= np.array([s <= stuff for s in self.substances], dtype=bool)
+        for place in named:
+            _, where, excludes = PLACES[place]
+            if where is not None:
+                ok &= np.array([place in p for p in self.places], dtype=bool)
+            for other in excludes:
+                ok &= np.array([other not in p for p in self.places], dtype=bool)
+        return ok if ok.any() else None
+
+    def link(self, query_vector: np.ndarray, threshold: float, text: str | None = None,
+             margin: float = LINK_MARGIN) -> Link | None:
+        """The concept the query describes, or None: no phrase reaches ``threshold``, or the best concept
+        beats the next by less than ``margin``. ``text`` (the finding text the vector encodes) lets its
+        words of place (:data:`PLACES`) count."""
         if not len(self.phrases):
             return None
-        sims = self.vectors @ np.asarray(query_vector, dtype=np.float32)
-        best = int(np.argmax(sims))
-        if float(sims[best]) < threshold:
+        scores = self.scores(query_vector, text)
+        order = np.argsort(-scores, kind="stable")
+        best = int(order[0])
+        if not float(scores[best]) >= threshold:
             return None
-        return Link(self.concepts[self.owner[best]], float(sims[best]), self.phrases[best])
+        if len(order) > 1 and float(scores[best]) - float(scores[order[1]]) < margin:
+            return None
+        sims = self.vectors @ np.asarray(query_vector, dtype=np.float32)
+        own = np.flatnonzero(self.owner == best)
+        phrase = int(own[np.argmax(sims[own])])
+        return Link(self.concepts[best], float(scores[best]), self.phrases[phrase])
 
     def expansion(self, concept: str) -> str:
         """The words a link to ``concept`` adds to the BM25 side of the query."""
         return self.expansions[self.concepts.index(concept)]
+
+
+def query_places(text: str) -> list[str]:
+    """The places of :data:`PLACES` a finding text names ("fluid around the lungs" -> ``["pleura"]``)."""
+    return [name for name, (words, _, _) in PLACES.items() if words.search(text)]
+
+
+def substances_of(texts: Sequence[str]) -> frozenset[str]:
+    """The substances of :data:`SUBSTANCES` the texts name, with what they are kinds of (blood -> fluid)."""
+    found = {name for name, words in SUBSTANCES.items() if any(words.search(t) for t in texts)}
+    return frozenset(found | {KIND_OF[s] for s in found if s in KIND_OF})
+
+
+def concept_places(name: str, synonyms: Sequence[str]) -> frozenset[str]:
+    """The places a concept's name or synonyms put it in (``pleural thickening`` -> pleura)."""
+    own = [name, *synonyms]
+    found = {place for place, (_, where, _) in PLACES.items()
+             if where is not None and any(where.search(p) for p in own)}
+    if "pericardium" in found:  # "pericardial effusion" is no pleural effusion
+        found.discard("pleura")
+    return frozenset(found)
 
 
 def _phrases(lexicon) -> tuple[list[str], list[str], np.ndarray, list[str]]:

@@ -23,15 +23,18 @@ def hit_text(hit: Hit, style: str = "bold black on yellow") -> Text:
 
 
 def reading_text(reading: QueryReading) -> Text:
-    """``read as: cardiomegaly absent (lexicon, cue 'no') · side left``, statuses coloured."""
+    """``read as: cardiomegaly absent (lexicon, cue 'no') · side left``, statuses coloured; a link beside the
+    literal reading follows it as ``; also: pleural effusion present (linked, ...)``."""
     line = Text("read as: ", style="dim")
     if not reading.findings and not reading.side and not reading.location:
         line.append("no finding (plain similarity)" if not reading.note else reading.note)
         return line
     for i, f in enumerate(reading.findings):
-        if i:
+        if f.beside:
+            line.append("; also: ", style="dim")
+        elif i:
             line.append(" · ", style="dim")
-        if f.source == "linked":
+        if f.source == "linked" and not f.beside:
             line.append("understood as ", style="dim")
         line.append(f.finding + " ")
         line.append(f.status, style=STATUS_STYLE.get(f.status, ""))

@@ -19,8 +19,9 @@ from radsift.ranking import MODES
 from radsift.records import HitMention, QueryReading, Report
 from radsift.search.mentions import mentions_in
 from radsift.search.options import SearchOptions, check_search, search_options
+from radsift.search.plan import literal_check
 from radsift.search.query import NEGATION, check_choice, normalize_query
-from radsift.search.reading import parse_override, read_query
+from radsift.search.reading import READ_AS, parse_override, read_query
 from radsift.search.resources import IndexResources
 from radsift.search.results import SearchResult
 from radsift.search.walk import walk
@@ -126,16 +127,18 @@ class Index(IndexResources):
         return open_backend(store, self._backend_name, kind, self._milvus_uri)
 
     def read(self, query: str, negation: str = "aware", reading: Mapping[str, str] | Iterable[str] | None = None,
-             mode: str = "hybrid", concepts: bool = True) -> QueryReading:
+             mode: str = "hybrid", concepts: bool = True, read_as: str = "both") -> QueryReading:
         """How a query is read: its findings with the status it asks for, and its side.
 
-        ``negation``, ``reading``, ``mode`` and ``concepts`` are those of :class:`SearchOptions`
+        ``negation``, ``reading``, ``mode``, ``concepts`` and ``read_as`` are those of :class:`SearchOptions`
         (``bm25`` never links a query to a concept: linking needs the encoder).
         """
         query = normalize_query(query)
+        store = self.store
         return read_query(query, self.labeler, negation=check_choice("negation", negation, NEGATION),
-                          override=parse_override(reading), lexicon=self.store.manifest.lexicon is not None,
-                          link=self._link_function(check_choice("mode", mode, MODES), query, None) if concepts else None)
+                          override=parse_override(reading), lexicon=store.manifest.lexicon is not None,
+                          link=self._link_function(check_choice("mode", mode, MODES), query, None) if concepts else None,
+                          read_as=check_choice("read_as", read_as, READ_AS), literal=literal_check(store))
 
     def search(self, query: str, options: SearchOptions | None = None, **overrides: Any) -> SearchResult:
         """Search the index.

@@ -45,7 +45,7 @@ from radsift.ranking import MODES
 from radsift.search.query import (LEVELS, MAX_FILTERS, Filter, MAX_K, MAX_OFFSET, MAX_PATIENT_CHARS, MAX_QUERY_CHARS,
                                   MAX_RERANK, NEGATION, UNITS, WHOLE_REPORT, check_alpha, check_bool, check_choice,
                                   check_patient, check_rerank, check_target, normalize_query, parse_where, whole_number)
-from radsift.search.reading import parse_override
+from radsift.search.reading import READ_AS, parse_override
 
 _KEY = "radsift.option"
 _SAME = object()
@@ -219,6 +219,10 @@ class SearchOptions:
     concepts: bool = _option(True, "Link a query that describes a lexicon finding without naming it to that "
                              "finding (\"understood as\"; modes that use the encoder only).",
                              flags=("--concepts/--no-concepts",))
+    read_as: str = _option("both", "How a query linked to a lexicon finding is read: both (the query's own words "
+                           "first whenever they occur in the index, the linked finding beside them: 'also'), "
+                           "literal (never linked) or linked (the linked finding in place of the words).",
+                           choices=READ_AS, metavar="both|literal|linked")
     prf: bool = _option(False, "Pseudo-relevance feedback: expand the query from its first-pass top hits (RM3 on "
                         "BM25, Rocchio on the dense side), then rank again.")
     offset: int = _option(0, "Hits of the ranked list to skip (paging: the page after offset 0, k 25 is offset 25, "

@@ -47,7 +47,7 @@ class Plan:
 def plan_search(store: IndexStore, request: SearchRequest, reading: QueryReading, labeler) -> Plan:
     """The plan of ``request`` over ``store`` for the query's ``reading`` (``labeler`` reads open phrases)."""
     read_tiers = unit_reading(store, request.options, reading, labeler)
-    tiers = read_tiers.tiers
+    tiers = read_tiers.reading  # a link beside the literal reading orders within its tiers: keep what states it
     keep = stating(tiers, read_tiers.slots) if tiers is not None and reading.findings else None
     return Plan(eligible_mask(store, request.options), read_tiers, keep)
 
@@ -111,6 +111,16 @@ def unit_reading(store: IndexStore, opts, reading: QueryReading, labeler) -> Rea
                                                                    lambda: section_of_sentence(store)),
         group_of=units.report_row if opts.level == "report" else None, classes=True,
     )
+
+
+def literal_check(store: IndexStore):
+    """A phrase's stems -> whether some sentence of ``store`` holds them all (the query's words occur in
+    the index, so its literal reading stays: :func:`~radsift.search.reading.read_query`)."""
+    def occurs(stems) -> bool:
+        n = store.units("sentence").report_row.shape[0]
+        return bool(units_with_terms(store.bm25("sentence"), list(stems), n).size)
+
+    return occurs
 
 
 def unit_sides(store: IndexStore, unit: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -2,9 +2,12 @@
 
 The reading comes from the labeler that labeled the index: lexicon findings first (the
 spotter and ConText rules, :class:`~radsift.labels.Labeler`); when the query names none, the
-concept linker (:mod:`radsift.search.concepts`) may find the lexicon concept it describes
-("a breathing tube in the windpipe"); failing that, the open-vocabulary reader
-(:mod:`radsift.labels.openvocab`) reads its finding phrases. Side words
+open-vocabulary reader (:mod:`radsift.labels.openvocab`) reads its finding phrases, and the
+concept linker (:mod:`radsift.search.concepts`) may find the lexicon concept the query describes
+("a breathing tube in the windpipe"). The user's words stay (``read_as``, :data:`READ_AS`): when
+the query's phrases occur in the index, its literal reading is kept and the link is added
+beside it (``also``: the literal reading ranks first, the link orders units within it); only a
+query with a phrase the index never holds is read as the concept it links to. Side words
 (left, right, bilateral) and locations (lobes, lingula, apices, bases: :mod:`radsift.text.locations`)
 are read on their own; a one-sided location ("RLL", "lingular") gives the query its side. A reading can be overridden finding by finding
 (the page's chips: present / absent / uncertain / ignore).
@@ -40,6 +43,10 @@ MAX_FINDINGS = 10
 OPEN_CANDIDATES = 2000
 #: Statuses a reading can be set to (``ignore`` drops the finding from the reading).
 OVERRIDE_STATUSES = ("present", "absent", "uncertain", "ignore")
+#: How a query that links to a concept is read: ``both`` (the literal reading, with the link beside it
+#: when the query's phrase occurs in the index; the link alone when it occurs nowhere), ``literal`` (never
+#: linked) or ``linked`` (the link in the literal reading's place, whatever the index holds).
+READ_AS = ("both", "literal", "linked")
 
 
 def parse_override(items: Iterable[str] | Mapping[str, str] | None) -> dict[str, str]:
@@ -69,7 +76,8 @@ def parse_override(items: Iterable[str] | Mapping[str, str] | None) -> dict[str,
 
 
 def read_query(query: str, labeler, *, negation: str = "aware", override: Mapping[str, str] | None = None,
-               lexicon: bool = True, link: Callable[[str], "Link | None"] | None = None) -> QueryReading:
+               lexicon: bool = True, link: Callable[[str], "Link | None"] | None = None, read_as: str = "both",
+               literal: Callable[[Sequence[str]], bool] | None = None) -> QueryReading:
     """Read a query (see the module docstring).
 
     Args:
@@ -79,6 +87,9 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         override: ``{finding: status or "ignore"}``; ``side`` is the side's key, ``location`` the location's.
         lexicon: Whether the index has lexicon labels (False: the open-vocabulary reader only).
         link: The query's finding text -> the concept it describes, or None (no linking).
+        read_as: One of :data:`READ_AS`.
+        literal: A phrase's stems -> whether some unit of the index holds them all (None: the phrase
+            counts as absent from the index, so ``both`` reads as the link alone, as before).
 
     Raises:
         ConfigError: The override names a finding the query was not read to name.
@@ -90,14 +101,23 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     if lexicon:
         for m in labeler.label(query):
             found.setdefault(m.finding, ReadFinding(m.finding, m.status, "lexicon", m.cue, side))
-    if not found and lexicon and link is not None:
+    phrases = labeler.query_phrases(query) if not found else []
+    if not found and lexicon and link is not None and read_as != "literal":
         text, status, cue = labeler.query_finding_text(query)
         linked = link(text) if text else None
         if linked is not None:
-            found[linked.concept] = ReadFinding(linked.concept, status, "linked", cue, side, linked.phrase,
-                                                linked.score)
+            # The user's words stay when the index holds every phrase of them (a phrase it never holds
+            # makes a literal reading no unit can state); the link then stands beside them.
+            stays = read_as == "both" and literal is not None and bool(phrases) and all(
+                literal(p.stems) for p in phrases)
+            if stays:
+                for p in phrases:
+                    found.setdefault(p.text.lower(), ReadFinding(p.text.lower(), p.status, "open", p.cue, side))
+            found.setdefault(linked.concept, ReadFinding(
+                linked.concept, status, "linked", cue, side, linked.phrase, linked.score,
+                beside=phrases[0].text.lower() if stays else None))
     if not found:
-        for p in labeler.query_phrases(query):
+        for p in phrases:
             found.setdefault(p.text.lower(), ReadFinding(p.text.lower(), p.status, "open", p.cue, side))
     findings = list(found.values())
     note = ""
@@ -121,6 +141,9 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         if override.get("side") == "ignore":
             side = None
             findings = [replace(f, side=None) for f in findings]
+    kept = {f.finding for f in findings}
+    # A link whose literal reading was taken out (or lies past MAX_FINDINGS) stands in its place.
+    findings = [replace(f, beside=None) if f.beside and f.beside not in kept else f for f in findings]
     return QueryReading(tuple(findings), side, negation, note, location, regions)
 
 
@@ -150,6 +173,8 @@ class ReadingTiers:
         capped: True when an open-vocabulary phrase had more candidate sentences than were read
             (:data:`OPEN_CANDIDATES`): counts from it are then lower bounds.
         slots: Side and location keys within one reading tier (:func:`radsift.ranking.tiers.stating`).
+        literal: The tiers of the literal reading alone when a link beside it orders units within them
+            (``tiers`` then holds both keys); None when ``tiers`` are the literal reading's.
     """
 
     tiers: np.ndarray | None
@@ -157,6 +182,12 @@ class ReadingTiers:
     statuses: tuple[str, ...] = ()
     capped: bool = False
     slots: int = SIDE_SLOTS
+    literal: np.ndarray | None = None
+
+    @property
+    def reading(self) -> np.ndarray | None:
+        """The tiers of the reading the counts and the kept units follow (the literal one, link or not)."""
+        return self.literal if self.literal is not None else self.tiers
 
     def classes(self, rows: np.ndarray, group_of: np.ndarray | None = None, n_groups: int | None = None):
         """What the units ``rows`` state, and what each report states judged on those units only
@@ -195,35 +226,52 @@ def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple
     """
     if not reading.active:
         return ReadingTiers(None) if classes else None
-    raw = None
-    capped = False
-    if reading.findings:
-        columns = []
-        for f in reading.findings:
-            if f.labeled:
-                code = finding_codes.get(f.finding, -1)
-                row, finding, status = labels
-                sel = finding == code
-                columns.append((row[sel], status[sel]))
-            else:
-                rows_, status_, over = _open_mentions(f.finding, labeler, sentence_texts, open_candidates)
-                columns.append((rows_, status_))
-                capped = capped or over
-        rows = np.concatenate([c[0] for c in columns]).astype(np.int64) if columns else np.zeros(0, np.int64)
-        codes = np.concatenate([np.full(len(c[0]), j) for j, c in enumerate(columns)]).astype(np.int64)
-        status = np.concatenate([c[1] for c in columns]).astype(np.int64)
-        if unit_of is not None:
-            rows = np.asarray(unit_of)[rows]
-        raw = stated_tiers(n_units, rows, codes, status, [(j, f.status) for j, f in enumerate(reading.findings)])
+    own = [f for f in reading.findings if not f.beside]
+    also = [f for f in reading.findings if f.beside]
+    reader = (labeler, labels, finding_codes, sentence_texts, open_candidates, unit_of, n_units)
+    raw, capped = _stated(own, *reader)
     sides = places = None
     if reading.side and side_flags is not None:
         sides = side_tiers(reading.side, *side_flags())
     if reading.regions and location_flags is not None:
         places = location_tiers(reading.regions, location_flags())
-    statuses = [f.status for f in reading.findings]
+    statuses = [f.status for f in own]
     slots = SIDE_SLOTS * (LOCATION_SLOTS if places is not None else 1)
     tiers = unit_tiers(raw, statuses, where_tiers(places, sides), group_of, slots)
-    return ReadingTiers(tiers, raw, tuple(statuses), capped, slots) if classes else tiers
+    base = tiers
+    if also and tiers is not None:
+        # The link orders units within each tier of the literal reading, never across them.
+        linked = unit_tiers(_stated(also, *reader)[0], [f.status for f in also], None, group_of)
+        tiers = tiers * (int(linked.max(initial=0)) + 1) + linked
+    if not classes:
+        return tiers
+    return ReadingTiers(tiers, raw, tuple(statuses), capped, slots, None if base is tiers else base)
+
+
+def _stated(findings, labeler, labels, finding_codes, sentence_texts, open_candidates, unit_of,
+            n_units: int) -> tuple[np.ndarray | None, bool]:
+    """:func:`~radsift.ranking.tiers.stated_tiers` of ``findings`` (None when there are none), and whether
+    an open-vocabulary phrase had candidates left unread."""
+    if not findings:
+        return None, False
+    columns = []
+    capped = False
+    for f in findings:
+        if f.labeled:
+            code = finding_codes.get(f.finding, -1)
+            row, finding, status = labels
+            sel = finding == code
+            columns.append((row[sel], status[sel]))
+        else:
+            rows_, status_, over = _open_mentions(f.finding, labeler, sentence_texts, open_candidates)
+            columns.append((rows_, status_))
+            capped = capped or over
+    rows = np.concatenate([c[0] for c in columns]).astype(np.int64)
+    codes = np.concatenate([np.full(len(c[0]), j) for j, c in enumerate(columns)]).astype(np.int64)
+    status = np.concatenate([c[1] for c in columns]).astype(np.int64)
+    if unit_of is not None:
+        rows = np.asarray(unit_of)[rows]
+    return stated_tiers(n_units, rows, codes, status, [(j, f.status) for j, f in enumerate(findings)]), capped
 
 
 def _open_mentions(finding: str, labeler, sentence_texts, open_candidates) -> tuple[np.ndarray, np.ndarray, bool]:

@@ -132,6 +132,6 @@ class IndexResources:
         def link(text: str):
             # The query itself often is its finding text: its vector is already there.
             vec = query_vector if text == query and query_vector is not None else self.encoder.encode_query(text)
-            return self.linker.link(vec, threshold)
+            return self.linker.link(vec, threshold, text)
 
         return link

@@ -18,7 +18,7 @@ from radsift.errors import ConfigError
 from radsift.index.reader import IndexStore
 from radsift.ranking import NEEDS_DENSE
 from radsift.search.options import SearchRequest
-from radsift.search.plan import plan_search
+from radsift.search.plan import literal_check, plan_search
 from radsift.search.rank import rank_units, rerank_head
 from radsift.search.reading import read_query
 from radsift.search.results import SearchResult, result_page
@@ -39,7 +39,8 @@ def walk(index, store: IndexStore, request: SearchRequest) -> SearchResult:
     linked = opts.concepts and opts.first_stage is None
     reading = read_query(request.query, index.labeler, negation=opts.negation, override=dict(opts.reading),
                          lexicon=store.manifest.lexicon is not None,
-                         link=index._link_function(opts.mode, request.query, query_vector) if linked else None)
+                         link=index._link_function(opts.mode, request.query, query_vector) if linked else None,
+                         read_as=opts.read_as, literal=literal_check(store))
     sources = {"query_vector": query_vector, "backends": lambda kind: index._backend(store, kind),
                "expansion": lambda finding: index.linker.expansion(finding)}
     if engine_name() == "candidates" and exact_reason(request, reading, index.tier_gap, store=store) is None \

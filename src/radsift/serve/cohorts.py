@@ -45,6 +45,7 @@ class SavedIn(BaseModel):
     reading: list[str] | None = None
     alpha: float | None = Field(None, ge=0, le=1)
     concepts: bool = True
+    read_as: Literal["both", "literal", "linked"] = "both"
     include: Literal["states", "related", "all"] | None = None
     replace: bool = False
 

@@ -32,6 +32,8 @@ class ReadFindingOut(BaseModel):
                                     "as this concept) or open (the open-vocabulary reader).")
     via: str | None = Field(None, description="linked: the concept's name, synonym or description the query matched.")
     score: float | None = Field(None, description="linked: the cosine of that match.")
+    beside: str | None = Field(None, description="linked beside the user's words: the literal reading it stands "
+                                                 "beside (that reading ranks first; read_as=literal or linked drops one).")
     cue: str | None = Field(description="The query words that decided the status (\"no\", \"possible\").")
     side: str | None = Field(description="The query's side: left, right, bilateral, or null.")
 

@@ -58,7 +58,8 @@ def search_router(service: Service) -> APIRouter:
                           include_report=picked.include_report)
         took = (time.perf_counter() - start) * 1000
         read = hits.reading.to_dict()
-        read_as = idx.read(q, options.negation, mode=options.mode, concepts=options.concepts).to_dict() \
+        read_as = idx.read(q, options.negation, mode=options.mode, concepts=options.concepts,
+                           read_as=options.read_as).to_dict() \
             if overrides else read
         out = []
         for hit in hits:
@@ -71,7 +72,8 @@ def search_router(service: Service) -> APIRouter:
                 "unit": options.unit}
         service.audit_write(request, "search", query=query, params={
             **echo, "where": [str(f) for f in filters], "rerank": options.rerank, "negation": options.negation,
-            "reading": overrides, "alpha": options.alpha, "concepts": options.concepts, "prf": options.prf,
+            "reading": overrides, "alpha": options.alpha, "concepts": options.concepts, "read_as": options.read_as,
+            "prf": options.prf,
             "offset": options.offset}, result_ids=[h.report_id for h in hits])
         return {"query": query, **echo, "where": [str(f) for f in filters], "negation": options.negation,
                 "overrides": overrides, "reading": read, "read_as": read_as, "count": len(out), **hits.page_dict(),

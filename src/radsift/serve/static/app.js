@@ -473,9 +473,11 @@
     asRead.findings.forEach((f) => {
       const status = now[f.finding] || "ignore";
       const source = f.source === "open" ? "read outside the lexicon"
-        : f.source === "linked" ? "understood from “" + f.via + "” (similarity " + Number(f.score).toFixed(2) + ")"
+        : f.source === "linked" ? "understood from “" + f.via + "” (similarity " + Number(f.score).toFixed(2) + ")" +
+          (f.beside ? "; beside your words “" + f.beside + "”, which rank first (set either to ignored to drop it)" : "")
           : "lexicon finding";
-      chips.append(readingChip(f.finding, source, f.cue, status, STATUSES, f.status, f.source === "linked"));
+      const op = f.beside ? "also" : f.source === "linked" ? "understood as" : null;
+      chips.append(readingChip(f.finding, source, f.cue, status, STATUSES, f.status, op));
     });
     if (asRead.side) {
       chips.append(readingChip("side", "side words in the query", null, result.reading.side ? asRead.side : "ignore",
@@ -493,7 +495,8 @@
   }
 
   // One chip: the finding, where its reading came from, and a menu to flip its status.
-  function readingChip(finding, source, cue, status, choices, readStatus, linked) {
+  // op: the word before the finding ("understood as" a link in the words' place, "also" one beside them).
+  function readingChip(finding, source, cue, status, choices, readStatus, op) {
     const select = el("select", {
       class: "chip-status st-" + status, "aria-label": "Read " + finding + " as",
       onchange: () => {
@@ -508,7 +511,7 @@
       (status !== readStatus ? "; read as " + readStatus + ", changed by you" : "");
     return el("li", { class: "chip reading-chip" + (status !== readStatus ? " flipped" : ""), "data-finding": finding,
       "data-status": status, title },
-    linked ? el("span", { class: "chip-op", text: "understood as" }) : null, linked ? " " : null,
+    op ? el("span", { class: "chip-op", text: op }) : null, op ? " " : null,
     el("span", { class: "chip-key", text: finding }), " ", select);
   }
 

@@ -1,0 +1,121 @@
+"""Concept links beside the user's words (issue 35, item 1): link precision, literal readings kept, and the
+description benchmark's ranking, for the checkout on PYTHONPATH (run it on the code before and after a change).
+
+Run:  PYTHONPATH=src .venv/bin/python benchmarks/bench_links.py [--work DIR] [--mtsamples-index DIR] [--out FILE]
+
+Measured with the packaged all-MiniLM-L6-v2 on the Open-i index (built once into ``--work``, as
+``bench_descriptions.py`` builds it):
+
+- link precision and recall on the description queries (``description_queries.tsv``), development and test
+  split, as ``radsift search`` links: the index's link function on the query's finding text;
+- the 141 findings outside the lexicon (``open_vocab_findings.tsv``): the share that links to no concept
+  (every link there is wrong), and, over an MTSamples index (``--mtsamples-index``: any index of the
+  distinct MTSamples notes; its encoder is not used), the share whose literal reading is kept (the phrase
+  occurs in those notes, so a link may only stand beside it);
+- mAP / P@10 of the description queries (hybrid + concepts, the default) and of the Open-i weak-label
+  queries (hybrid, negation ignored), report level, k = 1000.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_descriptions import (
+    DATA,
+    evaluate,
+    open_index,
+    outside_findings,
+    read_queries,
+    relevant_reports,
+    weak_label_queries,
+)
+
+
+def link_rows(idx, texts: list[str]) -> list[str | None]:
+    """The concept each text links to as a search links it (None: no link)."""
+    link = idx._link_function("hybrid", "", None)
+    out = []
+    for text in texts:
+        finding_text, _, _ = idx.labeler.query_finding_text(" ".join(text.split()))
+        got = link(finding_text) if finding_text else None
+        out.append(None if got is None else got.concept)
+    return out
+
+
+def precision(queries: list[dict], got: list[str | None]) -> dict:
+    linked = [(g, q["finding"]) for g, q in zip(got, queries) if g is not None]
+    right = sum(g == f for g, f in linked)
+    return {"n": len(queries), "linked": len(linked), "right": right,
+            "precision": round(right / len(linked), 3) if linked else None, "recall": round(right / len(queries), 3),
+            "wrong": sorted({f"{q['query']} -> {g}" for g, q in zip(got, queries) if g is not None and g != q["finding"]})}
+
+
+def literal_kept(idx, notes_dir: Path, findings: list[str]) -> dict:
+    """Over the MTSamples notes: the findings (as "X" and "no X") whose reading keeps the phrase as written."""
+    from radsift.search import Index
+    from radsift.search import reading as reading_mod
+
+    notes = Index.open(notes_dir, encoder=idx.encoder)  # only its labels and BM25 are read
+    try:
+        from radsift.search.plan import literal_check
+        literal = {"literal": literal_check(notes.store)}
+    except ImportError:  # the code before: no literal reading beside a link
+        literal = {}
+    link = idx._link_function("hybrid", "", None)
+    kept = occurs = 0
+    lost = []
+    for f in findings:
+        for q in (f, f"no {f}"):
+            reading = reading_mod.read_query(q, idx.labeler, link=link, **literal)
+            own = [x for x in reading.findings if x.source == "open"]
+            occurs += 1
+            if own:
+                kept += 1
+            else:
+                lost.append(f"{q} -> {reading.describe()}")
+    return {"queries": occurs, "literal_kept": kept, "share": round(kept / occurs, 3), "lost": lost[:20]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/radsift-bench-descriptions"))
+    parser.add_argument("--openi", type=Path, default=DATA / "openi" / "reports.csv")
+    parser.add_argument("--mtsamples-index", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    if not args.openi.exists():
+        print(f"skipped: {args.openi} absent")
+        return 0
+    t0 = time.perf_counter()
+    idx = open_index(args.work, args.openi, None)
+    queries = read_queries()
+    res: dict = {"settings": str(idx.settings)}
+    for split in ("dev", "test"):
+        qs = [q for q in queries if q["split"] == split]
+        res[f"link_{split}"] = precision(qs, link_rows(idx, [q["query"] for q in qs]))
+    outside = outside_findings()
+    got = link_rows(idx, outside)
+    res["outside"] = {"n": len(outside), "linked": sum(g is not None for g in got),
+                      "precision": round(sum(g is None for g in got) / len(outside), 3),
+                      "links": sorted(f"{f} -> {g}" for f, g in zip(outside, got) if g is not None)}
+    if args.mtsamples_index is not None:
+        res["outside_literal"] = literal_kept(idx, args.mtsamples_index, outside)
+    qrels = {f: relevant_reports(idx, f) for f in {q["finding"] for q in queries}}
+    res["descriptions_hybrid_concepts"] = evaluate(idx, queries, qrels, mode="hybrid")
+    weak, weak_qrels = weak_label_queries(idx)
+    res["weak_hybrid"] = evaluate(idx, weak, weak_qrels, mode="hybrid", negation="ignore")
+    res["weak_hybrid_aware"] = evaluate(idx, weak, weak_qrels, mode="hybrid")
+    res["seconds"] = round(time.perf_counter() - t0, 1)
+    print(json.dumps(res, indent=1))
+    if args.out:
+        args.out.write_text(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

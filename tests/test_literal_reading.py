@@ -1,0 +1,192 @@
+"""The user's words stay (issue 35, item 1): a concept link is added beside the literal reading of a query
+whose phrase occurs in the index, never in its place; words of place and substance count in the link.
+
+Reports and lexicon written for these tests; the hashing encoder (bag of hashed words, no model)
+makes similarities predictable: texts that share words are close.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from radsift.cli import app
+from radsift.errors import ConfigError
+from radsift.index import build_index
+from radsift.models.hashing import HashingEncoder
+from radsift.models.settings import SearchSettings, write_search_settings
+from radsift.records import Report
+from radsift.search.concepts import (
+    ConceptLinker,
+    concept_places,
+    query_places,
+    substances_of,
+)
+
+LEXICON = """
+concepts:
+  - name: acute cardiopulmonary abnormality
+    category: finding
+    synonyms: [acute cardiopulmonary process]
+    descriptions: [acute chest pain problem]
+  - name: pleural effusion
+    category: finding
+    synonyms: [effusion]
+    descriptions: [water collecting around the lungs]
+"""
+
+R = [
+    Report("denies", {"findings": "The patient denies chest pain."}),
+    Report("has-pain", {"findings": "Chest pain on exertion."}),
+    Report("acute-no", {"findings": "No acute cardiopulmonary process."}),
+    Report("acute-no-2", {"findings": "No acute cardiopulmonary process. The patient denies chest pain."}),
+    Report("eff", {"findings": "Small right pleural effusion."}),
+    Report("lungs", {"findings": "The lungs are clear."}),
+]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("literal")
+    lexicon = root / "lex.yaml"
+    lexicon.write_text(textwrap.dedent(LEXICON), encoding="utf-8")
+    enc = HashingEncoder(root / "model")
+    write_search_settings(enc.path, SearchSettings(0.75, 0.5))  # the CLI opens the index with this model
+    build_index(root / "idx", R, encoder=enc, progress=False, lexicon=lexicon)
+    return root, enc
+
+
+@pytest.fixture()
+def index(built):
+    from radsift.search import Index
+
+    root, enc = built
+    idx = Index.open(root / "idx", encoder=enc)
+    idx.settings = SearchSettings(0.75, 0.5, "test")
+    return idx
+
+
+def ids(hits):
+    return [h.report_id for h in hits]
+
+
+# -- the literal reading stays --------------------------------------------------------------------
+def test_a_phrase_the_index_holds_keeps_its_literal_reading_and_the_link_stands_beside_it(index):
+    hits = index.search("no chest pain", k=6)
+    words, link = hits.reading.findings
+    assert (words.finding, words.source, words.status, words.beside) == ("chest pain", "open", "absent", None)
+    assert (link.finding, link.source, link.status) == ("acute cardiopulmonary abnormality", "linked", "absent")
+    assert link.beside == "chest pain"
+    # The reports denying chest pain come first; among them the one that also states the link leads.
+    assert ids(hits)[:2] == ["acute-no-2", "denies"]
+    assert ids(hits).index("acute-no") > ids(hits).index("denies")
+    assert hits.matching == 2  # the counts follow the user's words
+    text = hits.reading.describe()
+    assert text.startswith("chest pain: absent (open") and "also acute cardiopulmonary abnormality: absent" in text
+
+
+def test_read_as_literal_and_linked_remove_either_reading(index):
+    literal = index.search("no chest pain", k=6, read_as="literal")
+    assert [(f.finding, f.source) for f in literal.reading.findings] == [("chest pain", "open")]
+    linked = index.search("no chest pain", k=6, read_as="linked")  # the link in the words' place, as before
+    (f,) = linked.reading.findings
+    assert (f.finding, f.source, f.beside) == ("acute cardiopulmonary abnormality", "linked", None)
+    assert set(ids(linked)[:2]) == {"acute-no", "acute-no-2"}
+    with pytest.raises(ConfigError, match="read_as must be one of both, literal, linked"):
+        index.search("no chest pain", read_as="words")
+
+
+def test_either_reading_can_be_ignored_and_the_other_then_stands_alone(index):
+    no_link = index.search("no chest pain", k=6, reading={"acute cardiopulmonary abnormality": "ignore"})
+    assert [f.finding for f in no_link.reading.findings] == ["chest pain"]
+    no_words = index.search("no chest pain", k=6, reading={"chest pain": "ignore"})
+    (f,) = no_words.reading.findings
+    assert f.finding == "acute cardiopulmonary abnormality" and f.beside is None  # the link now reads alone
+
+
+def test_a_phrase_the_index_never_holds_is_read_as_its_link(index):
+    hits = index.search("water collecting around the lungs", k=3)
+    (f,) = hits.reading.findings
+    assert (f.finding, f.source, f.beside) == ("pleural effusion", "linked", None)
+    assert ids(hits)[0] == "eff"
+
+
+def test_a_query_with_a_phrase_the_index_never_holds_is_read_as_its_link(index):
+    # "zebra" occurs in no report: no unit could state the literal reading, so the link reads alone.
+    (f,) = index.read("no chest pain or zebra").findings
+    assert (f.finding, f.source, f.beside) == ("acute cardiopulmonary abnormality", "linked", None)
+
+
+def test_the_cli_and_the_api_show_both_readings(built, index, monkeypatch, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from radsift.serve.app import create_app
+
+    root, _ = built
+    monkeypatch.setattr("radsift.models.encoder.Encoder.load",
+                        classmethod(lambda cls, model=None, **kw: HashingEncoder(model)))
+    runner = CliRunner()
+    res = runner.invoke(app, ["search", str(root / "idx"), "no chest pain", "-k", "3", "--no-audit"])
+    assert res.exit_code == 0, res.output
+    out = " ".join(res.output.split())
+    assert "read as: chest pain absent (open, cue 'no'); also: acute cardiopulmonary abnormality absent" in out
+    res = runner.invoke(app, ["search", str(root / "idx"), "no chest pain", "--json", "--read-as", "literal",
+                              "--no-audit"])
+    assert res.exit_code == 0, res.output
+    assert [f["finding"] for f in json.loads(res.output)["reading"]["findings"]] == ["chest pain"]
+    client = TestClient(create_app(index, audit_log=tmp_path / "audit.jsonl"))
+    data = client.get("/api/search", params={"q": "no chest pain", "k": 3}).json()
+    assert [(f["finding"], f["beside"]) for f in data["reading"]["findings"]] == [
+        ("chest pain", None), ("acute cardiopulmonary abnormality", "chest pain")]
+    data = client.get("/api/search", params={"q": "no chest pain", "read_as": "linked"}).json()
+    assert [f["finding"] for f in data["reading"]["findings"]] == ["acute cardiopulmonary abnormality"]
+    assert client.get("/api/search", params={"q": "no chest pain", "read_as": "nope"}).status_code == 422
+
+
+# -- words of place and substance count in the link ----------------------------------------------------
+def test_words_of_place_and_substance_are_read():
+    assert query_places("fluid around the lungs") == ["pleura"]
+    assert query_places("fluid in the pleural space") == ["pleura"]
+    assert query_places("liquid in the sac around my heart") == ["pericardium"]
+    assert query_places("water in the lungs") == ["lung"]
+    assert query_places("fluid in the lung bases") == []
+    assert concept_places("pleural effusion", ["effusion"]) == {"pleura"}
+    assert concept_places("pericardial effusion", ["pericardial fluid"]) == {"pericardium"}
+    assert concept_places("pulmonary edema", ["edema"]) == frozenset()
+    assert substances_of(["hydropneumothorax"]) == {"air", "fluid"}
+    assert substances_of(["blood around the lung"]) == {"blood", "fluid"}
+
+
+def _linker(query_near: dict[str, float]):
+    """A linker whose one phrase per concept has the given cosine with the query (unit vector e0)."""
+    names = list(query_near)
+    vectors = []
+    for i, cos in enumerate(query_near.values()):
+        v = np.zeros(len(names) + 1, dtype=np.float32)
+        v[0], v[i + 1] = cos, np.sqrt(1 - cos ** 2)
+        vectors.append(v)
+    places = [concept_places(n, []) for n in names]
+    return ConceptLinker(names, names, np.arange(len(names)), np.stack(vectors), names, places).with_substances(
+        [substances_of([n]) for n in names])
+
+
+def test_a_place_in_the_query_links_to_a_concept_of_that_place():
+    query = np.eye(4, dtype=np.float32)[0]
+    linker = _linker({"pulmonary edema": 0.9, "pleural effusion": 0.8, "hydropneumothorax": 0.84})
+    assert linker.link(query, 0.5).concept == "pulmonary edema"  # no words: the closest
+    # "around the lungs" is the pleura; "fluid" rules out air and fluid together.
+    assert linker.link(query, 0.5, text="fluid around the lungs").concept == "pleural effusion"
+    assert linker.link(query, 0.5, text="water in the lungs").concept == "pulmonary edema"
+
+
+def test_a_link_needs_a_clear_winner():
+    query = np.eye(3, dtype=np.float32)[0]
+    close = _linker({"pleural plaque": 0.80, "pleural thickening": 0.78})
+    assert close.link(query, 0.5) is None
+    assert close.link(query, 0.5, margin=0.0).concept == "pleural plaque"
+    clear = _linker({"pleural plaque": 0.90, "pleural thickening": 0.70})
+    assert clear.link(query, 0.5).concept == "pleural plaque"
