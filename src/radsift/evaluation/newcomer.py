@@ -20,9 +20,9 @@ used to tune anything; the rest are ``dev``. The benchmark is ``benchmarks/bench
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping, Sequence
 
 from radsift.evaluation.errors import TrecFormatError
 
