@@ -137,7 +137,7 @@ class PhraseReader:
     def _status(self, doc, i: int) -> tuple[str, str | None]:
         head = doc[i]
         match = Match(_concept(head.text), "synonym", head.idx, head.idx + len(head.text), i, i + 1, head.text)
-        (mention,) = self.detector.read_matches(doc.text, [match], doc)
+        (mention,) = self.detector.read_matches(doc.text, [match], doc, differential=False)
         return mention.status, mention.cue
 
     # -- a unit --------------------------------------------------------------------------------

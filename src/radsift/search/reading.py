@@ -83,7 +83,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     side = query_side(query)
     found: dict[str, ReadFinding] = {}
     if lexicon:
-        for m in labeler.label(query):
+        for m in getattr(labeler, "label_query", labeler.label)(query):  # alternatives keep their status
             found.setdefault(m.finding, ReadFinding(m.finding, m.status, "lexicon", m.cue, side))
     if not found and lexicon and link is not None:
         text, status, cue = labeler.query_finding_text(query)
