@@ -3,9 +3,10 @@
 Run:  .venv/bin/python benchmarks/bench_cohort_judged.py [--baseline REV | --no-baseline] [--mode hybrid]
                                                           [--openi ../shared/data/openi/reports.csv] [--json OUT]
 
-The judged set (``src/radsift/evaluation/data/cohort_judged.tsv``, issue 35) holds 320 (Open-i report,
-finding) pairs, 32 for each of ten findings, each judged ``states`` or ``not`` by a person who read the
-whole report (findings and impression). This benchmark builds one index of the judged reports (the
+The judged set (``src/radsift/evaluation/data/cohort_judged.tsv``, issue 35) holds 439 (Open-i report,
+finding) pairs, 43-44 for each of ten findings, each judged ``states`` or ``not`` after reading the whole
+report (findings and impression): batch 1 (320 pairs) before any rule change, batch 2 (119, more likely
+positives) after, without looking at what radsift reads in them (``--batch``). This benchmark builds one index of the judged reports (the
 hashing encoder: the ``states`` band depends on what the labeler reads, not on the dense scores), runs
 the cohort of each finding's name (:func:`radsift.search.cohort.collect_cohort`, ``include="states"``,
 no concept links) and scores it against the judgments of that finding: precision = judged ``states``
@@ -105,14 +106,15 @@ def errors(judged: list[dict[str, str]], kept: dict[str, list[str]], split: str)
     return out
 
 
-def baseline_cohorts(rev: str, openi: Path, mode: str) -> dict[str, list[str]]:
+def baseline_cohorts(rev: str, openi: Path, mode: str, batch: str = "all") -> dict[str, list[str]]:
     """Run this script's measurement on ``rev``'s ``src/`` (the judged set of this tree)."""
     data = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src"], check=True, capture_output=True).stdout
     with tempfile.TemporaryDirectory(prefix="radsift-baseline-") as tmp:
         with tarfile.open(fileobj=BytesIO(data)) as tar:
             tar.extractall(tmp, filter="data")
         env = dict(os.environ, PYTHONPATH=str(Path(tmp) / "src"))
-        res = subprocess.run([sys.executable, __file__, "--worker", "--openi", str(openi), "--mode", mode],
+        res = subprocess.run([sys.executable, __file__, "--worker", "--openi", str(openi), "--mode", mode,
+                              "--batch", batch],
                              env=env, check=True, capture_output=True, text=True)
     return json.loads(res.stdout.strip().splitlines()[-1])
 
@@ -144,23 +146,26 @@ def main() -> int:
     parser.add_argument("--baseline", default=DEFAULT_BASELINE, help="git revision measured as 'before'")
     parser.add_argument("--no-baseline", action="store_true", help="measure this tree only")
     parser.add_argument("--errors", action="store_true", help="list the dev errors of this tree (for tuning)")
+    parser.add_argument("--batch", default="all", choices=("1", "2", "all"),
+                        help="judged batch (1: judged before the rule changes; 2: after, without looking)")
     parser.add_argument("--json", type=Path, default=None, help="write the figures as JSON here")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if not args.openi.exists():
         print(f"skipped: {args.openi} absent (../shared/data is not on this machine)")
         return 0
-    judged = read_judged()
+    judged = [r for r in read_judged() if args.batch == "all" or r.get("batch", "1") == args.batch]
     if args.worker:
         print(json.dumps(cohorts(args.openi, judged, args.mode)))
         return 0
     kept = {}
     if not args.no_baseline:
-        kept[f"before ({args.baseline})"] = baseline_cohorts(args.baseline, args.openi, args.mode)
+        kept[f"before ({args.baseline})"] = baseline_cohorts(args.baseline, args.openi, args.mode, args.batch)
     kept["after"] = cohorts(args.openi, judged, args.mode)
     results = {name: score(judged, k) for name, k in kept.items()}
-    print(f"Judged set: {len(judged)} (report, finding) pairs, {len({r['report_id'] for r in judged})} reports; "
-          f"mode {args.mode}; cohort = include 'states', no concept links.\n")
+    print(f"Judged set (batch {args.batch}): {len(judged)} (report, finding) pairs, "
+          f"{len({r['report_id'] for r in judged})} reports; mode {args.mode}; cohort = include 'states', "
+          "no concept links.\n")
     print(markdown(results, judged))
     after = results["after"]
     missed = [f"{f} P={_cell(s['test']['precision'])} R={_cell(s['test']['recall'])}" for f, s in sorted(after.items())

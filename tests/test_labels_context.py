@@ -122,6 +122,8 @@ HEDGES = [
     ("Right upper lobe opacity XXXX representing pneumonia.", "pneumonia", "masked qualifier before represents"),
     ("Mild bibasilar opacities, XXXX atelectasis.", "atelectasis", "masked qualifier after a comma"),
     ("Bibasilar opacities most XXXX due to atelectasis.", "atelectasis", "masked qualifier (most XXXX)"),
+    ("Atelectasis, infiltrates, pulmonary edema difficult to entirely exclude.", "pulmonary edema",
+     "difficult to entirely exclude"),
 ]
 
 
@@ -131,6 +133,12 @@ def test_hedges_are_not_stated(labeler, text, finding, cue) -> None:
     # the cue and its shorter forms ("is a possibility", "a possibility")
     assert read(without(lambda c: c.literal == cue or (" " in c.literal and cue.endswith(c.literal))),
                 text)[finding][0] == P
+
+
+def test_a_clause_that_hedges_is_uncertain(labeler) -> None:
+    # "there may be" was a clause end (TERMINATE), which swallowed its own "may"
+    got = read(labeler, "There may be some chronic indolent infection associated with some chronic consolidation.")
+    assert got["consolidation"] == (U, "POSSIBLE_EXISTENCE:there may be")
 
 
 def test_a_masked_date_is_not_a_qualifier(labeler) -> None:
