@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -82,9 +83,32 @@ class Labeler:
             task = bar.add_task("labeling sentences", total=len(texts))
             for i, (text, tokens, matches) in enumerate(spotted):
                 doc = next(docs) if any(m.kind == "synonym" for m in matches) else None
-                self._cache[text] = tuple(self.detector.mentions(text, tokens, matches, doc))
+                self._cache[text] = tuple(self._with_parts(self.detector.mentions(text, tokens, matches, doc)))
                 if i % 256 == 255 or i == len(spotted) - 1:
                     bar.update(task, completed=i + 1)
+
+    def _with_parts(self, mentions: list[Mention]) -> list[Mention]:
+        """Each mention followed by its compound parts (lexicon ``parts``), same span and status:
+        "large left hydropneumothorax" states pneumothorax and pleural effusion."""
+        out = []
+        for m in mentions:
+            out.append(m)
+            if m.finding not in self.lexicon:
+                continue
+            concept = self.lexicon[m.finding]
+            if not (concept.parts or concept.phrase_parts):
+                continue
+            for part in concept.parts_of(self.lexicon.normalizer.phrase(m.text)):
+                out.append(replace(m, finding=part, category=self.lexicon[part].category))
+        return out
+
+    def label_query(self, query: str) -> list[Mention]:
+        """The findings of a query, read as :meth:`label` reads a sentence except that findings joined as
+        alternatives keep their status: "pleural effusion or pneumothorax" asks for either, present."""
+        with self._lock:
+            tokens = self.spotter.tokens(query)
+            matches = self.spotter.spot(query, tokens)
+            return self._with_parts(self.detector.mentions(query, tokens, matches, None, differential=False))
 
     def query_phrases(self, query: str) -> list[Phrase]:
         """Finding phrases of a query outside the lexicon, each with the status asked for

@@ -16,6 +16,10 @@ File format (YAML; the packaged chest X-ray lexicon is ``data/chest_xray.yaml``)
           - lungs are fully expanded
         normal_subjects:            # optional: what "is normal" / "normal ..." describes
           - lung expansion          #   ("heart size" for cardiomegaly: "heart size is normal")
+        parts: [pleural effusion]   # optional: concepts every mention of this one states too, with
+                                    #   its status ("hydropneumothorax" states pneumothorax and effusion)
+        phrase_parts:               # optional: the same for one of its phrases only
+          hemopneumothorax: [pneumothorax]
         description: free text      # optional
         descriptions:               # optional: how a referring clinician or a layperson would
           - air outside the lung that makes it fall in   #   describe it, without naming it;
@@ -55,7 +59,7 @@ MAX_GAP = 4  # words a "*" in a phrase may stand for
 
 _TOP_KEYS = {"version", "name", "description", "categories", "concepts"}
 _CONCEPT_KEYS = {"name", "category", "synonyms", "absent_phrases", "normal_subjects", "description",
-                 "descriptions"}
+                 "descriptions", "parts", "phrase_parts"}
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
 
 
@@ -77,6 +81,8 @@ class Concept:
         description: Optional free text.
         descriptions: Plain-language descriptions a non-radiologist would type (query linking).
         line: Line of the concept in its file.
+        parts: Concepts every mention of this one also states (a compound finding's parts).
+        phrase_parts: ``(normalized phrase, concepts)``: the parts one phrase of it states.
     """
 
     name: str
@@ -87,6 +93,13 @@ class Concept:
     description: str | None = None
     descriptions: tuple[str, ...] = ()
     line: int = 0
+    parts: tuple[str, ...] = ()
+    phrase_parts: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
+
+    def parts_of(self, key: tuple[str, ...]) -> tuple[str, ...]:
+        """The concepts a mention of this one states too, given the mention's normalized words."""
+        extra = tuple(p for k, names in self.phrase_parts if k == key for p in names)
+        return self.parts + tuple(p for p in extra if p not in self.parts)
 
     @property
     def slug(self) -> str:
@@ -192,6 +205,21 @@ def _read_concepts(concepts_node: LineList, categories: tuple[str, ...],
     return raw
 
 
+def _read_parts(node: LineDict, name: str, normalizer: Normalizer, source: str):
+    """A concept's ``parts`` as ``[(name, line)]`` and ``phrase_parts`` as ``[(phrase key, line, [(name, line)])]``."""
+    parts = [(" ".join(p.split()), ln) for p, ln in string_list(node, "parts", source, f"concept {name!r}")]
+    out = []
+    if node.get("phrase_parts") is not None:
+        mapping = node["phrase_parts"]
+        if not isinstance(mapping, LineDict):
+            raise LexiconError(f"{source}:{node.line_of('phrase_parts')}: concept {name!r}: 'phrase_parts' must map "
+                               "a phrase to a list of concepts")
+        for phrase in mapping:
+            names = [(" ".join(p.split()), ln) for p, ln in string_list(mapping, phrase, source, f"concept {name!r}")]
+            out.append((normalizer.phrase(str(phrase)), mapping.line_of(phrase), names))
+    return parts, out
+
+
 def parse_lexicon(text: str, source: str) -> Lexicon:
     """Parse lexicon YAML text (see the module docstring for the format).
 
@@ -225,6 +253,7 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
     slugs: dict[str, str] = {}
     phrases: dict[tuple[str, ...], tuple[str, int, str]] = {}
     concepts = []
+    pending: list[tuple[str, int, str]] = []  # (part, line, concept): checked once every name is known
     for node, name, category, lists in raw:
         line = node.line
         if name.casefold() in names:
@@ -256,6 +285,7 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
                 )
             phrases[pkey] = (phrase, ln, name)
         description = node.get("description")
+        parts, phrase_parts = _read_parts(node, name, normalizer, source)
         concepts.append(
             Concept(
                 name=name,
@@ -266,8 +296,19 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
                 description=description.strip() if isinstance(description, str) else None,
                 descriptions=tuple(p for p, _ in lists["descriptions"]),
                 line=line,
+                parts=tuple(p for p, _ in parts),
+                phrase_parts=tuple((k, tuple(p for p, _ in names)) for k, _, names in phrase_parts),
             )
         )
+        for k, ln, _ in phrase_parts:
+            if phrases.get(k, (None, None, None))[2] != name:
+                raise LexiconError(f"{source}:{ln}: phrase_parts of {name!r}: {' '.join(k)!r} is not one of its phrases")
+        for part, ln in parts + [p for *_, names in phrase_parts for p in names]:
+            pending.append((part, ln, name))
+    known = {n for _, n, _, _ in raw}
+    for part, ln, name in pending:
+        if part not in known or part == name:
+            raise LexiconError(f"{source}:{ln}: part {part!r} of {name!r} is not another concept of the lexicon")
     _check_descriptions(raw, phrases, source)
     return Lexicon(
         concepts=tuple(concepts),

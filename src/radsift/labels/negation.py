@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import spacy
 from spacy.tokens import Doc
 
-from radsift.labels.rules import NEGATED, NEGATION_END, POSSIBLE, STATUS_OF, NormalForms, Rules
+from radsift.labels.rules import (DIFFERENTIAL, HISTORICAL, HYPOTHETICAL, NEGATED, NEGATION_END, POSSIBLE, STATUS_OF,
+                                  NormalForms, Rules)
 from radsift.labels.spotter import Match
 from radsift.labels.phrase_tokens import BARRIERS, Normalizer, Token
 from radsift.records import Mention
@@ -170,7 +171,8 @@ class NegationDetector:
                     pattern=cue.pattern,
                     direction=direction,
                     max_scope=cue.max_scope,
-                    terminated_by={NEGATION_END} if cue.category == NEGATED else None,
+                    terminated_by=_terminated_by(cue),
+                    allowed_types={t.upper() for t in cue.types} or None,
                     metadata={"name": cue.name, "negatable": cue.negatable},
                 )
             )
@@ -181,7 +183,8 @@ class NegationDetector:
         """Tokenize many sentences with spaCy (batched)."""
         return self.nlp.tokenizer.pipe(texts, batch_size=batch_size)
 
-    def mentions(self, text: str, tokens: list[Token], matches: list[Match], doc: Doc | None = None) -> list[Mention]:
+    def mentions(self, text: str, tokens: list[Token], matches: list[Match], doc: Doc | None = None,
+                 differential: bool = True) -> list[Mention]:
         """Mentions with statuses for the matches of one sentence.
 
         Args:
@@ -189,6 +192,8 @@ class NegationDetector:
             tokens: Its spotter tokens.
             matches: Its spotter matches.
             doc: Its spaCy doc when already tokenized (needed only if there are synonym matches).
+            differential: Read findings joined as alternatives ("effusion or atelectasis") as uncertain;
+                False for a query, where "effusion or pneumothorax" asks for either.
         """
         out: list[Mention] = []
         subjects = [m for m in matches if m.kind == "subject"]
@@ -209,14 +214,16 @@ class NegationDetector:
                 out.append(_mention(m, "absent", m.text, ABSENT_PHRASE_RULE))
         synonyms = [m for m in matches if m.kind == "synonym"]
         if synonyms:
-            out.extend(self.read_matches(text, synonyms, doc))
+            out.extend(self.read_matches(text, synonyms, doc, differential))
         out.sort(key=lambda x: (x.start, x.end))
         return out
 
-    def read_matches(self, text: str, matches: list[Match], doc: Doc | None = None) -> list[Mention]:
+    def read_matches(self, text: str, matches: list[Match], doc: Doc | None = None,
+                     differential: bool = True) -> list[Mention]:
         """ConText statuses of spotted matches (non-overlapping, in order) of one sentence.
 
-        Also used for phrases outside the lexicon (:mod:`radsift.labels.openvocab`).
+        Also used for phrases outside the lexicon (:mod:`radsift.labels.openvocab`). ``differential``:
+        see :meth:`mentions`.
         """
         if doc is None:
             doc = self.nlp.make_doc(text)
@@ -233,11 +240,30 @@ class NegationDetector:
             last_end = span.end
         doc.ents = spans
         self.context(doc)
+        # The findings each list of alternatives joins: "atelectasis or scarring" is a differential,
+        # "infection/pneumonia" (one finding twice) and "residual or recurrent pneumonia" (one) are not.
+        joined: dict[int, set[str]] = {}
+        for span, m in zip(doc.ents, kept):
+            for mod in span._.modifiers:
+                if mod.category == DIFFERENTIAL:
+                    joined.setdefault(id(mod), set()).add(m.concept.name)
+        alternatives = {key for key, names in joined.items() if len(names) > 1}
         out = []
         for span, m in zip(doc.ents, kept):
-            status, cue, rule = _decide(doc, span)
+            status, cue, rule = _decide(doc, span, differential, alternatives)
             out.append(_mention(m, status, cue, rule))
         return out
+
+
+def _terminated_by(cue) -> set[str] | None:
+    """The categories besides TERMINATE that end a cue's scope."""
+    if cue.category == NEGATED:
+        return {NEGATION_END} if cue.negation_end else None
+    if cue.category == DIFFERENTIAL:
+        # A new assertion or another cue ends a list of alternatives: "consolidation with residual or recurrent
+        # pneumonia" leaves the consolidation stated, "opacity may represent atelectasis or pneumonia" the opacity.
+        return {NEGATION_END, POSSIBLE, HYPOTHETICAL, HISTORICAL}
+    return None
 
 
 def _distance(span, mod) -> int:
@@ -249,8 +275,13 @@ def _distance(span, mod) -> int:
     return 0
 
 
-def _decide(doc: Doc, span) -> tuple[str, str | None, str]:
+def _decide(doc: Doc, span, differential: bool = True, alternatives: frozenset | set = frozenset()
+            ) -> tuple[str, str | None, str]:
     mods = [m for m in span._.modifiers if m.category in STATUS_OF]
+    if not differential or any(m.category == NEGATED for m in mods):
+        # "No pneumothorax or pleural effusion": a negation of the list beats the alternatives in it.
+        mods = [m for m in mods if m.category != DIFFERENTIAL]
+    mods = [m for m in mods if m.category != DIFFERENTIAL or id(m) in alternatives]
     if not mods:
         return "present", None, DEFAULT_RULE
     # Nearest cue wins; on a tie negation beats uncertainty.
@@ -262,6 +293,12 @@ def _decide(doc: Doc, span) -> tuple[str, str | None, str]:
             # the hedged finding; with words between ("no effusion, possible atelectasis") it does not.
             negs = [m for m in negs if m.modifier_span[1] == best.modifier_span[0]]
         # "no opacity suggestive of pneumonia": a negation ahead of an evidential cue rules it out.
+        if negs:
+            best = max(negs, key=lambda m: m.modifier_span[0])
+    elif best.category in (HISTORICAL, HYPOTHETICAL):
+        # "denies a history of tuberculosis", "no evidence to suggest ... for": a negation ahead of a
+        # history or an indication denies the finding.
+        negs = [m for m in mods if m.category == NEGATED and m.modifier_span[1] <= best.modifier_span[0]]
         if negs:
             best = max(negs, key=lambda m: m.modifier_span[0])
     start, end = best.modifier_span

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 
 from radsift.labels.lexicon import Concept
+from radsift.labels.phrase_tokens import SPELLINGS
 from radsift.labels.spotter import Match
 from radsift.records import Mention
 from radsift.text import locations
@@ -42,6 +43,8 @@ STOP_WORDS = frozenset(
 OPTIONAL_WORDS = frozenset(
     "small large tiny trace minimal mild mildly moderate moderately severe severely marked markedly acute "
     "chronic new old subtle prominent extensive diffuse focal multiple single few several".split())
+#: Stems of spelling variants folded to one ("disk" and "disc"), as the lexicon's normalizer folds them.
+_STEM_SPELLINGS = {stem(k): stem(v) for k, v in SPELLINGS.items()}
 _SPLIT = frozenset({"and", "or", "with", "plus", ",", ";", "/", "versus", "vs"})
 _WORD = re.compile(r"[A-Za-z]")
 
@@ -129,7 +132,7 @@ class PhraseReader:
             head = required[-1]
             status, cue = self._status(doc, head.i)
             text = doc[words[0].i: words[-1].i + 1].text
-            out.append(Phrase(text, tuple(stem(t.lower_) for t in required), status, cue))
+            out.append(Phrase(text, tuple(_stem(t.lower_) for t in required), status, cue))
         return out
 
     def _doc(self, text: str):
@@ -141,13 +144,13 @@ class PhraseReader:
     def _status(self, doc, i: int) -> tuple[str, str | None]:
         head = doc[i]
         match = Match(_concept(head.text), "synonym", head.idx, head.idx + len(head.text), i, i + 1, head.text)
-        (mention,) = self.detector.read_matches(doc.text, [match], doc)
+        (mention,) = self.detector.read_matches(doc.text, [match], doc, differential=False)
         return mention.status, mention.cue
 
     # -- a unit --------------------------------------------------------------------------------
     def read(self, phrase: Phrase, text: str) -> list[Mention]:
         """Mentions of ``phrase`` in ``text`` (one per occurrence of its head word), with statuses."""
-        spans = [(m.start(), m.end(), stem(m.group().lower())) for m in TOKEN_RE.finditer(text)]
+        spans = [(m.start(), m.end(), _stem(m.group().lower())) for m in TOKEN_RE.finditer(text)]
         stems = [s for _, _, s in spans]
         others = phrase.stems[:-1]
         matches = []
@@ -161,6 +164,12 @@ class PhraseReader:
         if not matches:
             return []
         return self.detector.read_matches(text, matches)
+
+
+def _stem(word: str) -> str:
+    """The Snowball stem of a lower-case word, spelling variants folded ("disks" -> "disc")."""
+    s = stem(word)
+    return _STEM_SPELLINGS.get(s, s)
 
 
 def _concept(name: str) -> Concept:

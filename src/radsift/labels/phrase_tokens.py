@@ -69,6 +69,19 @@ def derive_irregulars(words: Iterable[str]) -> dict[str, str]:
     return table
 
 
+#: Spelling variants folded to one form (after the plural), in lexicon phrases, sentences and open-vocabulary
+#: phrases alike: "disk herniation" is "disc herniation".
+SPELLINGS = {"disk": "disc", "distension": "distention", "tumour": "tumor",
+             "oesophagus": "esophagus", "oesophageal": "esophageal", "haemorrhage": "hemorrhage",
+             "haemorrhagic": "hemorrhagic", "anaemia": "anemia", "ischaemia": "ischemia", "ischaemic": "ischemic",
+             "fibre": "fiber", "centre": "center", "oedematous": "edematous"}
+
+
+def spelling(word: str) -> str:
+    """The one spelling of a (lower-case) word: :data:`SPELLINGS`, or the word."""
+    return SPELLINGS.get(word, word)
+
+
 class Normalizer:
     """Folds words to a lookup key: lower case, singular.
 
@@ -84,7 +97,7 @@ class Normalizer:
         """The lookup key of one word."""
         key = self._cache.get(word)
         if key is None:
-            key = self._singular(word.casefold().replace("-", ""))
+            key = spelling(self._singular(word.casefold().replace("-", "")))
             if len(self._cache) < 200_000:
                 self._cache[word] = key
         return key

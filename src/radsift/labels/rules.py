@@ -5,6 +5,11 @@ File format (the packaged radiology rules are ``data/radiology_rules.yaml``)::
     version: 1
     rules:                                # groups of ConText cues sharing settings
       - category: NEGATED_EXISTENCE       # NEGATED_EXISTENCE -> absent, POSSIBLE_EXISTENCE -> uncertain,
+                                          # HYPOTHETICAL (indications, evaluations, recommendations: "evaluate
+                                          # for", "evaluation for X is limited") -> uncertain, HISTORICAL
+                                          # ("history of") -> uncertain, DIFFERENTIAL (findings joined as
+                                          # alternatives: "atelectasis or scarring") -> uncertain unless a
+                                          # negation also modifies the finding ("no effusion or pneumothorax"),
                                           # PSEUDO_NEGATION (direction PSEUDO), TERMINATE (direction
                                           # TERMINATE: ends every scope), NEGATION_END (direction
                                           # TERMINATE: ends only NEGATED_EXISTENCE scopes)
@@ -13,6 +18,9 @@ File format (the packaged radiology rules are ``data/radiology_rules.yaml``)::
         negatable: true                   # optional, POSSIBLE_EXISTENCE only: a negation before
                                           # the cue makes the finding absent ("no opacity suggestive of ...")
         cues: [no, without, negative for] # phrases (whole tokens, any case)
+        negation_end: false               # optional, NEGATED_EXISTENCE only: NEGATION_END cues do not end
+                                          # this group's scope ("denies difficulty with cough or hemoptysis")
+        types: [finding, disease]         # optional: the lexicon categories the cues modify (default: all)
       - name: comma before a severity word  # or one spaCy token pattern with a name
         category: TERMINATE
         direction: TERMINATE
@@ -45,14 +53,23 @@ TERMINATE = "TERMINATE"
 # Ends only a negation's scope: "may be compatible with scarring" stays uncertain, while
 # "no acute abnormality, findings compatible with emphysema" no longer denies emphysema.
 NEGATION_END = "NEGATION_END"
+# Mentions that are not assertions of the finding now (ConText's categories, Harkema et al. 2009): an
+# indication, evaluation or recommendation ("evaluate for pneumothorax"), a history ("history of
+# pneumonia"), an alternative of a differential ("atelectasis or scarring"). None states the finding, so
+# each reads ``uncertain``; the rule name on the mention ("HISTORICAL:history of") says which it was.
+HYPOTHETICAL = "HYPOTHETICAL"
+HISTORICAL = "HISTORICAL"
+# Yields to any negation of the same finding: "no pneumothorax or effusion" stays absent.
+DIFFERENTIAL = "DIFFERENTIAL"
 # ConText category -> mention status.
-STATUS_OF = {NEGATED: "absent", POSSIBLE: "uncertain"}
-CATEGORIES = (NEGATED, POSSIBLE, PSEUDO, TERMINATE, NEGATION_END)
+STATUS_OF = {NEGATED: "absent", POSSIBLE: "uncertain", HYPOTHETICAL: "uncertain", HISTORICAL: "uncertain",
+             DIFFERENTIAL: "uncertain"}
+CATEGORIES = (NEGATED, POSSIBLE, HYPOTHETICAL, HISTORICAL, DIFFERENTIAL, PSEUDO, TERMINATE, NEGATION_END)
 # Categories that are written with direction TERMINATE.
 _TERMINATORS = (TERMINATE, NEGATION_END)
 DIRECTIONS = ("FORWARD", "BACKWARD", "BIDIRECTIONAL", "PSEUDO", "TERMINATE")
 _TOP_KEYS = {"version", "rules", "normal_forms"}
-_GROUP_KEYS = {"category", "direction", "cues", "pattern", "name", "max_scope", "negatable"}
+_GROUP_KEYS = {"category", "direction", "cues", "pattern", "name", "max_scope", "negatable", "negation_end", "types"}
 _NORMAL_KEYS = {"after", "before", "coordination", "links"}
 
 
@@ -67,6 +84,9 @@ class CueRule:
         pattern: A spaCy token pattern, or None to match ``literal``.
         max_scope: Scope limit in tokens, or None for the whole sentence.
         negatable: A negation before this uncertainty cue rules the finding out.
+        negation_end: NEGATION_END cues end this negation's scope (False for clinical denials, whose
+            lists run through "with").
+        types: The lexicon categories (lower case) the cue modifies; empty for all.
         line: Line in the rules file.
     """
 
@@ -77,6 +97,8 @@ class CueRule:
     max_scope: int | None = None
     negatable: bool = False
     line: int = 0
+    negation_end: bool = True
+    types: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -160,6 +182,12 @@ def parse_rules(text: str, source: str) -> Rules:
             raise LexiconError(
                 f"{source}:{group.line_of('negatable')}: negatable must be true/false and only on {POSSIBLE}"
             )
+        negation_end = group.get("negation_end", True)
+        if not isinstance(negation_end, bool) or (not negation_end and category != NEGATED):
+            raise LexiconError(
+                f"{source}:{group.line_of('negation_end')}: negation_end must be true/false and only on {NEGATED}"
+            )
+        types = tuple(t.casefold() for t, _ in string_list(group, "types", source, "rule group"))
         has_cues, has_pattern = "cues" in group, "pattern" in group
         if has_cues == has_pattern:
             raise LexiconError(f"{source}:{group.line}: a rule group needs either 'cues' or 'pattern' (not both)")
@@ -183,7 +211,7 @@ def parse_rules(text: str, source: str) -> Rules:
                 raise LexiconError(f"{source}:{line}: cue {literal!r} is listed twice (first at line {seen[key]})")
             seen[key] = line
             cues.append(CueRule(key if pattern is None else literal, category, direction, pattern, max_scope,
-                                negatable, line))
+                                negatable, line, negation_end, types))
     normal = NormalForms()
     if "normal_forms" in data:
         node = data["normal_forms"]

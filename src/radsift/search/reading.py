@@ -99,7 +99,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     side = side or implied
     found: dict[str, ReadFinding] = {}
     if lexicon:
-        for m in labeler.label(query):
+        for m in getattr(labeler, "label_query", labeler.label)(query):  # alternatives keep their status
             found.setdefault(m.finding, ReadFinding(m.finding, m.status, "lexicon", m.cue, side))
     phrases = labeler.query_phrases(query) if not found else []
     if not found and lexicon and link is not None and read_as != "literal":
