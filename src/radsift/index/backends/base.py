@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -30,6 +31,25 @@ def extra_module(module: str, backend: str, library: str, extra: str):
                                 f"install it with: {extra}") from exc
 
 
+@dataclass(frozen=True)
+class SparseScores:
+    """A query's :meth:`VectorBackend.scores` without the array over every row: ``values`` at the sorted
+    ``rows`` and ``fill`` at every other row (``rows`` None: ``values`` is the whole array)."""
+
+    n: int
+    values: np.ndarray
+    rows: np.ndarray | None = None
+    fill: float = 0.0
+
+    def full(self) -> np.ndarray:
+        """The array :meth:`VectorBackend.scores` returns."""
+        if self.rows is None:
+            return self.values
+        out = np.full(self.n, np.float32(self.fill), dtype=np.float32)
+        out[self.rows] = self.values
+        return out
+
+
 class VectorBackend(ABC):
     """Nearest-neighbour search over one matrix of unit vectors (inner product = cosine)."""
 
@@ -41,6 +61,11 @@ class VectorBackend(ABC):
 
         ``mask`` says which rows the caller will rank (filters, targets): an exact backend ignores
         it; an approximate one draws its candidates from those rows."""
+
+    def sparse_scores(self, query: np.ndarray, mask: np.ndarray | None = None) -> SparseScores:
+        """:meth:`scores` as :class:`SparseScores` (an approximate backend need not fill an array over every row)."""
+        values = np.asarray(self.scores(query, mask), dtype=np.float32)
+        return SparseScores(int(values.shape[0]), values)
 
     def top(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` best rows (optionally only rows where ``mask`` is true), best first.
