@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from radsift.index.reader import IndexStore
+from radsift.index.readings import finding_mentions
 from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
 from radsift.ranking.bands import BandTable, band_of, score_kind
 from radsift.ranking.tiers import (
@@ -98,27 +99,19 @@ def exact_reason(request, reading: QueryReading, gap, backend=None, store: Index
 
 # -- reading postings -----------------------------------------------------------------------------------
 class ReadingPostings:
-    """A store's stored mentions sorted by finding, and its units grouped by report (built once per store)."""
+    """A store's reading postings (each finding's stated mentions, :mod:`radsift.index.readings`: written with
+    each segment, read per finding on its first query) and its units' reports (kept once per store)."""
 
     def __init__(self, store: IndexStore, unit: str) -> None:
-        labels = store.labels()
-        finding = np.asarray(labels.finding, dtype=np.int64)
-        order = np.argsort(finding, kind="stable")
-        self.row = np.asarray(labels.row, dtype=np.int64)[order]
-        self.status = np.asarray(labels.status, dtype=np.int64)[order]
-        codes = finding[order]
-        self.codes = {int(c): (int(a), int(b)) for c, a, b in
-                      zip(*_runs(codes))}
+        self.store = store
         report_row = np.asarray(store.units(unit).report_row, dtype=np.int64)
         self.report_row = report_row
         self.n_units = int(report_row.shape[0])
         self._views: dict = {}
+        self._mentions: dict = {}
         self._lock = threading.Lock()
         self.n_reports = int(report_row.max(initial=-1)) + 1
-        self.unit_order = np.argsort(report_row, kind="stable")
-        self.report_ptr = np.zeros(self.n_reports + 1, dtype=np.int64)
-        np.cumsum(np.bincount(report_row, minlength=self.n_reports), out=self.report_ptr[1:])
-        self.reports_with_units = int(np.count_nonzero(np.diff(self.report_ptr)))
+        self.reports_with_units = int(np.count_nonzero(np.bincount(report_row, minlength=self.n_reports)))
 
     def view(self, code: int, wanted: str) -> FindingView:
         """The units and reports that state something of finding ``code``, each with its best tier for a query
@@ -140,9 +133,15 @@ class ReadingPostings:
         return store.cached(("reading_postings", unit), lambda: cls(store, unit))
 
     def mentions(self, code: int) -> tuple[np.ndarray, np.ndarray]:
-        """(unit rows, status codes) of the stored mentions of finding ``code``."""
-        a, b = self.codes.get(int(code), (0, 0))
-        return self.row[a:b], self.status[a:b]
+        """(unit rows, status codes) of the stored mentions of finding ``code`` (kept once read)."""
+        key = int(code)
+        with self._lock:
+            hit = self._mentions.get(key)
+        if hit is None:
+            hit = finding_mentions(self.store, key) if key >= 0 else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+            with self._lock:
+                self._mentions[key] = hit
+        return hit
 
 
 @dataclass(frozen=True)
@@ -174,15 +173,6 @@ def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, fill: int)
         hit = keys[pos] == wanted
         out[hit] = values[pos[hit]]
     return out
-
-
-def _runs(sorted_codes: np.ndarray):
-    if not sorted_codes.size:
-        return [], [], []
-    cut = np.flatnonzero(np.diff(sorted_codes)) + 1
-    starts = np.concatenate(([0], cut))
-    ends = np.concatenate((cut, [sorted_codes.size]))
-    return sorted_codes[starts].tolist(), starts.tolist(), ends.tolist()
 
 
 class QueryTiers:
