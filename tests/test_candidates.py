@@ -181,7 +181,16 @@ def test_hnsw_sparse_scores_are_its_scores_array(hnsw_index, monkeypatch):
         sparse = backend.sparse_scores(v)
         assert sparse.rows is not None and sparse.rows.size < sparse.n
         assert np.array_equal(sparse.full(), backend.scores(v))
-        dense = pool.DenseScores(sparse.n, sparse.values, sparse.rows, sparse.fill)
+        assert sparse.groups is not None  # the demo reports three times over: duplicate groups, rows not listed
+        dense = pool.DenseScores(sparse.n, sparse.values, sparse.rows, sparse.fill, sparse.node_of_row,
+                                 sparse.groups)
         full = sparse.full()
         rows = np.arange(sparse.n)
         assert np.array_equal(dense.at(rows), full) and dense.hi == full.max() and dense.lo == full.min()
+        assert np.array_equal(np.concatenate(dense.expanded()), np.concatenate([np.flatnonzero(full != sparse.fill),
+                                                                                full[full != sparse.fill]]))
+        for k in (1, 10, 100, 5000):
+            top, d_k = dense.top(k, None, sparse.n)
+            rest = np.setdiff1d(rows, top)
+            assert top.size >= min(k, sparse.n) and (d_k is None or (full[rest] <= d_k).all())
+            assert d_k is None or (full[top] >= d_k).all() or top.size < k

@@ -54,36 +54,65 @@ def min_max_with(values: np.ndarray, low: float, high: float) -> np.ndarray:
 
 class DenseScores:
     """A query's cosines at any rows: ``values`` at the sorted ``rows`` and ``fill`` at every other row, as an
-    approximate backend gives them (``rows`` None: ``values`` holds every row). Work follows ``rows``."""
+    approximate backend gives them (``rows`` None: ``values`` holds every row). Work follows ``rows``.
 
-    def __init__(self, n: int, values: np.ndarray, rows: np.ndarray | None = None, fill: float = 0.0) -> None:
+    With duplicate groups (``node_of_row``: every row's group; ``groups``: ``(order, offsets)``, each group's
+    rows), ``rows`` are sorted groups and ``values`` theirs: a group's rows are listed only when needed.
+    """
+
+    def __init__(self, n: int, values: np.ndarray, rows: np.ndarray | None = None, fill: float = 0.0,
+                 node_of_row: np.ndarray | None = None, groups: tuple | None = None) -> None:
         values = np.asarray(values, dtype=np.float32)
-        if rows is not None and rows.size >= n:
+        self.node_of_row, self.groups = (node_of_row, groups) if rows is not None else (None, None)
+        self.sizes = None if self.groups is None else (groups[1][rows + 1] - groups[1][rows])
+        scored = n if rows is None else rows.size if self.sizes is None else int(self.sizes.sum())
+        if rows is not None and scored >= n and self.groups is None:
             rows = None  # every row scored: values is the whole array (rows sorted)
-        self.n, self.values, self.rows, self.fill = n, values, rows, np.float32(fill)
+        self.n, self.values, self.rows, self.fill, self.scored = n, values, rows, np.float32(fill), scored
         self.dtype = values.dtype
-        ends = [values] if rows is None else [values, np.array([self.fill], dtype=np.float32)]
+        ends = [values] if rows is None or scored >= n else [values, np.array([self.fill], dtype=np.float32)]
         self.hi = max((float(np.float64(e.max())) for e in ends if e.size), default=0.0)
         self.lo = min((float(np.float64(e.min())) for e in ends if e.size), default=0.0)
+        self._rows: tuple[np.ndarray, np.ndarray] | None = None
+
+    def expanded(self) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted rows, values) of every scored row (a group's rows listed; kept)."""
+        if self._rows is None:
+            if self.groups is None:
+                self._rows = (self.rows, self.values)
+            else:
+                order, offsets = self.groups
+                starts, lens = offsets[self.rows], self.sizes
+                within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+                rows = np.asarray(order[np.repeat(starts, lens) + within], dtype=np.int64)
+                by_row = np.argsort(rows, kind="stable")
+                self._rows = (rows[by_row], np.repeat(self.values, lens)[by_row])
+        return self._rows
 
     def at(self, rows: np.ndarray) -> np.ndarray:
         """The cosines of ``rows``."""
         if self.rows is None:
             return self.values[rows]
-        out = np.full(len(rows), self.fill, dtype=np.float32)
-        if self.rows.size:
-            hit = member(self.rows, rows)
-            out[hit] = self.values[np.searchsorted(self.rows, rows[hit])]
-        return out
+        keys = rows if self.node_of_row is None else self.node_of_row[rows]
+        return _at(self.rows, self.values, np.asarray(keys, dtype=np.int64), self.fill)
 
     def top(self, k: int, mask, n_elig: int) -> tuple[np.ndarray, float | None]:
-        """The ``k`` best eligible rows and the highest cosine any other eligible row can have (None: every
-        eligible row). Past the scored rows, the rest share ``fill``: all scored rows, and ``fill``."""
+        """The ``k`` best eligible rows (or a few more: whole groups) and the highest cosine any other eligible
+        row can have (None: every eligible row). Past the scored rows, the rest share ``fill``: all scored rows,
+        and ``fill``."""
         if self.rows is None:
             return dense_top(self.values, mask, k, n_elig)
         if k >= n_elig:
             return (np.arange(self.n) if mask is None else np.flatnonzero(mask)), None
-        rows, vals = (self.rows, self.values) if mask is None else (self.rows[mask[self.rows]], self.values[mask[self.rows]])
+        if mask is None and self.groups is not None and self.scored > k:
+            order = np.argsort(-self.values, kind="stable")
+            last = int(np.searchsorted(np.cumsum(self.sizes[order]), k))  # the group that reaches k rows
+            taken = order[:last + 1]
+            picked = DenseScores(self.n, self.values[taken], self.rows[taken], self.fill, self.node_of_row, self.groups)
+            return picked.expanded()[0], float(self.values[order[last]])
+        rows, vals = self.expanded()
+        if mask is not None:
+            rows, vals = rows[mask[rows]], vals[mask[rows]]
         if k < rows.size:
             top = np.argpartition(-vals, k - 1)[:k]
             return rows[top], float(vals[top].min())
@@ -94,9 +123,10 @@ class DenseScores:
         matches; then not listed)."""
         if self.rows is None:
             return np.array([int(np.argmin(self.values))])
-        if self.fill <= np.float32(self.lo) and self.n - self.rows.size > more_than:
+        if self.fill <= np.float32(self.lo) and self.n - self.scored > more_than:
             return None
-        return self.rows[self.values == np.float32(self.lo)]
+        rows, vals = self.expanded()
+        return rows[vals == np.float32(self.lo)]
 
     def outside(self, taken: np.ndarray) -> tuple[float, float] | None:
         """(max, min) cosine of the rows not in sorted ``taken`` (None: there are none)."""
@@ -106,8 +136,9 @@ class DenseScores:
                 return float(self.values[hi]), float(self.values[lo])
             rest = np.delete(self.values, taken)
             return (float(rest.max()), float(rest.min())) if rest.size else None
-        rest = [self.values[~member(taken, self.rows)]]
-        if self.n - self.rows.size > taken.size - int(np.count_nonzero(member(self.rows, taken))):
+        rows, vals = self.expanded()
+        rest = [vals[~member(taken, rows)]]
+        if self.n - rows.size > taken.size - int(np.count_nonzero(member(rows, taken))):
             rest.append(np.array([self.fill], dtype=np.float32))  # some unscored row is not taken
         rest = np.concatenate(rest)
         return (float(rest.max()), float(rest.min())) if rest.size else None
@@ -125,7 +156,7 @@ class BM25Side:
     matches asked for; every match (:meth:`matches`) only when a caller needs them all.
     """
 
-    def __init__(self, retriever, query: str, n: int) -> None:
+    def __init__(self, retriever, query: str, n: int, first: int = 1) -> None:
         self.retriever, self.query, self.n = retriever, query, n
         vocab = retriever.vocab_dict
         posts = [(t, *retriever.postings(t)) for t in tokenize(query) if t in vocab] if n else []
@@ -136,7 +167,9 @@ class BM25Side:
             self.matches()
         every = self._all is not None and self._all[0].size >= n
         self.bmin = float(self._all[1].min(initial=0.0)) if every else 0.0
-        best = self.top(1)[1]
+        self._first = None
+        self._first = (first, self.top(first))  # the best matches of every unit: the first pool's, and the top
+        best = self._first[1][1]
         self.bmax = float(best.max()) if best.size else 0.0
 
     def matches(self) -> tuple[np.ndarray, np.ndarray]:
@@ -152,26 +185,34 @@ class BM25Side:
             return _at(*self._all, rows, np.float32(0))
         out = np.zeros(rows.size, dtype=np.float32)
         for _, g, w, idf in self.terms:
-            hit = member(g, rows)
-            out[hit] += idf * w[np.searchsorted(g, rows[hit])]
+            if g.size:
+                pos = np.minimum(np.searchsorted(g, rows), g.size - 1)
+                hit = g[pos] == rows
+                out[hit] += idf * w[pos[hit]]
         return out
 
     def top(self, k: int, mask=None) -> tuple[np.ndarray, np.ndarray, float]:
         """(sorted rows, scores) of the ``k`` best eligible matches and every one tied with the k-th, and the
         highest score any other eligible unit has (0.0: every eligible match is returned)."""
+        if mask is None and self._first is not None and self._first[0] == k:
+            return self._first[1]
         if self._all is not None or not self.terms:
             rows, vals = self.matches()
             if mask is not None:
                 rows, vals = rows[mask[rows]], vals[mask[rows]]
             return _best(rows, vals, k)
         orders = [self.retriever.impact_order(t) for t, _, _, _ in self.terms]
-        longest, depth = max(g.size for _, g, _, _ in self.terms), max(k, 64)
+        longest, depth, read = max(g.size for _, g, _, _ in self.terms), max(k, 64), 0
+        rows, vals = np.zeros(0, np.int64), np.zeros(0, np.float32)
         while True:
-            seen = np.unique(np.concatenate([g[o[:depth]] for (_, g, _, _), o in zip(self.terms, orders)]))
-            seen = seen[seen < self.n]
-            vals = self.at(seen)
-            keep = vals > 0 if mask is None else (vals > 0) & mask[seen]
-            rows, vals = seen[keep], vals[keep]
+            # the units first reached in this round (each scored once, over every term)
+            new = np.unique(np.concatenate([g[o[read:depth]] for (_, g, _, _), o in zip(self.terms, orders)]))
+            new = new[(new < self.n) & ~member(rows, new)]
+            score = self.at(new)
+            keep = score > 0 if mask is None else (score > 0) & mask[new]
+            rows, vals = np.concatenate([rows, new[keep]]), np.concatenate([vals, score[keep]])
+            order = np.argsort(rows, kind="stable")
+            rows, vals, read = rows[order], vals[order], depth
             if depth >= longest:  # every match read
                 return _best(rows, vals, k)
             # a unit not read scores at most the sum of each term's next weight (float32, in order: a bound)

@@ -42,8 +42,9 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
     if NEEDS_DENSE[opts.mode]:
         got = index._backend(store, "sentence").sparse_scores(query_vector, mask)
         # the scored rows only: every other row holds the backend's fill, below them (no pass over every unit)
-        dense = DenseScores(got.n, checked_cosines(got.values, store, "sentence"), got.rows, got.fill)
-    bm = BM25Side(store.bm25("sentence"), bm25_query(request.query, reading, expansion), n) \
+        dense = DenseScores(got.n, checked_cosines(got.values, store, "sentence"), got.rows, got.fill,
+                            got.node_of_row, got.groups)
+    bm = BM25Side(store.bm25("sentence"), bm25_query(request.query, reading, expansion), n, FIRST_DEPTH) \
         if NEEDS_BM25[opts.mode] else None
     alpha = opts.alpha if opts.alpha is not None else index.settings.dense_weight
     sides_ = Sides(opts.mode, alpha, dense, bm, n)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from radsift.errors import ConfigError
+from radsift.index.backends.duplicates import expand_groups
 from radsift.ranking.topk import top_k
 
 
@@ -34,19 +35,32 @@ def extra_module(module: str, backend: str, library: str, extra: str):
 @dataclass(frozen=True)
 class SparseScores:
     """A query's :meth:`VectorBackend.scores` without the array over every row: ``values`` at the sorted
-    ``rows`` and ``fill`` at every other row (``rows`` None: ``values`` is the whole array)."""
+    ``rows`` and ``fill`` at every other row (``rows`` None: ``values`` is the whole array).
+
+    With duplicate groups (``groups``, as :func:`~radsift.index.backends.duplicates.groups_of`), ``rows`` are
+    sorted group ids and each of their rows carries its group's value; ``node_of_row`` is every row's group.
+    """
 
     n: int
     values: np.ndarray
     rows: np.ndarray | None = None
     fill: float = 0.0
+    node_of_row: np.ndarray | None = None
+    groups: tuple[np.ndarray, np.ndarray] | None = None
+
+    def expanded(self) -> tuple[np.ndarray | None, np.ndarray]:
+        """(sorted rows, values), every row of a group listed."""
+        if self.groups is None or self.rows is None:
+            return self.rows, self.values
+        return expand_groups(self.groups, self.rows, self.values)
 
     def full(self) -> np.ndarray:
         """The array :meth:`VectorBackend.scores` returns."""
-        if self.rows is None:
-            return self.values
+        rows, values = self.expanded()
+        if rows is None:
+            return values
         out = np.full(self.n, np.float32(self.fill), dtype=np.float32)
-        out[self.rows] = self.values
+        out[rows] = values
         return out
 
 

@@ -62,8 +62,8 @@ import numpy as np
 
 from radsift.errors import ConfigError, IndexDamagedError
 from radsift.index.backends.base import MissingExtraError, SparseScores, VectorBackend, extra_module
-from radsift.index.backends.duplicates import (check_groups, duplicate_groups, groups_of, nodes_of, row_hashes,
-                                               rows_of)
+from radsift.index.backends.duplicates import (check_groups, duplicate_groups, expand_groups, groups_of, nodes_of,
+                                               row_hashes, rows_of)
 from radsift.index.integrity import cache_problems
 from radsift.ranking.topk import top_k
 
@@ -148,6 +148,7 @@ class HnswBackend(VectorBackend):
         self.expansion_search = int(expansion_search or index.hnsw.efSearch)
         self.path = Path(path) if path is not None else None
         self.stats = {"masked": 0, "grown": 0, "exact": 0}
+        self._node_of_row: np.ndarray | None = None  # every row's group (built on the first query that needs it)
         self._stats_lock = threading.Lock()
 
     # -- construction ------------------------------------------------------------------------
@@ -303,18 +304,22 @@ class HnswBackend(VectorBackend):
         n = self.size
         if n <= self.candidates:
             return SparseScores(n, self._exact_all(q))
-        rows, cos = self._search(q, self.candidates, mask)
+        grouped = mask is None and self.groups is not None  # groups, not their rows (work follows the nodes found)
+        rows, cos = self._graph(q, self.candidates, score=q, grouped=True) if grouped else self._search(
+            q, self.candidates, mask)
         if not rows.size:
             return SparseScores(n, np.zeros(0, dtype=np.float32), rows, -1.0)
         floor = np.float32(float(cos.min()) - FLOOR_GAP)
         # The anchor: the row least similar to the query (the graph's best row for -query), exactly scored.
-        anchor, low = self._graph(-q, 1, score=q)
+        anchor, low = self._graph(-q, 1, score=q, grouped=grouped)
         anchor, low = anchor[low < floor], low[low < floor]
         if anchor.size:
             rows, cos = np.concatenate([rows, anchor]), np.concatenate([cos, low])
             order = np.argsort(rows, kind="stable")
             rows, cos = rows[order], cos[order]
-        return SparseScores(n, cos, rows, float(floor))
+        if grouped and self._node_of_row is None:
+            self._node_of_row = nodes_of(self.groups, n)
+        return SparseScores(n, cos, rows, float(floor), *((self._node_of_row, self.groups) if grouped else ()))
 
     def top(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` best rows (only masked rows when ``mask`` is given), re-scored exactly, best first.
@@ -376,11 +381,12 @@ class HnswBackend(VectorBackend):
             out[self._filled] = np.logical_or.reduceat(mask[order], offsets[self._filled])
         return out
 
-    def _graph(self, q: np.ndarray, count: int, bits: np.ndarray | None = None, *,
-               score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _graph(self, q: np.ndarray, count: int, bits: np.ndarray | None = None, *, score: np.ndarray,
+               grouped: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Rows of the (at most ``count``) graph nodes found for ``q`` (only bitmap nodes when given), sorted, and
         their exact cosines with ``score``: one row per duplicate group read and scored (its rows are
-        bit-identical), so the work follows the nodes found, not how many copies each holds.
+        bit-identical), so the work follows the nodes found, not how many copies each holds (``grouped``: the
+        nodes and their cosines, rows not listed).
 
         Empty nodes are never searched for: without ``bits``, the bitmap of the filled nodes is used.
         """
@@ -399,16 +405,11 @@ class HnswBackend(VectorBackend):
             nodes = np.unique(ids[0][ids[0] >= 0].astype(np.int64))
         if self.groups is None:
             return nodes, self._rescore(nodes, score)
-        order, offsets = self.groups
-        starts, lens = offsets[nodes], offsets[nodes + 1] - offsets[nodes]
-        within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
-        rows = np.asarray(order[np.repeat(starts, lens) + within], dtype=np.int64)
-        by_row = np.argsort(rows, kind="stable")
-        firsts = np.asarray(order[starts], dtype=np.int64)
+        firsts = np.asarray(self.groups[0][self.groups[1][nodes]], dtype=np.int64)
         first_order = np.argsort(firsts, kind="stable")  # read the memory map in row order
         cos = np.empty(nodes.size, dtype=np.float32)
         cos[first_order] = self._rescore(firsts[first_order], score)
-        return rows[by_row], np.repeat(cos, lens)[by_row]
+        return (nodes, cos) if grouped else expand_groups(self.groups, nodes, cos)
 
     def _rescore(self, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
         """Exact cosines of sorted ``rows`` from the float32 vectors."""
