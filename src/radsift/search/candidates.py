@@ -38,8 +38,10 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -47,6 +49,7 @@ from radsift.index.reader import IndexStore
 from radsift.index.readings import finding_mentions
 from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
 from radsift.ranking.bands import BandTable, band_of, score_kind
+from radsift.ranking.pool import member
 from radsift.ranking.tiers import (
     CLASS_NAMES,
     NO_READING,
@@ -109,6 +112,7 @@ class ReadingPostings:
         self.n_units = int(report_row.shape[0])
         self._views: dict = {}
         self._mentions: dict = {}
+        self._eligible: dict = {}
         self._lock = threading.Lock()
         self.n_reports = int(report_row.max(initial=-1)) + 1
         self.reports_with_units = int(np.count_nonzero(np.bincount(report_row, minlength=self.n_reports)))
@@ -127,6 +131,19 @@ class ReadingPostings:
             with self._lock:
                 self._views[key] = hit
         return hit
+
+    def eligible(self, mask: np.ndarray) -> tuple[int, int]:
+        """(units, reports with a unit) of a filter's mask: counted once per mask (a filter's masks are kept,
+        read-only: :func:`radsift.search.plan.eligible_mask`), so a repeated filter costs no pass."""
+        with self._lock:
+            hit = self._eligible.get(id(mask))
+        if hit is None or hit[0]() is not mask:
+            rows = np.flatnonzero(mask)
+            hit = (weakref.ref(mask), int(rows.size), int(np.unique(self.report_row[rows]).size))
+            with self._lock:
+                self._eligible = {k: v for k, v in self._eligible.items() if v[0]() is not None}
+                self._eligible[id(mask)] = hit
+        return hit[1], hit[2]
 
     @classmethod
     def of(cls, store: IndexStore, unit: str) -> ReadingPostings:
@@ -153,6 +170,13 @@ class FindingView:
     best: np.ndarray
     reports: np.ndarray
     report_best: np.ndarray
+    #: What queries of this finding alone derive from it (:class:`QueryTiers`), kept with it.
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @cached_property
+    def stating(self) -> tuple[np.ndarray, np.ndarray]:
+        """(units, reports) that state what is wanted (best tier 0), computed once."""
+        return self.rows[self.best == 0], self.reports[self.report_best == 0]
 
 
 def _best_by(keys: np.ndarray, tiers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -188,14 +212,9 @@ class QueryTiers:
     def __init__(self, store: IndexStore, reading: QueryReading, post: ReadingPostings, codes: dict,
                  by_report: bool, sides) -> None:
         self.post, self.statuses = post, [f.status for f in reading.findings]
-        self.side = reading.side
-        self.mentions, self.views = [], []
-        names = {v: k for k, v in STATUS_CODES.items()}
-        for f in reading.findings:
-            rows, status = post.mentions(codes.get(f.finding, -1))
-            table = np.array([TIER_OF[f.status][names[c]] for c in (-1, 0, 1)], dtype=np.int8)
-            self.mentions.append((rows, table[status + 1]))
-            self.views.append(post.view(codes.get(f.finding, -1), f.status))
+        self.side, self._findings = reading.side, [(codes.get(f.finding, -1), f.status) for f in reading.findings]
+        self.views = [post.view(code, status) for code, status in self._findings]
+        self._mentions: list | None = None
         self.sides = sides  # (left, right, bilateral) flags of every unit, or None
         side_rows = np.zeros(0, dtype=np.int64)
         if self.side and sides is not None:
@@ -204,20 +223,41 @@ class QueryTiers:
                      np.unique(np.concatenate([v.rows for v in self.views] + [np.zeros(0, np.int64)])))
         self.special = np.union1d(mentioned, side_rows) if side_rows.size else mentioned
         no_reading = np.array([[NO_READING[s] for s in self.statuses]], dtype=np.int8)
-        reading_default = int(combine(no_reading)[0]) if self.statuses else 0
-        self.default_unit = reading_default * SIDE_SLOTS + (1 if self.side and sides is not None else 0)
+        self.rep_default = int(combine(no_reading)[0]) if self.statuses else 0
+        self.default_unit = self.rep_default * SIDE_SLOTS + (1 if self.side and sides is not None else 0)
+        self.by_report = by_report and bool(self.statuses) and post.n_units > 0
+        # One finding and no side word: the special units' tiers depend on the finding's view alone (kept there).
+        self._memo = self.views[0].memo if len(self.views) == 1 and not side_rows.size else {}
+        self._key = (self.by_report, self.default_unit)
+        if ("tiers",) + self._key not in self._memo:
+            self._memo[("tiers",) + self._key] = self._special_tiers()
+        self.unit_max, self.rep_rows, self.rep_tier, self.special_tiers, self.default = \
+            self._memo[("tiers",) + self._key]
+
+    def _special_tiers(self) -> tuple:
+        """(unit_max, report rows, their tiers, the special units' tiers, the default tier)."""
         unit_t = self._unit_tiers(self.special)
         self.unit_max = int(max(unit_t.max(initial=-1), self.default_unit))
-        self.by_report = by_report and bool(self.statuses) and post.n_units > 0
-        self.default = self.default_unit
-        self.rep_rows = np.zeros(0, dtype=np.int64)
+        self.rep_rows, self.rep_tier, default = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), \
+            self.default_unit
         if self.by_report:
             self.rep_rows = (self.views[0].reports if len(self.views) == 1 else
                              np.unique(np.concatenate([v.reports for v in self.views])))
             self.rep_tier = self._report_tiers(self.rep_rows)
-            self.rep_default = reading_default
-            self.default = reading_default * (self.unit_max + 1) + self.default_unit
-        self.special_tiers = self._with_report(self.special, unit_t)
+            default = self.rep_default * (self.unit_max + 1) + self.default_unit
+        return self.unit_max, self.rep_rows, self.rep_tier, self._with_report(self.special, unit_t), default
+
+    @property
+    def mentions(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(unit rows, tier) of each finding's mentions (for a filter's eligible units; built when first asked)."""
+        if self._mentions is None:
+            names = {v: k for k, v in STATUS_CODES.items()}
+            self._mentions = []
+            for code, status in self._findings:
+                rows, codes = self.post.mentions(code)
+                table = np.array([TIER_OF[status][names[c]] for c in (-1, 0, 1)], dtype=np.int8)
+                self._mentions.append((rows, table[codes + 1]))
+        return self._mentions
 
     def _with_report(self, rows: np.ndarray, unit_t: np.ndarray) -> np.ndarray:
         if not self.by_report:
@@ -238,16 +278,29 @@ class QueryTiers:
         return out
 
     def lowest_outside(self, inside: Sequence[np.ndarray], eligible) -> int:
-        """A lower bound of the tier of every eligible unit outside ``inside`` (sorted row arrays; exact on
-        the special units; every other unit counts at its report's tier, whether or not one is left)."""
-        out = eligible(self.special).copy()
-        for rows in inside:
-            if rows.size:
-                pos = np.minimum(np.searchsorted(rows, self.special), rows.size - 1)
-                out &= rows[pos] != self.special
+        """A lower bound of the tier of every eligible unit outside ``inside`` (disjoint sorted row arrays; exact
+        on the special units; every other unit counts at its report's tier, whether or not one is left).
+        ``eligible`` None: every unit (the special units counted by tier once, then only ``inside`` is read)."""
         low = [self.default]
-        if out.any():
-            low.append(int(self.special_tiers[out].min()))
+        if eligible is None:
+            if ("counts",) + self._key not in self._memo:
+                self._memo[("counts",) + self._key] = np.unique(self.special_tiers, return_inverse=True,
+                                                                return_counts=True)
+            uniq, inverse, counts = self._memo[("counts",) + self._key]
+            taken = np.zeros(uniq.size, dtype=np.int64)
+            for rows in inside:
+                hit = member(self.special, rows)
+                taken += np.bincount(inverse[np.searchsorted(self.special, rows[hit])], minlength=uniq.size)
+            left = uniq[counts > taken]
+            low += [int(left[0])] if left.size else []
+        else:
+            out = eligible(self.special).copy()
+            for rows in inside:
+                if rows.size:
+                    pos = np.minimum(np.searchsorted(rows, self.special), rows.size - 1)
+                    out &= rows[pos] != self.special
+            if out.any():
+                low.append(int(self.special_tiers[out].min()))
         if self.by_report and self.rep_rows.size:
             low.append(int(self.rep_tier.min()) * (self.unit_max + 1) + self.default_unit)
         return min(low)

@@ -81,7 +81,7 @@ def _rank(opts, sides_: Sides, qt, mask, elig, keep_rows, depth: int, post: Read
         ``(picked, candidate rows, best)``: the ranked entries (report row, unit row, score), the pool (eligible
         units) and the best base score of every eligible unit (None: the pool cannot tell).
     """
-    n_elig = sides_.n if mask is None else int(np.count_nonzero(mask))
+    n_elig = sides_.n if mask is None else post.eligible(mask)[0]
     k_dense, step = FIRST_DEPTH, None
     while True:
         # hybrid: the best BM25 matches only; the rest score at most the k-th's BM25 (b_k)
@@ -114,7 +114,7 @@ def _rank(opts, sides_: Sides, qt, mask, elig, keep_rows, depth: int, post: Read
                 step = np.float32(sides_.spread(best if mask is None else None) + 1.0)
             scores = (base - qt.tiers(cand).astype(np.float32) * step).astype(np.float32)
         picked = top_entries(opts.level, cand, scores, depth, post.report_row)
-        if whole or _exact(qt, step, picked, depth, (bm_rows, extra), bound, elig):
+        if whole or _exact(qt, step, picked, depth, (bm_rows, extra), bound, None if mask is None else elig):
             return picked, cand, best
         # every scored row and every match taken, and still not exact: only the whole list decides
         k_dense = n_elig if top.size < k_dense and b_k == 0.0 else k_dense * 4
@@ -141,13 +141,13 @@ def _counts(opts, qt, post: ReadingPostings, mask, elig, cand, page):
         if mask is None:
             total = post.reports_with_units if by_report else post.n_units
         else:
-            rows = np.flatnonzero(mask)
-            total = int(np.unique(post.report_row[rows]).size) if by_report else int(rows.size)
+            units, reports = post.eligible(mask)
+            total = reports if by_report else units
         in_e = elig
     if qt is None or not qt.statuses:
         return total, None, [-1] * len(page)
     every = mask is None and opts.mode != "bm25"  # every unit eligible: the findings' views hold the answers
-    per = [v.reports[v.report_best == 0] if by_report else v.rows[v.best == 0] for v in qt.views] if every else []
+    per = [v.stating[1] if by_report else v.stating[0] for v in qt.views] if every else []
     for mrows, mtier in () if every else qt.mentions:
         ok = mrows[(mtier == 0) & in_e(mrows)]
         per.append(np.unique(post.report_row[ok]) if by_report else np.unique(ok))
