@@ -10,7 +10,15 @@ import pytest
 
 from radsift.demo import generate_reports
 from radsift.errors import IndexDamagedError
-from radsift.index import IndexStore, add_to_index, build_index, delete_from_index, optimize_index, readings, writer  # noqa: E501
+from radsift.index import (
+    IndexStore,
+    add_to_index,
+    build_index,
+    delete_from_index,
+    optimize_index,
+    readings,
+    writer,
+)
 from radsift.index.generations import read_current
 from radsift.index.verify import verify_index
 from radsift.models.hashing import HashingEncoder
