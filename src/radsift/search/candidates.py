@@ -5,33 +5,40 @@ min-max normalisation, reading tiers and counts over every unit of the corpus. T
 (:func:`radsift.search.shortlist.candidate_page`, ranking with :mod:`radsift.ranking.pool`) computes
 the same page from:
 
-- the **BM25 matches**: every unit holding a query term, scored exactly over the terms' postings
-  (:meth:`radsift.ranking.bm25.BM25.postings`; work in proportion to the postings), of which
-  ``hybrid`` ranks only the ``depth`` best (every match for ``bm25``, whose counts are its matches);
-- the **dense candidates**: the ``depth`` best eligible units by the backend's cosine;
-- **reading postings** (:class:`ReadingPostings`): the stored mentions of each finding, sorted by
-  finding once per store (in memory, on the first query; not written at index time), so a query's
-  tiers, counts and classes read only its findings' mentions.
+- the **BM25 matches** (:class:`radsift.ranking.pool.BM25Side`): ``hybrid`` reads its ``depth`` best
+  from each term's postings best weight first (a threshold top-k; a unit not read scores at most the sum
+  of each term's next weight), every other unit scored on demand from the postings; ``bm25`` ranks every
+  match (its counts are its matches);
+- the **dense candidates**: the ``depth`` best eligible units by the backend's cosine, from the rows (or
+  duplicate groups) the backend scored (:meth:`~radsift.index.backends.base.VectorBackend.sparse_scores`:
+  every other row holds one fill value, never written out);
+- **reading postings** (:class:`ReadingPostings`): each finding's stated mentions, written with each
+  segment (:mod:`radsift.index.readings`) and read per finding on its first query, so a query's tiers,
+  counts and classes read only its findings' mentions; a single finding's tiers and tier counts are kept
+  with its view.
 
 The ranking is the exact engine's order ``(tier, score, row)`` over the pool, with every global
 quantity the exact engine uses (the min-max ends of both sides, the strict tiers' step, the best
-eligible score the bands read) computed exactly. A unit outside the pool has a cosine no higher
-than the ``depth``-th eligible one and a BM25 score no higher than the ``depth``-th match, so its
-fused score is at most a bound; its tier is at least the lowest tier of the units left out (exact
-for the units that state something or hold a side word; every other unit at its report's tier).
-When the last entry of the page scores strictly above what any unit left out could reach, the page
-is the exact engine's; otherwise ``depth`` is widened (x4) until the pool holds every eligible
-unit. So the two engines differ only where float32 rounding makes the bound's ``>`` differ from the
-exact order (never seen: ``benchmarks/bench_candidates.py`` compares pages, scores, bands and counts
-on every query it runs). Counts come from the postings and the filter's rows, never from the pool.
+eligible score the bands read) computed exactly: the ends from the backend's scored rows and BM25's
+best match, the step and the best score from the pool when its best beats what a unit left out could
+reach (else from every match, as before). A unit outside the pool has a cosine no higher than the
+``depth``-th eligible one and a BM25 score no higher than the ``depth``-th match, so its fused score is
+at most a bound; its tier is at least the lowest tier of the units left out (counted per tier, exact for
+the units that state something or hold a side word; every other unit at its report's tier). When the
+last entry of the page scores strictly above what any unit left out could reach, the page is the exact
+engine's; otherwise ``depth`` is widened (x4) until the pool holds every eligible unit. So the two
+engines differ only where float32 rounding makes the bound's ``>`` differ from the exact order (never
+seen: ``benchmarks/bench_candidates.py`` compares pages, scores, bands and counts on every query it
+runs). Counts come from the postings and the filter's rows (counted once per filter), never from the pool.
 
 Routed to the exact engine (:func:`exact_reason`): ``hybrid-rrf`` (a rank fusion needs every
 unit's rank), calibrated tier boosts (``gap``), a first stage, ``prf``, section units, an
 open-vocabulary finding (its reader runs over candidate sentences), a backend that pushes filters
-down, and ``RADSIFT_ENGINE=exact``. What stays linear in the corpus: the dense side comes from the
-backend as one array over every unit (its interface: a matrix-vector product for ``numpy``, a fill
-for HNSW) and is scanned for its ends and best rows; a metadata filter is still a mask over every
-unit (SQLite per query); long postings (``no``) are summed into one array over every unit.
+down, and ``RADSIFT_ENGINE=exact``. What stays linear in the corpus: the ``numpy`` backend's
+matrix-vector product (and the scans of its array), a metadata filter's mask (one SQLite query and one
+pass per new filter; the HNSW backend's masked search), a query with a side word (the units holding one)
+or several findings (their mentions, per query), the ``bm25`` mode's matches, and BM25's top-k where
+copies tie (a corpus repeating its sentences ten times reads ten times deeper).
 """
 
 from __future__ import annotations
