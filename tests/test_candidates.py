@@ -136,3 +136,64 @@ def test_a_repeated_filter_reuses_its_mask_read_only(index):
     first, again = eligible_mask(store, opts), eligible_mask(store, opts)
     assert first is again and not first.flags.writeable
     assert 0 < first.sum() < first.size
+
+
+@pytest.mark.parametrize("depth", [5, 40, 1000])
+@pytest.mark.parametrize("backend", ["numpy", "hnsw"])
+def test_bm25_read_best_weight_first_gives_the_exact_page(request, monkeypatch, depth, backend):
+    """The threshold top-k over the terms' postings (never every match) at pools small and large."""
+    index = request.getfixturevalue("index" if backend == "numpy" else "hnsw_index")
+    if backend == "hnsw":  # scored rows fewer than the units: the rest at the floor, never in an array
+        monkeypatch.setattr(index._backend(index.store, "sentence"), "candidates", 150)
+    monkeypatch.setattr(pool, "SMALL_POSTINGS", 0)
+    monkeypatch.setattr(shortlist, "FIRST_DEPTH", depth)
+    for kw in SETTINGS:
+        if backend == "hnsw" and "where" in kw:
+            continue
+        for q in QUERIES:
+            assert _page(index, monkeypatch, "candidates", q, **kw) == _page(index, monkeypatch, "exact", q, **kw), q
+
+
+def test_bm25_top_is_the_best_matches_and_bounds_the_rest(index):
+    retriever = index.store.bm25("sentence")
+    n = index.store.units("sentence").report_row.shape[0]
+    mask = np.arange(n) % 3 != 0
+    for q in QUERIES:
+        rows, vals = pool.bm25_sparse(retriever, q, n)
+        for k in (1, 7, 50):
+            for m in (None, mask):
+                side = pool.BM25Side(retriever, q, n)
+                side_all = pool.BM25Side(retriever, q, n)
+                side_all.matches()
+                for s in (side, side_all):
+                    top, got, b_k = s.top(k, m)
+                    keep = np.ones(rows.size, bool) if m is None else m[rows]
+                    want_rows, want_vals = rows[keep], vals[keep]
+                    assert np.array_equal(s.at(want_rows), want_vals)
+                    outside = ~np.isin(want_rows, top)
+                    assert np.array_equal(got, s.at(top)) and np.all(np.diff(top) > 0)
+                    assert (want_vals[outside] <= b_k).all() and (top.size >= min(k, want_rows.size))
+                    assert b_k == 0.0 or (got >= b_k).all()
+
+
+def test_hnsw_sparse_scores_are_its_scores_array(hnsw_index, monkeypatch):
+    backend = hnsw_index._backend(hnsw_index.store, "sentence")
+    monkeypatch.setattr(backend, "candidates", 150)
+    for q in QUERIES:
+        v = hnsw_index.encoder.encode_query(q)
+        sparse = backend.sparse_scores(v)
+        assert sparse.rows is not None and sparse.rows.size < sparse.n
+        assert np.array_equal(sparse.full(), backend.scores(v))
+        assert sparse.groups is not None  # the demo reports three times over: duplicate groups, rows not listed
+        dense = pool.DenseScores(sparse.n, sparse.values, sparse.rows, sparse.fill, sparse.node_of_row,
+                                 sparse.groups)
+        full = sparse.full()
+        rows = np.arange(sparse.n)
+        assert np.array_equal(dense.at(rows), full) and dense.hi == full.max() and dense.lo == full.min()
+        assert np.array_equal(np.concatenate(dense.expanded()), np.concatenate([np.flatnonzero(full != sparse.fill),
+                                                                                full[full != sparse.fill]]))
+        for k in (1, 10, 100, 5000):
+            top, d_k = dense.top(k, None, sparse.n)
+            rest = np.setdiff1d(rows, top)
+            assert top.size >= min(k, sparse.n) and (d_k is None or (full[rest] <= d_k).all())
+            assert d_k is None or (full[top] >= d_k).all() or top.size < k

@@ -20,6 +20,9 @@ Layout (format version 2)::
         section_report.npy    int32; section_section.npy int16
         label_row.npy, label_finding.npy, label_status.npy
                               the sentences' finding labels (row, finding code, status code)
+        reading_ptr.npy, reading_row.npy, reading_status.npy
+                              the same labels grouped by finding (:mod:`radsift.index.readings`;
+                              segments written before have none)
         bm25_sentence/        BM25 term statistics (:class:`radsift.ranking.bm25.TermStats`)
         bm25_section/
 

@@ -163,8 +163,10 @@ class SegmentReader:
             return check_values(path, arr, 0, int(counts["reports"]))
         if name.endswith("_section"):
             return check_values(path, arr, 0, len(self.info.get("sections", [])))
-        if name == "label_row":
+        if name in ("label_row", "reading_row"):
             return check_values(path, arr, 0, int(counts["sentences"]))
+        if name == "reading_status":
+            return check_status(path, arr)
         if name == "label_finding":
             return check_values(path, arr, 0, len(self.info.get("findings", [])))
         if name == "label_status":

@@ -26,6 +26,7 @@ from radsift.index.format import COLUMNS, segment_dir
 from radsift.index.generations import read_current
 from radsift.index.integrity import MANIFEST_SHA, cache_problems, sha256_file
 from radsift.index.manifest import MANIFEST_NAME, Manifest
+from radsift.index.readings import reading_problems
 from radsift.index.segment import SegmentReader
 
 #: Files a writer does not record: the manifest itself and the reader leases.
@@ -190,7 +191,8 @@ def check_generation(gen_dir: Path, manifest, deep: bool = False) -> list[Proble
 
 
 def check_small_arrays(index_dir: Path, info: dict) -> list[Problem]:
-    """The arrays a search reads of one segment, as a reader loads them: checksums and value ranges."""
+    """The arrays a search reads of one segment, as a reader loads them: checksums and value ranges (and the
+    reading postings against the labels)."""
     problems: list[Problem] = []
     try:
         segment = SegmentReader(index_dir, info, 0, {}, {})
@@ -207,6 +209,7 @@ def check_small_arrays(index_dir: Path, info: dict) -> list[Problem]:
                 segment.term_stats(kind)
             except IndexStoreError as exc:
                 problems.append(Problem(segment.path / f"bm25_{kind}", _reason(exc)))
+        problems += [Problem(Path(path), reason) for path, reason in reading_problems(segment)]
     finally:
         segment.close()
     return problems

@@ -25,6 +25,7 @@ from radsift.index.integrity import check_values, load_array
 from radsift.index.lifecycle import (referenced_names, remove_leftovers, remove_unread_generations,
                                      remove_unreferenced_segments)
 from radsift.index.manifest import MANIFEST_NAME, Manifest
+from radsift.index.readings import reading_arrays
 from radsift.index.verify import record_files
 from radsift.ranking.bm25 import TermStats
 from radsift.ranking.tiers import STATUS_CODES
@@ -96,6 +97,7 @@ def write_segment(index_dir: Path, data: GenerationData, bm25_params: Mapping | 
         "label_finding": np.fromiter((fcode[lab.finding] for lab in labels), dtype=np.int16, count=len(labels)),
         "label_status": np.fromiter((STATUS_CODES[lab.status] for lab in labels), dtype=np.int8, count=len(labels)),
     }
+    arrays.update(reading_arrays(arrays["label_row"], arrays["label_finding"], arrays["label_status"], len(findings)))
     for key, arr in arrays.items():
         np.save(tmp / f"{key}.npy", arr)
     for kind, terms, tokens in (("sentence", data.sentence_terms, data.sentence_tokens),

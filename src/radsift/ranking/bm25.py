@@ -162,6 +162,7 @@ class BM25:
             for t in cols:
                 self.vocab_dict.setdefault(t, len(self.vocab_dict))
         self._postings: dict[str, tuple[np.ndarray, np.ndarray, float]] = {}
+        self._impacts: dict[str, np.ndarray] = {}
         self._cached = 0
 
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray, float]:
@@ -192,9 +193,19 @@ class BM25:
         idf = math.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5)) if df else 0.0
         hit = (g, w, idf)
         if self._cached + df > self.CACHE_POSTINGS:
-            self._postings, self._cached = {}, 0
+            self._postings, self._impacts, self._cached = {}, {}, 0
         self._postings[term] = hit
         self._cached += df
+        return hit
+
+    def impact_order(self, term: str) -> np.ndarray:
+        """Positions in :meth:`postings` of ``term``, highest weight first (kept with the postings): a top-k
+        search reads a term's best documents first."""
+        hit = self._impacts.get(term)
+        if hit is None:
+            hit = np.argsort(-self.postings(term)[1], kind="stable")
+            if term in self._postings:
+                self._impacts[term] = hit
         return hit
 
     def idf(self, term: str) -> float:

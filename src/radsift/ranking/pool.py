@@ -3,8 +3,10 @@
 The candidate engine (:mod:`radsift.search.candidates`) ranks a pool of units (the best BM25 matches,
 the best dense ones) instead of every unit. What it needs of the ranking core, computed the same way
 (float64 normalisation, float32 results, ties by the lower row), is here: the BM25 scores of the units
-holding a query term (:func:`bm25_sparse`), the min-max ends of the whole corpus applied to any units
-(:class:`Sides`), the best dense rows (:func:`dense_top`) and the top entries of a pool (:func:`top_entries`).
+holding a query term (:func:`bm25_sparse`) and its best matches read best weight first (:class:`BM25Side`),
+a backend's cosines at any rows without an array over every row (:class:`DenseScores`), the min-max ends
+of the whole corpus applied to any units (:class:`Sides`), the best dense rows (:func:`dense_top`) and
+the top entries of a pool (:func:`top_entries`).
 """
 
 from __future__ import annotations
@@ -52,23 +54,211 @@ def min_max_with(values: np.ndarray, low: float, high: float) -> np.ndarray:
     return (values - low) / span if span > 0 else np.zeros_like(values)
 
 
+class DenseScores:
+    """A query's cosines at any rows: ``values`` at the sorted ``rows`` and ``fill`` at every other row, as an
+    approximate backend gives them (``rows`` None: ``values`` holds every row). Work follows ``rows``.
+
+    With duplicate groups (``node_of_row``: every row's group; ``groups``: ``(order, offsets)``, each group's
+    rows), ``rows`` are sorted groups and ``values`` theirs: a group's rows are listed only when needed.
+    """
+
+    def __init__(self, n: int, values: np.ndarray, rows: np.ndarray | None = None, fill: float = 0.0,
+                 node_of_row: np.ndarray | None = None, groups: tuple | None = None) -> None:
+        values = np.asarray(values, dtype=np.float32)
+        self.node_of_row, self.groups = (node_of_row, groups) if rows is not None else (None, None)
+        self.sizes = None if self.groups is None else (groups[1][rows + 1] - groups[1][rows])
+        scored = n if rows is None else rows.size if self.sizes is None else int(self.sizes.sum())
+        if rows is not None and scored >= n and self.groups is None:
+            rows = None  # every row scored: values is the whole array (rows sorted)
+        self.n, self.values, self.rows, self.fill, self.scored = n, values, rows, np.float32(fill), scored
+        self.dtype = values.dtype
+        ends = [values] if rows is None or scored >= n else [values, np.array([self.fill], dtype=np.float32)]
+        self.hi = max((float(np.float64(e.max())) for e in ends if e.size), default=0.0)
+        self.lo = min((float(np.float64(e.min())) for e in ends if e.size), default=0.0)
+        self._rows: tuple[np.ndarray, np.ndarray] | None = None
+
+    def expanded(self) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted rows, values) of every scored row (a group's rows listed; kept)."""
+        if self._rows is None:
+            if self.groups is None:
+                self._rows = (self.rows, self.values)
+            else:
+                order, offsets = self.groups
+                starts, lens = offsets[self.rows], self.sizes
+                within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+                rows = np.asarray(order[np.repeat(starts, lens) + within], dtype=np.int64)
+                by_row = np.argsort(rows, kind="stable")
+                self._rows = (rows[by_row], np.repeat(self.values, lens)[by_row])
+        return self._rows
+
+    def at(self, rows: np.ndarray) -> np.ndarray:
+        """The cosines of ``rows``."""
+        if self.rows is None:
+            return self.values[rows]
+        keys = rows if self.node_of_row is None else self.node_of_row[rows]
+        return _at(self.rows, self.values, np.asarray(keys, dtype=np.int64), self.fill)
+
+    def top(self, k: int, mask, n_elig: int) -> tuple[np.ndarray, float | None]:
+        """The ``k`` best eligible rows (or a few more: whole groups) and the highest cosine any other eligible
+        row can have (None: every eligible row). Past the scored rows, the rest share ``fill``: all scored rows,
+        and ``fill``."""
+        if self.rows is None:
+            return dense_top(self.values, mask, k, n_elig)
+        if k >= n_elig:
+            return (np.arange(self.n) if mask is None else np.flatnonzero(mask)), None
+        if mask is None and self.groups is not None and self.scored > k:
+            order = np.argsort(-self.values, kind="stable")
+            last = int(np.searchsorted(np.cumsum(self.sizes[order]), k))  # the group that reaches k rows
+            taken = order[:last + 1]
+            picked = DenseScores(self.n, self.values[taken], self.rows[taken], self.fill, self.node_of_row, self.groups)
+            return picked.expanded()[0], float(self.values[order[last]])
+        rows, vals = self.expanded()
+        if mask is not None:
+            rows, vals = rows[mask[rows]], vals[mask[rows]]
+        if k < rows.size:
+            top = np.argpartition(-vals, k - 1)[:k]
+            return rows[top], float(vals[top].min())
+        return rows, float(self.fill)
+
+    def lowest_rows(self, more_than: int) -> np.ndarray | None:
+        """Rows at the lowest cosine (None: more than ``more_than`` of them, a count that bounds the caller's
+        matches; then not listed)."""
+        if self.rows is None:
+            return np.array([int(np.argmin(self.values))])
+        if self.fill <= np.float32(self.lo) and self.n - self.scored > more_than:
+            return None
+        rows, vals = self.expanded()
+        return rows[vals == np.float32(self.lo)]
+
+    def outside(self, taken: np.ndarray) -> tuple[float, float] | None:
+        """(max, min) cosine of the rows not in sorted ``taken`` (None: there are none)."""
+        if self.rows is None:
+            hi, lo = int(np.argmax(self.values)), int(np.argmin(self.values))
+            if not member(taken, np.array([hi, lo])).any():
+                return float(self.values[hi]), float(self.values[lo])
+            rest = np.delete(self.values, taken)
+            return (float(rest.max()), float(rest.min())) if rest.size else None
+        rows, vals = self.expanded()
+        rest = [vals[~member(taken, rows)]]
+        if self.n - rows.size > taken.size - int(np.count_nonzero(member(rows, taken))):
+            rest.append(np.array([self.fill], dtype=np.float32))  # some unscored row is not taken
+        rest = np.concatenate(rest)
+        return (float(rest.max()), float(rest.min())) if rest.size else None
+
+
+#: A query's BM25 side is scored at every match when its terms' postings hold at most this many entries.
+SMALL_POSTINGS = 4096
+
+
+class BM25Side:
+    """A query's BM25 scores (:func:`bm25_sparse`'s, bit for bit) at any units, its best matches and its ends.
+
+    The best matches come from each term's postings read best weight first (:meth:`top`, a threshold
+    top-k: a unit not read scores at most the sum of each term's next weight), so the work follows the
+    matches asked for; every match (:meth:`matches`) only when a caller needs them all.
+    """
+
+    def __init__(self, retriever, query: str, n: int, first: int = 1) -> None:
+        self.retriever, self.query, self.n = retriever, query, n
+        vocab = retriever.vocab_dict
+        posts = [(t, *retriever.postings(t)) for t in tokenize(query) if t in vocab] if n else []
+        self.terms = [(t, np.asarray(g, dtype=np.int64), w, np.float32(idf)) for t, g, w, idf in posts if idf]
+        self.size = sum(g.shape[0] for _, g, _, _ in self.terms)  # postings, at least the matches
+        self._all: tuple[np.ndarray, np.ndarray] | None = None
+        if self.size <= SMALL_POSTINGS or self.size >= n:  # small, or perhaps every unit matches
+            self.matches()
+        every = self._all is not None and self._all[0].size >= n
+        self.bmin = float(self._all[1].min(initial=0.0)) if every else 0.0
+        self._first = None
+        self._first = (first, self.top(first))  # the best matches of every unit: the first pool's, and the top
+        best = self._first[1][1]
+        self.bmax = float(best.max()) if best.size else 0.0
+
+    def matches(self) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted rows, scores) of every unit holding a query term (:func:`bm25_sparse`), computed once."""
+        if self._all is None:
+            self._all = bm25_sparse(self.retriever, self.query, self.n)
+        return self._all
+
+    def at(self, rows: np.ndarray) -> np.ndarray:
+        """The BM25 scores of ``rows`` (0 where no term), summed in query-token order as :func:`bm25_sparse` does."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if self._all is not None:
+            return _at(*self._all, rows, np.float32(0))
+        out = np.zeros(rows.size, dtype=np.float32)
+        for _, g, w, idf in self.terms:
+            if g.size:
+                pos = np.minimum(np.searchsorted(g, rows), g.size - 1)
+                hit = g[pos] == rows
+                out[hit] += idf * w[pos[hit]]
+        return out
+
+    def top(self, k: int, mask=None) -> tuple[np.ndarray, np.ndarray, float]:
+        """(sorted rows, scores) of the ``k`` best eligible matches and every one tied with the k-th, and the
+        highest score any other eligible unit has (0.0: every eligible match is returned)."""
+        if mask is None and self._first is not None and self._first[0] == k:
+            return self._first[1]
+        if self._all is not None or not self.terms:
+            rows, vals = self.matches()
+            if mask is not None:
+                rows, vals = rows[mask[rows]], vals[mask[rows]]
+            return _best(rows, vals, k)
+        orders = [self.retriever.impact_order(t) for t, _, _, _ in self.terms]
+        longest, depth, read = max(g.size for _, g, _, _ in self.terms), max(k, 64), 0
+        rows, vals = np.zeros(0, np.int64), np.zeros(0, np.float32)
+        while True:
+            # the units first reached in this round (each scored once, over every term)
+            new = np.unique(np.concatenate([g[o[read:depth]] for (_, g, _, _), o in zip(self.terms, orders)]))
+            new = new[(new < self.n) & ~member(rows, new)]
+            score = self.at(new)
+            keep = score > 0 if mask is None else (score > 0) & mask[new]
+            rows, vals = np.concatenate([rows, new[keep]]), np.concatenate([vals, score[keep]])
+            order = np.argsort(rows, kind="stable")
+            rows, vals, read = rows[order], vals[order], depth
+            if depth >= longest:  # every match read
+                return _best(rows, vals, k)
+            # a unit not read scores at most the sum of each term's next weight (float32, in order: a bound)
+            bound = np.float32(0)
+            for (_, g, w, idf), o in zip(self.terms, orders):
+                if depth < g.size:
+                    bound = np.float32(bound + idf * w[o[depth]])
+            if rows.size >= k:
+                got = _best(rows, vals, k)
+                if got[2] >= bound:
+                    return got
+            depth *= 4
+
+
+def _best(rows: np.ndarray, vals: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """The ``k`` best of sorted ``rows`` (and every one tied with the k-th) and the k-th's score (0.0: all)."""
+    if rows.size <= k:
+        return rows, vals, 0.0
+    top = np.argpartition(-vals, k - 1)[:k]
+    top = np.flatnonzero(vals >= vals[top].min())
+    return rows[top], vals[top], float(vals[top].min())
+
+
+def _at(keys: np.ndarray, values: np.ndarray, rows: np.ndarray, fill) -> np.ndarray:
+    """``values`` at ``rows`` in sorted ``keys`` (``fill`` elsewhere)."""
+    out = np.full(rows.size, fill, dtype=np.float32)
+    if keys.size:
+        hit = member(keys, rows)
+        out[hit] = values[np.searchsorted(keys, rows[hit])]
+    return out
+
+
 class Sides:
     """The two sides' scores of any unit, with the ends (over every unit) the exact engine normalises by."""
 
-    def __init__(self, mode: str, alpha: float, dense: np.ndarray | None, bm_rows: np.ndarray, bm_vals: np.ndarray,
-                 n: int) -> None:
-        self.mode, self.alpha, self.dense, self.bm_rows, self.bm_vals, self.n = mode, alpha, dense, bm_rows, bm_vals, n
+    def __init__(self, mode: str, alpha: float, dense: DenseScores | None, bm: BM25Side | None, n: int) -> None:
+        self.mode, self.alpha, self.dense, self.bm, self.n = mode, alpha, dense, bm, n
         self._matches: np.ndarray | None = None
-        self.bmax = float(bm_vals.max()) if bm_vals.size else 0.0
-        self.bmin = 0.0 if bm_rows.size < n else float(bm_vals.min(initial=0.0))
+        self.bmax, self.bmin = (bm.bmax, bm.bmin) if bm is not None else (0.0, 0.0)
         if dense is not None and n:
-            self.dmax, self.dmin = float(np.float64(dense.max())), float(np.float64(dense.min()))
+            self.dmax, self.dmin = dense.hi, dense.lo
 
     def bm25(self, rows: np.ndarray) -> np.ndarray:
-        pos = np.minimum(np.searchsorted(self.bm_rows, rows), max(self.bm_rows.size - 1, 0))
-        if not self.bm_rows.size:
-            return np.zeros(rows.size, dtype=np.float32)
-        return np.where(self.bm_rows[pos] == rows, self.bm_vals[pos], np.float32(0)).astype(np.float32)
+        return self.bm.at(rows) if self.bm is not None else np.zeros(len(rows), dtype=np.float32)
 
     def fuse(self, dense: np.ndarray, bm25: np.ndarray) -> np.ndarray:
         a = self.alpha
@@ -81,29 +271,36 @@ class Sides:
     def base_of(self, rows: np.ndarray, bm25: np.ndarray | None) -> np.ndarray:
         """The score before tiers of ``rows`` whose BM25 scores are ``bm25``."""
         if self.mode == "dense":
-            return self.dense[rows]
+            return self.dense.at(rows)
         if self.mode == "bm25":
             return bm25
-        return self.fuse(self.dense[rows], bm25)
+        return self.fuse(self.dense.at(rows), bm25)
 
-    def matches_base(self) -> np.ndarray:
-        """The base score of every BM25 match (of :attr:`bm_rows`), computed once."""
+    def matches_base(self, mask=None) -> np.ndarray:
+        """The base score of every (eligible) BM25 match, computed once (a pass over every match)."""
         if self._matches is None:
-            self._matches = self.base_of(self.bm_rows, self.bm_vals)
-        return self._matches
+            rows, vals = self.bm.matches() if self.bm is not None else (np.zeros(0, np.int64), np.zeros(0, np.float32))
+            self._matches = (rows, self.base_of(rows, vals))
+        rows, base = self._matches
+        return base if mask is None else base[mask[rows]]
 
-    def spread(self) -> float:
-        """``max - min`` of the base score over every unit (float32, as :func:`radsift.ranking.apply_tiers`)."""
+    def spread(self, known_max: float | None = None) -> float:
+        """``max - min`` of the base score over every unit (float32, as :func:`radsift.ranking.apply_tiers`).
+
+        ``known_max``: the highest base score of every unit, when the caller knows it (a pool whose best
+        beats what any unit outside it could reach); with the lowest known too, no pass over the matches.
+        """
         if self.mode == "dense":
-            return float(self.dense.max() - self.dense.min())
+            return float(np.float32(self.dense.hi) - np.float32(self.dense.lo))
         if self.mode == "bm25":
             return float(np.float32(self.bmax) - np.float32(self.bmin))
+        low = self._lowest()
+        if known_max is not None and low is not None:
+            return float(np.float32(known_max) - low)
         vals = [self.matches_base()]
-        if self.bm_rows.size < self.n:  # units sharing no term: their fused score is the dense share alone
-            hi, lo = int(np.argmax(self.dense)), int(np.argmin(self.dense))
-            in_bm = member(self.bm_rows, np.array([hi, lo]))
-            rest = self.dense[[hi, lo]] if not in_bm.any() else np.delete(self.dense, self.bm_rows)
-            vals.append(self.fuse(np.array([rest.max(), rest.min()], dtype=self.dense.dtype), np.zeros(2, np.float32)))
+        rest = self.dense.outside(self.bm.matches()[0])  # units sharing no term: the dense share alone
+        if rest is not None:
+            vals.append(self.fuse(np.array(rest, dtype=self.dense.dtype), np.zeros(2, np.float32)))
         allv = np.concatenate(vals)
         return float(allv.max() - allv.min())
 
@@ -113,6 +310,16 @@ class Sides:
             return np.float32(d_k)
         return self.fuse(np.array([d_k], dtype=self.dense.dtype), np.array([b_k], dtype=np.float32))[0]
 
+    def _lowest(self) -> np.float32 | None:
+        """The lowest hybrid base score of every unit when a unit sharing no term has the lowest cosine (the
+        score is then that cosine's alone; every other unit scores at least as much), else None."""
+        if self.bmin != 0.0:
+            return None
+        low = self.fuse(np.array([self.dense.lo], dtype=self.dense.dtype), np.zeros(1, np.float32))[0]
+        lowest = self.dense.lowest_rows(self.bm.size)
+        if lowest is None:  # more units at the lowest cosine than postings: one shares no term
+            return low
+        return low if lowest.size and bool((self.bm.at(lowest) == 0).any()) else None
 
 def member(sorted_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Whether each of ``rows`` is in ``sorted_rows``."""

@@ -5,48 +5,58 @@ min-max normalisation, reading tiers and counts over every unit of the corpus. T
 (:func:`radsift.search.shortlist.candidate_page`, ranking with :mod:`radsift.ranking.pool`) computes
 the same page from:
 
-- the **BM25 matches**: every unit holding a query term, scored exactly over the terms' postings
-  (:meth:`radsift.ranking.bm25.BM25.postings`; work in proportion to the postings), of which
-  ``hybrid`` ranks only the ``depth`` best (every match for ``bm25``, whose counts are its matches);
-- the **dense candidates**: the ``depth`` best eligible units by the backend's cosine;
-- **reading postings** (:class:`ReadingPostings`): the stored mentions of each finding, sorted by
-  finding once per store (in memory, on the first query; not written at index time), so a query's
-  tiers, counts and classes read only its findings' mentions.
+- the **BM25 matches** (:class:`radsift.ranking.pool.BM25Side`): ``hybrid`` reads its ``depth`` best
+  from each term's postings best weight first (a threshold top-k; a unit not read scores at most the sum
+  of each term's next weight), every other unit scored on demand from the postings; ``bm25`` ranks every
+  match (its counts are its matches);
+- the **dense candidates**: the ``depth`` best eligible units by the backend's cosine, from the rows (or
+  duplicate groups) the backend scored (:meth:`~radsift.index.backends.base.VectorBackend.sparse_scores`:
+  every other row holds one fill value, never written out);
+- **reading postings** (:class:`ReadingPostings`): each finding's stated mentions, written with each
+  segment (:mod:`radsift.index.readings`) and read per finding on its first query, so a query's tiers,
+  counts and classes read only its findings' mentions; a single finding's tiers and tier counts are kept
+  with its view.
 
 The ranking is the exact engine's order ``(tier, score, row)`` over the pool, with every global
 quantity the exact engine uses (the min-max ends of both sides, the strict tiers' step, the best
-eligible score the bands read) computed exactly. A unit outside the pool has a cosine no higher
-than the ``depth``-th eligible one and a BM25 score no higher than the ``depth``-th match, so its
-fused score is at most a bound; its tier is at least the lowest tier of the units left out (exact
-for the units that state something, hold a side word or name a location; every other unit at its
-report's tier).
-When the last entry of the page scores strictly above what any unit left out could reach, the page
-is the exact engine's; otherwise ``depth`` is widened (x4) until the pool holds every eligible
-unit. So the two engines differ only where float32 rounding makes the bound's ``>`` differ from the
-exact order (never seen: ``benchmarks/bench_candidates.py`` compares pages, scores, bands and counts
-on every query it runs). Counts come from the postings and the filter's rows, never from the pool.
+eligible score the bands read) computed exactly: the ends from the backend's scored rows and BM25's
+best match, the step and the best score from the pool when its best beats what a unit left out could
+reach (else from every match, as before). A unit outside the pool has a cosine no higher than the
+``depth``-th eligible one and a BM25 score no higher than the ``depth``-th match, so its fused score is
+at most a bound; its tier is at least the lowest tier of the units left out (counted per tier, exact for
+the units that state something, hold a side word or name a location; every other unit at its report's tier). When the
+last entry of the page scores strictly above what any unit left out could reach, the page is the exact
+engine's; otherwise ``depth`` is widened (x4) until the pool holds every eligible unit. So the two
+engines differ only where float32 rounding makes the bound's ``>`` differ from the exact order (never
+seen: ``benchmarks/bench_candidates.py`` compares pages, scores, bands and counts on every query it
+runs). Counts come from the postings and the filter's rows (counted once per filter), never from the pool.
 
 Routed to the exact engine (:func:`exact_reason`): ``hybrid-rrf`` (a rank fusion needs every
 unit's rank), calibrated tier boosts (``gap``), a first stage, ``prf``, section units, an
 open-vocabulary finding (its reader runs over candidate sentences), a backend that pushes filters
-down, and ``RADSIFT_ENGINE=exact``. What stays linear in the corpus: the dense side comes from the
-backend as one array over every unit (its interface: a matrix-vector product for ``numpy``, a fill
-for HNSW) and is scanned for its ends and best rows; a metadata filter is still a mask over every
-unit (SQLite per query); long postings (``no``) are summed into one array over every unit.
+down, and ``RADSIFT_ENGINE=exact``. What stays linear in the corpus: the ``numpy`` backend's
+matrix-vector product (and the scans of its array), a metadata filter's mask (one SQLite query and one
+pass per new filter; the HNSW backend's masked search), a query with a side word (the units holding one)
+or several findings (their mentions, per query), the ``bm25`` mode's matches, and BM25's top-k where
+copies tie (a corpus repeating its sentences ten times reads ten times deeper).
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
 from radsift.index.reader import IndexStore
+from radsift.index.readings import finding_mentions
 from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
 from radsift.ranking.bands import BandTable, band_of, score_kind
+from radsift.ranking.pool import member
 from radsift.ranking.tiers import (
     CLASS_NAMES,
     NO_READING,
@@ -101,27 +111,20 @@ def exact_reason(request, reading: QueryReading, gap, backend=None, store: Index
 
 # -- reading postings -----------------------------------------------------------------------------------
 class ReadingPostings:
-    """A store's stored mentions sorted by finding, and its units grouped by report (built once per store)."""
+    """A store's reading postings (each finding's stated mentions, :mod:`radsift.index.readings`: written with
+    each segment, read per finding on its first query) and its units' reports (kept once per store)."""
 
     def __init__(self, store: IndexStore, unit: str) -> None:
-        labels = store.labels()
-        finding = np.asarray(labels.finding, dtype=np.int64)
-        order = np.argsort(finding, kind="stable")
-        self.row = np.asarray(labels.row, dtype=np.int64)[order]
-        self.status = np.asarray(labels.status, dtype=np.int64)[order]
-        codes = finding[order]
-        self.codes = {int(c): (int(a), int(b)) for c, a, b in
-                      zip(*_runs(codes))}
+        self.store = store
         report_row = np.asarray(store.units(unit).report_row, dtype=np.int64)
         self.report_row = report_row
         self.n_units = int(report_row.shape[0])
         self._views: dict = {}
+        self._mentions: dict = {}
+        self._eligible: dict = {}
         self._lock = threading.Lock()
         self.n_reports = int(report_row.max(initial=-1)) + 1
-        self.unit_order = np.argsort(report_row, kind="stable")
-        self.report_ptr = np.zeros(self.n_reports + 1, dtype=np.int64)
-        np.cumsum(np.bincount(report_row, minlength=self.n_reports), out=self.report_ptr[1:])
-        self.reports_with_units = int(np.count_nonzero(np.diff(self.report_ptr)))
+        self.reports_with_units = int(np.count_nonzero(np.bincount(report_row, minlength=self.n_reports)))
 
     def view(self, code: int, wanted: str) -> FindingView:
         """The units and reports that state something of finding ``code``, each with its best tier for a query
@@ -138,14 +141,33 @@ class ReadingPostings:
                 self._views[key] = hit
         return hit
 
+    def eligible(self, mask: np.ndarray) -> tuple[int, int]:
+        """(units, reports with a unit) of a filter's mask: counted once per mask (a filter's masks are kept,
+        read-only: :func:`radsift.search.plan.eligible_mask`), so a repeated filter costs no pass."""
+        with self._lock:
+            hit = self._eligible.get(id(mask))
+        if hit is None or hit[0]() is not mask:
+            rows = np.flatnonzero(mask)
+            hit = (weakref.ref(mask), int(rows.size), int(np.unique(self.report_row[rows]).size))
+            with self._lock:
+                self._eligible = {k: v for k, v in self._eligible.items() if v[0]() is not None}
+                self._eligible[id(mask)] = hit
+        return hit[1], hit[2]
+
     @classmethod
     def of(cls, store: IndexStore, unit: str) -> ReadingPostings:
         return store.cached(("reading_postings", unit), lambda: cls(store, unit))
 
     def mentions(self, code: int) -> tuple[np.ndarray, np.ndarray]:
-        """(unit rows, status codes) of the stored mentions of finding ``code``."""
-        a, b = self.codes.get(int(code), (0, 0))
-        return self.row[a:b], self.status[a:b]
+        """(unit rows, status codes) of the stored mentions of finding ``code`` (kept once read)."""
+        key = int(code)
+        with self._lock:
+            hit = self._mentions.get(key)
+        if hit is None:
+            hit = finding_mentions(self.store, key) if key >= 0 else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+            with self._lock:
+                self._mentions[key] = hit
+        return hit
 
 
 @dataclass(frozen=True)
@@ -157,6 +179,13 @@ class FindingView:
     best: np.ndarray
     reports: np.ndarray
     report_best: np.ndarray
+    #: What queries of this finding alone derive from it (:class:`QueryTiers`), kept with it.
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @cached_property
+    def stating(self) -> tuple[np.ndarray, np.ndarray]:
+        """(units, reports) that state what is wanted (best tier 0), computed once."""
+        return self.rows[self.best == 0], self.reports[self.report_best == 0]
 
 
 def _best_by(keys: np.ndarray, tiers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -179,15 +208,6 @@ def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, fill: int)
     return out
 
 
-def _runs(sorted_codes: np.ndarray):
-    if not sorted_codes.size:
-        return [], [], []
-    cut = np.flatnonzero(np.diff(sorted_codes)) + 1
-    starts = np.concatenate(([0], cut))
-    ends = np.concatenate((cut, [sorted_codes.size]))
-    return sorted_codes[starts].tolist(), starts.tolist(), ends.tolist()
-
-
 class QueryTiers:
     """The exact engine's tiers (:func:`radsift.ranking.unit_tiers`) for any set of units, read from postings.
 
@@ -202,14 +222,9 @@ class QueryTiers:
     def __init__(self, store: IndexStore, reading: QueryReading, post: ReadingPostings, codes: dict,
                  by_report: bool, sides, places=None) -> None:
         self.post, self.statuses = post, [f.status for f in reading.findings]
-        self.side = reading.side
-        self.mentions, self.views = [], []
-        names = {v: k for k, v in STATUS_CODES.items()}
-        for f in reading.findings:
-            rows, status = post.mentions(codes.get(f.finding, -1))
-            table = np.array([TIER_OF[f.status][names[c]] for c in (-1, 0, 1)], dtype=np.int8)
-            self.mentions.append((rows, table[status + 1]))
-            self.views.append(post.view(codes.get(f.finding, -1), f.status))
+        self.side, self._findings = reading.side, [(codes.get(f.finding, -1), f.status) for f in reading.findings]
+        self.views = [post.view(code, status) for code, status in self._findings]
+        self._mentions: list | None = None
         self.sides = sides  # (left, right, bilateral) flags of every unit, or None
         side_rows = np.zeros(0, dtype=np.int64)
         if self.side and sides is not None:
@@ -224,21 +239,44 @@ class QueryTiers:
             self.special = np.union1d(self.special, place_rows)
         self.slots = SIDE_SLOTS * (LOCATION_SLOTS if self.regions else 1)
         no_reading = np.array([[NO_READING[s] for s in self.statuses]], dtype=np.int8)
-        reading_default = int(combine(no_reading)[0]) if self.statuses else 0
+        self.rep_default = int(combine(no_reading)[0]) if self.statuses else 0
         side_default = 1 if self.side and sides is not None else 0
-        self.default_unit = reading_default * self.slots + side_default + (LOCATION_SLOTS if self.regions else 0)
+        self.default_unit = self.rep_default * self.slots + side_default + (LOCATION_SLOTS if self.regions else 0)
+        self.by_report = by_report and bool(self.statuses) and post.n_units > 0
+        # One finding, no side word, no location: the special units' tiers depend on the finding's view alone
+        # (kept there).
+        self._memo = (self.views[0].memo if len(self.views) == 1 and not side_rows.size and not self.regions
+                      else {})
+        self._key = (self.by_report, self.default_unit)
+        if ("tiers",) + self._key not in self._memo:
+            self._memo[("tiers",) + self._key] = self._special_tiers()
+        self.unit_max, self.rep_rows, self.rep_tier, self.special_tiers, self.default = \
+            self._memo[("tiers",) + self._key]
+
+    def _special_tiers(self) -> tuple:
+        """(unit_max, report rows, their tiers, the special units' tiers, the default tier)."""
         unit_t = self._unit_tiers(self.special)
         self.unit_max = int(max(unit_t.max(initial=-1), self.default_unit))
-        self.by_report = by_report and bool(self.statuses) and post.n_units > 0
-        self.default = self.default_unit
-        self.rep_rows = np.zeros(0, dtype=np.int64)
+        self.rep_rows, self.rep_tier, default = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), \
+            self.default_unit
         if self.by_report:
             self.rep_rows = (self.views[0].reports if len(self.views) == 1 else
                              np.unique(np.concatenate([v.reports for v in self.views])))
             self.rep_tier = self._report_tiers(self.rep_rows)
-            self.rep_default = reading_default
-            self.default = reading_default * (self.unit_max + 1) + self.default_unit
-        self.special_tiers = self._with_report(self.special, unit_t)
+            default = self.rep_default * (self.unit_max + 1) + self.default_unit
+        return self.unit_max, self.rep_rows, self.rep_tier, self._with_report(self.special, unit_t), default
+
+    @property
+    def mentions(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(unit rows, tier) of each finding's mentions (for a filter's eligible units; built when first asked)."""
+        if self._mentions is None:
+            names = {v: k for k, v in STATUS_CODES.items()}
+            self._mentions = []
+            for code, status in self._findings:
+                rows, codes = self.post.mentions(code)
+                table = np.array([TIER_OF[status][names[c]] for c in (-1, 0, 1)], dtype=np.int8)
+                self._mentions.append((rows, table[codes + 1]))
+        return self._mentions
 
     def _with_report(self, rows: np.ndarray, unit_t: np.ndarray) -> np.ndarray:
         if not self.by_report:
@@ -259,16 +297,29 @@ class QueryTiers:
         return out
 
     def lowest_outside(self, inside: Sequence[np.ndarray], eligible) -> int:
-        """A lower bound of the tier of every eligible unit outside ``inside`` (sorted row arrays; exact on
-        the special units; every other unit counts at its report's tier, whether or not one is left)."""
-        out = eligible(self.special).copy()
-        for rows in inside:
-            if rows.size:
-                pos = np.minimum(np.searchsorted(rows, self.special), rows.size - 1)
-                out &= rows[pos] != self.special
+        """A lower bound of the tier of every eligible unit outside ``inside`` (disjoint sorted row arrays; exact
+        on the special units; every other unit counts at its report's tier, whether or not one is left).
+        ``eligible`` None: every unit (the special units counted by tier once, then only ``inside`` is read)."""
         low = [self.default]
-        if out.any():
-            low.append(int(self.special_tiers[out].min()))
+        if eligible is None:
+            if ("counts",) + self._key not in self._memo:
+                self._memo[("counts",) + self._key] = np.unique(self.special_tiers, return_inverse=True,
+                                                                return_counts=True)
+            uniq, inverse, counts = self._memo[("counts",) + self._key]
+            taken = np.zeros(uniq.size, dtype=np.int64)
+            for rows in inside:
+                hit = member(self.special, rows)
+                taken += np.bincount(inverse[np.searchsorted(self.special, rows[hit])], minlength=uniq.size)
+            left = uniq[counts > taken]
+            low += [int(left[0])] if left.size else []
+        else:
+            out = eligible(self.special).copy()
+            for rows in inside:
+                if rows.size:
+                    pos = np.minimum(np.searchsorted(rows, self.special), rows.size - 1)
+                    out &= rows[pos] != self.special
+            if out.any():
+                low.append(int(self.special_tiers[out].min()))
         if self.by_report and self.rep_rows.size:
             low.append(int(self.rep_tier.min()) * (self.unit_max + 1) + self.default_unit)
         return min(low)

@@ -10,7 +10,7 @@ import numpy as np
 
 from radsift.index.reader import IndexStore
 from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
-from radsift.ranking.pool import Sides, bm25_sparse, dense_top, member, top_entries
+from radsift.ranking.pool import BM25Side, DenseScores, Sides, member, top_entries
 from radsift.records import QueryReading
 from radsift.search.candidates import QueryTiers, ReadingPostings, band_rows
 from radsift.search.options import SearchRequest
@@ -40,22 +40,20 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
                         opts.level == "report", sides, places)
     dense = None
     if NEEDS_DENSE[opts.mode]:
-        backend = index._backend(store, "sentence")
-        dense = checked_cosines(backend.scores(query_vector, mask), store, "sentence")
-    bm_rows, bm_vals = np.zeros(0, np.int64), np.zeros(0, np.float32)
-    if NEEDS_BM25[opts.mode]:
-        bm_rows, bm_vals = bm25_sparse(store.bm25("sentence"), bm25_query(request.query, reading, expansion), n)
+        got = index._backend(store, "sentence").sparse_scores(query_vector, mask)
+        # the scored rows only: every other row holds the backend's fill, below them (no pass over every unit)
+        dense = DenseScores(got.n, checked_cosines(got.values, store, "sentence"), got.rows, got.fill,
+                            got.node_of_row, got.groups)
+    bm = BM25Side(store.bm25("sentence"), bm25_query(request.query, reading, expansion), n, FIRST_DEPTH) \
+        if NEEDS_BM25[opts.mode] else None
     alpha = opts.alpha if opts.alpha is not None else index.settings.dense_weight
-    sides_ = Sides(opts.mode, alpha, dense, bm_rows, bm_vals, n)
-    step = None
-    if qt is not None:
-        step = np.float32(sides_.spread() + 1.0)
+    sides_ = Sides(opts.mode, alpha, dense, bm, n)
     elig = (lambda rows: np.ones(len(rows), dtype=bool)) if mask is None else (lambda rows: mask[rows])
     keep_rows = np.zeros(0, np.int64)
     if opts.mode == "bm25" and qt is not None and reading.findings:
         keep_rows = qt.special[qt.special_tiers < qt.slots]
     depth = max(opts.offset + opts.k, opts.rerank)
-    picked, cand = _rank(opts, sides_, qt, step, mask, elig, keep_rows, depth, post)
+    picked, cand, best = _rank(opts, sides_, qt, mask, elig, keep_rows, depth, post)
     page_units = unit_texts(store, "sentence", [u for _, u, _ in picked])
     if opts.rerank:
         picked = rerank_head(request, picked, page_units, None if qt is None else qt.tiers, index.reranker)
@@ -63,13 +61,11 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
     total, matching, classes = _counts(opts, qt, post, mask, elig, cand, page)
     bands = []
     if page:
-        # The best eligible base score: a BM25 match's, or a dense candidate's (see _rank).
-        pool_rows = cand if mask is None else cand[mask[cand]]
-        matches = sides_.matches_base() if mask is None else sides_.matches_base()[mask[sides_.bm_rows]]
-        best = [np.asarray(sides_.base(pool_rows)), np.asarray(matches)]
-        top = max((float(np.float64(b.max())) for b in best if b.size), default=0.0)
+        if best is None:  # the pool cannot tell: the best of the pool (eligible units) and of every eligible match
+            found = [np.asarray(sides_.base(cand)), np.asarray(sides_.matches_base(mask))]
+            best = max((float(np.float64(b.max())) for b in found if b.size), default=0.0)
         base = np.asarray(sides_.base(np.asarray([u for _, u, _ in page], dtype=np.int64)), dtype=np.float64)
-        rel = np.clip(base / top, 0.0, 1.0) if top > 0 else np.zeros(base.size)
+        rel = np.clip(base / best, 0.0, 1.0) if best > 0 else np.zeros(base.size)
         bands = band_rows(opts.mode, classes, rel.tolist())
     hits = hits_of(store, request.query, page, page_units, opts.fields, opts.include_report,
                    reading if opts.mentions else QueryReading(), index.mentions_in, first_rank=opts.offset + 1,
@@ -78,51 +74,57 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
                         lower_bound=False)
 
 
-def _rank(opts, sides_: Sides, qt, step, mask, elig, keep_rows, depth: int, post: ReadingPostings):
+def _rank(opts, sides_: Sides, qt, mask, elig, keep_rows, depth: int, post: ReadingPostings):
     """The ranked list to ``depth`` from a growing candidate pool, until no unit outside it could enter.
 
     Returns:
-        ``(picked, candidate rows)``: the ranked entries (report row, unit row, score) and the pool.
+        ``(picked, candidate rows, best)``: the ranked entries (report row, unit row, score), the pool (eligible
+        units) and the best base score of every eligible unit (None: the pool cannot tell).
     """
-    n = sides_.n
-    n_elig = n if mask is None else int(np.count_nonzero(mask))
-    k_dense = FIRST_DEPTH
-    all_rows, all_vals = sides_.bm_rows, sides_.bm_vals
-    if mask is not None:
-        keep = mask[all_rows]
-        all_rows, all_vals = all_rows[keep], all_vals[keep]
+    n_elig = sides_.n if mask is None else post.eligible(mask)[0]
+    k_dense, step = FIRST_DEPTH, None
     while True:
         # hybrid: the best BM25 matches only; the rest score at most the k-th's BM25 (b_k)
-        bm_rows, bm_vals, b_k = all_rows, all_vals, 0.0
-        if opts.mode == "hybrid" and all_rows.size > k_dense:
-            top = np.argpartition(-all_vals, k_dense - 1)[:k_dense]
-            top = np.flatnonzero(all_vals >= all_vals[top].min())  # and every match tied with the k-th
-            bm_rows, bm_vals, b_k = all_rows[top], all_vals[top], float(all_vals[top].min())
-        extra, d_k = [keep_rows], None
+        bm_rows, bm_vals, b_k = np.zeros(0, np.int64), np.zeros(0, np.float32), 0.0
+        if opts.mode == "bm25":
+            bm_rows, bm_vals = sides_.bm.matches()
+            if mask is not None:
+                bm_rows, bm_vals = bm_rows[mask[bm_rows]], bm_vals[mask[bm_rows]]
+        elif sides_.bm is not None:
+            bm_rows, bm_vals, b_k = sides_.bm.top(k_dense, mask)
+        extra, d_k, top = [keep_rows], None, np.zeros(0, np.int64)
         if sides_.dense is not None and opts.mode != "bm25":
-            top, d_k = dense_top(sides_.dense, mask, k_dense, n_elig)
+            top, d_k = sides_.dense.top(k_dense, mask, n_elig)
             extra.append(top)
         extra = np.unique(np.concatenate(extra)).astype(np.int64)
         extra = extra[~member(bm_rows, extra) & elig(extra)]
         cand = np.concatenate([bm_rows, extra])
         # a dense candidate may hold a query term without being among the best BM25 matches
-        scores = sides_.base_of(cand, np.concatenate([bm_vals, sides_.bm25(extra)]))
+        base = sides_.base_of(cand, np.concatenate([bm_vals, sides_.bm25(extra)]))
+        whole = opts.mode == "bm25" or d_k is None  # the pool holds every eligible unit that could rank
+        bound = None if whole else sides_.bound(d_k, b_k)  # the best base score of an eligible unit left out
+        best = None
+        if base.size and (bound is None or base.max() >= bound):
+            best = float(np.float64(base.max()))
+        elif whole:
+            best = 0.0
+        scores = base
         if qt is not None:
-            scores = (scores - qt.tiers(cand).astype(np.float32) * step).astype(np.float32)
+            if step is None:  # the tiers' step: the spread of every unit's base score (the pool's best is its top)
+                step = np.float32(sides_.spread(best if mask is None else None) + 1.0)
+            scores = (base - qt.tiers(cand).astype(np.float32) * step).astype(np.float32)
         picked = top_entries(opts.level, cand, scores, depth, post.report_row)
-        if opts.mode == "bm25" or d_k is None:
-            return picked, cand
-        if _exact(sides_, qt, step, picked, depth, (bm_rows, extra), (d_k, b_k), elig):
-            return picked, cand
-        k_dense *= 4
+        if whole or _exact(qt, step, picked, depth, (bm_rows, extra), bound, None if mask is None else elig):
+            return picked, cand, best
+        # every scored row and every match taken, and still not exact: only the whole list decides
+        k_dense = n_elig if top.size < k_dense and b_k == 0.0 else k_dense * 4
 
 
-def _exact(sides_, qt, step, picked, depth, inside, ends, elig) -> bool:
+def _exact(qt, step, picked, depth, inside, bound, elig) -> bool:
     """Whether no eligible unit outside ``inside`` (sorted row arrays) could rank within the first ``depth`` entries:
-    such a unit has a cosine of at most ``ends[0]`` and a BM25 score of at most ``ends[1]``."""
+    such a unit has a base score of at most ``bound``."""
     if len(picked) < depth:
         return False
-    bound = sides_.bound(*ends)
     if qt is not None:
         bound = np.float32(bound - np.float32(qt.lowest_outside(inside, elig)) * step)
     return float(picked[-1][2]) > float(bound)
@@ -139,13 +141,13 @@ def _counts(opts, qt, post: ReadingPostings, mask, elig, cand, page):
         if mask is None:
             total = post.reports_with_units if by_report else post.n_units
         else:
-            rows = np.flatnonzero(mask)
-            total = int(np.unique(post.report_row[rows]).size) if by_report else int(rows.size)
+            units, reports = post.eligible(mask)
+            total = reports if by_report else units
         in_e = elig
     if qt is None or not qt.statuses:
         return total, None, [-1] * len(page)
     every = mask is None and opts.mode != "bm25"  # every unit eligible: the findings' views hold the answers
-    per = [v.reports[v.report_best == 0] if by_report else v.rows[v.best == 0] for v in qt.views] if every else []
+    per = [v.stating[1] if by_report else v.stating[0] for v in qt.views] if every else []
     for mrows, mtier in () if every else qt.mentions:
         ok = mrows[(mtier == 0) & in_e(mrows)]
         per.append(np.unique(post.report_row[ok]) if by_report else np.unique(ok))

@@ -79,6 +79,18 @@ def nodes_of(groups: tuple[np.ndarray, np.ndarray] | None, rows: int) -> np.ndar
     return out
 
 
+def expand_groups(groups: tuple[np.ndarray, np.ndarray], nodes: np.ndarray,
+                  values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted rows, value of each) of every row of ``nodes``, each row carrying its node's value."""
+    order, offsets = groups
+    nodes = np.asarray(nodes, dtype=np.int64)
+    starts, lens = offsets[nodes], offsets[nodes + 1] - offsets[nodes]
+    within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+    rows = np.asarray(order[np.repeat(starts, lens) + within], dtype=np.int64)
+    by_row = np.argsort(rows, kind="stable")
+    return rows[by_row], np.repeat(values, lens)[by_row]
+
+
 def rows_of(vectors: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``vectors[rows]`` as a contiguous float32 array (rows read in ascending order from a memory map)."""
     rows = np.asarray(rows, dtype=np.int64)

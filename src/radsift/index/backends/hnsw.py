@@ -23,15 +23,15 @@ dense side with BM25 and applies the negation tiers over every unit), built as f
 Through the engine on Open-i (22k sentences; 142 finding queries, report level, negation-aware,
 the overlap of the top 10 reports with exact search): with 1000 candidates, hybrid 0.999 with the
 anchor (0.941 without: the min-max scale moved), dense 0.999; with 300 candidates 0.989 and 0.996.
-
 Indexes with no more rows than ``candidates`` are scored exactly (no floor).
 
 Exact duplicate vectors (bit for bit: a report corpus repeats its boilerplate sentences, Open-i
 holds 8.4k distinct sentence vectors among 22k) enter the graph once: an HNSW graph holding many
 copies of one point breaks apart (on Open-i, 90 of 500 queries found none of their exact top 10).
 The graph's ids are duplicate groups; every row of a group found is a candidate (so ``scores``
-may carry a few more exact rows than ``candidates``), and a mask keeps a group when any of its
-rows is masked.
+may carry more exact rows than ``candidates``; one row per group is read and scored), and a mask
+keeps a group when any of its rows is masked. :meth:`HnswBackend.sparse_scores` gives the same
+scores without an array over every row.
 
 A graph can grow (:meth:`HnswBackend.grow`: the rows of an index add become new nodes or join the
 group of a bit-identical node, :mod:`radsift.index.graphs`), and rows leave their groups when their
@@ -61,9 +61,9 @@ from typing import Iterator
 import numpy as np
 
 from radsift.errors import ConfigError, IndexDamagedError
-from radsift.index.backends.base import MissingExtraError, VectorBackend, extra_module
-from radsift.index.backends.duplicates import (check_groups, duplicate_groups, groups_of, nodes_of, row_hashes,
-                                               rows_of)
+from radsift.index.backends.base import MissingExtraError, SparseScores, VectorBackend, extra_module
+from radsift.index.backends.duplicates import (check_groups, duplicate_groups, expand_groups, groups_of, nodes_of,
+                                               row_hashes, rows_of)
 from radsift.index.integrity import cache_problems
 from radsift.ranking.topk import top_k
 
@@ -148,6 +148,7 @@ class HnswBackend(VectorBackend):
         self.expansion_search = int(expansion_search or index.hnsw.efSearch)
         self.path = Path(path) if path is not None else None
         self.stats = {"masked": 0, "grown": 0, "exact": 0}
+        self._node_of_row: np.ndarray | None = None  # every row's group (built on the first query that needs it)
         self._stats_lock = threading.Lock()
 
     # -- construction ------------------------------------------------------------------------
@@ -242,7 +243,7 @@ class HnswBackend(VectorBackend):
         (when there are any), each written beside its place, then renamed into place."""
         faiss = faiss_module()
         path = Path(path)
-        dups = _dups_path(path)
+        dups = path.with_name(path.name + ".dups.npz")
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
         tmp_dups = dups.with_name(f".{dups.stem}.tmp-{os.getpid()}.npz")
         try:
@@ -281,9 +282,7 @@ class HnswBackend(VectorBackend):
                                         "rebuild it")
 
     # -- search --------------------------------------------------------------------------------
-    @property
-    def size(self) -> int:
-        return int(self.vectors.shape[0])
+    size = property(lambda self: int(self.vectors.shape[0]))
 
     def scores(self, query: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         """Exact cosines for the query's ``candidates`` best rows, the floor for every other row.
@@ -294,26 +293,33 @@ class HnswBackend(VectorBackend):
                 pass it, or a selective filter may leave few of its rows among the candidates).
 
         Returns:
-            A float32 array of length ``n``: the candidates (``candidates`` graph nodes, so at least
-            that many rows: every row of a duplicate group found) carry their exact cosine, every
-            other row :data:`FLOOR_GAP` below the lowest candidate (see the module docstring).
+            A float32 array of length ``n``: the candidates (``candidates`` graph nodes: every row of a duplicate
+            group found) carry their exact cosine, every other row :data:`FLOOR_GAP` below the lowest candidate.
         """
+        return self.sparse_scores(query, mask).full()
+
+    def sparse_scores(self, query: np.ndarray, mask: np.ndarray | None = None) -> SparseScores:
+        """:meth:`scores` as the candidates' and the anchor's rows and cosines, and the floor (no array over every row)."""
         q = _query(query, self.vectors.shape[1])
         n = self.size
         if n <= self.candidates:
-            return self._exact_all(q)
-        rows = self._search(q, self.candidates, mask)
+            return SparseScores(n, self._exact_all(q))
+        grouped = mask is None and self.groups is not None  # groups, not their rows (work follows the nodes found)
+        rows, cos = self._graph(q, self.candidates, score=q, grouped=True) if grouped else self._search(
+            q, self.candidates, mask)
         if not rows.size:
-            return np.full(n, -1.0, dtype=np.float32)
-        cos = self._rescore(rows, q)
+            return SparseScores(n, np.zeros(0, dtype=np.float32), rows, -1.0)
         floor = np.float32(float(cos.min()) - FLOOR_GAP)
-        out = np.full(n, floor, dtype=np.float32)
-        out[rows] = cos
         # The anchor: the row least similar to the query (the graph's best row for -query), exactly scored.
-        anchor = self._graph(-q, 1)
-        low = self._rescore(anchor, q)
-        out[anchor[low < floor]] = low[low < floor]
-        return out
+        anchor, low = self._graph(-q, 1, score=q, grouped=grouped)
+        anchor, low = anchor[low < floor], low[low < floor]
+        if anchor.size:
+            rows, cos = np.concatenate([rows, anchor]), np.concatenate([cos, low])
+            order = np.argsort(rows, kind="stable")
+            rows, cos = rows[order], cos[order]
+        if grouped and self._node_of_row is None:
+            self._node_of_row = nodes_of(self.groups, n)
+        return SparseScores(n, cos, rows, float(floor), *((self._node_of_row, self.groups) if grouped else ()))
 
     def top(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` best rows (only masked rows when ``mask`` is given), re-scored exactly, best first.
@@ -325,17 +331,18 @@ class HnswBackend(VectorBackend):
         q = _query(query, self.vectors.shape[1])
         if k <= 0 or self.size == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        rows = self._search(q, max(int(k), MIN_DEPTH), mask, need=int(k))
-        cos = self._rescore(rows, q)
+        rows, cos = self._search(q, max(int(k), MIN_DEPTH), mask, need=int(k))
         picked, vals = top_k(cos, int(k))
         return rows[picked], vals
 
-    def _search(self, q: np.ndarray, count: int, mask: np.ndarray | None, need: int | None = None) -> np.ndarray:
-        """Sorted unique rows: ``count`` from the graph, or with a mask at least ``min(need, masked)`` masked rows."""
+    def _search(self, q: np.ndarray, count: int, mask: np.ndarray | None,
+                need: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted unique rows and their exact cosines: ``count`` nodes' rows from the graph, or with a mask at least
+        ``min(need, masked)`` masked rows."""
         n = self.size
         count = min(count, n)
         if mask is None:
-            return self._graph(q, count)
+            return self._graph(q, count, score=q)
         mask = np.asarray(mask, dtype=bool)
         if mask.shape != (n,):
             raise ConfigError(f"mask has shape {mask.shape}, the backend {n} rows")
@@ -344,7 +351,7 @@ class HnswBackend(VectorBackend):
         with self._stats_lock:
             self.stats["masked"] += 1
         if masked == 0:
-            return np.zeros(0, dtype=np.int64)
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         bits = None
         while True:
             if masked * masked <= EXACT_RATIO * count * n or count >= masked:
@@ -353,10 +360,10 @@ class HnswBackend(VectorBackend):
                 return self._exact_masked(q, mask, count)
             if bits is None:
                 bits = np.packbits(self._node_mask(mask), bitorder="little")
-            rows = self._graph(q, count, bits)
-            rows = rows[mask[rows]]
+            rows, cos = self._graph(q, count, bits, score=q)
+            rows, cos = rows[mask[rows]], cos[mask[rows]]
             if rows.size >= need:
-                return rows
+                return rows, cos
             with self._stats_lock:
                 self.stats["grown"] += 1
             count *= 4
@@ -374,37 +381,39 @@ class HnswBackend(VectorBackend):
             out[self._filled] = np.logical_or.reduceat(mask[order], offsets[self._filled])
         return out
 
-    def _graph(self, q: np.ndarray, count: int, bits: np.ndarray | None = None) -> np.ndarray:
-        """Rows of the (at most ``count``) graph nodes found for ``q`` (only bitmap nodes when given), sorted.
+    def _graph(self, q: np.ndarray, count: int, bits: np.ndarray | None = None, *, score: np.ndarray,
+               grouped: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of the (at most ``count``) graph nodes found for ``q`` (only bitmap nodes when given), sorted, and
+        their exact cosines with ``score``: one row per duplicate group read and scored (its rows are
+        bit-identical), so the work follows the nodes found, not how many copies each holds (``grouped``: the
+        nodes and their cosines, rows not listed).
 
         Empty nodes are never searched for: without ``bits``, the bitmap of the filled nodes is used.
         """
         faiss = faiss_module()
         params = faiss.SearchParametersHNSW()
         count = min(int(count), self.live_nodes)
-        if count <= 0:
-            return np.zeros(0, dtype=np.int64)
-        params.efSearch = max(self.expansion_search, count)
-        if bits is None:
-            bits = self._live_bits
-        if bits is not None:
-            selector = faiss.IDSelectorBitmap(int(self.index.ntotal), faiss.swig_ptr(bits))
-            params.sel = selector
-        _, ids = self.index.search(q[None, :], count, params=params)
-        ids = ids[0]
-        nodes = ids[ids >= 0].astype(np.int64)
+        nodes = np.zeros(0, dtype=np.int64)
+        if count > 0:
+            params.efSearch = max(self.expansion_search, count)
+            if bits is None:
+                bits = self._live_bits
+            if bits is not None:
+                selector = faiss.IDSelectorBitmap(int(self.index.ntotal), faiss.swig_ptr(bits))
+                params.sel = selector
+            _, ids = self.index.search(q[None, :], count, params=params)
+            nodes = np.unique(ids[0][ids[0] >= 0].astype(np.int64))
         if self.groups is None:
-            return np.unique(nodes)
-        order, offsets = self.groups
-        starts, lens = offsets[nodes], offsets[nodes + 1] - offsets[nodes]
-        within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
-        return np.sort(np.asarray(order[np.repeat(starts, lens) + within], dtype=np.int64))
+            return nodes, self._rescore(nodes, score)
+        firsts = np.asarray(self.groups[0][self.groups[1][nodes]], dtype=np.int64)
+        first_order = np.argsort(firsts, kind="stable")  # read the memory map in row order
+        cos = np.empty(nodes.size, dtype=np.float32)
+        cos[first_order] = self._rescore(firsts[first_order], score)
+        return (nodes, cos) if grouped else expand_groups(self.groups, nodes, cos)
 
     def _rescore(self, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
         """Exact cosines of sorted ``rows`` from the float32 vectors."""
-        if not rows.size:
-            return np.zeros(0, dtype=np.float32)
-        return np.asarray(self.vectors[rows], dtype=np.float32) @ q
+        return np.asarray(self.vectors[rows], dtype=np.float32) @ q if rows.size else np.zeros(0, dtype=np.float32)
 
     def _exact_all(self, q: np.ndarray) -> np.ndarray:
         out = np.empty(self.size, dtype=np.float32)
@@ -412,13 +421,14 @@ class HnswBackend(VectorBackend):
             out[start:start + BATCH] = np.asarray(self.vectors[start:start + BATCH], dtype=np.float32) @ q
         return out
 
-    def _exact_masked(self, q: np.ndarray, mask: np.ndarray, count: int) -> np.ndarray:
-        """The ``count`` best masked rows by exact cosine, sorted by row."""
-        rows = np.flatnonzero(mask)
+    def _exact_masked(self, q: np.ndarray, mask: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``count`` best masked rows by exact cosine, sorted by row, and their cosines."""
+        rows = np.flatnonzero(mask).astype(np.int64)
         cos = np.concatenate([self._rescore(rows[s:s + BATCH], q) for s in range(0, rows.size, BATCH)])
         if rows.size > count:
-            rows = rows[np.argpartition(-cos, count - 1)[:count]]
-        return np.sort(rows).astype(np.int64)
+            keep = np.sort(np.argpartition(-cos, count - 1)[:count])
+            rows, cos = rows[keep], cos[keep]
+        return rows, cos
 
 
 def read_graph(path: str | Path, mmap: bool = True):
@@ -431,7 +441,7 @@ def read_graph(path: str | Path, mmap: bool = True):
     """
     faiss = faiss_module()
     path = Path(path)
-    dups = _dups_path(path)
+    dups = path.with_name(path.name + ".dups.npz")
     # Every file against what was recorded when it was written: the graph is read whole once (which warms
     # the page cache a memory-mapped graph is searched from anyway).
     problems = cache_problems(path, deep=True)
@@ -480,10 +490,6 @@ def _add(faiss, index, vectors: np.ndarray, rows: np.ndarray, threads: int | Non
             index.add(rows_of(vectors, rows[start:start + BATCH]))
             if progress is not None:
                 progress(min(m, start + BATCH), m)
-
-
-def _dups_path(path: Path) -> Path:
-    return path.with_name(path.name + ".dups.npz")
 
 
 def _query(query: np.ndarray, dim: int) -> np.ndarray:
