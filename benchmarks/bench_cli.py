@@ -1,0 +1,146 @@
+"""Cold-shell ``radsift search`` latency: what a user waits for, command typed to answer printed.
+
+Run:  .venv/bin/python benchmarks/bench_cli.py [--index DIR] [--runs 5] [--modes bm25 dense hybrid]
+          [--encoders onnx torch] [--query "left pleural effusion"] [--build] [--json FILE]
+
+Each run is a fresh ``radsift search INDEX QUERY --mode MODE -k 10 --no-audit`` subprocess (a new
+interpreter: every import and model load counted, as from a shell), its output thrown away. The runs
+are interleaved (every mode and encoder once per round, in a rotated order) so that a change in the
+machine's load hits all alike. Reported per mode and query encoder (``RADSIFT_QUERY_ENCODER``): the
+median wall time (p50), the minimum, the median CPU time (user + system of the child: less moved by
+other jobs than the wall time on a shared machine), and the load average around the runs. ``radsift
+--help`` and ``radsift search --help`` are timed the same way.
+
+The index: ``--index DIR``, or with ``--build`` an Open-i index built once in a temporary folder
+(``../shared/data/openi/reports.csv``, the packaged model, ``--encoder onnx`` when it is available:
+that export is the one the searches then find in the user's cache). The first dense search of a
+model with no ONNX export writes one (once, tens of seconds); a warm-up run per mode and encoder
+before the rounds keeps that, and the concept-link cache, out of the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OPENI = ROOT.parent / "shared" / "data" / "openi" / "reports.csv"
+READER = ["--format", "csv", "--id-column", "uid", "--section", "findings=findings", "--section",
+          "impression=impression"]
+
+
+def radsift_command() -> list[str]:
+    """The ``radsift`` of this interpreter (the console script beside it, else ``-m radsift.cli``)."""
+    script = Path(sys.executable).with_name("radsift")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "radsift.cli"]
+
+
+def timed(cmd: list[str], env: dict) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the child) of one run; a failed run stops the benchmark."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    run = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if run.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({run.returncode}): {run.stderr.strip()[-500:]}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def build_index(out: Path) -> Path:
+    if not OPENI.exists():
+        raise SystemExit(f"Open-i is absent ({OPENI}): pass --index DIR")
+    index = out / "openi"
+    cmd = radsift_command() + ["index", "build", str(index), str(OPENI), *READER]
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
+        cmd += ["--encoder", "onnx"]
+    except ImportError:
+        pass
+    print(f"building {index} ...", file=sys.stderr)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return index
+
+
+def cases(index: Path, query: str, modes: list[str], encoders: list[str]) -> list[tuple[str, str, list[str]]]:
+    """(label, query encoder, command) of every timed case."""
+    base = radsift_command()
+    out = [("--help", "-", base + ["--help"]), ("search --help", "-", base + ["search", "--help"])]
+    for mode in modes:
+        for encoder in (encoders if mode != "bm25" else ["-"]):
+            out.append((f"search --mode {mode}", encoder,
+                        base + ["search", str(index), query, "--mode", mode, "-k", "10", "--no-audit"]))
+    return out
+
+
+def environment(encoder: str) -> dict:
+    env = dict(os.environ)
+    if encoder != "-":
+        env["RADSIFT_QUERY_ENCODER"] = encoder
+    return env
+
+
+def measure(index: Path, args) -> list[dict]:
+    todo = cases(index, args.query, args.modes, args.encoders)
+    for label, encoder, cmd in todo:  # warm-up: an ONNX export, the concept-link cache, the page cache
+        timed(cmd, environment(encoder))
+    walls: dict[int, list[float]] = {i: [] for i in range(len(todo))}
+    cpus: dict[int, list[float]] = {i: [] for i in range(len(todo))}
+    loads = [os.getloadavg()[0]]
+    for r in range(args.runs):
+        order = list(range(len(todo)))
+        order = order[r % len(order):] + order[:r % len(order)]
+        for i in order:
+            wall, cpu = timed(todo[i][2], environment(todo[i][1]))
+            walls[i].append(wall)
+            cpus[i].append(cpu)
+        loads.append(os.getloadavg()[0])
+    return [{"command": label, "query_encoder": encoder, "runs": len(walls[i]),
+             "wall_p50_s": round(statistics.median(walls[i]), 2), "wall_min_s": round(min(walls[i]), 2),
+             "cpu_p50_s": round(statistics.median(cpus[i]), 2),
+             "load_min": round(min(loads), 2), "load_max": round(max(loads), 2)}
+            for i, (label, encoder, _) in enumerate(todo)]
+
+
+def table(rows: list[dict]) -> str:
+    head = "| command | query encoder | runs | wall p50 (s) | wall min (s) | CPU p50 (s) | load (1 min) |"
+    lines = [head, "|---|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        lines.append(f"| `radsift {r['command']}` | {r['query_encoder']} | {r['runs']} | {r['wall_p50_s']:.2f} | "
+                     f"{r['wall_min_s']:.2f} | {r['cpu_p50_s']:.2f} | {r['load_min']:.1f}-{r['load_max']:.1f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--index", type=Path, help="An index to search (else --build).")
+    parser.add_argument("--build", action="store_true", help="Build an Open-i index in a temporary folder.")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--modes", nargs="+", default=["bm25", "dense", "hybrid"])
+    parser.add_argument("--encoders", nargs="+", default=["onnx", "torch"], choices=["auto", "onnx", "torch"])
+    parser.add_argument("--query", default="left pleural effusion")
+    parser.add_argument("--json", type=Path, help="Also write the rows here.")
+    args = parser.parse_args(argv)
+    if args.index is None and not args.build:
+        parser.error("pass --index DIR or --build")
+    with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
+        index = args.index if args.index is not None else build_index(Path(tmp))
+        rows = measure(index, args)
+    print(f"cold `radsift` on {index}, query {args.query!r}, {os.cpu_count()} CPUs, "
+          f"{args.runs} interleaved rounds after a warm-up\n")
+    print(table(rows))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
