@@ -2,6 +2,7 @@
 
 Run:  .venv/bin/python benchmarks/bench_cli.py [--index DIR] [--runs 5] [--modes bm25 dense hybrid]
           [--encoders onnx torch] [--query "left pleural effusion"] [--build] [--json FILE]
+          [--baseline-src DIR]
 
 Each run is a fresh ``radsift search INDEX QUERY --mode MODE -k 10 --no-audit`` subprocess (a new
 interpreter: every import and model load counted, as from a shell), its output thrown away. The runs
@@ -9,7 +10,9 @@ are interleaved (every mode and encoder once per round, in a rotated order) so t
 machine's load hits all alike. Reported per mode and query encoder (``RADSIFT_QUERY_ENCODER``): the
 median wall time (p50), the minimum, the median CPU time (user + system of the child: less moved by
 other jobs than the wall time on a shared machine), and the load average around the runs. ``radsift
---help`` and ``radsift search --help`` are timed the same way.
+--help`` and ``radsift search --help`` are timed the same way. ``--baseline-src DIR`` (the ``src/`` of
+another checkout, e.g. ``git archive BASE src | tar -x -C /tmp/base``) adds the same commands run with
+that code (``PYTHONPATH=DIR``) to every round: before and after, under the same load.
 
 The index: ``--index DIR``, or with ``--build`` an Open-i index built once in a temporary folder
 (``../shared/data/openi/reports.csv``, the packaged model, ``--encoder onnx`` when it is available:
@@ -71,28 +74,36 @@ def build_index(out: Path) -> Path:
     return index
 
 
-def cases(index: Path, query: str, modes: list[str], encoders: list[str]) -> list[tuple[str, str, list[str]]]:
-    """(label, query encoder, command) of every timed case."""
+def cases(index: Path, query: str, modes: list[str], encoders: list[str],
+          baseline: Path | None = None) -> list[tuple[str, str, list[str], dict]]:
+    """(label, query encoder, command, environment) of every timed case."""
     base = radsift_command()
-    out = [("--help", "-", base + ["--help"]), ("search --help", "-", base + ["search", "--help"])]
-    for mode in modes:
-        for encoder in (encoders if mode != "bm25" else ["-"]):
-            out.append((f"search --mode {mode}", encoder,
-                        base + ["search", str(index), query, "--mode", mode, "-k", "10", "--no-audit"]))
+    versions = [("", None)] + ([("before: ", baseline)] if baseline is not None else [])
+    out = []
+    for tag, src in versions:
+        out += [(tag + "--help", "-", base + ["--help"], environment("-", src)),
+                (tag + "search --help", "-", base + ["search", "--help"], environment("-", src))]
+        for mode in modes:
+            for encoder in (encoders if mode != "bm25" and src is None else ["-"]):
+                out.append((f"{tag}search --mode {mode}", encoder,
+                            base + ["search", str(index), query, "--mode", mode, "-k", "10", "--no-audit"],
+                            environment(encoder, src)))
     return out
 
 
-def environment(encoder: str) -> dict:
+def environment(encoder: str, src: Path | None = None) -> dict:
     env = dict(os.environ)
     if encoder != "-":
         env["RADSIFT_QUERY_ENCODER"] = encoder
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
     return env
 
 
 def measure(index: Path, args) -> list[dict]:
-    todo = cases(index, args.query, args.modes, args.encoders)
-    for label, encoder, cmd in todo:  # warm-up: an ONNX export, the concept-link cache, the page cache
-        timed(cmd, environment(encoder))
+    todo = cases(index, args.query, args.modes, args.encoders, args.baseline_src)
+    for _, _, cmd, env in todo:  # warm-up: an ONNX export, the concept-link cache, the page cache
+        timed(cmd, env)
     walls: dict[int, list[float]] = {i: [] for i in range(len(todo))}
     cpus: dict[int, list[float]] = {i: [] for i in range(len(todo))}
     loads = [os.getloadavg()[0]]
@@ -100,7 +111,7 @@ def measure(index: Path, args) -> list[dict]:
         order = list(range(len(todo)))
         order = order[r % len(order):] + order[:r % len(order)]
         for i in order:
-            wall, cpu = timed(todo[i][2], environment(todo[i][1]))
+            wall, cpu = timed(todo[i][2], todo[i][3])
             walls[i].append(wall)
             cpus[i].append(cpu)
         loads.append(os.getloadavg()[0])
@@ -108,14 +119,15 @@ def measure(index: Path, args) -> list[dict]:
              "wall_p50_s": round(statistics.median(walls[i]), 2), "wall_min_s": round(min(walls[i]), 2),
              "cpu_p50_s": round(statistics.median(cpus[i]), 2),
              "load_min": round(min(loads), 2), "load_max": round(max(loads), 2)}
-            for i, (label, encoder, _) in enumerate(todo)]
+            for i, (label, encoder, _, _) in enumerate(todo)]
 
 
 def table(rows: list[dict]) -> str:
     head = "| command | query encoder | runs | wall p50 (s) | wall min (s) | CPU p50 (s) | load (1 min) |"
     lines = [head, "|---|---|---:|---:|---:|---:|---|"]
     for r in rows:
-        lines.append(f"| `radsift {r['command']}` | {r['query_encoder']} | {r['runs']} | {r['wall_p50_s']:.2f} | "
+        tag, _, command = r["command"].rpartition(": ")
+        lines.append(f"| {tag + ': ' if tag else ''}`radsift {command}` | {r['query_encoder']} | {r['runs']} | {r['wall_p50_s']:.2f} | "
                      f"{r['wall_min_s']:.2f} | {r['cpu_p50_s']:.2f} | {r['load_min']:.1f}-{r['load_max']:.1f} |")
     return "\n".join(lines)
 
@@ -129,6 +141,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--encoders", nargs="+", default=["onnx", "torch"], choices=["auto", "onnx", "torch"])
     parser.add_argument("--query", default="left pleural effusion")
     parser.add_argument("--json", type=Path, help="Also write the rows here.")
+    parser.add_argument("--baseline-src", type=Path, help="Also time the src/ of another checkout (before).")
     args = parser.parse_args(argv)
     if args.index is None and not args.build:
         parser.error("pass --index DIR or --build")
