@@ -2,7 +2,7 @@
 
 Run:  .venv/bin/python benchmarks/bench_cli.py [--index DIR] [--runs 5] [--modes bm25 dense hybrid]
           [--encoders onnx torch] [--query "left pleural effusion"] [--build] [--json FILE]
-          [--baseline-src DIR]
+          [--baseline-src DIR] [--agreement]
 
 Each run is a fresh ``radsift search INDEX QUERY --mode MODE -k 10 --no-audit`` subprocess (a new
 interpreter: every import and model load counted, as from a shell), its output thrown away. The runs
@@ -13,6 +13,11 @@ other jobs than the wall time on a shared machine), and the load average around 
 --help`` and ``radsift search --help`` are timed the same way. ``--baseline-src DIR`` (the ``src/`` of
 another checkout, e.g. ``git archive BASE src | tar -x -C /tmp/base``) adds the same commands run with
 that code (``PYTHONPATH=DIR``) to every round: before and after, under the same load.
+
+``--agreement`` also compares the two query encoders in this process: the cosine of the ONNX (fp32)
+and torch vectors of every name, synonym and description of the packaged lexicon (the queries a user
+types are of these kinds), and, for the first ``--agreement-queries`` of them, whether ``hybrid``
+search on the index returns the same top 10 (report level) with either vector.
 
 The index: ``--index DIR``, or with ``--build`` an Open-i index built once in a temporary folder
 (``../shared/data/openi/reports.csv``, the packaged model, ``--encoder onnx`` when it is available:
@@ -122,6 +127,39 @@ def measure(index: Path, args) -> list[dict]:
             for i, (label, encoder, _, _) in enumerate(todo)]
 
 
+def agreement(index: Path, n_search: int) -> dict:
+    """Cosine of the ONNX and torch query vectors over the lexicon's phrases, and hybrid top-10 agreement."""
+    import numpy as np
+
+    from radsift.labels.lexicon import load_lexicon
+    from radsift.models.encoder import Encoder
+    from radsift.models.onnx_encoder import OnnxEncoder
+    from radsift.models.query_encoder import find_export
+    from radsift.search import Index
+
+    idx = Index.open(index)
+    model = Path(idx.manifest.model_folder(idx.path))
+    found = find_export(model, idx.path)
+    if found is None:
+        raise SystemExit("no ONNX export of the index's model: run a dense search first (it writes one)")
+    fast, slow = OnnxEncoder.load(model, cache_dir=found), Encoder.load(model)
+    phrases = list(dict.fromkeys(p for c in load_lexicon(None) for p in (c.name, *c.synonyms, *c.descriptions)
+                                 if "*" not in p))
+    a = np.stack([fast.encode_query(p) for p in phrases])
+    b = np.stack([slow.encode_query(p) for p in phrases])
+    cos = np.einsum("ij,ij->i", a, b)
+    same = overlap = 0
+    for i, p in enumerate(phrases[:n_search]):
+        top = [[h.report_id for h in idx.search(p, k=10, mode="hybrid", query_vector=v, mentions=False,
+                                                include_report=False)] for v in (a[i], b[i])]
+        same += top[0] == top[1]
+        overlap += len(set(top[0]) & set(top[1])) / max(1, len(top[1]))
+    n = min(n_search, len(phrases))
+    return {"phrases": len(phrases), "cosine_min": float(cos.min()), "cosine_mean": float(cos.mean()),
+            "max_abs_diff": float(np.abs(a - b).max()), "searched": n, "identical_top10": same,
+            "mean_overlap_at_10": round(overlap / max(1, n), 4)}
+
+
 def table(rows: list[dict]) -> str:
     head = "| command | query encoder | runs | wall p50 (s) | wall min (s) | CPU p50 (s) | load (1 min) |"
     lines = [head, "|---|---|---:|---:|---:|---:|---|"]
@@ -142,17 +180,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--query", default="left pleural effusion")
     parser.add_argument("--json", type=Path, help="Also write the rows here.")
     parser.add_argument("--baseline-src", type=Path, help="Also time the src/ of another checkout (before).")
+    parser.add_argument("--agreement", action="store_true", help="Also compare ONNX and torch query vectors.")
+    parser.add_argument("--agreement-queries", type=int, default=100)
+    parser.add_argument("--runs-off", action="store_true", help="Only --agreement: no timed runs.")
     args = parser.parse_args(argv)
     if args.index is None and not args.build:
         parser.error("pass --index DIR or --build")
     with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
         index = args.index if args.index is not None else build_index(Path(tmp))
-        rows = measure(index, args)
-    print(f"cold `radsift` on {index}, query {args.query!r}, {os.cpu_count()} CPUs, "
-          f"{args.runs} interleaved rounds after a warm-up\n")
-    print(table(rows))
+        rows = [] if args.runs_off else measure(index, args)
+        agree = agreement(index, args.agreement_queries) if args.agreement else None
+    if rows:
+        print(f"cold `radsift` on {index}, query {args.query!r}, {os.cpu_count()} CPUs, "
+              f"{args.runs} interleaved rounds after a warm-up\n")
+        print(table(rows))
+    if agree is not None:
+        print(f"\nONNX (fp32) against torch query vectors: {json.dumps(agree)}")
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+        args.json.write_text(json.dumps({"runs": rows, "agreement": agree}, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
