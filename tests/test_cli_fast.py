@@ -185,3 +185,24 @@ def test_the_onnx_query_vector_is_torchs(tmp_path):
         a, b = fast.encode_query(q), slow.encode_query(q)
         assert a.shape == b.shape and a.dtype == np.float32
         assert float(a @ b) >= 1 - 1e-5, q
+
+
+@pytest.mark.slow
+def test_a_dense_search_with_an_onnx_export_imports_no_torch(tmp_path):
+    pytest.importorskip("onnxruntime")
+    from radsift.demo import generate_reports
+    from radsift.index import build_index
+    from radsift.models.encoder import default_model_path
+    from radsift.models.onnx_encoder import OnnxEncoder
+
+    model = default_model_path()
+    found = query_encoder.find_export(model, None)
+    if found is None:
+        pytest.skip("no ONNX export of the packaged model in the user's cache (a dense search writes one)")
+    build_index(tmp_path / "idx", [d.report for d in generate_reports(40)],
+                encoder=OnnxEncoder.load(model, cache_dir=found), progress=False)
+    for mode in ("dense", "hybrid"):
+        run = _cold(["search", str(tmp_path / "idx"), "fluid around the lungs", "--mode", mode, "--no-audit"], PROBE,
+                    env={"RADSIFT_QUERY_ENCODER": "auto"})
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.strip().splitlines()[-1] == "LOADED ['onnxruntime']", (mode, run.stdout[-300:])
