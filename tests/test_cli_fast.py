@@ -206,3 +206,24 @@ def test_a_dense_search_with_an_onnx_export_imports_no_torch(tmp_path):
                     env={"RADSIFT_QUERY_ENCODER": "auto"})
         assert run.returncode == 0, run.stderr
         assert run.stdout.strip().splitlines()[-1] == "LOADED ['onnxruntime']", (mode, run.stdout[-300:])
+
+
+def test_modules_are_hidden_only_while_no_other_thread_runs():
+    import threading
+
+    from radsift.labels.spacy_light import hidden_modules
+
+    name = "radsift_test_never_installed"
+    if threading.active_count() == 1:
+        with hidden_modules((name,)):
+            assert name in sys.modules and sys.modules[name] is None
+        assert name not in sys.modules
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        with hidden_modules((name,)):  # another thread could import it meanwhile: nothing is hidden
+            assert name not in sys.modules
+    finally:
+        stop.set()
+        other.join()

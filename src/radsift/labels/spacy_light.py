@@ -12,13 +12,15 @@ of a BM25 search's time (2-core machine under load: 5.8 s for these imports, 1.0
 - ``quickumls``, whose spaCy component medspaCy registers on import and radsift never loads: a stub
   stands in while medspaCy imports, then is removed, so a later ``import quickumls`` is the real one.
 
-Set ``RADSIFT_FULL_SPACY_IMPORT=1`` to import both as their packages do.
+Nothing is hidden when the process runs other threads (one of them could import torch in the meantime),
+or with ``RADSIFT_FULL_SPACY_IMPORT=1``: spaCy then imports as its packages do.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import types
 import warnings
 from contextlib import contextmanager
@@ -36,7 +38,9 @@ def hidden_modules(names: tuple[str, ...] = HIDDEN) -> Iterator[None]:
     package with an empty ``spacy_component`` (what medspaCy imports from it). Both are removed after.
     """
     placed: dict[str, object] = {}
-    if os.environ.get("RADSIFT_FULL_SPACY_IMPORT", "") not in ("", "0"):
+    if os.environ.get("RADSIFT_FULL_SPACY_IMPORT", "") not in ("", "0") or threading.active_count() > 1:
+        # Another thread could import torch (a reranker loading in a server) while it reads as absent:
+        # with other threads about, spaCy imports as its packages do (a server starts once; a CLI has one thread).
         names = ()
     for name in names:
         if name in sys.modules:
@@ -56,6 +60,7 @@ def hidden_modules(names: tuple[str, ...] = HIDDEN) -> Iterator[None]:
         for name, stub in placed.items():
             if sys.modules.get(name, stub) is stub:
                 sys.modules.pop(name, None)
+
 
 with hidden_modules(), warnings.catch_warnings():
     warnings.simplefilter("ignore")
