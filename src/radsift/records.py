@@ -207,7 +207,10 @@ class Hit:
 
     Attributes:
         report_id: The report's id as given at ingestion.
-        score: The retrieval score (higher is better; comparable within one query only).
+        score: The key the list is ordered by (higher ranks first; comparable within one query only): the
+            fused score lowered by the unit's reading tier (so that every unit of a better tier ranks first),
+            or a reranked score. For ordering and evaluation runs, not for reading: users are shown
+            :attr:`shown_score`.
         rank: 1-based rank within the result list.
         sentence: The best-matching sentence, or ``None`` for section-level units.
         highlights: ``(start, end)`` offsets of matched parts within ``sentence.text``.
@@ -219,6 +222,9 @@ class Hit:
             relevant reports (:mod:`radsift.ranking.bands`); None where not computed.
         relevance: The calibrated estimate the band comes from (probability that the report states
             what the query asks for), or None.
+        fused: The unit's own score before any reading tier or rerank: the cosine (``dense``), BM25
+            (``bm25``) or their convex combination (the hybrids), the scale its band reads; None where not
+            computed. The tier shows as the band, never as a shift of this score.
     """
 
     report_id: str
@@ -232,10 +238,16 @@ class Hit:
     reading: tuple[HitMention, ...] = ()
     band: str | None = None
     relevance: float | None = None
+    fused: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sections", _frozen_map(self.sections))
         object.__setattr__(self, "metadata", _frozen_map(self.metadata))
+
+    @property
+    def shown_score(self) -> float:
+        """The score users see (terminal, JSON, the page, exports): :attr:`fused` where known, else :attr:`score`."""
+        return float(self.score if self.fused is None else self.fused)
 
     def to_dict(self) -> dict[str, Any]:
         sent = None
@@ -244,7 +256,7 @@ class Hit:
             sent = {"section": s.section, "index": s.index, "start": s.start, "end": s.end, "text": s.text}
         return {
             "report_id": self.report_id,
-            "score": float(self.score),
+            "score": self.shown_score,  # the fused score: never shifted by a reading tier (the band says that)
             "rank": self.rank,
             "section": self.section,
             "sentence": sent,

@@ -16,16 +16,19 @@
 - Third-party progress bars are off (:func:`quiet_third_party`); radsift's own progress
   (:mod:`radsift.progress`) is a bar on a terminal and a line every 10 seconds elsewhere.
 - Importing the CLI loads no torch, spaCy, FastAPI or matplotlib: those load when a command needs them.
+  ``radsift COMMAND`` imports only its command's module (:data:`COMMAND_MODULES`), not the other
+  commands' libraries; ``radsift --help`` and :data:`app` (tests, ``CliRunner``) hold every command.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+from typing import Iterable
 
 import typer
 
-from radsift.cli import answer_cmds, bench_cmds, index_cmds, patient_cmds, search_cmds, serve_cmds, train_cmds
 from radsift.cli.help import OPENI, OrderedGroup, examples
 from radsift.cli.output import err_console
 from radsift.errors import IndexDamagedError, RadsiftError
@@ -74,31 +77,72 @@ class RadsiftGroup(OrderedGroup):
             sys.exit(1 if isinstance(exc, IndexDamagedError) else 2)
 
 
-app = typer.Typer(
-    name="radsift",
-    help="Offline semantic search for radiology reports: index, search, label, train, evaluate, serve.",
-    epilog=examples(f"radsift index build my-index reports.csv {OPENI}", 'radsift search my-index "pneumothorax"'),
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    cls=RadsiftGroup,
-)
-for _group in (search_cmds, answer_cmds, patient_cmds, train_cmds, bench_cmds, serve_cmds):
-    app.add_typer(_group.app)  # no name: the module's commands join the top level
-app.add_typer(index_cmds.index_app, name="index")  # groups after the commands: `export` is listed before `saved`
-app.add_typer(search_cmds.saved_app, name="saved")
+#: The modules of the top-level command groups, in the order they join ``radsift``.
+GROUPS = ("search_cmds", "answer_cmds", "patient_cmds", "train_cmds", "bench_cmds", "serve_cmds", "index_cmds")
+#: The module of each top-level command (``index`` and ``saved`` are groups): ``radsift COMMAND`` imports
+#: only that one (``tests/test_cli_fast.py`` checks this map against the commands of :data:`app`).
+COMMAND_MODULES = {
+    "search": "search_cmds", "export": "search_cmds", "saved": "search_cmds",
+    "ask": "answer_cmds", "draft-impression": "answer_cmds",
+    "timeline": "patient_cmds", "patients": "patient_cmds", "followups": "patient_cmds",
+    "label": "train_cmds", "train": "train_cmds",
+    "run": "bench_cmds", "bench": "bench_cmds", "eval": "bench_cmds",
+    "serve": "serve_cmds", "demo": "serve_cmds", "demo-corpus": "serve_cmds",
+    "index": "index_cmds",
+}
 
 
-@app.callback()
 def _start() -> None:
     """Offline semantic search for radiology reports: index, search, label, train, evaluate, serve."""
     quiet_third_party()
 
 
+def build_app(groups: Iterable[str] = GROUPS) -> typer.Typer:
+    """The ``radsift`` command with the commands of ``groups`` (modules of :data:`GROUPS`)."""
+    wanted = set(groups)
+    cli = typer.Typer(
+        name="radsift",
+        help="Offline semantic search for radiology reports: index, search, label, train, evaluate, serve.",
+        epilog=examples(f"radsift index build my-index reports.csv {OPENI}", 'radsift search my-index "pneumothorax"'),
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        cls=RadsiftGroup,
+    )
+    modules = {name: importlib.import_module(f"radsift.cli.{name}") for name in GROUPS if name in wanted}
+    for name, module in modules.items():
+        if name != "index_cmds":
+            cli.add_typer(module.app)  # no name: the module's commands join the top level
+    if "index_cmds" in modules:  # groups after the commands: `export` is listed before `saved`
+        cli.add_typer(modules["index_cmds"].index_app, name="index")
+    if "search_cmds" in modules:
+        cli.add_typer(modules["search_cmds"].saved_app, name="saved")
+    cli.callback()(_start)
+    return cli
+
+
+def __getattr__(name: str):
+    """``radsift.cli.app``: every command, built on first use (PEP 562)."""
+    if name == "app":
+        built = build_app()
+        globals()["app"] = built
+        return built
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _command_groups(argv: list[str]) -> tuple[str, ...]:
+    """The group modules ``radsift ARGV`` needs: its command's alone, or all of them (``--help``, a
+    mistyped command: click then lists or suggests every command)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first in COMMAND_MODULES and not any(a in ("--help", "-h") for a in argv[:argv.index(first)]):
+        return (COMMAND_MODULES[first],)
+    return GROUPS
+
+
 def main() -> None:
     """Console-script entry point (errors are handled in :meth:`RadsiftGroup.main`)."""
     try:
-        app()
+        build_app(_command_groups(sys.argv[1:]))()
     except KeyboardInterrupt:  # pragma: no cover - click turns Ctrl-C into Abort in most places
         err_console.print("interrupted")
         sys.exit(130)

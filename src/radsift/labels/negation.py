@@ -21,21 +21,14 @@ lexicon mentions are put in ``doc.ents`` directly, so no target matcher or model
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
-import spacy
-from spacy.tokens import Doc
-
+from radsift.labels.spacy_light import ConText, ConTextRule, Doc, spacy
 from radsift.labels.rules import (DIFFERENTIAL, HISTORICAL, HYPOTHETICAL, NEGATED, NEGATION_END, POSSIBLE, STATUS_OF,
                                   NormalForms, Rules)
 from radsift.labels.spotter import Match
 from radsift.labels.phrase_tokens import BARRIERS, Normalizer, Token
 from radsift.records import Mention
-
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    from medspacy.context import ConText, ConTextRule
 
 DEFAULT_RULE = "default"
 NORMAL_FORM_RULE = "normal-form"

@@ -43,8 +43,8 @@ class _DuplicateKey(Exception):
         self.key, self.line = key, line
 
 
-class _LineLoader(yaml.SafeLoader):
-    """A SafeLoader that records line numbers and refuses duplicate keys."""
+class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml: about 10x faster
+    """A SafeLoader (libyaml's when PyYAML has it) that records line numbers and refuses duplicate keys."""
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:

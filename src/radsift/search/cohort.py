@@ -74,7 +74,7 @@ class CohortRow:
         h = self.hit
         s = h.sentence
         return {"report_id": h.report_id, "rank": h.rank, "band": h.band, "relevance": h.relevance,
-                "score": round(float(h.score), 6), "status": self.status, "cue": self.cue,
+                "score": round(h.shown_score, 6), "status": self.status, "cue": self.cue,
                 "best_sentence": None if s is None else {"section": s.section, "start": s.start, "end": s.end,
                                                          "text": s.text},
                 "evidence": [e.to_dict() for e in self.evidence], "metadata": dict(h.metadata)}
@@ -285,7 +285,7 @@ def render_cohort(cohort: Cohort, fmt: str) -> str:
                                      (sent.section, sent.start, sent.end, sent.text) if sent is not None else
                                      ("", "", "", ""))
         row = [h.report_id, h.rank, h.band or "", "" if h.relevance is None else h.relevance,
-               round(float(h.score), 6), r.status, r.cue, section, start, end, text,
+               round(h.shown_score, 6), r.status, r.cue, section, start, end, text,
                json.dumps([e.to_dict() for e in r.evidence], ensure_ascii=False),
                *(h.metadata.get(k, "") for k in keys)]
         writer.writerow([csv_cell(c) for c in row])

@@ -103,7 +103,7 @@ def print_hits(console: Console, query: str, hits: Sequence[Hit]) -> None:
             if hit.relevance is not None:
                 head.append(f" {hit.relevance:.2f}", style=BAND_STYLE.get(hit.band, ""))
             head.append("]", style=BAND_STYLE.get(hit.band, ""))
-        head.append(f"  score {hit.score:.4f}", style="green")
+        head.append(f"  score {hit.shown_score:.4f}", style="green")  # the fused score: the band tells the tier
         if hit.section:
             head.append(f"  [{hit.section}]", style="magenta")
         for m in hit.reading:

@@ -7,17 +7,21 @@ reading the search settings never loads the model.
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 
 from radsift.errors import ConfigError, IndexStoreError
-from radsift.models.encoder import Encoder, resolve_model_path
+from radsift.models.encoder import resolve_model_path
 from radsift.models.poly_encoder import is_poly_encoder
+from radsift.models.query_encoder import load_query_encoder
 from radsift.models.reranker import Reranker
 from radsift.models.settings import settings_of_model
 from radsift.ranking import NEEDS_DENSE
 from radsift.search.concepts import ConceptLinker
 from radsift.search.passages import PolyReranker
+
+log = logging.getLogger("radsift.search")
 
 
 class IndexResources:
@@ -67,7 +71,8 @@ class IndexResources:
 
     @property
     def encoder(self):
-        """The query encoder, loaded on first dense query (BM25-only use never loads torch)."""
+        """The query encoder, loaded on first dense query (BM25-only use never loads it): the model's ONNX
+        export run by ONNX Runtime where there is one, else torch (:mod:`radsift.models.query_encoder`)."""
         if self._encoder is None:
             with self._lock:
                 if self._encoder is None:
@@ -79,7 +84,9 @@ class IndexResources:
                             raise IndexStoreError(
                                 f"{self.store.index_dir} was built with model {m.model_name} ({m.model_path}), which "
                                 "is not available here; pass --model with that model's folder") from None
-                    self._encoder = Encoder.load(self._model_path, threads=self._threads)
+                    # ONNX Runtime when the model has (or can get) an export, else torch (radsift.models.query_encoder).
+                    self._encoder = load_query_encoder(self._model_path, threads=self._threads,
+                                                       index_dir=self.store.index_dir, log=log.warning)
         return self._encoder
 
     @property

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, Sequence
 
 from radsift.index.reader import IndexStore
+from radsift.ranking.core import base_scores
 from radsift.records import Hit, HitMention, QueryReading
 from radsift.search.counts import Counts
 from radsift.search.highlight import highlight_spans
@@ -76,17 +77,19 @@ def result_page(store: IndexStore, request: SearchRequest, picked: list, units: 
     opts = request.options
     page = picked[opts.offset:opts.offset + opts.k]
     counts = Counts.of(store, opts, scores, plan.reading)
+    base = base_scores(opts.mode, dense=scores.get("dense"), bm25=scores.get("bm25"), alpha=scores["alpha"])
     hits = hits_of(store, request.query, page, units, opts.fields, opts.include_report,
                    reading if opts.mentions else QueryReading(), mentions, first_rank=opts.offset + 1,
-                   bands=counts.bands(opts, scores, page))
+                   bands=counts.bands(opts, scores, page), fused=[float(base[u]) for _, u, _ in page])
     return SearchResult(hits, reading, offset=opts.offset, k=opts.k, total=counts.total,
                         matching=counts.matching, lower_bound=counts.lower_bound)
 
 
 def hits_of(store: IndexStore, query: str, picked: list, units: dict, fields: Sequence[str] | None,
             include_report: bool, reading: QueryReading, mentions: Mentions, first_rank: int = 1,
-            bands: Sequence[tuple[str, float]] = ()) -> list[Hit]:
-    """A :class:`~radsift.records.Hit` for each entry of ``picked``, ranked from ``first_rank``."""
+            bands: Sequence[tuple[str, float]] = (), fused: Sequence[float] = ()) -> list[Hit]:
+    """A :class:`~radsift.records.Hit` for each entry of ``picked``, ranked from ``first_rank``; ``fused``
+    holds each entry's score before tiers and rerank (:attr:`~radsift.records.Hit.fused`), when known."""
     reports = store.reports_by_rows([r for r, _, _ in picked]) if include_report else {}
     hits = []
     for i, (rep_row, unit_row, score) in enumerate(picked):
@@ -101,5 +104,6 @@ def hits_of(store: IndexStore, query: str, picked: list, units: dict, fields: Se
             highlights=highlight_spans(query, sent.text), section=sent.section, sections=sections,
             metadata=report.metadata if report is not None else {},
             reading=mentions(sent.text, reading), band=band, relevance=relevance,
+            fused=float(fused[i]) if fused else None,
         ))
     return hits

@@ -59,7 +59,7 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
         picked = rerank_head(request, picked, page_units, None if qt is None else qt.tiers, index.reranker)
     page = picked[opts.offset:opts.offset + opts.k]
     total, matching, classes = _counts(opts, qt, post, mask, elig, cand, page)
-    bands = []
+    bands, fused = [], []
     if page:
         if best is None:  # the pool cannot tell: the best of the pool (eligible units) and of every eligible match
             found = [np.asarray(sides_.base(cand)), np.asarray(sides_.matches_base(mask))]
@@ -67,9 +67,10 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
         base = np.asarray(sides_.base(np.asarray([u for _, u, _ in page], dtype=np.int64)), dtype=np.float64)
         rel = np.clip(base / best, 0.0, 1.0) if best > 0 else np.zeros(base.size)
         bands = band_rows(opts.mode, classes, rel.tolist())
+        fused = base.tolist()
     hits = hits_of(store, request.query, page, page_units, opts.fields, opts.include_report,
                    reading if opts.mentions else QueryReading(), index.mentions_in, first_rank=opts.offset + 1,
-                   bands=bands)
+                   bands=bands, fused=fused)
     return SearchResult(hits, reading, offset=opts.offset, k=opts.k, total=total, matching=matching,
                         lower_bound=False)
 
