@@ -193,7 +193,7 @@ def test_a_compound_finding_states_its_parts(labeler) -> None:
     got = read(labeler, "No hydropneumothorax.")
     assert {f: s for f, (s, _) in got.items()} == {"hydropneumothorax": A, "pneumothorax": A, "pleural effusion": A}
     assert set(read(labeler, "Moderate right hemopneumothorax.")) == {"hemothorax", "pneumothorax"}
-    assert set(read(labeler, "Calcified nodules in the left lung.")) == {"calcified granuloma", "nodule"}
+    assert set(read(labeler, "Calcified nodules in the left lung.")) == {"calcified granuloma", "granuloma", "nodule"}
     # pleural scarring is pleural thickening, and scarring still
     assert set(read(labeler, "Bilateral apical pleural scarring.")) == {"pleural thickening", "scarring"}
 
