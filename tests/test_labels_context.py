@@ -147,6 +147,30 @@ def test_a_masked_date_is_not_a_qualifier(labeler) -> None:
     assert read(ablated, "Comparison XXXX, XXXX bilateral calcified granulomas.")["calcified granuloma"][0] == U
 
 
+# -- mimics: what the finding is, named (issue 35, batch 3) ------------------------------------------------------
+MIMICS = [
+    ("Nodular density noted on the recent radiograph XXXX represents an artifact.", "nodule", "represents an artifact"),
+    ("Nodular densities over the posterior ribs are consistent with nipple shadows.", "nodule",
+     "consistent with nipple shadows"),
+    ("The apparent left apical pneumothorax is a skin fold.", "pneumothorax", "is a skin fold"),
+]
+
+
+@pytest.mark.parametrize(("text", "finding", "cue"), MIMICS, ids=[c[2] for c in MIMICS])
+def test_a_named_mimic_rules_the_finding_out(labeler, text, finding, cue) -> None:
+    assert read(labeler, text)[finding] == (A, f"NEGATED_EXISTENCE:{cue}")
+    assert read(without(lambda c: c.literal == cue), text)[finding][0] == P
+
+
+def test_a_hedged_or_denied_mimic_keeps_the_finding(labeler) -> None:
+    # only the definite forms: the density that "may represent" a nipple shadow is still seen (gold set)
+    assert read(labeler, "The nodular density may represent a nipple shadow.")["nodule"][0] == P
+    text = "There is a small left apical pneumothorax, not due to a skin fold."
+    assert read(labeler, text)["pneumothorax"] == (P, "default")
+    # without the pseudo-negation, "due to a skin fold" would rule the pneumothorax out
+    assert read(without(lambda c: c.literal == "not due to a skin fold"), text)["pneumothorax"][0] == A
+
+
 # -- clinical denials run through "with" -------------------------------------------------------------------------
 SYMPTOMS = """
 version: 1
