@@ -31,6 +31,7 @@ import json
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,24 +59,31 @@ def judgments(path: Path = JUDGMENTS) -> dict[tuple[str, str], int]:
     return {(r["query_id"], r["report_id"]): int(r["relevant"]) for r in read_tsv(path)}
 
 
+@contextmanager
+def restored_env(name: str):
+    """Run the block, then put the environment variable ``name`` back as it was (or remove it)."""
+    old = os.environ.get(name)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+
 def run(idx, queries: list[dict]) -> dict[str, dict[str, list[tuple[str, str]]]]:
     """state -> query id -> the top-5 (report id, shown sentence)."""
     from radsift.text import locations
 
     out: dict = {}
-    old = os.environ.get(locations.ENV)
-    try:
+    with restored_env(locations.ENV):
         for state, value in STATES.items():
             os.environ[locations.ENV] = value
             out[state] = {}
             for q in queries:
                 hits = idx.search(q["query"], k=K)
                 out[state][q["id"]] = [(h.report_id, h.sentence.text if h.sentence else "") for h in hits]
-    finally:
-        if old is None:
-            os.environ.pop(locations.ENV, None)
-        else:
-            os.environ[locations.ENV] = old
     return out
 
 
@@ -90,18 +98,12 @@ def engines_agree(idx, queries: list[dict]) -> tuple[int, int]:
         return [(h.report_id, h.sentence.text if h.sentence else "", h.band, round(h.score, 5)) for h in res], \
             (res.total, res.matching)
 
-    old = os.environ.get(candidates.ENV)
     same = total = 0
-    try:
+    with restored_env(candidates.ENV):
         for q in queries:
             for level in ("report", "sentence"):
                 total += 1
                 same += page("candidates", q["query"], level) == page("exact", q["query"], level)
-    finally:
-        if old is None:
-            os.environ.pop(candidates.ENV, None)
-        else:
-            os.environ[candidates.ENV] = old
     return same, total
 
 
@@ -151,19 +153,13 @@ def existing(idx) -> dict:
     qrels = {f: relevant_reports(idx, f) for f in {q["finding"] for q in descriptions}}
     weak, weak_qrels = weak_label_queries(idx)
     out: dict = {}
-    old = os.environ.get(locations.ENV)
-    try:
+    with restored_env(locations.ENV):
         for state, value in STATES.items():
             os.environ[locations.ENV] = value
             for system, options in {"bm25": {"mode": "bm25"}, "hybrid": {}}.items():
                 got = evaluate(idx, descriptions, qrels, **options)
                 got.update(evaluate(idx, weak, weak_qrels, **options))
                 out[f"{state}|{system}"] = got
-    finally:
-        if old is None:
-            os.environ.pop(locations.ENV, None)
-        else:
-            os.environ[locations.ENV] = old
     return out
 
 
