@@ -69,6 +69,7 @@ CASES = [
      U, "HYPOTHETICAL", "to confirm clearing of"),
     # histories and comparisons
     ("The prior exam showed a right pneumothorax.", "pneumothorax", U, "HISTORICAL", "prior exam showed"),
+    ("Status post resection of a right upper lobe mass.", "mass", U, "HISTORICAL", "resection of"),
     # not seen, cleared, named as a mimic
     ("Apical pneumothorax not clearly identified.", "pneumothorax", A, "NEGATED_EXISTENCE", "not clearly identified"),
     ("The nodule seen on prior CT is not visible radiographically.", "nodule", A, "NEGATED_EXISTENCE", "not visible"),
