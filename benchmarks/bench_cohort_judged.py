@@ -1,6 +1,7 @@
 """Cohort precision and recall on the judged set: does ``radsift export "FINDING"`` keep the reports that state it?
 
 Run:  .venv/bin/python benchmarks/bench_cohort_judged.py [--baseline REV | --no-baseline] [--mode hybrid]
+                                                          [--split dev | test | all] [--errors]
                                                           [--openi ../shared/data/openi/reports.csv] [--json OUT]
 
 The judged set (``src/radsift/evaluation/data/cohort_judged.tsv``, issue 35) holds 589 (Open-i report,
@@ -130,7 +131,7 @@ def markdown(results: dict[str, dict], judged: list[dict[str, str]]) -> str:
     head = "| finding | split | judged (states) | " + " | ".join(f"P {n} | R {n}" for n in names) + " |"
     lines = [head, "|" + "---|" * (3 + 2 * len(names))]
     findings = sorted({r["finding"] for r in judged})
-    for split in ("dev", "test"):
+    for split in [s for s in ("dev", "test") if any(r["split"] == s for r in judged)]:
         for f in findings:
             any_c = results[names[0]][f][split]
             cells = []
@@ -151,6 +152,8 @@ def main() -> int:
     parser.add_argument("--batch", default="all", choices=("1", "2", "3", "all"),
                         help="judged batch (1: judged before the rule changes; 2: after, without looking; "
                              "3: precision, before batch 3's rule changes)")
+    parser.add_argument("--split", default="all", choices=("dev", "test", "all"),
+                        help="score only this half (dev while tuning: the test half stays unseen)")
     parser.add_argument("--json", type=Path, default=None, help="write the figures as JSON here")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -158,6 +161,8 @@ def main() -> int:
         print(f"skipped: {args.openi} absent (../shared/data is not on this machine)")
         return 0
     judged = [r for r in read_judged() if args.batch == "all" or r.get("batch", "1") == args.batch]
+    # The index holds every judged report either way; only the scores and errors are of one half.
+    scored = [r for r in judged if args.split in ("all", r["split"])]
     if args.worker:
         print(json.dumps(cohorts(args.openi, judged, args.mode)))
         return 0
@@ -165,18 +170,19 @@ def main() -> int:
     if not args.no_baseline:
         kept[f"before ({args.baseline})"] = baseline_cohorts(args.baseline, args.openi, args.mode, args.batch)
     kept["after"] = cohorts(args.openi, judged, args.mode)
-    results = {name: score(judged, k) for name, k in kept.items()}
+    results = {name: score(scored, k) for name, k in kept.items()}
     print(f"Judged set (batch {args.batch}): {len(judged)} (report, finding) pairs, "
           f"{len({r['report_id'] for r in judged})} reports; mode {args.mode}; cohort = include 'states', "
           "no concept links.\n")
-    print(markdown(results, judged))
+    print(markdown(results, scored))
     after = results["after"]
-    missed = [f"{f} P={_cell(s['test']['precision'])} R={_cell(s['test']['recall'])}" for f, s in sorted(after.items())
-              if (s["test"]["precision"] or 0) < TARGET_PRECISION or (s["test"]["recall"] or 0) < TARGET_RECALL]
-    print(f"\nTest target (P >= {TARGET_PRECISION}, R >= {TARGET_RECALL} for every finding): "
+    half = "dev" if args.split == "dev" else "test"
+    missed = [f"{f} P={_cell(s[half]['precision'])} R={_cell(s[half]['recall'])}" for f, s in sorted(after.items())
+              if (s[half]["precision"] or 0) < TARGET_PRECISION or (s[half]["recall"] or 0) < TARGET_RECALL]
+    print(f"\n{half.capitalize()} target (P >= {TARGET_PRECISION}, R >= {TARGET_RECALL} for every finding): "
           + ("met" if not missed else "missed by " + "; ".join(missed)))
-    if args.errors:
-        print("\nDev errors (after):\n" + "\n".join(errors(judged, kept["after"], "dev")))
+    if args.errors and args.split != "test":
+        print("\nDev errors (after):\n" + "\n".join(errors(scored, kept["after"], "dev")))
     if args.json:
         args.json.write_text(json.dumps({"results": results, "kept": kept}, indent=1) + "\n")
     return 0

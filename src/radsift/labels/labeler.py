@@ -11,7 +11,7 @@ from radsift.labels.lexicon import Lexicon, load_lexicon
 from radsift.labels.negation import NegationDetector
 from radsift.labels.openvocab import Phrase, PhraseReader
 from radsift.labels.rules import Rules, load_rules
-from radsift.labels.spotter import Spotter
+from radsift.labels.spotter import Match, Spotter
 from radsift.progress import progress_bar
 from radsift.records import Mention
 
@@ -83,7 +83,8 @@ class Labeler:
             task = bar.add_task("labeling sentences", total=len(texts))
             for i, (text, tokens, matches) in enumerate(spotted):
                 doc = next(docs) if any(m.kind == "synonym" for m in matches) else None
-                self._cache[text] = tuple(self._with_parts(self.detector.mentions(text, tokens, matches, doc)))
+                mentions = self.detector.mentions(text, tokens, matches, doc)
+                self._cache[text] = tuple(self._with_parts(_with_inner(mentions, matches)))
                 if i % 256 == 255 or i == len(spotted) - 1:
                     bar.update(task, completed=i + 1)
 
@@ -108,7 +109,8 @@ class Labeler:
         with self._lock:
             tokens = self.spotter.tokens(query)
             matches = self.spotter.spot(query, tokens)
-            return self._with_parts(self.detector.mentions(query, tokens, matches, None, differential=False))
+            mentions = self.detector.mentions(query, tokens, matches, None, differential=False)
+            return self._with_parts(_with_inner(mentions, matches))
 
     def query_phrases(self, query: str) -> list[Phrase]:
         """Finding phrases of a query outside the lexicon, each with the status asked for
@@ -141,3 +143,18 @@ class Labeler:
         with self._lock:
             self._cache.clear()
             self._phrase_cache.clear()
+
+
+def _with_inner(mentions: list[Mention], matches: Sequence[Match]) -> list[Mention]:
+    """Each mention followed by the findings inside its gapped phrase (:attr:`Match.inner`), with its status:
+    "Tortuous, calcified thoracic aorta" states atherosclerotic calcification as well as tortuosity."""
+    inner = {(m.start, m.end): m.inner for m in matches if m.inner}
+    if not inner:
+        return mentions
+    out = []
+    for mention in mentions:
+        out.append(mention)
+        for m in inner.get((mention.start, mention.end), ()):
+            out.append(replace(mention, finding=m.concept.name, category=m.concept.category, start=m.start,
+                               end=m.end, text=m.text))
+    return out

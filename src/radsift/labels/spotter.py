@@ -11,6 +11,11 @@ A candidate is one of three kinds, from the lexicon entry's lists:
 * ``absent``: a phrase stating the finding is absent;
 * ``subject``: a normal subject ("heart size"), which only becomes a mention when a
   normal-state predicate describes it (see :mod:`radsift.labels.negation`).
+
+A phrase with a ``*`` gap may hold other findings between its first word and its end: "tortuous calcified
+thoracic aorta" is aortic tortuosity ("tortuous * aorta") and holds atherosclerotic calcification
+("calcified thoracic aorta"); such findings are the match's ``inner`` matches, read with its status. The gap
+may open with a comma between premodifiers ("Tortuous, calcified thoracic aorta").
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ class Match:
         first: Index of the first token.
         last: Index one past the last token.
         text: The sentence text of the span.
+        inner: Synonym matches of other concepts inside a gapped match, after its first word.
     """
 
     concept: Concept
@@ -51,6 +57,7 @@ class Match:
     first: int
     last: int
     text: str
+    inner: tuple["Match", ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +132,25 @@ class Spotter:
             for k in range(first, last):
                 taken[k] = True
             start, end = toks[first].start, toks[last - 1].end
-            chosen.append(Match(pattern.concept, pattern.kind, start, end, first, last, text[start:end]))
+            inner = _inner(candidates, first, last, pattern, toks, text) if GAP in pattern.key else ()
+            chosen.append(Match(pattern.concept, pattern.kind, start, end, first, last, text[start:end], inner))
         chosen.sort(key=lambda m: m.start)
         return chosen
+
+
+def _inner(candidates, first: int, last: int, outer: _Pattern, toks: list[Token], text: str) -> tuple[Match, ...]:
+    """Other concepts' synonyms inside a gapped match after its first word, longest first, not overlapping."""
+    taken: set[int] = set()
+    out = []
+    for _, f, l, pattern in candidates:  # already longest first
+        if f <= first or l > last or pattern.kind != "synonym" or pattern.concept.name == outer.concept.name:
+            continue
+        if taken.intersection(range(f, l)):
+            continue
+        taken.update(range(f, l))
+        start, end = toks[f].start, toks[l - 1].end
+        out.append(Match(pattern.concept, "synonym", start, end, f, l, text[start:end]))
+    return tuple(sorted(out, key=lambda m: m.start))
 
 
 def _match(key: tuple[str, ...], norms: list[str], i: int) -> int | None:
@@ -141,7 +164,10 @@ def _match(key: tuple[str, ...], norms: list[str], i: int) -> int | None:
             for g in range(0, MAX_GAP + 1):
                 if g > 0:
                     w = norms[j + g - 1] if j + g - 1 < n else None
-                    if w is None or w in BARRIERS or w in GAP_STOP_WORDS:
+                    # A comma may open the gap right after the phrase's first word, between premodifiers:
+                    # "Tortuous, calcified thoracic aorta" (not later: "heart stable, hila enlarged").
+                    comma_ok = w == "," and k == 1 and g == 1
+                    if w is None or (w in BARRIERS and not comma_ok) or w in GAP_STOP_WORDS:
                         return None
                 end = _match(rest, norms, j + g) if j + g < n else None
                 if end is not None:
