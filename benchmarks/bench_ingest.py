@@ -27,12 +27,13 @@ from radsift.demo.feeds import write_feeds
 
 
 class _WholeMessage:
-    """The HL7 reader's message as it was: python-hl7's full parse of every segment."""
+    """The HL7 reader's message as it was: python-hl7's full parse of every segment (its fields as text)."""
 
     def __init__(self, raw: str) -> None:
         parsed = hl7.parse(raw)
-        self.msh, self.unescape = parsed.segment("MSH"), parsed.unescape
-        self.segments = [s for s in parsed if str(s[0]) != "MSH"]
+        self.msh, self.unescape, self.escape = parsed.segment("MSH"), parsed.unescape, parsed.esc
+        self.component_sep, self.repetition_sep = raw[4], raw[5]
+        self.segments = [[str(f) for f in s] for s in parsed if str(s[0]) != "MSH"]
 
     def field(self, segment, index, component=None):
         return hl7_reader._field(segment, index, component)

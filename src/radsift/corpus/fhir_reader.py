@@ -33,13 +33,23 @@ from typing import Any, Iterator
 
 from radsift.corpus.fhir_validate import ShapeValidator
 from radsift.corpus.options import ReaderOptions
-from radsift.corpus.rows import Parsed, assemble, decoded_lines, list_files
+from radsift.corpus.rows import Parsed, assemble, decode_line, decoded_lines, is_utf8, line_wise, list_files
 from radsift.errors import ConfigError, CorpusError
 from radsift.text import split_sections
 from radsift.text.modalities import MODALITIES, modality_in
 
+try:  # optional: parses a bulk export's lines three times faster than json (which reads what it refuses)
+    import orjson
+except ImportError:  # pragma: no cover - depends on the environment
+    orjson = None
+
 #: DICOM's code system (modalities are its codes: CT, MR, US, ...).
 DICOM = "http://dicom.nema.org/resources/ontology/DCM"
+_BLANK = object()  # a blank NDJSON line: passed over
+# orjson reads an integer past 64 bits as a float, json as an int: a line with 19 digits in a row goes to json
+_DIGITS_AS_ZERO, _LONG_NUMBER = bytes.maketrans(b"0123456789", b"0" * 10), b"0" * 19
+
+
 def _validator():
     # Imported on first use: fhir.resources builds its pydantic models at import (about a second), which
     # every other command would pay.
@@ -179,17 +189,21 @@ def _resources(path: Path, options: ReaderOptions) -> Iterator[tuple[str, Any, s
     (one resource, or a Bundle's entries)."""
     if path.suffix.lower() == ".ndjson":
         with path.open("rb") as handle:
-            for number, line, problem in decoded_lines(path, handle, options.encoding):
-                if not line.strip():
-                    continue
-                where = f"{path} line {number}"
-                if problem:
-                    yield where, None, problem
-                    continue
-                try:
-                    yield where, json.loads(line), None
-                except json.JSONDecodeError as exc:
-                    yield where, None, f"invalid JSON ({exc.msg} at column {exc.colno})"
+            if orjson is None or not line_wise(options.encoding) or not is_utf8(options.encoding):
+                lines = (_json_line(path, number, line, problem)
+                         for number, line, problem in decoded_lines(path, handle, options.encoding))
+                yield from (item for item in lines if item[1] is not _BLANK)
+                return
+            for number, raw in enumerate(handle, 1):
+                try:  # orjson reads UTF-8 bytes as json reads their text; anything else it refuses goes to json
+                    if raw.translate(_DIGITS_AS_ZERO).find(_LONG_NUMBER) < 0:
+                        yield f"{path} line {number}", orjson.loads(raw), None
+                        continue
+                except orjson.JSONDecodeError:  # a blank line, a BOM, bad bytes, NaN, a lone surrogate, bad JSON
+                    pass
+                item = _json_line(path, number, *decode_line(number, raw, options.encoding))
+                if item[1] is not _BLANK:
+                    yield item
         return
     try:
         data = json.loads(path.read_bytes().decode(options.encoding).lstrip("\ufeff"))
@@ -204,6 +218,19 @@ def _resources(path: Path, options: ReaderOptions) -> Iterator[tuple[str, Any, s
             yield f"{path} entry {number}", resource, None if resource is not None else "a Bundle entry with no resource"
         return
     yield str(path), data, None
+
+
+def _json_line(path: Path, number: int, line: str, problem: str | None) -> tuple[str, Any, str | None]:
+    """``(location, resource, problem)`` of one decoded NDJSON line (a blank line's resource is ``_BLANK``)."""
+    where = f"{path} line {number}"
+    if problem:
+        return where, None, problem
+    if not line.strip():
+        return where, _BLANK, None
+    try:
+        return where, json.loads(line), None
+    except json.JSONDecodeError as exc:
+        return where, None, f"invalid JSON ({exc.msg} at column {exc.colno})"
 
 
 def read_fhir(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
