@@ -179,3 +179,19 @@ def test_headings_found_from_the_colons_are_finditers():
         assert whole == ours
         found += len(whole)
     assert found > 1000
+
+
+def test_a_shape_is_equal_only_for_equal_structures():
+    shape = fhir_validate._shape
+    base = {"a": "x", "b": [{"c": 1}, None], "d": {"e": True}}
+    assert shape(base) == shape({"a": "y", "b": [{"c": 2}, None], "d": {"e": False}})
+    for other in ({"b": [{"c": 1}, None], "a": "x", "d": {"e": True}},  # keys in another order
+                  {"a": "x", "b": [{"c": True}, None], "d": {"e": True}},  # a bool for an int
+                  {"a": "x", "b": [{"c": 1.0}, None], "d": {"e": True}},  # a float for an int
+                  {"a": "x", "b": [{"c": 1}], "d": {"e": True}},  # a shorter list
+                  {"a": "x", "b": [{"c": 1}, None, None], "d": {"e": True}},
+                  {"a": "x", "b": [{"c": 1}, {}], "d": {"e": True}},
+                  {"a": "x", "b": [{"c": 1, "d": None}], "d": {"e": True}},  # a key moved into the list
+                  {"a": "x", "b": [{"c": 1}, None], "d": {"e": True, "f": None}},
+                  {"a": "x", "b": [{"c": 1}, None], "d": [{"e": True}]}):
+        assert shape(other) != shape(base), other

@@ -34,41 +34,49 @@ MAX_SHAPES = 4096
 MAX_PASSED, MAX_PASSED_LENGTH = 20_000, 200
 _UNSEEN = object()
 _NESTED = (dict, list)
+_OBJECT, _LIST, _END = object(), object(), object()  # markers of _shape: not strings, not types
 # A plan: for each primitive value the whole validation checks, its index among the resource's leaves
 # (its primitive values in document order, as _walk lists them) and its type's validator and passed values.
 _Plan = list[tuple[int, Any, set]]
 
 
-def _shape(value: Any) -> Any:
-    """The structure of a JSON value: its keys in order, list lengths and each value's JSON type (an object
-    is a tuple of pairs, a list a tuple starting with ``"["``; keys in another order are another shape)."""
-    return _walk(value, [])
+def _shape(value: Any) -> tuple:
+    """The structure of a JSON value: its keys in order, list lengths and each value's JSON type, as one flat
+    tuple (an object is ``_OBJECT``, its keys each followed by its value's structure, then ``_END``; a list is
+    ``_LIST``, its items' structures, ``_END``; a primitive is its type: keys in another order are another
+    shape). Keys are strings and nothing else is, so two values have equal tuples only when their structures
+    are equal."""
+    out: list = []
+    _walk(value, out, [])
+    return tuple(out)
 
 
-def _walk(value: Any, leaves: list) -> Any:
-    """:func:`_shape` of ``value``, appending its primitive values (nulls included) to ``leaves`` in document
-    order: two values of one shape have their leaves at the same indexes."""
-    kind = type(value)
-    if kind is dict:
-        out = []
+def _walk(value: Any, out: list, leaves: list) -> None:
+    """Append :func:`_shape`'s items of ``value`` to ``out`` and its primitive values (nulls included) to
+    ``leaves`` in document order: two values of one shape have their leaves at the same indexes. One flat
+    list, not a tuple per object and key: far fewer objects made per resource."""
+    if type(value) is dict:
+        out.append(_OBJECT)
         for k, v in value.items():
+            out.append(k)
             if type(v) in _NESTED:
-                out.append((k, _walk(v, leaves)))
-            else:
-                leaves.append(v)
-                out.append((k, type(v)))
-        return tuple(out)
-    if kind is list:
-        out = ["["]
-        for v in value:
-            if type(v) in _NESTED:
-                out.append(_walk(v, leaves))
+                _walk(v, out, leaves)
             else:
                 leaves.append(v)
                 out.append(type(v))
-        return tuple(out)
-    leaves.append(value)
-    return kind
+        out.append(_END)
+    elif type(value) is list:
+        out.append(_LIST)
+        for v in value:
+            if type(v) in _NESTED:
+                _walk(v, out, leaves)
+            else:
+                leaves.append(v)
+                out.append(type(v))
+        out.append(_END)
+    else:
+        leaves.append(value)
+        out.append(type(value))
 
 
 def _leaf_paths(value: Any, path: tuple = ()) -> list[tuple]:
@@ -111,8 +119,10 @@ class ShapeValidator:
         self._adapters: dict[int, tuple[Any, set]] = {}  # by id: an annotation's metadata may not hash
 
     def __call__(self, resource: dict) -> None:
+        shape: list = [resource.get("resourceType")]  # the type's value decides: part of the shape
         leaves: list = []
-        key = (resource.get("resourceType"), _walk(resource, leaves))  # the type's value decides: in the shape
+        _walk(resource, shape, leaves)
+        key = tuple(shape)
         plan = self._plans.get(key, _UNSEEN)
         if plan is _UNSEEN or plan is None:
             self.model.model_validate(resource)  # the first of its shape, or a shape without a plan: whole
