@@ -15,7 +15,9 @@ So :class:`ShapeValidator` validates the first resource of each shape whole (``M
 then records, for that shape, each primitive value's place and its ``fhir.resources`` type; a later
 resource of the same shape has its primitive values validated by those types alone. A shape it cannot map
 to types (a contained resource, a primitive's ``_extension``, anything unexpected) is validated whole every
-time. A value that fails is validated whole again, so the error is ``fhir.resources``' own, located.
+time. A value its type has passed before is not validated again (a feed repeats its codes, systems and
+statuses on every report; the types are pure functions of the value). A value that fails is validated whole
+again, so the error is ``fhir.resources``' own, located.
 ``tests/test_fhir_validate.py`` checks that both give the same verdict on resources with broken values.
 """
 
