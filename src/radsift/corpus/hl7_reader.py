@@ -112,7 +112,16 @@ class Message:
             self.msh, self.unescape, self.escape = parsed.segment("MSH"), parsed.unescape, parsed.esc
         self.component_sep = head[4:5] or "^"
         self.repetition_sep = head[5:6] or "~"
-        self.segments = [s.split(head[3]) for s in rest.split("\r") if s]
+        self.raw_segments = [s for s in rest.split("\r") if s]  # the segments after the MSH, as written
+        self.fs = head[3] if self.raw_segments else "|"  # (a header too short for one: IndexError, as before)
+        self._segments: list[list[str]] | None = None
+
+    @property
+    def segments(self) -> list[list[str]]:
+        """The segments after the ``MSH``, each split into its fields (``[0]`` the name)."""
+        if self._segments is None:
+            self._segments = [s.split(self.fs) for s in self.raw_segments]
+        return self._segments
 
     def field(self, segment, index: int, component: int | None = None) -> str:
         """A field's text (``component`` 0-based within its first repetition), '' when absent."""
@@ -179,14 +188,15 @@ def message_reports(message: Message, where: str) -> Iterator[Parsed]:
         return
     patient = ""
     groups: list[list] = []
-    for segment in message.segments:  # split segments (lists): read with _whole and _part
-        name = segment[0].strip()
+    fs = message.fs
+    for raw in message.raw_segments:  # each split as far as the fields read (read with _whole and _part)
+        name = raw.partition(fs)[0].strip()
         if name == "PID":
-            patient = _part(message, segment, 3, 0)
+            patient = _part(message, raw.split(fs, 4), 3, 0)
         elif name == "OBR":
-            groups.append([segment])
+            groups.append([raw.split(fs)])
         elif name == "OBX" and groups:
-            groups[-1].append(segment)
+            groups[-1].append(raw.split(fs, 6))  # fields 0 to 5 whole, the rest in one
     if not groups:
         yield Parsed(where, problem="an ORU^R01 message with no OBR segment (no report in it)")
         return
