@@ -32,6 +32,7 @@ import base64
 import binascii
 import html
 import json
+from functools import lru_cache
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Iterator
@@ -108,20 +109,26 @@ def _attachment_text(att: dict) -> str | None:
     Raises:
         ValueError: The attachment's ``data`` is not base64 or not text in its charset.
     """
-    ctype = str(att.get("contentType") or "text/plain").lower()
-    kind, _, params = ctype.partition(";")
-    if kind.strip() not in ("text/plain", "text/html") or not att.get("data"):
+    kind, charset = _content_type(str(att.get("contentType") or "text/plain"))
+    if kind not in ("text/plain", "text/html") or not att.get("data"):
         return None
-    charset = "utf-8"
-    for param in params.split(";"):
-        key, _, value = param.partition("=")
-        if key.strip() == "charset" and value.strip():
-            charset = value.strip().strip('"')
     try:
         text = base64.b64decode(att["data"], validate=True).decode(charset)
     except (binascii.Error, ValueError, LookupError) as exc:
         raise ValueError(f"presentedForm data is not base64 {charset} text ({exc})") from None
-    return html_text(text) if kind.strip() == "text/html" else text
+    return html_text(text) if kind == "text/html" else text
+
+
+@lru_cache(maxsize=256)  # a feed writes one or two content types on every report
+def _content_type(value: str) -> tuple[str, str]:
+    """``(media type, charset)`` of a ``contentType`` (``text/plain; charset=utf-8``; utf-8 by default)."""
+    kind, _, params = value.lower().partition(";")
+    charset = "utf-8"
+    for param in params.split(";"):
+        key, _, found = param.partition("=")
+        if key.strip() == "charset" and found.strip():
+            charset = found.strip().strip('"')
+    return kind.strip(), charset
 
 
 def _first(items: Any) -> dict:
@@ -176,7 +183,7 @@ def report_of(resource: dict, validate) -> tuple[Any, str | None]:
         return None, f"DiagnosticReport {rid}: no report text (no text/plain or text/html presentedForm, no conclusion)"
     when = resource.get("effectiveDateTime") or (resource.get("effectivePeriod") or {}).get("start") or resource.get("issued")
     exam = _concept_text(resource.get("code"))
-    sections = list(split_sections("\n".join(texts))) if texts else []
+    sections = split_sections("\n".join(texts)) if texts else []
     heads = {name for name, _ in sections}
     metadata = [("patient", _reference_id(resource.get("subject"))), ("date", str(when)[:10] if when else None),
                 ("datetime", str(when) if when else None), ("exam", exam), ("modality", _modality(resource, exam)),
