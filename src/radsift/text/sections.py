@@ -246,10 +246,16 @@ def split_sections(text: str) -> list[tuple[str, str]]:
     """
     padded = "\n" + text  # offsets in `padded` are one more than in `text`
     heads = [m for m in _heading_matches(padded) if _is_heading(m)]
+    if not heads:  # no heading: the whole text is the preamble (what the steps below give, in one)
+        body = text.strip(_EDGE_CHARS)
+        return [(PREAMBLE, body)] if body else []
     # MTSamples form: headings glued to commas ("...,FINDINGS: ,There is ...").
-    comma_form = any(
-        m.group("pre") == "," or padded[m.end() : m.end() + 3].lstrip(" \t").startswith(",") for m in heads
-    )
+    comma_form = False
+    for m in heads:
+        end = m.end()
+        if m.group("pre") == "," or padded[end : end + 3].lstrip(" \t").startswith(","):
+            comma_form = True
+            break
     parts: list[tuple[str, str]] = []
     cursor, name = 1, PREAMBLE
     for m in heads:
