@@ -15,7 +15,9 @@ So :class:`ShapeValidator` validates the first resource of each shape whole (``M
 then records, for that shape, each primitive value's place and its ``fhir.resources`` type; a later
 resource of the same shape has its primitive values validated by those types alone. A shape it cannot map
 to types (a contained resource, a primitive's ``_extension``, anything unexpected) is validated whole every
-time. A value that fails is validated whole again, so the error is ``fhir.resources``' own, located.
+time. A value its type has passed before is not validated again (a feed repeats its codes, systems and
+statuses on every report; the types are pure functions of the value). A value that fails is validated whole
+again, so the error is ``fhir.resources``' own, located.
 ``tests/test_fhir_validate.py`` checks that both give the same verdict on resources with broken values.
 """
 
@@ -29,19 +31,63 @@ from pydantic import TypeAdapter
 
 #: Shapes remembered at most (a feed has a handful; a hostile file cannot grow memory past this).
 MAX_SHAPES = 4096
+#: Values a type has passed, remembered per type at most, and the longest remembered (a feed repeats its
+#: codes, systems and statuses on every report; its ids, times and texts are new each time).
+MAX_PASSED, MAX_PASSED_LENGTH = 20_000, 200
 _UNSEEN = object()
-_Plan = list[tuple[tuple, TypeAdapter]]
+_NESTED = (dict, list)
+_OBJECT, _LIST, _END = object(), object(), object()  # markers of _shape: not strings, not types
+# A plan: for each primitive value the whole validation checks, its index among the resource's leaves
+# (its primitive values in document order, as _walk lists them) and its type's validator and passed values.
+_Plan = list[tuple[int, Any, set]]
 
 
-def _shape(value: Any) -> Any:
-    """The structure of a JSON value: its keys in order, list lengths and each value's JSON type (an object
-    is a tuple of pairs, a list a tuple starting with ``"["``; keys in another order are another shape)."""
-    kind = type(value)
-    if kind is dict:
-        return tuple([(k, _shape(v)) for k, v in value.items()])
-    if kind is list:
-        return ("[", *[_shape(v) for v in value])
-    return kind
+def _shape(value: Any) -> tuple:
+    """The structure of a JSON value: its keys in order, list lengths and each value's JSON type, as one flat
+    tuple (an object is ``_OBJECT``, its keys each followed by its value's structure, then ``_END``; a list is
+    ``_LIST``, its items' structures, ``_END``; a primitive is its type: keys in another order are another
+    shape). Keys are strings and nothing else is, so two values have equal tuples only when their structures
+    are equal."""
+    out: list = []
+    _walk(value, out, [])
+    return tuple(out)
+
+
+def _walk(value: Any, out: list, leaves: list) -> None:
+    """Append :func:`_shape`'s items of ``value`` to ``out`` and its primitive values (nulls included) to
+    ``leaves`` in document order: two values of one shape have their leaves at the same indexes. One flat
+    list, not a tuple per object and key: far fewer objects made per resource."""
+    if type(value) is dict:
+        out.append(_OBJECT)
+        for k, v in value.items():
+            out.append(k)
+            if type(v) in _NESTED:
+                _walk(v, out, leaves)
+            else:
+                leaves.append(v)
+                out.append(type(v))
+        out.append(_END)
+    elif type(value) is list:
+        out.append(_LIST)
+        for v in value:
+            if type(v) in _NESTED:
+                _walk(v, out, leaves)
+            else:
+                leaves.append(v)
+                out.append(type(v))
+        out.append(_END)
+    else:
+        leaves.append(value)
+        out.append(type(value))
+
+
+def _leaf_paths(value: Any, path: tuple = ()) -> list[tuple]:
+    """The paths of :func:`_walk`'s leaves, in its order."""
+    if type(value) is dict:
+        return [p for k, v in value.items() for p in _leaf_paths(v, path + (k,))]
+    if type(value) is list:
+        return [p for i, v in enumerate(value) for p in _leaf_paths(v, path + (i,))]
+    return [path]
 
 
 def _inner(annotation: Any) -> tuple[Any, bool] | None:
@@ -62,6 +108,9 @@ def _inner(annotation: Any) -> tuple[Any, bool] | None:
 class ShapeValidator:
     """Validate resources as ``model.model_validate`` does (see the module docstring), raising its errors.
 
+    A value its type has passed before passes again without being validated (the types are pure functions
+    of the value; at most ``MAX_PASSED`` values of up to ``MAX_PASSED_LENGTH`` characters per type).
+
     Args:
         model: A ``fhir.resources`` model class (e.g. R4B's ``DiagnosticReport``).
     """
@@ -69,30 +118,43 @@ class ShapeValidator:
     def __init__(self, model) -> None:
         self.model = model
         self._plans: dict[Any, _Plan | None] = {}
-        self._adapters: dict[int, TypeAdapter] = {}  # by id: an annotation's metadata may not hash
+        self._adapters: dict[int, tuple[Any, set]] = {}  # by id: an annotation's metadata may not hash
 
     def __call__(self, resource: dict) -> None:
-        key = (resource.get("resourceType"), _shape(resource))  # the type's value decides: part of the shape
+        shape: list = [resource.get("resourceType")]  # the type's value decides: part of the shape
+        leaves: list = []
+        _walk(resource, shape, leaves)
+        key = tuple(shape)
         plan = self._plans.get(key, _UNSEEN)
         if plan is _UNSEEN or plan is None:
             self.model.model_validate(resource)  # the first of its shape, or a shape without a plan: whole
             if plan is _UNSEEN and len(self._plans) < MAX_SHAPES:
-                self._plans[key] = self._plan(self.model, resource, (), root=True)
+                self._plans[key] = self._compile(resource)
             return
         try:
-            for path, adapter in plan:
-                value = resource
-                for step in path:
-                    value = value[step]
-                adapter.validate_python(value)
+            for index, validate, passed in plan:
+                value = leaves[index]
+                if (type(value), value) in passed:
+                    continue
+                validate(value)
+                if len(passed) < MAX_PASSED and (type(value) is not str or len(value) <= MAX_PASSED_LENGTH):
+                    passed.add((type(value), value))
         except Exception:
             self.model.model_validate(resource)  # the error as fhir.resources words and locates it
             raise
 
+    def _compile(self, resource: dict) -> _Plan | None:
+        """The plan of a resource's shape, by leaf index; None when the shape has no plan."""
+        plan = self._plan(self.model, resource, (), root=True)
+        if plan is None:
+            return None
+        index = {path: i for i, path in enumerate(_leaf_paths(resource))}
+        return [(index[path], *self._adapters[id(kind)]) for path, kind in plan]
+
     # -- the plan of a shape: each primitive value's place and type -------------------------------------
-    def _plan(self, model, data: dict, path: tuple, root: bool = False) -> _Plan | None:
+    def _plan(self, model, data: dict, path: tuple, root: bool = False) -> list[tuple[tuple, Any]] | None:
         fields = {(f.alias or name): f for name, f in model.model_fields.items()}
-        plan: _Plan = []
+        plan: list[tuple[tuple, Any]] = []
         for key, value in data.items():
             if key == "resourceType" and root:
                 continue  # its value is part of the shape's key, checked with the first of the shape
@@ -119,11 +181,12 @@ class ShapeValidator:
                 elif isinstance(item, (dict, list)):
                     return None
                 else:
-                    plan.append((here, self._adapter(kind)))
+                    self._adapter(kind)
+                    plan.append((here, kind))
         return plan
 
-    def _adapter(self, kind: Any) -> TypeAdapter:
-        adapter = self._adapters.get(id(kind))
-        if adapter is None:
-            adapter = self._adapters[id(kind)] = TypeAdapter(kind)
-        return adapter
+    def _adapter(self, kind: Any) -> None:
+        """Build ``kind``'s validator once (pydantic's own, without TypeAdapter's per-call wrapper)."""
+        if id(kind) not in self._adapters:
+            adapter = TypeAdapter(kind)
+            self._adapters[id(kind)] = (adapter.validator.validate_python, set())

@@ -75,7 +75,8 @@ def split_messages(text: str) -> Iterator[tuple[int, str]]:
         return
     current: list[str] = []
     start = 1
-    for number, line in enumerate(re.split(r"\r\n|\r|\n", text), 1):
+    lines = text.split("\n") if "\r" not in text else re.split(r"\r\n|\r|\n", text)  # the same lines
+    for number, line in enumerate(lines, 1):
         if line.startswith("MSH") and current:
             yield start, "\r".join(current)
             current = []
@@ -105,12 +106,22 @@ class Message:
             fs = head[3]
             self.unescape = _unescaper(head[:8])
             self.msh: Any = ["MSH", fs, *head.split(fs)[1:]]
+            self.escape = head[6]
         else:
             parsed = hl7.parse(head)  # python-hl7's own reading of an odd header (it raises on some)
-            self.msh, self.unescape = parsed.segment("MSH"), parsed.unescape
+            self.msh, self.unescape, self.escape = parsed.segment("MSH"), parsed.unescape, parsed.esc
         self.component_sep = head[4:5] or "^"
         self.repetition_sep = head[5:6] or "~"
-        self.segments = [s.split(head[3]) for s in rest.split("\r") if s]
+        self.raw_segments = [s for s in rest.split("\r") if s]  # the segments after the MSH, as written
+        self.fs = head[3] if self.raw_segments else "|"  # (a header too short for one: IndexError, as before)
+        self._segments: list[list[str]] | None = None
+
+    @property
+    def segments(self) -> list[list[str]]:
+        """The segments after the ``MSH``, each split into its fields (``[0]`` the name)."""
+        if self._segments is None:
+            self._segments = [s.split(self.fs) for s in self.raw_segments]
+        return self._segments
 
     def field(self, segment, index: int, component: int | None = None) -> str:
         """A field's text (``component`` 0-based within its first repetition), '' when absent."""
@@ -153,6 +164,21 @@ def _field(segment, index: int, component: int | None = None) -> str:
         return str(value).strip() if component == 0 else ""
 
 
+def _whole(segment: list, index: int) -> str:
+    """A field of a split segment, whole and stripped ('' when absent): :meth:`Message.field` without a
+    component, for any segment but the ``MSH``."""
+    return segment[index].strip() if index < len(segment) else ""
+
+
+def _part(message: Message, segment: list, index: int, component: int) -> str:
+    """A component of a split segment's first repetition: :meth:`Message.field` for any segment but the
+    ``MSH``."""
+    if index >= len(segment):
+        return ""
+    parts = segment[index].split(message.repetition_sep, 1)[0].split(message.component_sep)
+    return parts[component].strip() if component < len(parts) else ""
+
+
 def message_reports(message: Message, where: str) -> Iterator[Parsed]:
     """The reports of one parsed ``ORU^R01`` message (one per ``OBR`` with the ``OBX`` after it)."""
     msh, _field = message.msh, message.field
@@ -162,39 +188,43 @@ def message_reports(message: Message, where: str) -> Iterator[Parsed]:
         return
     patient = ""
     groups: list[list] = []
-    for segment in message.segments:
-        name = str(segment[0]).strip()
+    fs = message.fs
+    for raw in message.raw_segments:  # each split as far as the fields read (read with _whole and _part)
+        name = raw.partition(fs)[0].strip()
         if name == "PID":
-            patient = _field(segment, 3, 0)
+            patient = _part(message, raw.split(fs, 4), 3, 0)
         elif name == "OBR":
-            groups.append([segment])
+            groups.append([raw.split(fs)])
         elif name == "OBX" and groups:
-            groups[-1].append(segment)
+            groups[-1].append(raw.split(fs, 6))  # fields 0 to 5 whole, the rest in one
     if not groups:
         yield Parsed(where, problem="an ORU^R01 message with no OBR segment (no report in it)")
         return
     control = _field(msh, 10)
+    escape, unescape = message.escape, message.unescape
     for n, (obr, *obxs) in enumerate(groups):
-        rid = _field(obr, 3, 0) or _field(obr, 2, 0) or (control + (f"-{n + 1}" if n else ""))
+        rid = _part(message, obr, 3, 0) or _part(message, obr, 2, 0) or (control + (f"-{n + 1}" if n else ""))
         here = where if len(groups) == 1 else f"{where} OBR {n + 1}"
         if not rid:
             yield Parsed(here, problem="no report id (OBR-3, OBR-2 and MSH-10 are empty)")
             continue
-        lines = [message.unescape(_field(obx, 5)).replace("\r", "\n") for obx in obxs]
+        # python-hl7's unescape returns a value without its escape character as it is: called only for the rest
+        values = [obx[5].strip() if len(obx) > 5 else "" for obx in obxs]
+        lines = [(unescape(v) if escape in v else v).replace("\r", "\n") for v in values]
         text = "\n".join(line for line in lines if line.strip())
         if not text.strip():
             yield Parsed(here, problem=f"report {rid}: no text (no OBX-5 value)")
             continue
         try:
-            when = hl7_time(_field(obr, 7, 0)) or hl7_time(_field(msh, 7, 0))
+            when = hl7_time(_part(message, obr, 7, 0)) or hl7_time(_field(msh, 7, 0))
         except ValueError as exc:
             yield Parsed(here, problem=f"report {rid}: OBR-7 {exc}")
             continue
-        exam = _field(obr, 4, 1) or _field(obr, 4, 0)
-        modality = modality_in(exam)
+        code = _part(message, obr, 4, 0)
+        exam = _part(message, obr, 4, 1) or code
         metadata = [("patient", patient or None), ("date", when[:10] if when else None), ("datetime", when),
-                    ("exam", exam or None), ("exam_code", _field(obr, 4, 0) or None), ("modality", modality),
-                    ("status", _field(obr, 25) or None)]
+                    ("exam", exam or None), ("exam_code", code or None), ("modality", modality_in(exam)),
+                    ("status", _whole(obr, 25) or None)]
         yield Parsed(here, assemble(rid, text, [], metadata))
 
 

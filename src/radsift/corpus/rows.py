@@ -66,13 +66,18 @@ def decoded_lines(path: Path, handle: IO[bytes], encoding: str) -> Iterator[tupl
             yield number, line.lstrip("\ufeff") if number == 1 else line, None
         return
     for number, raw in enumerate(handle, 1):
-        if number == 1 and raw.startswith(_BOM) and is_utf8(encoding):
-            raw = raw[len(_BOM) :]
-        try:
-            yield number, raw.decode(encoding), None
-        except UnicodeDecodeError as exc:
-            problem = f"undecodable bytes at column {exc.start + 1} (not valid {encoding})"
-            yield number, raw.decode(encoding, errors="replace"), problem
+        yield number, *decode_line(number, raw, encoding)
+
+
+def decode_line(number: int, raw: bytes, encoding: str) -> tuple[str, str | None]:
+    """``(text, problem)`` of one byte line of a line-wise encoding, as :func:`decoded_lines` gives it."""
+    if number == 1 and raw.startswith(_BOM) and is_utf8(encoding):
+        raw = raw[len(_BOM) :]
+    try:
+        return raw.decode(encoding), None
+    except UnicodeDecodeError as exc:
+        problem = f"undecodable bytes at column {exc.start + 1} (not valid {encoding})"
+        return raw.decode(encoding, errors="replace"), problem
 
 
 def decode_file(data: bytes, encoding: str) -> tuple[str | None, int, str | None]:
@@ -117,8 +122,10 @@ def assemble(
     pairs: list[tuple[str, str | None]] = list(split_sections(free_text)) if free_text else []
     pairs.extend(sections)
     for name, text in pairs:
-        text = _unix_newlines(text or "").strip()
+        text = _unix_newlines(text).strip() if text and "\r" in text else (text or "").strip()
         if text:
             merged.setdefault(name, []).append(text)
-    meta = {key: _unix_newlines(value).strip() for key, value in metadata if value is not None and value.strip()}
+    # _unix_newlines only where there is a CR: most values have none (this runs for every report read)
+    meta = {key: (_unix_newlines(value) if "\r" in value else value).strip()
+            for key, value in metadata if value is not None and value.strip()}
     return Report(report_id, {name: " ".join(texts) for name, texts in merged.items()}, meta)
