@@ -144,8 +144,12 @@ def live(tmp_path):
         assert found, log.read_text()
         yield proc, int(found.group(1)), log, tmp_path / "idx"
     finally:
+        left = _workers(proc)
         if proc.poll() is None:
             proc.kill()
+        for pid in left:
+            if _wait_for(lambda: _gone(pid), 10) is False:
+                os.kill(pid, signal.SIGKILL)
 
 
 def _wait_for(what, seconds: float):
@@ -233,5 +237,9 @@ def test_a_killed_supervisor_leaves_no_worker_holding_the_port(live):
     (worker,) = _workers(proc)
     proc.kill()  # SIGKILL: the parent cannot pass anything on; the kernel tells the worker (PR_SET_PDEATHSIG)
     proc.wait(10)
-    assert _wait_for(lambda: _gone(worker), 30)
-    assert isinstance(_get(port, "/api/health")[0], str)  # nobody listens any more
+    try:
+        assert _wait_for(lambda: _gone(worker), 30)
+        assert isinstance(_get(port, "/api/health")[0], str)  # nobody listens any more
+    finally:
+        if not _gone(worker):
+            os.kill(worker, signal.SIGKILL)  # an orphan of a failed run must not outlive the test
