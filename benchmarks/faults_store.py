@@ -327,9 +327,9 @@ def live_truncate_mid(root: Path, index_dir: Path, enc) -> list[dict]:
         stop = threading.Event()
         unit = rel.split("_")[0]
 
-        def traffic() -> None:
+        def traffic(stop=stop, url=f"{base}/api/search?q=pneumothorax&mode=dense&k=50&unit={unit}") -> None:
             while not stop.is_set():
-                _get(f"{base}/api/search?q=pneumothorax&mode=dense&k=50&unit={unit}")
+                _get(url)
 
         try:
             for _ in range(300):

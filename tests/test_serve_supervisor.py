@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -148,7 +147,7 @@ def live(tmp_path):
         if proc.poll() is None:
             proc.kill()
         for pid in left:
-            if _wait_for(lambda: _gone(pid), 10) is False:
+            if _wait_for(lambda pid=pid: _gone(pid), 10) is False:
                 os.kill(pid, signal.SIGKILL)
 
 
@@ -232,7 +231,7 @@ def test_a_file_truncated_under_the_default_server_is_a_503_not_a_dead_server(li
 
 @pytest.mark.slow
 def test_a_killed_supervisor_leaves_no_worker_holding_the_port(live):
-    proc, port, log, _ = live
+    proc, port, _, _ = live
     assert _get(port, "/api/health")[0] == 200
     (worker,) = _workers(proc)
     proc.kill()  # SIGKILL: the parent cannot pass anything on; the kernel tells the worker (PR_SET_PDEATHSIG)

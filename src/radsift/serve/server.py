@@ -490,9 +490,7 @@ def _serve_unavailable(sock: socket.socket, number: int, reason: str, options: d
             time.sleep(REOPEN_SECONDS)
             try:
                 Index.open(options["index_dir"], model=options["model"], backend=options["backend"]).store.close()
-            except IndexStoreError:
-                continue
-            except Exception:  # noqa: BLE001 - anything else: keep answering 503, keep trying
+            except Exception:  # noqa: BLE001, S112 - still damaged (or worse): keep answering 503, keep trying
                 continue
             reopened.set()
             server.should_exit = True  # uvicorn finishes the requests it has and returns

@@ -148,7 +148,7 @@ def _ready_or_raise(read: int, children: dict[int, int], stop) -> dict | None:
     message = _unpickle(b"".join(chunks))
     if message is not None and message[0] == "ready":
         return message[1]
-    (pid, number), = children.items()
+    (pid,) = children
     _, status = os.waitpid(pid, 0)
     del children[pid]
     if message is not None:
@@ -162,7 +162,7 @@ def _ready_or_raise(read: int, children: dict[int, int], stop) -> dict | None:
 
 def _unpickle(data: bytes) -> tuple[str, Any] | None:
     try:
-        message = pickle.loads(data) if data else None  # noqa: S301 - written by our own child, over a pipe
+        message = pickle.loads(data) if data else None  # written by our own child, over a pipe
     except Exception:  # noqa: BLE001 - a half-written message: the worker died while it wrote it
         return None
     return message if isinstance(message, tuple) and len(message) == 2 else None
