@@ -10,8 +10,10 @@ Fast: synthetic reports (the demo generator) and the hashing encoder (no model).
 * ``manifest-bits`` - ``--bits`` one-bit flips of ``manifest.json`` (sampled over its whole length);
 * ``optimize`` - ``index optimize`` of a 3-segment index with one file of one segment damaged: it must
   refuse naming the file and leave the live generation as it was;
-* ``live-truncate`` - ``radsift serve`` in a subprocess; a file of the live generation truncated under it;
-  the next query must be a 503 naming the file and the server must stay up;
+* ``live-truncate`` - ``radsift serve`` in a subprocess; a file of the live generation truncated under it,
+  between requests and during dense traffic from 3 clients (a request reading the map is then a SIGBUS
+  that kills the worker, which the server starts again); the next query must be a 503 naming the file
+  and the server must stay up;
 * ``hnsw-cache`` - the HNSW cache files damaged (graph, duplicate groups, layout, their checksum record):
   ``index verify --deep`` names the file, a search with ``--backend hnsw`` answers exactly or refuses
   naming it, and ``index add --backend hnsw`` completes with a whole index.
@@ -28,6 +30,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -300,6 +303,83 @@ def live_truncate(root: Path, index_dir: Path, enc, args) -> list[dict]:
     return [row]
 
 
+def live_truncate_mid(root: Path, index_dir: Path, enc) -> list[dict]:
+    """``radsift serve`` (one supervised worker, the default) under dense traffic from 3 clients; a vector file
+    truncated while they run. A request reading the map then is a SIGBUS: the worker is started again (one
+    log line naming the signal) and must answer 503 naming the file; the server must stay up. A truncation
+    that fell between requests is followed by a SIGBUS sent to the worker, so the restart on a damaged
+    index is probed every time."""
+    import threading
+
+    script = root / "server.py"
+    script.write_text(SERVER)
+    row = _row("live-truncate", "file truncated during requests (3 clients): next request 503 naming it, "
+                                "server alive")
+    crashes = 0
+    for rel in ("sentence_vectors.npy", "section_vectors.npy"):
+        copy, log = root / "probe", root / "probe.log"
+        shutil.copytree(index_dir, copy)
+        port = _free_port()
+        base = f"http://127.0.0.1:{port}"
+        with log.open("w") as out:  # a file, not a pipe: the access log of the traffic would fill a pipe
+            server = subprocess.Popen([sys.executable, str(script), str(enc.path), str(copy), str(port)],
+                                      stdout=subprocess.DEVNULL, stderr=out)
+        stop = threading.Event()
+        unit = rel.split("_")[0]
+
+        def traffic(stop=stop, url=f"{base}/api/search?q=pneumothorax&mode=dense&k=50&unit={unit}") -> None:
+            while not stop.is_set():
+                _get(url)
+
+        try:
+            for _ in range(300):
+                if _get(f"{base}/api/health")[0] == 200:
+                    break
+                time.sleep(0.1)
+            clients = [threading.Thread(target=traffic) for _ in range(3)]
+            for c in clients:
+                c.start()
+            time.sleep(1.0)
+            bad = _seg(copy) / rel
+            os.truncate(bad, bad.stat().st_size // 3)
+            row["tried"] += 1
+            time.sleep(2.0)
+            stop.set()
+            for c in clients:
+                c.join()
+            if "was killed by SIG" in log.read_text():
+                crashes += 1
+            else:  # the truncation fell between requests (503s): crash the worker as a hit would
+                for pid in os.popen(f"pgrep -P {server.pid}").read().split():
+                    os.kill(int(pid), signal.SIGBUS)
+                for _ in range(100):
+                    if "was killed by SIG" in log.read_text():
+                        break
+                    time.sleep(0.1)
+            code, body = _get(f"{base}/api/search?q=pneumothorax&mode=dense&unit={unit}")
+            alive = server.poll() is None and "was killed by SIGBUS" in log.read_text()
+            if alive and code == 503:
+                row["detected"] += 1
+                row["files_named"] += bad.name in body
+            elif not alive:
+                row["tracebacks"] += 1  # the server died (SIGBUS: exit 135)
+                print(f"  server died ({server.poll()}) on {rel} mid-request", file=sys.stderr)
+            else:
+                row["wrong_answers"] += code == 200
+                row["tracebacks"] += code != 200
+        finally:
+            stop.set()
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+            shutil.rmtree(copy)
+    row["probe"] += (f" ({crashes} of {row['tried']} truncations hit a request and killed the worker; the others "
+                     "were followed by a SIGBUS sent to it; each restart logged)")
+    return [row]
+
+
 def hnsw_cache(root: Path, args, rng: random.Random) -> list[dict]:
     from radsift.errors import RadsiftError
     from radsift.index import add_to_index
@@ -364,6 +444,7 @@ def run(args) -> list[dict]:
                 rows += optimize_on_damage(root, args, rng)
             elif family == "live-truncate":
                 rows += live_truncate(root, index_dir, enc, args)
+                rows += live_truncate_mid(root, index_dir, enc)
             elif family == "hnsw-cache":
                 rows += hnsw_cache(root, args, rng)
             print(f"  {family}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)

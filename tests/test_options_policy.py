@@ -85,11 +85,21 @@ def test_a_query_that_is_not_utf8_is_refused_alike(setup):
     assert three_ways(setup, "pneumo\udcffthorax", {}, http_query="q=pneumo%FFthorax&mode=bm25") == (sentence,) * 3
 
 
-def test_a_nul_is_taken_out_alike(setup):
+def test_a_nul_is_refused_alike(setup):
+    # Refused, not removed (issue 32): CLI one error line, Python ConfigError, HTTP 422, the same sentence.
+    sentence = "the query holds a NUL character (U+0000); it is refused, not removed"
+    assert three_ways(setup, "pneumo\x00thorax", {}) == (sentence,) * 3
+    assert three_ways(setup, "pneumothorax", {}, http_query="q=pneumo%00thorax&mode=bm25") == (None, None, sentence)
     index, client = setup
-    assert index.search("pneumo\x00thorax", k=1, mode="bm25")[0].report_id in {"0", "1", "2"}
-    res = client.get("/api/search?q=pneumo%00thorax&mode=bm25&k=1")
-    assert res.status_code == 200 and res.json()["query"] == "pneumothorax"
+    for path in ("/api/export?q=pneumo%00thorax&mode=bm25", "/api/passages?q=pneumo%00thorax",
+                 "/api/reports/0?q=pneumo%00thorax"):
+        res = client.get(path)
+        assert res.status_code == 422 and res.json()["detail"] == sentence, (path, res.text)
+    res = client.post("/api/saved", json={"name": "nul", "q": "pneumo\x00thorax"})
+    assert res.status_code == 422 and sentence in res.text, res.text
+    # Other controls are still taken out, as the policy table says.
+    assert index.search("pneumo\x07thorax", k=1, mode="bm25")[0].report_id in {"0", "1", "2"}
+    assert any("NUL" in rule.limit for rule in POLICY if rule.what == "query encoding")
 
 
 def test_the_api_declares_no_bounds_of_its_own():

@@ -426,7 +426,7 @@ def test_run_server_prints_the_address_and_serves_without_access_log(built, fake
     from rich.console import Console
 
     path, _ = built
-    run_server(path, port=0, console=Console(file=None, force_terminal=False, width=60))
+    run_server(path, port=0, console=Console(file=None, force_terminal=False, width=60), in_process=True)
     out = capsys.readouterr().out
     (config, [(host, port)]), = fake_uvicorn
     assert host == "127.0.0.1" and port > 0
@@ -435,13 +435,38 @@ def test_run_server_prints_the_address_and_serves_without_access_log(built, fake
     assert config.log_config["loggers"]["uvicorn.access"]["handlers"] == []
 
 
+def test_run_server_by_default_serves_in_a_forked_worker_and_says_its_errors(built, fake_uvicorn, capsys,
+                                                                             monkeypatch):
+    """Issue 32: one worker under a supervising parent by default. The parent prints the address once the
+    worker is ready (with the report count, as in one process); an error the worker meets while it starts is
+    raised in the parent, the same error class and sentence."""
+    from rich.console import Console
+
+    from radsift.errors import IndexStoreError
+
+    path, _ = built
+    run_server(path, port=0, console=Console(file=None, force_terminal=False, width=200))
+    out = capsys.readouterr().out
+    assert f"({len(REPORTS)} reports)" in out and "http://127.0.0.1:" in out
+    assert fake_uvicorn == []  # served in the forked worker, not here
+
+    def no_model(cls, p, **kwargs):
+        raise IndexStoreError(f"{p}: the model folder is gone")
+
+    monkeypatch.setattr(radsift.serve.server.Index, "open", classmethod(no_model))
+    with pytest.raises(IndexStoreError, match="the model folder is gone"):
+        run_server(path, port=0, console=Console(file=None, force_terminal=False))
+    assert "http://" not in capsys.readouterr().out
+
+
 def test_run_server_on_a_public_address_with_a_token(built, fake_uvicorn, tmp_path, monkeypatch, capsys):
     from rich.console import Console
 
     monkeypatch.delenv("RADSIFT_TOKEN", raising=False)
     path, _ = built
     (tmp_path / "token").write_text(TOKEN + "\n")
-    run_server(path, host="0.0.0.0", port=0, token_file=tmp_path / "token", console=Console(force_terminal=False))
+    run_server(path, host="0.0.0.0", port=0, token_file=tmp_path / "token", console=Console(force_terminal=False),
+               in_process=True)
     (config, [(host, _)]), = fake_uvicorn
     assert host == "0.0.0.0"
     app = config.app
@@ -708,3 +733,5 @@ def test_workers_must_be_a_sane_number(built, fake_uvicorn):
     for bad in (0, -1, 65, "2"):
         with pytest.raises(ConfigError, match="--workers"):
             run_server(path, port=0, workers=bad)
+    with pytest.raises(ConfigError, match="--workers 2 needs worker processes: drop --in-process"):
+        run_server(path, port=0, workers=2, in_process=True)

@@ -307,7 +307,8 @@ def test_run_server_hands_the_limits_to_uvicorn(built, monkeypatch):
     seen = []
     monkeypatch.setattr(radsift.serve.server, "Index", HashIndex)
     monkeypatch.setattr(uvicorn.Server, "run", lambda server, sockets=None: seen.append(server.config))
-    run_server(path, port=0, limits=ServerLimits(header_timeout=3, keepalive_timeout=2, max_connections=7))
+    run_server(path, port=0, limits=ServerLimits(header_timeout=3, keepalive_timeout=2, max_connections=7),
+               in_process=True)
     (config,) = seen
     config.load()
     assert config.http_protocol_class.header_timeout == 3

@@ -58,6 +58,9 @@ def serve_cmd(
     workers: Annotated[int, typer.Option(
         "--workers", metavar="N", help="Worker processes, each with the models loaded, answering on one port "
         "(use every core; memory: one model per worker, the index's files shared).")] = 1,
+    in_process: Annotated[bool, typer.Option(
+        "--in-process", help="Serve in this process, with no supervising parent (for a debugger or profiler): "
+        "by default a worker killed by a crash (a file of the index truncated under it) is started again.")] = False,
 ) -> None:
     """Serve the search page and JSON API (127.0.0.1 unless a token is set; Ctrl-C stops)."""
     from radsift.serve import run_server  # uvicorn and fastapi: loaded only to serve
@@ -69,7 +72,7 @@ def serve_cmd(
         os.environ["RADSIFT_MILVUS_URI"] = milvus_uri
     run_server(index_dir, host=host, port=port, token_file=token_file, audit_log=audit_log, model=model,
                reranker=reranker, console=console, limits=limits, saved_dir=saved_dir, backend=backend,
-               passage_first_stage=passage_first_stage, workers=workers, llm={"url": llm_url, "model": llm_model, "token_file": llm_token_file, "allow_remote": allow_remote_llm, "proxy": llm_proxy})
+               passage_first_stage=passage_first_stage, workers=workers, in_process=in_process, llm={"url": llm_url, "model": llm_model, "token_file": llm_token_file, "allow_remote": allow_remote_llm, "proxy": llm_proxy})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -263,8 +263,9 @@ class Rule(NamedTuple):
 POLICY: tuple[Rule, ...] = (
     Rule("query", f"1 to {MAX_QUERY_CHARS} characters once cleaned",
          "the encoder reads 256 tokens; the length is counted after cleaning, so spaces never tip it over"),
-    Rule("query encoding", "valid UTF-8 text; control and invisible characters removed, whitespace collapsed",
-         "bytes that are not UTF-8 are refused (not replaced by U+FFFD); a NUL or a zero-width space is taken out"),
+    Rule("query encoding", "valid UTF-8 text with no NUL (both refused); other control and invisible characters "
+         "removed, whitespace collapsed", "bytes that are not UTF-8 are refused (not replaced by U+FFFD); a NUL is "
+         "refused (it cuts C strings short downstream); a zero-width space or a stray control is taken out"),
     Rule("k", f"1 to {MAX_K} hits", "one page: a TREC run's depth and an export's page; deeper by offset or export"),
     Rule("offset", f"0 to {MAX_OFFSET:,} hits", "paging; past the end: an empty page"),
     Rule("rerank", f"0 (off) to {MAX_RERANK} candidates", "one cross-encoder pass each: about a second per 100 on CPU"),

@@ -48,8 +48,9 @@ class Filter:
         return f"{self.key}{self.op}{self.value}"
 
 
-#: Characters a query may not carry: C0/C1 controls (tabs and newlines become spaces first) and the
-#: invisible format characters (zero-width space, joiners, BOM, bidi marks).
+#: Characters taken out of a query: C0/C1 controls (tabs and newlines become spaces first; a NUL is refused
+#: before, see :func:`normalize_query`) and the invisible format characters (zero-width space, joiners, BOM,
+#: bidi marks). A patient id may carry none of them (:func:`check_patient`).
 _INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
 #: Most hits one search (one page) may ask for.
 MAX_K = 1000
@@ -60,10 +61,11 @@ MAX_OFFSET = 1_000_000
 
 
 def normalize_query(query: str) -> str:
-    """The query's text: controls and invisible characters out, whitespace collapsed.
+    """The query's text: other controls and invisible characters out, whitespace collapsed.
 
     Raises:
-        ConfigError: Not text (None, bytes, a list ...), not valid UTF-8, empty once cleaned, or too long.
+        ConfigError: Not text (None, bytes, a list ...), not valid UTF-8, holding a NUL, empty once cleaned,
+            or too long.
     """
     if not isinstance(query, str):
         raise ConfigError(f"the query must be text, not {type(query).__name__}")
@@ -71,6 +73,8 @@ def normalize_query(query: str) -> str:
         query.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates: bytes that were not UTF-8 on the command line
         raise ConfigError("the query is not valid UTF-8 text") from None
+    if "\x00" in query:  # refused, not removed: a NUL cuts C strings short in whatever reads the query next
+        raise ConfigError("the query holds a NUL character (U+0000); it is refused, not removed")
     text = " ".join(_INVISIBLE.sub("", query).split())
     if not text:
         raise ConfigError("the query is empty (nothing but spaces, control or invisible characters)")

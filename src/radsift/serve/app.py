@@ -23,6 +23,9 @@ Endpoints (all under ``/api`` need ``Authorization: Bearer <token>`` when the ap
 * ``POST /api/reload`` switch to the newest index generation (after ``radsift index add``);
 * ``GET /openapi.json`` the OpenAPI document; ``GET /`` the search page.
 
+A server worker that cannot open the index after a crash serves :func:`unavailable_app` instead: 503 to
+everything, naming the damage, until the index opens again.
+
 The endpoints are grouped in routers over one :class:`~radsift.serve.service.Service`:
 :mod:`.search_routes` (search, passages, reports), :mod:`.cohorts` (export, saved searches),
 :mod:`.ask_routes` (ask) and :mod:`.index_routes` (health, reload); the search options' query
@@ -125,6 +128,32 @@ def create_app(index: Index | str | Path, *, token: str | None = None, audit_log
     _answer_errors(app)
     app.middleware("http")(_access_log)
     # Added last, so outermost: the token, the head and the body limits before anything reads the body.
+    app.add_middleware(RequestGuard, token=token, max_body=max_body, body_timeout=body_timeout)
+    return app
+
+
+def unavailable_app(reason: str, *, token: str | None = None, max_body: int = DEFAULT_MAX_BODY,
+                    body_timeout: float = DEFAULT_BODY_TIMEOUT) -> "FastAPI":
+    """An app that answers every request 503: what a server worker serves when it cannot open the index
+    it was serving (a file truncated under it crashed it, and now fails the check at open).
+
+    ``/api/`` requests (after the token check, as the full app makes it) are answered ``reason``, which
+    names the damaged file; the page and other paths only that the index cannot be read. Each answer has
+    the security headers and ``Retry-After``.
+
+    Args:
+        reason: Why the index cannot be opened (the :class:`radsift.errors.IndexStoreError`'s message).
+        token, max_body, body_timeout: As :func:`create_app`.
+    """
+    app = FastAPI(title="radsift", version=__version__, docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.api_route("/{path:path}", methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+                   include_in_schema=False)
+    def unavailable(request: Request, path: str) -> JSONResponse:
+        detail = reason if request.url.path.startswith("/api/") else "the index cannot be read (see /api/health)"
+        return JSONResponse({"detail": detail}, status_code=503, headers={"Retry-After": "5"})
+
+    app.middleware("http")(_access_log)
     app.add_middleware(RequestGuard, token=token, max_body=max_body, body_timeout=body_timeout)
     return app
 

@@ -12,6 +12,11 @@ seconds (408), both checked after the token (401) and before the app reads it
 503 (:class:`ServerLimits`). Every one of these answers is one line of JSON with the app's security
 headers, and a connection closed while its client is still sending is closed gently (half-closed,
 then drained for up to :data:`LINGER_SECONDS`), so the client reads the answer instead of a reset.
+
+The index is served by forked workers (one by default, ``--workers N``) under a parent that starts one
+again when a crash killed it (:mod:`radsift.serve.supervisor`): a file truncated under a worker's memory
+map (SIGBUS) costs the request it was answering, one log line and a restart, and the next request is
+answered (503 naming the damaged file while it is damaged). ``--in-process`` serves without the parent.
 """
 
 from __future__ import annotations
@@ -20,9 +25,9 @@ import asyncio
 import logging
 import math
 import os
-import signal
 import socket
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,12 +38,14 @@ import uvicorn
 from rich.console import Console
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from radsift.errors import ConfigError
+from radsift.errors import ConfigError, IndexStoreError
+from radsift.index.generations import read_current
 from radsift.search import Index
 from radsift.search.passages import PolyFirstStage
-from radsift.serve.app import create_app
+from radsift.serve.app import create_app, unavailable_app
 from radsift.serve.auth import TOKEN_ENV, is_loopback, resolve_token
 from radsift.serve.guard import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, MAX_HEAD_BYTES, head_too_large, refusal
+from radsift.serve.supervisor import REOPEN_EXIT, WorkerRun, supervise
 
 log = logging.getLogger("radsift.serve")
 
@@ -332,6 +339,7 @@ def run_server(
     llm: dict | None = None,
     passage_first_stage: str | Path | None = None,
     workers: int = 1,
+    in_process: bool = False,
 ) -> None:
     """Serve the index at ``index_dir`` until interrupted (Ctrl-C).
 
@@ -355,7 +363,11 @@ def run_server(
         limits: Header, body and keep-alive timeouts, the body limit and the connection cap (default
             :class:`ServerLimits`; the connection cap is per worker).
         workers: Processes serving the index (``--workers``): each loads the models and answers on the
-            one listening socket (:func:`_run_workers`), so searches use every core.
+            one listening socket, so searches use every core.
+        in_process: Serve in this process (``--in-process``; where ``os.fork`` is missing, always): no
+            supervising parent, so a crash (a file of the index truncated under it) stops the server.
+            By default the index is served by forked workers under a parent that starts a crashed one
+            again (:mod:`radsift.serve.supervisor`; one worker unless ``workers`` says more).
 
     Raises:
         ConfigError: No token for a non-loopback host, a bad token file, a port out of range or in use.
@@ -366,33 +378,57 @@ def run_server(
     check_port(port)  # before the index and the model load, not after
     if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= MAX_WORKERS:
         raise ConfigError(f"--workers must be a whole number from 1 to {MAX_WORKERS}, not {workers!r}")
+    forks = hasattr(os, "fork")
+    if workers > 1 and (in_process or not forks):
+        raise ConfigError(f"--workers {workers} needs worker processes: "
+                          + ("drop --in-process" if forks else "this system cannot fork them"))
     token = resolve_token(token, token_file)
     check_bind(host, token)
     options = dict(index_dir=index_dir, token=token, audit_log=audit_log, model=model, reranker=reranker,
                    limits=limits, saved_dir=saved_dir, backend=backend, llm=llm,
                    passage_first_stage=passage_first_stage)
-    if workers == 1:
+    if in_process or not forks:
         server, index = _prepared_server(console=console, **options)
         sock = bind_socket(host, port)
-        _announce(console, index_dir, index, host, sock.getsockname()[1], token, audit_log, workers)
+        _announce(console, index_dir, index.stats()["counts"], host, sock.getsockname()[1], token, audit_log, 1)
         try:
             server.run(sockets=[sock])
         finally:
             sock.close()
         return
-    probe = Index.open(index_dir, model=model, backend=backend)  # a missing index fails here, once, not N times
-    probe.store.close()  # its reader lease is given back before the fork: no worker inherits it
-    del probe
+    if workers > 1:
+        probe = Index.open(index_dir, model=model, backend=backend)  # a missing index fails here, once, not N times
+        probe.store.close()  # its reader lease is given back before the fork: no worker inherits it
+        del probe
+    else:
+        read_current(Path(index_dir))  # no index there: said before the port is taken (the worker opens it)
     sock = bind_socket(host, port)  # one listening socket, accepted on by every worker
+    port = sock.getsockname()[1]
+
+    def announce(info: dict) -> None:
+        _announce(console, index_dir, info.get("counts", {}), host, port, token, audit_log, workers)
+
     try:
-        _announce(console, index_dir, None, host, sock.getsockname()[1], token, audit_log, workers)
-        _run_workers(sock, workers, options, console)
+        if workers > 1:
+            announce({})
+        # One worker: the parent waits for it to be ready (the address is printed then, as in one process,
+        # and an error it meets while it starts is raised here, the same one line).
+        run = _worker_run(sock, options, console if workers == 1 else Console(stderr=True, quiet=True))
+        supervise(workers, run, on_ready=announce if workers == 1 else None)
     finally:
         sock.close()
 
 
 #: Most worker processes ``radsift serve --workers`` starts.
 MAX_WORKERS = 64
+#: How often a worker serving 503s (it could not open the index after a crash) tries to open it again.
+REOPEN_SECONDS = 2.0
+
+
+def _uvicorn_server(app, limits: ServerLimits) -> uvicorn.Server:
+    config = uvicorn.Config(app, log_config=LOG_CONFIG, access_log=False, server_header=False,
+                            timeout_graceful_shutdown=5, **uvicorn_limits(limits))
+    return uvicorn.Server(config)
 
 
 def _prepared_server(*, index_dir, token, audit_log, model, reranker, limits, saved_dir, backend, llm,
@@ -409,14 +445,64 @@ def _prepared_server(*, index_dir, token, audit_log, model, reranker, limits, sa
         index.reranker  # noqa: B018  (a bad reranker folder fails here, not on the first request)
         if stage is not None:
             stage.prepare(index.live_store())  # the codes of every segment, before the first passage search
-    config = uvicorn.Config(app, log_config=LOG_CONFIG, access_log=False, server_header=False,
-                            timeout_graceful_shutdown=5, **uvicorn_limits(limits))
-    return uvicorn.Server(config), index
+    return _uvicorn_server(app, limits), index
 
 
-def _announce(console: Console, index_dir, index: Index | None, host: str, port: int, token, audit_log,
+def _worker_run(sock: socket.socket, options: dict, console: Console) -> WorkerRun:
+    """What each forked worker does (:func:`radsift.serve.supervisor.supervise`): open the index, load the
+    models and serve on ``sock``, the one listening socket (the kernel hands each connection to one worker).
+
+    Forked before anything loads torch (``radsift serve`` imports none before this), so no thread pool is
+    copied into a child. Each worker follows the index's live generation and holds its own reader lease,
+    as one server does; the audit log is appended line by line with O_APPEND (one write each), so lines of
+    several workers never mix.
+
+    A worker started again after a crash may find the index damaged (the truncated file that crashed it now
+    fails the check at open): it then answers every request 503 naming the damage (:func:`unavailable_app`)
+    instead of stopping the server, tries to open the index every :data:`REOPEN_SECONDS`, and once it can
+    (restored, rolled back), exits with :data:`REOPEN_EXIT` so that a fresh worker serves it.
+    """
+    def run(number: int, replacement: bool, ready) -> int:
+        try:
+            server, index = _prepared_server(console=console, **options)
+        except IndexStoreError as exc:
+            if not replacement:
+                raise
+            return _serve_unavailable(sock, number, str(exc), options)
+        ready({"counts": index.stats()["counts"]})
+        server.run(sockets=[sock])
+        return 0
+
+    return run
+
+
+def _serve_unavailable(sock: socket.socket, number: int, reason: str, options: dict) -> int:
+    """Answer 503 ``reason`` on ``sock`` until stopped (0) or until the index opens again (:data:`REOPEN_EXIT`)."""
+    limits = options["limits"]
+    server = _uvicorn_server(unavailable_app(reason, token=options["token"], max_body=limits.max_body,
+                                             body_timeout=limits.body_timeout), limits)
+    # After uvicorn.Config has set the log format up, so that the line reads like the others.
+    log.error("worker %d cannot open the index: %s; answering 503 until it can", number + 1, reason)
+    reopened = threading.Event()
+
+    def retry() -> None:
+        while not server.should_exit:
+            time.sleep(REOPEN_SECONDS)
+            try:
+                Index.open(options["index_dir"], model=options["model"], backend=options["backend"]).store.close()
+            except Exception:  # noqa: BLE001, S112 - still damaged (or worse): keep answering 503, keep trying
+                continue
+            reopened.set()
+            server.should_exit = True  # uvicorn finishes the requests it has and returns
+            return
+
+    threading.Thread(target=retry, name="radsift-reopen", daemon=True).start()
+    server.run(sockets=[sock])
+    return REOPEN_EXIT if reopened.is_set() else 0
+
+
+def _announce(console: Console, index_dir, counts: dict, host: str, port: int, token, audit_log,
               workers: int) -> None:
-    counts = index.stats()["counts"] if index is not None else {}
     what = f" ({counts.get('reports', 0)} reports)" if counts else ""
     # The address on a line of its own, never wrapped, so it can be clicked or parsed.
     console.print(f"radsift is serving {index_dir}{what}"
@@ -425,89 +511,3 @@ def _announce(console: Console, index_dir, index: Index | None, host: str, port:
                   + (f", audit log {audit_log}" if audit_log is not None else ""), highlight=False, soft_wrap=True)
     console.print(f"open [bold]{display_url(host, port)}[/]  (Ctrl-C stops)", highlight=False, soft_wrap=True)
     sys.stdout.flush()
-
-
-#: Signals that mean a worker crashed while serving (SIGBUS: a memory-mapped file of the index was truncated
-#: under it; SIGSEGV, SIGABRT; SIGKILL: the kernel's OOM killer): the worker is started again.
-CRASH_SIGNALS = frozenset({signal.SIGBUS, signal.SIGSEGV, signal.SIGABRT, signal.SIGKILL})
-#: Restarts allowed in :data:`RESTART_WINDOW` seconds before the server gives up (a crash loop).
-MAX_RESTARTS = 5
-RESTART_WINDOW = 60.0
-
-
-def _worker(sock: socket.socket, number: int, options: dict) -> None:
-    """A forked worker: open the index, load the models, serve on ``sock``; never returns."""
-    code = 0
-    try:
-        signal.signal(signal.SIGTERM, signal.default_int_handler)
-        server, _ = _prepared_server(console=Console(stderr=True, quiet=True), **options)
-        server.run(sockets=[sock])
-    except KeyboardInterrupt:
-        pass
-    except BaseException as exc:  # noqa: BLE001 - one line to the parent's stderr, then exit
-        print(f"error: worker {number + 1}: {exc}", file=sys.stderr, flush=True)
-        code = 1
-    os._exit(code)
-
-
-def _run_workers(sock: socket.socket, workers: int, options: dict, console: Console) -> None:
-    """Fork ``workers`` processes that each open the index, load the models and serve on ``sock`` (the kernel
-    hands each connection to one of them); wait for them. A worker that fails to start stops the others
-    and the server (one line); SIGINT and SIGTERM reach every worker, which finish their requests and exit.
-    A worker killed by a crash signal (:data:`CRASH_SIGNALS`: a file truncated under its memory map is a
-    SIGBUS no Python code can catch) is started again with one line naming the signal, so the server keeps
-    answering; more than :data:`MAX_RESTARTS` in :data:`RESTART_WINDOW` seconds stop the server.
-
-    Forked before anything loads torch (``radsift serve`` imports none before this), so no thread pool is
-    copied into a child. Each worker follows the index's live generation and holds its own reader lease,
-    as one server does; the audit log is appended line by line with O_APPEND (one write each), so lines of
-    several workers never mix.
-    """
-    children: dict[int, int] = {}
-
-    def spawn(number: int) -> None:
-        pid = os.fork()
-        if pid == 0:
-            _worker(sock, number, options)
-        children[pid] = number
-
-    for number in range(workers):
-        spawn(number)
-    stopping = False
-
-    def stop(signum=signal.SIGTERM, frame=None) -> None:
-        nonlocal stopping
-        stopping = True
-        for pid in list(children):
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    failed, restarts = None, []
-    try:
-        while children:
-            try:
-                pid, status = os.wait()
-            except KeyboardInterrupt:  # Ctrl-C reached the workers too; wait for them to finish
-                stop()
-                continue
-            number = children.pop(pid, None)
-            code = os.waitstatus_to_exitcode(status)
-            if number is None or code in (0, -signal.SIGTERM, -signal.SIGINT):
-                continue
-            now = time.monotonic()
-            restarts = [t for t in restarts if now - t < RESTART_WINDOW]
-            if not stopping and code < 0 and -code in CRASH_SIGNALS and len(restarts) < MAX_RESTARTS:
-                restarts.append(now)
-                print(f"error: worker {number + 1} was killed by {signal.Signals(-code).name} (a file of the index "
-                      "changed under it?); starting it again", file=sys.stderr, flush=True)
-                spawn(number)
-                continue
-            failed = failed or number + 1
-            stop()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    if failed is not None:
-        raise ConfigError(f"worker {failed} of {workers} stopped (see its error above); the server stopped")

@@ -108,7 +108,9 @@ def run_demo(out: Path, *, n: int = 2000, seed: int = 7, serve: bool = False, po
         from radsift.serve import run_server  # uvicorn and fastapi: only when serving
 
         console.rule("[bold]8. web page")
-        run_server(index_dir, host="127.0.0.1", port=port, console=console)
+        # In this process: the demo has run torch (a forked worker would inherit its thread pools), and
+        # nothing changes its index under it.
+        run_server(index_dir, host="127.0.0.1", port=port, console=console, in_process=True)
     return index_dir
 
 
