@@ -73,6 +73,7 @@ from radsift.ranking.tiers import (
 )
 from radsift.ranking.places import LOCATION_SLOTS, location_tiers, where_tiers
 from radsift.records import QueryReading
+from radsift.search.bitmaps import TermBitmaps, bits_of
 from radsift.text import locations
 
 #: Environment variable choosing the engine (``candidates`` or ``exact``), for benchmarks and A/B runs.
@@ -125,6 +126,8 @@ class ReadingPostings:
         self._lock = threading.Lock()
         self.n_reports = int(report_row.max(initial=-1)) + 1
         self.reports_with_units = int(np.count_nonzero(np.bincount(report_row, minlength=self.n_reports)))
+        #: Each BM25 term's units and reports as bitmaps (a ``bm25`` search's counts).
+        self.terms = TermBitmaps(report_row, self.n_reports)
 
     def view(self, code: int, wanted: str) -> FindingView:
         """The units and reports that state something of finding ``code``, each with its best tier for a query
@@ -136,7 +139,9 @@ class ReadingPostings:
             rows, status = self.mentions(code)
             names = {v: k for k, v in STATUS_CODES.items()}
             table = np.array([TIER_OF[wanted][names[c]] for c in (-1, 0, 1)], dtype=np.int8)
-            hit = FindingView(*_best_by(rows, table[status + 1]), *_best_by(self.report_row[rows], table[status + 1]))
+            urows, best = _best_by(rows, table[status + 1])
+            hit = FindingView(urows, best, *_best_by(self.report_row[rows], table[status + 1]),
+                              row_reports=self.report_row[urows])
             with self._lock:
                 self._views[key] = hit
         return hit
@@ -148,11 +153,24 @@ class ReadingPostings:
             hit = self._eligible.get(id(mask))
         if hit is None or hit[0]() is not mask:
             rows = np.flatnonzero(mask)
-            hit = (weakref.ref(mask), int(rows.size), int(np.unique(self.report_row[rows]).size))
+            hit = (weakref.ref(mask), int(rows.size), int(np.unique(self.report_row[rows]).size), {})
             with self._lock:
                 self._eligible = {k: v for k, v in self._eligible.items() if v[0]() is not None}
                 self._eligible[id(mask)] = hit
         return hit[1], hit[2]
+
+    def mask_bits(self, mask: np.ndarray, by_report: bool) -> np.ndarray:
+        """The packed bitmap (:mod:`.bitmaps`) of a filter's units, or of the reports holding one (made once per
+        mask, as :meth:`eligible`'s counts)."""
+        self.eligible(mask)
+        with self._lock:
+            kept = self._eligible[id(mask)][3]
+            hit = kept.get(by_report)
+        if hit is None:
+            hit = bits_of(self.terms.keys(np.flatnonzero(mask), by_report), self.terms.size(by_report))
+            with self._lock:
+                kept[by_report] = hit
+        return hit
 
     @classmethod
     def of(cls, store: IndexStore, unit: str) -> ReadingPostings:
@@ -179,6 +197,8 @@ class FindingView:
     best: np.ndarray
     reports: np.ndarray
     report_best: np.ndarray
+    #: The report of each of :attr:`rows`.
+    row_reports: np.ndarray | None = None
     #: What queries of this finding alone derive from it (:class:`QueryTiers`), kept with it.
     memo: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -186,6 +206,20 @@ class FindingView:
     def stating(self) -> tuple[np.ndarray, np.ndarray]:
         """(units, reports) that state what is wanted (best tier 0), computed once."""
         return self.rows[self.best == 0], self.reports[self.report_best == 0]
+
+    @cached_property
+    def by_report(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(reports, rows, best tiers) of the units, ordered by report (a report's units found by a search)."""
+        order = np.argsort(self.row_reports, kind="stable")
+        return self.row_reports[order], self.rows[order], self.best[order]
+
+    def in_reports(self, reports: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(index into ``reports``, row, best tier) of each unit of sorted ``reports`` that states something."""
+        keys, rows, best = self.by_report
+        lo, hi = np.searchsorted(keys, reports, "left"), np.searchsorted(keys, reports, "right")
+        lens = hi - lo
+        pos = np.repeat(lo - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
+        return np.repeat(np.arange(reports.size), lens), rows[pos], best[pos]
 
 
 def _best_by(keys: np.ndarray, tiers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -371,6 +405,26 @@ class QueryTiers:
             hit = (reports[pos] == mrep) if reports.size else np.zeros(mrep.size, dtype=bool)
             col = out[:, j].copy()
             np.minimum.at(col, pos[hit], mtier[keep][hit])
+            out[:, j] = col
+        return out
+
+    def keep_rows(self) -> np.ndarray:
+        """The units that state the query's whole reading (sorted): what ``bm25`` ranks even when they share no
+        term with the query (the exact engine's ``keep``; kept with a single finding's view)."""
+        key = ("keep",) + self._key
+        if key not in self._memo:
+            self._memo[key] = self.special[self.special_tiers < self.slots]
+        return self._memo[key]
+
+    def page_report_best(self, reports: np.ndarray, eligible) -> np.ndarray:
+        """:meth:`report_best` of a few sorted ``reports`` over the units ``eligible`` accepts (a function of
+        rows), reading only those reports' units from the findings' views."""
+        out = np.full((reports.size, len(self.views)), UNSTATED, dtype=np.int8)
+        for j, view in enumerate(self.views):
+            at, rows, best = view.in_reports(reports)
+            ok = eligible(rows)
+            col = out[:, j].copy()
+            np.minimum.at(col, at[ok], best[ok])
             out[:, j] = col
         return out
 
