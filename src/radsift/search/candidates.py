@@ -110,6 +110,10 @@ def exact_reason(request, reading: QueryReading, gap, backend=None, store: Index
     return None
 
 
+#: Readings of several findings, or with a side word or a location, whose derived tiers are kept per store.
+READINGS_KEPT = 64
+
+
 # -- reading postings -----------------------------------------------------------------------------------
 class ReadingPostings:
     """A store's reading postings (each finding's stated mentions, :mod:`radsift.index.readings`: written with
@@ -123,6 +127,7 @@ class ReadingPostings:
         self._views: dict = {}
         self._mentions: dict = {}
         self._eligible: dict = {}
+        self._readings: dict = {}
         self._lock = threading.Lock()
         self.n_reports = int(report_row.max(initial=-1)) + 1
         self.reports_with_units = int(np.count_nonzero(np.bincount(report_row, minlength=self.n_reports)))
@@ -170,6 +175,17 @@ class ReadingPostings:
             hit = bits_of(self.terms.keys(np.flatnonzero(mask), by_report), self.terms.size(by_report))
             with self._lock:
                 kept[by_report] = hit
+        return hit
+
+    def memo(self, reading_key) -> dict:
+        """What queries of one reading (findings and statuses, side word, regions) derive from the postings
+        (:class:`QueryTiers`), kept for the last :data:`READINGS_KEPT` readings."""
+        with self._lock:
+            hit = self._readings.pop(reading_key, None)
+            hit = {} if hit is None else hit
+            self._readings[reading_key] = hit
+            while len(self._readings) > READINGS_KEPT:
+                self._readings.pop(next(iter(self._readings)))
         return hit
 
     @classmethod
@@ -263,24 +279,28 @@ class QueryTiers:
         side_rows = np.zeros(0, dtype=np.int64)
         if self.side and sides is not None:
             side_rows = store.cached(("side_rows", "sentence", locations.enabled()), lambda: np.flatnonzero(sides[0] | sides[1] | sides[2]))
-        mentioned = (self.views[0].rows if len(self.views) == 1 else
-                     np.unique(np.concatenate([v.rows for v in self.views] + [np.zeros(0, np.int64)])))
-        self.special = np.union1d(mentioned, side_rows) if side_rows.size else mentioned
         self.regions = reading.regions if places is not None else 0
         self.places = places  # regions named by every unit, or None
-        if self.regions:
-            place_rows = store.cached(("location_rows", "sentence"), lambda: np.flatnonzero(places))
-            self.special = np.union1d(self.special, place_rows)
+        # One finding, no side word, no location: the special units' tiers depend on the finding's view alone
+        # (kept there); else on the findings, the side word and the regions (kept per reading by the postings).
+        single = len(self.views) == 1 and not side_rows.size and not self.regions
+        self._memo = self.views[0].memo if single else post.memo(
+            (tuple(self._findings), self.side if sides is not None else None, self.regions, locations.enabled()))
+        if "special" not in self._memo:
+            mentioned = (self.views[0].rows if len(self.views) == 1 else
+                         np.unique(np.concatenate([v.rows for v in self.views] + [np.zeros(0, np.int64)])))
+            special = np.union1d(mentioned, side_rows) if side_rows.size else mentioned
+            if self.regions:
+                place_rows = store.cached(("location_rows", "sentence"), lambda: np.flatnonzero(places))
+                special = np.union1d(special, place_rows)
+            self._memo["special"] = special
+        self.special = self._memo["special"]
         self.slots = SIDE_SLOTS * (LOCATION_SLOTS if self.regions else 1)
         no_reading = np.array([[NO_READING[s] for s in self.statuses]], dtype=np.int8)
         self.rep_default = int(combine(no_reading)[0]) if self.statuses else 0
         side_default = 1 if self.side and sides is not None else 0
         self.default_unit = self.rep_default * self.slots + side_default + (LOCATION_SLOTS if self.regions else 0)
         self.by_report = by_report and bool(self.statuses) and post.n_units > 0
-        # One finding, no side word, no location: the special units' tiers depend on the finding's view alone
-        # (kept there).
-        self._memo = (self.views[0].memo if len(self.views) == 1 and not side_rows.size and not self.regions
-                      else {})
         self._key = (self.by_report, self.default_unit)
         if ("tiers",) + self._key not in self._memo:
             self._memo[("tiers",) + self._key] = self._special_tiers()
