@@ -5,10 +5,12 @@ min-max normalisation, reading tiers and counts over every unit of the corpus. T
 (:func:`radsift.search.shortlist.candidate_page`, ranking with :mod:`radsift.ranking.pool`) computes
 the same page from:
 
-- the **BM25 matches** (:class:`radsift.ranking.pool.BM25Side`): ``hybrid`` reads its ``depth`` best
-  from each term's postings best weight first (a threshold top-k; a unit not read scores at most the sum
-  of each term's next weight), every other unit scored on demand from the postings; ``bm25`` ranks every
-  match (its counts are its matches);
+- the **BM25 matches** (:class:`radsift.ranking.pool.BM25Side`): ``hybrid`` and ``bm25`` read their
+  ``depth`` best from each term's postings best weight first (a threshold top-k; a unit not read scores at
+  most the sum of each term's next weight, and the k-th's ties are read whole), every other unit scored on
+  demand from the postings; ``bm25`` adds the units stating the reading that share no term (BM25 0) only
+  once every match is taken, and counts from bitmaps (:mod:`.bm25count`: each term's reports, those stating
+  the reading, the filter's), never from its matches;
 - the **dense candidates**: the ``depth`` best eligible units by the backend's cosine, from the rows (or
   duplicate groups) the backend scored (:meth:`~radsift.index.backends.base.VectorBackend.sparse_scores`:
   every other row holds one fill value, never written out);
@@ -37,8 +39,12 @@ open-vocabulary finding (its reader runs over candidate sentences), a backend th
 down, and ``RADSIFT_ENGINE=exact``. What stays linear in the corpus: the ``numpy`` backend's
 matrix-vector product (and the scans of its array), a metadata filter's mask (one SQLite query and one
 pass per new filter; the HNSW backend's masked search), a query with a side word (the units holding one)
-or several findings (their mentions, per query), the ``bm25`` mode's matches, and BM25's top-k where
-copies tie (a corpus repeating its sentences ten times reads ten times deeper).
+or several findings (their mentions, on the reading's first query; several findings' ``bm25`` counts, per
+query), a ``bm25`` page that reaches units sharing no term (every match read) or, at report level, a
+``bm25`` search with a section ``target`` (its counts list the matches), a term's bitmaps on its first
+query, popcounts over ``n / 8`` bytes, BM25's top-k where copies tie with the k-th (a corpus repeating its
+sentences ten times reads ten times more of the tie), and a page whose reading tier lies deep in the BM25
+order (the pool widens until it holds that tier's best).
 """
 
 from __future__ import annotations
