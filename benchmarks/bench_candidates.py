@@ -12,7 +12,11 @@ timings are of the rest of the search). For each query (the demo generator's exa
 lexicon's findings as "X" and "no X", a fixed list of chest X-ray queries) and each setting (mode x
 level x page), both engines run (``RADSIFT_ENGINE``); a query agrees when its page (report ids, unit
 texts, ranks) and its ``total`` / ``matching`` counts are the same. Prints one row per index with the
-agreement rate, the counts' agreement, the p50 of each engine and the load average.
+agreement rate, the counts' agreement, the p50 of each engine and the load average. ``--alternate``
+times the indexes in turn, query by query, in one run (no agreement runs) and gives each index's p50 over
+the first's (Open-i x10 over x1: the target of issue 33 item 1):
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_candidates.py --corpus openi:1 --corpus openi:10 \
+        --backend hnsw --alternate --reps 3
 """
 from __future__ import annotations
 
@@ -30,7 +34,9 @@ FIXED = ["pneumothorax", "no pneumothorax", "pleural effusion", "no pleural effu
          "tortuous aorta", "interstitial opacities", "small left pleural effusion", "no right pneumothorax"]
 SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
             {"mode": "dense", "level": "report"}, {"mode": "bm25", "level": "report"},
-            {"mode": "hybrid", "level": "report", "offset": 20}, {"mode": "hybrid", "level": "report", "target": "impression"}]
+            {"mode": "hybrid", "level": "report", "offset": 20}, {"mode": "hybrid", "level": "report", "target": "impression"},
+            {"mode": "bm25", "level": "report", "offset": 20}, {"mode": "bm25", "level": "report", "target": "impression"},
+            {"mode": "bm25", "level": "sentence"}]
 
 #: The settings timed (the first is the headline: hybrid, report level, k 10).
 TIMED = [{"mode": "hybrid", "level": "report"}, {"mode": "bm25", "level": "report"}, {"mode": "dense", "level": "report"}]
@@ -94,6 +100,27 @@ def _cache_dense(index) -> None:
         b = real(store, kind)
         return wrapped.setdefault(id(b), CachedDense(b))
     index._backend = backend
+
+
+def alternate(paths: list[str], backend: str, reps: int, model: Path) -> list[dict]:
+    """p50 of each timed setting and engine on each index, the indexes timed in turn query by query (so a
+    change of load on a shared machine falls on all of them alike), and each index's p50 over the first's."""
+    from radsift.models.hashing import HashingEncoder
+    from radsift.search import Index
+    indexes = [Index.open(p, encoder=HashingEncoder(model), backend=backend) for p in paths]
+    qs = queries(indexes[0])
+    times: list[dict] = [{} for _ in indexes]
+    for kw in TIMED:
+        for _ in range(reps):
+            for q in qs:
+                for index, got in zip(indexes, times):
+                    for eng in ("exact", "candidates"):
+                        got.setdefault(f"{kw['mode']}/{eng}", []).append(run(index, q, eng, **kw)[2])
+    p50 = [{k: float(np.percentile(v, 50)) for k, v in got.items()} for got in times]
+    return [{"index": path, "alternate": True, "queries": len(qs), "reps": reps,
+             "p50_ms": {k: round(v, 2) for k, v in mine.items()},
+             f"p50_over_{Path(paths[0]).name}": {k: round(v / p50[0][k], 2) for k, v in mine.items()},
+             "load": tuple(round(x, 2) for x in os.getloadavg())} for path, mine in zip(paths, p50)]
 
 
 def compare(path: str, backend: str, settings=SETTINGS, reps: int = 1, model: Path = Path("/tmp/cand-bench/model"),
@@ -196,9 +223,15 @@ def main(argv=None) -> int:
     ap.add_argument("--timing-only", action="store_true", help="skip the agreement runs")
     ap.add_argument("--cached-dense", action="store_true",
                     help="time without the vector backend: each query's dense scores computed once, then kept")
+    ap.add_argument("--alternate", action="store_true",
+                    help="time the indexes in turn, query by query, and give each one's p50 over the first's")
     args = ap.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
     paths = [corpus_index(spec, args.workdir) for spec in args.corpus] + args.index
+    if args.alternate:
+        for row in alternate(paths, args.backend, args.reps, args.workdir / "model"):
+            print(row, flush=True)
+        return 0
     for path in paths:
         row = compare(path, args.backend, reps=args.reps, model=args.workdir / "model", cached_dense=args.cached_dense,
                       agreement=not args.timing_only)

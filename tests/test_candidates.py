@@ -26,6 +26,14 @@ SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "
             {"mode": "hybrid", "level": "report", "target": "impression"},
             {"mode": "hybrid", "level": "report", "negation": "ignore"},
             {"mode": "hybrid", "level": "report", "where": ["site=north"]}]
+#: ``bm25`` at report level (k 10, negation-aware) with paging and filters: ranked from its best matches,
+#: counted from bitmaps and reading postings.
+BM25_SETTINGS = [{"mode": "bm25", "level": "report", "offset": 15},
+                 {"mode": "bm25", "level": "report", "where": ["site=north"]},
+                 {"mode": "bm25", "level": "report", "where": ["site=south"], "offset": 10},
+                 {"mode": "bm25", "level": "report", "target": "impression"},
+                 {"mode": "bm25", "level": "sentence", "where": ["site=north"], "offset": 5},
+                 {"mode": "bm25", "level": "report", "negation": "ignore"}]
 
 
 @pytest.fixture(scope="module")
@@ -197,3 +205,47 @@ def test_hnsw_sparse_scores_are_its_scores_array(hnsw_index, monkeypatch):
             rest = np.setdiff1d(rows, top)
             assert top.size >= min(k, sparse.n) and (d_k is None or (full[rest] <= d_k).all())
             assert d_k is None or (full[top] >= d_k).all() or top.size < k
+
+
+@pytest.mark.parametrize("first", [1, 256])
+@pytest.mark.parametrize("kw", BM25_SETTINGS + SETTINGS[3:5],
+                         ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()))
+def test_bm25_pages_counts_and_bands_equal_the_exact_engine(index, monkeypatch, kw, first):
+    """``bm25`` from its best matches (a pool of 1 widened until exact, or the default) and counts from
+    bitmaps: the same pages, scores, bands, ``total`` and ``matching`` as the exact engine, never every match."""
+    monkeypatch.setattr(pool, "SMALL_POSTINGS", 0)
+    monkeypatch.setattr(shortlist, "BM25_FIRST", first)
+    matches = []
+    real = pool.BM25Side.matches
+    monkeypatch.setattr(pool.BM25Side, "matches", lambda self: matches.append(1) or real(self))
+    for q in QUERIES:
+        assert _page(index, monkeypatch, "candidates", q, **kw) == _page(index, monkeypatch, "exact", q, **kw), q
+    if "target" not in kw and first > 1:
+        assert len(matches) < len(QUERIES) / 2, "the candidate engine listed every match"
+
+
+def test_bm25_without_the_bound_check_a_tiny_pool_is_wrong(index, monkeypatch):
+    """What makes the ``bm25`` pool exact is the stop rule: skip it and pages differ."""
+    monkeypatch.setattr(pool, "SMALL_POSTINGS", 0)
+    monkeypatch.setattr(shortlist, "BM25_FIRST", 1)
+    monkeypatch.setattr(shortlist, "_exact", lambda *a, **k: True)
+    differ = sum(_page(index, monkeypatch, "candidates", q, mode="bm25") != _page(index, monkeypatch, "exact", q,
+                                                                                  mode="bm25") for q in QUERIES)
+    assert differ > 0
+
+
+def test_bm25_counts_come_from_bitmaps(index):
+    """A term's bitmap is its units (or their reports); unions count what a pass over the matches counts."""
+    from radsift.search import bitmaps
+
+    post = candidates.ReadingPostings.of(index.store, "sentence")
+    retriever = index.store.bm25("sentence")
+    n = post.n_units
+    for q in QUERIES:
+        side = pool.BM25Side(retriever, q, n)
+        rows = side.matches()[0]
+        for by_report in (False, True):
+            sets = [post.terms.term(t, g, by_report) for t, g, _, _ in side.terms]
+            keys = post.report_row[rows] if by_report else rows
+            assert bitmaps.union_count(sets) == np.unique(keys).size
+            assert post.terms.term(side.terms[0][0], side.terms[0][1], by_report) is sets[0] if sets else True

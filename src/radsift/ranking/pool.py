@@ -195,7 +195,7 @@ class BM25Side:
 
     def top(self, k: int, mask=None) -> tuple[np.ndarray, np.ndarray, float]:
         """(sorted rows, scores) of the ``k`` best eligible matches and every one tied with the k-th, and the
-        highest score any other eligible unit has (0.0: every eligible match is returned)."""
+        highest score any other eligible unit can have, below the k-th's (0.0: every eligible match is returned)."""
         if mask is None and self._first is not None and self._first[0] == k:
             return self._first[1]
         if self._all is not None or not self.terms:
@@ -224,18 +224,21 @@ class BM25Side:
                     bound = np.float32(bound + idf * w[o[depth]])
             if rows.size >= k:
                 got = _best(rows, vals, k)
-                if got[2] >= bound:
-                    return got
+                # strictly below the k-th: no unit left unread ties with it (ties go to the lower row)
+                if got[1].min() > bound:
+                    return got[0], got[1], max(got[2], float(bound))
             depth *= 4
 
 
 def _best(rows: np.ndarray, vals: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """The ``k`` best of sorted ``rows`` (and every one tied with the k-th) and the k-th's score (0.0: all)."""
+    """The ``k`` best of sorted ``rows`` (and every one tied with the k-th) and the best score of the others
+    (below the k-th's; 0.0: none)."""
     if rows.size <= k:
         return rows, vals, 0.0
     top = np.argpartition(-vals, k - 1)[:k]
-    top = np.flatnonzero(vals >= vals[top].min())
-    return rows[top], vals[top], float(vals[top].min())
+    taken = vals >= vals[top].min()
+    rest = vals[~taken]
+    return rows[taken], vals[taken], float(rest.max()) if rest.size else 0.0
 
 
 def _at(keys: np.ndarray, values: np.ndarray, rows: np.ndarray, fill) -> np.ndarray:

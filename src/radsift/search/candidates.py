@@ -5,10 +5,12 @@ min-max normalisation, reading tiers and counts over every unit of the corpus. T
 (:func:`radsift.search.shortlist.candidate_page`, ranking with :mod:`radsift.ranking.pool`) computes
 the same page from:
 
-- the **BM25 matches** (:class:`radsift.ranking.pool.BM25Side`): ``hybrid`` reads its ``depth`` best
-  from each term's postings best weight first (a threshold top-k; a unit not read scores at most the sum
-  of each term's next weight), every other unit scored on demand from the postings; ``bm25`` ranks every
-  match (its counts are its matches);
+- the **BM25 matches** (:class:`radsift.ranking.pool.BM25Side`): ``hybrid`` and ``bm25`` read their
+  ``depth`` best from each term's postings best weight first (a threshold top-k; a unit not read scores at
+  most the sum of each term's next weight, and the k-th's ties are read whole), every other unit scored on
+  demand from the postings; ``bm25`` adds the units stating the reading that share no term (BM25 0) only
+  once every match is taken, and counts from bitmaps (:mod:`.bm25count`: each term's reports, those stating
+  the reading, the filter's), never from its matches;
 - the **dense candidates**: the ``depth`` best eligible units by the backend's cosine, from the rows (or
   duplicate groups) the backend scored (:meth:`~radsift.index.backends.base.VectorBackend.sparse_scores`:
   every other row holds one fill value, never written out);
@@ -37,8 +39,12 @@ open-vocabulary finding (its reader runs over candidate sentences), a backend th
 down, and ``RADSIFT_ENGINE=exact``. What stays linear in the corpus: the ``numpy`` backend's
 matrix-vector product (and the scans of its array), a metadata filter's mask (one SQLite query and one
 pass per new filter; the HNSW backend's masked search), a query with a side word (the units holding one)
-or several findings (their mentions, per query), the ``bm25`` mode's matches, and BM25's top-k where
-copies tie (a corpus repeating its sentences ten times reads ten times deeper).
+or several findings (their mentions, on the reading's first query; several findings' ``bm25`` counts, per
+query), a ``bm25`` page that reaches units sharing no term (every match read) or, at report level, a
+``bm25`` search with a section ``target`` (its counts list the matches), a term's bitmaps on its first
+query, popcounts over ``n / 8`` bytes, BM25's top-k where copies tie with the k-th (a corpus repeating its
+sentences ten times reads ten times more of the tie), and a page whose reading tier lies deep in the BM25
+order (the pool widens until it holds that tier's best).
 """
 
 from __future__ import annotations
@@ -73,6 +79,7 @@ from radsift.ranking.tiers import (
 )
 from radsift.ranking.places import LOCATION_SLOTS, location_tiers, where_tiers
 from radsift.records import QueryReading
+from radsift.search.bitmaps import TermBitmaps, bits_of
 from radsift.text import locations
 
 #: Environment variable choosing the engine (``candidates`` or ``exact``), for benchmarks and A/B runs.
@@ -109,6 +116,10 @@ def exact_reason(request, reading: QueryReading, gap, backend=None, store: Index
     return None
 
 
+#: Readings of several findings, or with a side word or a location, whose derived tiers are kept per store.
+READINGS_KEPT = 64
+
+
 # -- reading postings -----------------------------------------------------------------------------------
 class ReadingPostings:
     """A store's reading postings (each finding's stated mentions, :mod:`radsift.index.readings`: written with
@@ -122,9 +133,12 @@ class ReadingPostings:
         self._views: dict = {}
         self._mentions: dict = {}
         self._eligible: dict = {}
+        self._readings: dict = {}
         self._lock = threading.Lock()
         self.n_reports = int(report_row.max(initial=-1)) + 1
         self.reports_with_units = int(np.count_nonzero(np.bincount(report_row, minlength=self.n_reports)))
+        #: Each BM25 term's units and reports as bitmaps (a ``bm25`` search's counts).
+        self.terms = TermBitmaps(report_row, self.n_reports)
 
     def view(self, code: int, wanted: str) -> FindingView:
         """The units and reports that state something of finding ``code``, each with its best tier for a query
@@ -136,7 +150,9 @@ class ReadingPostings:
             rows, status = self.mentions(code)
             names = {v: k for k, v in STATUS_CODES.items()}
             table = np.array([TIER_OF[wanted][names[c]] for c in (-1, 0, 1)], dtype=np.int8)
-            hit = FindingView(*_best_by(rows, table[status + 1]), *_best_by(self.report_row[rows], table[status + 1]))
+            urows, best = _best_by(rows, table[status + 1])
+            hit = FindingView(urows, best, *_best_by(self.report_row[rows], table[status + 1]),
+                              row_reports=self.report_row[urows])
             with self._lock:
                 self._views[key] = hit
         return hit
@@ -148,11 +164,35 @@ class ReadingPostings:
             hit = self._eligible.get(id(mask))
         if hit is None or hit[0]() is not mask:
             rows = np.flatnonzero(mask)
-            hit = (weakref.ref(mask), int(rows.size), int(np.unique(self.report_row[rows]).size))
+            hit = (weakref.ref(mask), int(rows.size), int(np.unique(self.report_row[rows]).size), {})
             with self._lock:
                 self._eligible = {k: v for k, v in self._eligible.items() if v[0]() is not None}
                 self._eligible[id(mask)] = hit
         return hit[1], hit[2]
+
+    def mask_bits(self, mask: np.ndarray, by_report: bool) -> np.ndarray:
+        """The packed bitmap (:mod:`.bitmaps`) of a filter's units, or of the reports holding one (made once per
+        mask, as :meth:`eligible`'s counts)."""
+        self.eligible(mask)
+        with self._lock:
+            kept = self._eligible[id(mask)][3]
+            hit = kept.get(by_report)
+        if hit is None:
+            hit = bits_of(self.terms.keys(np.flatnonzero(mask), by_report), self.terms.size(by_report))
+            with self._lock:
+                kept[by_report] = hit
+        return hit
+
+    def memo(self, reading_key) -> dict:
+        """What queries of one reading (findings and statuses, side word, regions) derive from the postings
+        (:class:`QueryTiers`), kept for the last :data:`READINGS_KEPT` readings."""
+        with self._lock:
+            hit = self._readings.pop(reading_key, None)
+            hit = {} if hit is None else hit
+            self._readings[reading_key] = hit
+            while len(self._readings) > READINGS_KEPT:
+                self._readings.pop(next(iter(self._readings)))
+        return hit
 
     @classmethod
     def of(cls, store: IndexStore, unit: str) -> ReadingPostings:
@@ -179,6 +219,8 @@ class FindingView:
     best: np.ndarray
     reports: np.ndarray
     report_best: np.ndarray
+    #: The report of each of :attr:`rows`.
+    row_reports: np.ndarray | None = None
     #: What queries of this finding alone derive from it (:class:`QueryTiers`), kept with it.
     memo: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -186,6 +228,20 @@ class FindingView:
     def stating(self) -> tuple[np.ndarray, np.ndarray]:
         """(units, reports) that state what is wanted (best tier 0), computed once."""
         return self.rows[self.best == 0], self.reports[self.report_best == 0]
+
+    @cached_property
+    def by_report(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(reports, rows, best tiers) of the units, ordered by report (a report's units found by a search)."""
+        order = np.argsort(self.row_reports, kind="stable")
+        return self.row_reports[order], self.rows[order], self.best[order]
+
+    def in_reports(self, reports: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(index into ``reports``, row, best tier) of each unit of sorted ``reports`` that states something."""
+        keys, rows, best = self.by_report
+        lo, hi = np.searchsorted(keys, reports, "left"), np.searchsorted(keys, reports, "right")
+        lens = hi - lo
+        pos = np.repeat(lo - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
+        return np.repeat(np.arange(reports.size), lens), rows[pos], best[pos]
 
 
 def _best_by(keys: np.ndarray, tiers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -229,24 +285,28 @@ class QueryTiers:
         side_rows = np.zeros(0, dtype=np.int64)
         if self.side and sides is not None:
             side_rows = store.cached(("side_rows", "sentence", locations.enabled()), lambda: np.flatnonzero(sides[0] | sides[1] | sides[2]))
-        mentioned = (self.views[0].rows if len(self.views) == 1 else
-                     np.unique(np.concatenate([v.rows for v in self.views] + [np.zeros(0, np.int64)])))
-        self.special = np.union1d(mentioned, side_rows) if side_rows.size else mentioned
         self.regions = reading.regions if places is not None else 0
         self.places = places  # regions named by every unit, or None
-        if self.regions:
-            place_rows = store.cached(("location_rows", "sentence"), lambda: np.flatnonzero(places))
-            self.special = np.union1d(self.special, place_rows)
+        # One finding, no side word, no location: the special units' tiers depend on the finding's view alone
+        # (kept there); else on the findings, the side word and the regions (kept per reading by the postings).
+        single = len(self.views) == 1 and not side_rows.size and not self.regions
+        self._memo = self.views[0].memo if single else post.memo(
+            (tuple(self._findings), self.side if sides is not None else None, self.regions, locations.enabled()))
+        if "special" not in self._memo:
+            mentioned = (self.views[0].rows if len(self.views) == 1 else
+                         np.unique(np.concatenate([v.rows for v in self.views] + [np.zeros(0, np.int64)])))
+            special = np.union1d(mentioned, side_rows) if side_rows.size else mentioned
+            if self.regions:
+                place_rows = store.cached(("location_rows", "sentence"), lambda: np.flatnonzero(places))
+                special = np.union1d(special, place_rows)
+            self._memo["special"] = special
+        self.special = self._memo["special"]
         self.slots = SIDE_SLOTS * (LOCATION_SLOTS if self.regions else 1)
         no_reading = np.array([[NO_READING[s] for s in self.statuses]], dtype=np.int8)
         self.rep_default = int(combine(no_reading)[0]) if self.statuses else 0
         side_default = 1 if self.side and sides is not None else 0
         self.default_unit = self.rep_default * self.slots + side_default + (LOCATION_SLOTS if self.regions else 0)
         self.by_report = by_report and bool(self.statuses) and post.n_units > 0
-        # One finding, no side word, no location: the special units' tiers depend on the finding's view alone
-        # (kept there).
-        self._memo = (self.views[0].memo if len(self.views) == 1 and not side_rows.size and not self.regions
-                      else {})
         self._key = (self.by_report, self.default_unit)
         if ("tiers",) + self._key not in self._memo:
             self._memo[("tiers",) + self._key] = self._special_tiers()
@@ -371,6 +431,26 @@ class QueryTiers:
             hit = (reports[pos] == mrep) if reports.size else np.zeros(mrep.size, dtype=bool)
             col = out[:, j].copy()
             np.minimum.at(col, pos[hit], mtier[keep][hit])
+            out[:, j] = col
+        return out
+
+    def keep_rows(self) -> np.ndarray:
+        """The units that state the query's whole reading (sorted): what ``bm25`` ranks even when they share no
+        term with the query (the exact engine's ``keep``; kept with a single finding's view)."""
+        key = ("keep",) + self._key
+        if key not in self._memo:
+            self._memo[key] = self.special[self.special_tiers < self.slots]
+        return self._memo[key]
+
+    def page_report_best(self, reports: np.ndarray, eligible) -> np.ndarray:
+        """:meth:`report_best` of a few sorted ``reports`` over the units ``eligible`` accepts (a function of
+        rows), reading only those reports' units from the findings' views."""
+        out = np.full((reports.size, len(self.views)), UNSTATED, dtype=np.int8)
+        for j, view in enumerate(self.views):
+            at, rows, best = view.in_reports(reports)
+            ok = eligible(rows)
+            col = out[:, j].copy()
+            np.minimum.at(col, at[ok], best[ok])
             out[:, j] = col
         return out
 

@@ -12,6 +12,7 @@ from radsift.index.reader import IndexStore
 from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
 from radsift.ranking.pool import BM25Side, DenseScores, Sides, member, top_entries
 from radsift.records import QueryReading
+from radsift.search.bm25count import bm25_counts
 from radsift.search.candidates import QueryTiers, ReadingPostings, band_rows
 from radsift.search.options import SearchRequest
 from radsift.search.plan import eligible_mask, unit_locations, unit_sides
@@ -22,6 +23,8 @@ from radsift.search.units import unit_texts
 
 #: Dense candidates drawn first (widened x4 until the page is exact).
 FIRST_DEPTH = 1000
+#: BM25 matches drawn first by a ``bm25`` search (widened x4 until the page is exact).
+BM25_FIRST = 256
 
 
 def candidate_page(index, store: IndexStore, request: SearchRequest, reading: QueryReading, query_vector,
@@ -44,21 +47,21 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
         # the scored rows only: every other row holds the backend's fill, below them (no pass over every unit)
         dense = DenseScores(got.n, checked_cosines(got.values, store, "sentence"), got.rows, got.fill,
                             got.node_of_row, got.groups)
-    bm = BM25Side(store.bm25("sentence"), bm25_query(request.query, reading, expansion), n, FIRST_DEPTH) \
-        if NEEDS_BM25[opts.mode] else None
+    bm = BM25Side(store.bm25("sentence"), bm25_query(request.query, reading, expansion), n,
+                  BM25_FIRST if opts.mode == "bm25" else FIRST_DEPTH) if NEEDS_BM25[opts.mode] else None
     alpha = opts.alpha if opts.alpha is not None else index.settings.dense_weight
     sides_ = Sides(opts.mode, alpha, dense, bm, n)
     elig = (lambda rows: np.ones(len(rows), dtype=bool)) if mask is None else (lambda rows: mask[rows])
-    keep_rows = np.zeros(0, np.int64)
-    if opts.mode == "bm25" and qt is not None and reading.findings:
-        keep_rows = qt.special[qt.special_tiers < qt.slots]
     depth = max(opts.offset + opts.k, opts.rerank)
-    picked, cand, best = _rank(opts, sides_, qt, mask, elig, keep_rows, depth, post)
+    picked, cand, best = _rank(opts, sides_, qt, mask, elig, depth, post)
     page_units = unit_texts(store, "sentence", [u for _, u, _ in picked])
     if opts.rerank:
         picked = rerank_head(request, picked, page_units, None if qt is None else qt.tiers, index.reranker)
     page = picked[opts.offset:opts.offset + opts.k]
-    total, matching, classes = _counts(opts, qt, post, mask, elig, cand, page)
+    if opts.mode == "bm25":
+        total, matching, classes = bm25_counts(opts, qt, post, mask, sides_.bm, page)
+    else:
+        total, matching, classes = _counts(opts, qt, post, mask, elig, page)
     bands, fused = [], []
     if page:
         if best is None:  # the pool cannot tell: the best of the pool (eligible units) and of every eligible match
@@ -75,7 +78,7 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
                         lower_bound=False)
 
 
-def _rank(opts, sides_: Sides, qt, mask, elig, keep_rows, depth: int, post: ReadingPostings):
+def _rank(opts, sides_: Sides, qt, mask, elig, depth: int, post: ReadingPostings):
     """The ranked list to ``depth`` from a growing candidate pool, until no unit outside it could enter.
 
     Returns:
@@ -83,18 +86,18 @@ def _rank(opts, sides_: Sides, qt, mask, elig, keep_rows, depth: int, post: Read
         units) and the best base score of every eligible unit (None: the pool cannot tell).
     """
     n_elig = sides_.n if mask is None else post.eligible(mask)[0]
-    k_dense, step = FIRST_DEPTH, None
+    bm25 = opts.mode == "bm25"
+    k_dense, step = BM25_FIRST if bm25 else FIRST_DEPTH, None
     while True:
-        # hybrid: the best BM25 matches only; the rest score at most the k-th's BM25 (b_k)
+        # the best BM25 matches only; the rest score at most the k-th's BM25 (b_k; 0.0: every match taken)
         bm_rows, bm_vals, b_k = np.zeros(0, np.int64), np.zeros(0, np.float32), 0.0
-        if opts.mode == "bm25":
-            bm_rows, bm_vals = sides_.bm.matches()
-            if mask is not None:
-                bm_rows, bm_vals = bm_rows[mask[bm_rows]], bm_vals[mask[bm_rows]]
-        elif sides_.bm is not None:
+        if sides_.bm is not None:
             bm_rows, bm_vals, b_k = sides_.bm.top(k_dense, mask)
-        extra, d_k, top = [keep_rows], None, np.zeros(0, np.int64)
-        if sides_.dense is not None and opts.mode != "bm25":
+        extra, d_k, top = [np.zeros(0, np.int64)], None, np.zeros(0, np.int64)
+        if bm25 and b_k == 0.0 and qt is not None and qt.statuses:
+            # every match taken: the units stating the reading that share no term join (BM25 0, ranked by tier)
+            extra.append(qt.keep_rows())
+        if sides_.dense is not None and not bm25:
             top, d_k = sides_.dense.top(k_dense, mask, n_elig)
             extra.append(top)
         extra = np.unique(np.concatenate(extra)).astype(np.int64)
@@ -102,8 +105,10 @@ def _rank(opts, sides_: Sides, qt, mask, elig, keep_rows, depth: int, post: Read
         cand = np.concatenate([bm_rows, extra])
         # a dense candidate may hold a query term without being among the best BM25 matches
         base = sides_.base_of(cand, np.concatenate([bm_vals, sides_.bm25(extra)]))
-        whole = opts.mode == "bm25" or d_k is None  # the pool holds every eligible unit that could rank
-        bound = None if whole else sides_.bound(d_k, b_k)  # the best base score of an eligible unit left out
+        whole = b_k == 0.0 if bm25 else d_k is None  # the pool holds every eligible unit that could rank
+        # the best base score of an eligible unit left out (bm25: a match outside, or a unit stating the
+        # reading and sharing no term, which scores 0)
+        bound = None if whole else np.float32(b_k) if bm25 else sides_.bound(d_k, b_k)
         best = None
         if base.size and (bound is None or base.max() >= bound):
             best = float(np.float64(base.max()))
@@ -118,7 +123,7 @@ def _rank(opts, sides_: Sides, qt, mask, elig, keep_rows, depth: int, post: Read
         if whole or _exact(qt, step, picked, depth, (bm_rows, extra), bound, None if mask is None else elig):
             return picked, cand, best
         # every scored row and every match taken, and still not exact: only the whole list decides
-        k_dense = n_elig if top.size < k_dense and b_k == 0.0 else k_dense * 4
+        k_dense = n_elig if not bm25 and top.size < k_dense and b_k == 0.0 else k_dense * 4
 
 
 def _exact(qt, step, picked, depth, inside, bound, elig) -> bool:
@@ -131,23 +136,18 @@ def _exact(qt, step, picked, depth, inside, bound, elig) -> bool:
     return float(picked[-1][2]) > float(bound)
 
 
-def _counts(opts, qt, post: ReadingPostings, mask, elig, cand, page):
+def _counts(opts, qt, post: ReadingPostings, mask, elig, page):
     """(total, matching, class of each page entry) of the whole ranked list, from the postings."""
     by_report = opts.level == "report"
-    if opts.mode == "bm25":
-        e_rows = cand
-        total = int(np.unique(post.report_row[e_rows]).size) if by_report else int(e_rows.size)
-        in_e = lambda rows: np.isin(rows, e_rows)
+    if mask is None:
+        total = post.reports_with_units if by_report else post.n_units
     else:
-        if mask is None:
-            total = post.reports_with_units if by_report else post.n_units
-        else:
-            units, reports = post.eligible(mask)
-            total = reports if by_report else units
-        in_e = elig
+        units, reports = post.eligible(mask)
+        total = reports if by_report else units
+    in_e = elig
     if qt is None or not qt.statuses:
         return total, None, [-1] * len(page)
-    every = mask is None and opts.mode != "bm25"  # every unit eligible: the findings' views hold the answers
+    every = mask is None  # every unit eligible: the findings' views hold the answers
     per = [v.stating[1] if by_report else v.stating[0] for v in qt.views] if every else []
     for mrows, mtier in () if every else qt.mentions:
         ok = mrows[(mtier == 0) & in_e(mrows)]
