@@ -31,7 +31,8 @@ from radsift.search.cohort import check_out as check_writable
 from radsift.search.display import print_hits, reading_text
 from radsift.search.options import SearchOptions
 from radsift.search.patient_cohort import check_patients_out, patients_path, write_patients
-from radsift.search.passages import PolyFirstStage, load_passage_reranker, parse_passage_query, search_passages
+from radsift.search.passages import (PolyFirstStage, load_passage_reranker, parse_passage_query, rerank_summary,
+                                     search_passages)
 from radsift.search.saved import SavedSearches
 from radsift.search.timeline import require_patients
 from radsift.serve.audit import AuditLog, id_summary, index_audit_log, local_user
@@ -127,12 +128,16 @@ def _search_passages(index_dir, query, options: SearchOptions, *, aspect, model,
     _audit_search(audit, "passages", query, [h.report_id for h in hits], params={
         "aspect": parsed.aspect, **plain_options(options.pick(("k", "mode", "rerank", "where"))),
         "first_stage": "poly" if stage is not None else "index"})
+    summary = rerank_summary(rr, options.rerank) if rr is not None else None
     if as_json:
         typer.echo(json.dumps({"query": query, "entity": parsed.entity, "aspect": parsed.aspect, "text": parsed.text,
+                               **({"reranker": summary} if summary else {}),
                                "hits": [h.to_dict() for h in hits]}, ensure_ascii=False))
         return
     console.print(f"passages for {parsed.text!r}" + (f" (aspect {parsed.aspect})" if parsed.aspect else ""),
                   highlight=False)
+    if summary:
+        console.print(summary["note"], highlight=False)
     for h in hits:
         console.print(f"{h.rank}. {h.report_id}  {h.heading.upper()} [{h.aspect}]  score {h.score:.3f}", highlight=False)
         body = Text(h.text)

@@ -38,13 +38,18 @@ import numpy as np
 
 from radsift.corpus.medquad_passages import PassageData, dev_passage_data
 from radsift.evaluation.metrics import average_precision
-from radsift.evaluation.protocols.passage_retrieval import QUERY_KINDS, report_json, run_passages
-from radsift.evaluation.systems.passage_systems import PassageSpec, build_passage_systems
+from radsift.evaluation.protocols.passage_retrieval import DEPTH, QUERY_KINDS, report_json, run_passages
+from radsift.evaluation.systems.cache import load_encoder
+from radsift.evaluation.systems.passage_systems import (RERANK_TOP, CrossPassages, DensePassages, PassageSpec,
+                                                        build_passage_systems)
 from radsift.labels.weak import Query, normalize_sentence, opposite
+from radsift.models.reranker import WEIGHT_CANDIDATES, Reranker
 from radsift.models.training.data import LabeledSentence, SectionPair, TrainingData, labeled_sentence
 from radsift.ranking import DENSE_WEIGHT, RERANK_WEIGHT, bm25_scores, build_bm25_texts, rank, rerank, top_k
 
 TOP_K = 5
+#: Development queries (a seeded sample) on which training chooses a cross-encoder's rerank weight.
+RERANK_WEIGHT_QUERIES = 300
 
 
 @dataclass
@@ -302,6 +307,59 @@ def evaluate_on_dev(model_dir: Path, config, dev_docs, say: Callable[[str], None
     return {"dev": report_json(result), "dev_queries": result.data["queries"]}
 
 
+class _ScoredOnce:
+    """A reranker's scores kept per (query, texts): every weight of the sweep reads the same scores."""
+
+    def __init__(self, reranker) -> None:
+        self.reranker, self.cache = reranker, {}
+
+    def at(self, weight: float):
+        outer = self
+
+        class View:
+            def score(self, query, texts):
+                key = (query, tuple(texts))
+                if key not in outer.cache:
+                    outer.cache[key] = outer.reranker.score(query, texts)
+                return outer.cache[key]
+
+        view = View()
+        view.weight = weight
+        return view
+
+
+def rerank_weights_on_dev(model_dir: Path, config, dev_docs, say: Callable[[str], None], *,
+                          weights: Sequence[float] = WEIGHT_CANDIDATES, max_queries: int = RERANK_WEIGHT_QUERIES,
+                          reranker=None, first_stage=None) -> dict[str, Any]:
+    """(entity, aspect) R@1/R@5 on the development split of a trained cross-encoder re-scoring, as passage
+    search does (:func:`radsift.models.reranker.rerank_head`), the first stage's top 16 of BM25's top 64, at
+    each of ``weights`` (0: the first stage alone), on a seeded sample of at most ``max_queries`` queries.
+
+    Args:
+        reranker: The loaded cross-encoder (default: ``model_dir`` loaded as search loads it).
+        first_stage: The first-stage encoder (default: ``config.base_model``, the packaged model when None:
+            the bi-encoder the cross-encoder started from).
+
+    Returns:
+        ``{"R@1": {weight: %}, "R@5": {weight: %}, "queries", "first_stage", "top", "depth", "chosen_on"}``.
+    """
+    reranker = reranker or Reranker.load(model_dir, threads=config.threads, weight=1.0)
+    encoder = first_stage or load_encoder(config.base_model, threads=config.threads)
+    first = DensePassages("first", encoder)
+    once = _ScoredOnce(reranker)
+    systems = [CrossPassages(f"weight {w}", once.at(float(w)), first, top=RERANK_TOP) for w in weights]
+    data = dev_docs if isinstance(dev_docs, PassageData) else dev_passage_data(dev_docs)
+    n = min(max_queries, config.dev_max_queries)
+    result = run_passages(data, systems, kinds=("entity-aspect",), max_queries=n, seed=config.seed, log=say)
+    figures = report_json(result)
+    name = config.base_model or "the packaged model"
+    return {"R@1": {float(w): figures[f"weight {w}"]["entity-aspect"]["R@1"] for w in weights},
+            "R@5": {float(w): figures[f"weight {w}"]["entity-aspect"]["R@5"] for w in weights},
+            "queries": result.data["queries"], "first_stage": str(name), "top": RERANK_TOP, "depth": DEPTH,
+            "chosen_on": f"development split, {result.data['queries']} (entity, aspect) queries of {data.source}: "
+                         f"BM25's top {DEPTH}, the first stage's ({name}) top {RERANK_TOP} re-scored"}
+
+
 class HeldOutEvaluator:
     """The evaluator ``radsift train`` is given: held-out figures for the model card
     (:class:`radsift.models.training.evaluator.Evaluator`).
@@ -316,6 +374,10 @@ class HeldOutEvaluator:
                     kinds: Sequence[str] | None = None) -> dict[str, Any]:
         """The development-split figures of an ``entity-aspect`` model (:func:`evaluate_on_dev`)."""
         return evaluate_on_dev(model_dir, config, dev_docs, log, kinds=kinds)
+
+    def rerank_weights(self, model_dir: Path, config, dev_docs, log: Callable[[str], None]) -> dict[str, Any]:
+        """A trained cross-encoder's development figures per rerank weight (:func:`rerank_weights_on_dev`)."""
+        return rerank_weights_on_dev(model_dir, config, dev_docs, log)
 
     def __call__(self, kind: str, model, data: TrainingData, config, base_path=None,
                  first_stage_encode=None) -> dict[str, Any]:

@@ -14,8 +14,9 @@ poly-encoder in its place (:class:`PolyFirstStage`: it scores every live section
 per segment, :mod:`radsift.index.poly_codes`); the mode fuses either with BM25 (``dense``: the model
 alone). A cross-encoder or a poly-encoder folder re-scores the top ``rerank`` passages through
 :func:`radsift.models.reranker.rerank_head`, the rerank the passage benchmark measures: fused with the
-first stage at the reranker's weight (0.3 for a cross-encoder, :data:`radsift.ranking.RERANK_WEIGHT`;
-a poly-encoder reranker's order alone).
+first stage at the reranker's weight (for a cross-encoder the weight its training chose on development
+data, ``radsift_reranker.json``, else 0.3, :data:`radsift.ranking.RERANK_WEIGHT`; 0: not reranked, and
+:func:`rerank_summary` says so; a poly-encoder reranker's order alone).
 
 A section longer than one window is read as overlapping windows (:func:`radsift.text.aspects.section_windows`)
 as the benchmark reads it, and scored by its best window (:func:`radsift.ranking.best_per_owner`): the
@@ -179,10 +180,34 @@ class PolyFirstStage:
             return codes.scores(store, codes.poly.encode_queries([query])[0])
 
 
-def load_passage_reranker(path: str | Path, threads: int | None = None):
-    """A cross-encoder or poly-encoder folder as a reranker (a cross-encoder at its default weight,
-    :data:`radsift.models.reranker.DEFAULT_WEIGHT`, as the server and the passage benchmark load it)."""
-    return PolyReranker(path, threads) if is_poly_encoder(path) else Reranker.load(path, threads=threads)
+def load_passage_reranker(path: str | Path, threads: int | None = None, weight: float | None = None):
+    """A cross-encoder or poly-encoder folder as a reranker: a cross-encoder at ``weight``, else at the weight
+    chosen on development data (its ``radsift_reranker.json``) or :data:`radsift.models.reranker.DEFAULT_WEIGHT`,
+    as the server and the passage benchmark load it."""
+    return PolyReranker(path, threads) if is_poly_encoder(path) else Reranker.load(path, threads=threads, weight=weight)
+
+
+def rerank_summary(reranker, top: int) -> dict[str, Any]:
+    """How the top ``top`` passages were reranked, for the user: the reranker, its weight, where the weight
+    comes from and a sentence saying so (weight 0: the reranker was loaded but does not help, and the
+    passages keep the first stage's order)."""
+    weight = float(getattr(reranker, "weight", 1.0))
+    source = getattr(reranker, "weight_from", "poly-encoder: its order alone" if isinstance(reranker, PolyReranker)
+                     else "given")
+    name = Path(getattr(reranker, "path", "reranker")).name
+    settings = getattr(reranker, "settings", None) or {}
+    if weight == 0.0:
+        why = ("chosen on development data: no weight beat the first stage alone"
+               + (f" (R@1 {settings['dev_R@1'].get('0.0')})" if settings.get("dev_R@1") else "")
+               if source == "development data" else source)
+        note = f"not reranked: {name} does not help at weight 0 ({why}); the passages keep the first stage's order"
+    else:
+        r1 = settings.get("dev_R@1") or {}
+        gain = (f": R@1 {r1.get(str(weight))} against {r1.get('0.0')} without it"
+                if source == "development data" and str(weight) in r1 and "0.0" in r1 else "")
+        note = f"the top {top} reranked by {name} at weight {weight:g} ({source}{gain})"
+    return {"reranker": name, "top": int(top), "weight": weight, "weight_from": source, "reranked": weight > 0,
+            "note": note}
 
 
 def matched_sentences(words: str, text: str) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from radsift.errors import ConfigError
 from radsift.search.options import SearchOptions
-from radsift.search.passages import parse_passage_query, search_passages
+from radsift.search.passages import parse_passage_query, rerank_summary, search_passages
 from radsift.search.query import MAX_QUERY_CHARS, normalize_query, parse_where
 from radsift.search.reading import parse_override
 from radsift.serve.params import only_params, param_names, parse_fields, search_params
@@ -107,8 +107,9 @@ def passage_router(service: Service) -> APIRouter:
         service.audit_write(request, "passages", query=q, params={
             "aspect": parsed.aspect, "k": options.k, "mode": options.mode, "rerank": options.rerank,
             "first_stage": first}, result_ids=[h.report_id for h in hits])
+        rr = {"reranker": rerank_summary(idx.reranker, options.rerank)} if options.rerank else {}
         return {"query": q, "entity": parsed.entity, "aspect": parsed.aspect, "text": parsed.text, "first_stage": first,
-                "took_ms": round((time.perf_counter() - start) * 1000, 2), "hits": [h.to_dict() for h in hits]}
+                **rr, "took_ms": round((time.perf_counter() - start) * 1000, 2), "hits": [h.to_dict() for h in hits]}
 
     return router
 

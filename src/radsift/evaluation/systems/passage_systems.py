@@ -324,8 +324,8 @@ class CrossPassages(PassageSystem):
             if firsts is None:
                 out.append(self.reranker.score(q, [self.passages[j] for j in idx]))
                 continue
-            # Passage search's rerank: the head by the fused score (the reranker's weight, 0.3 for a
-            # cross-encoder), the rest below it in first-stage order.
+            # Passage search's rerank: the head by the fused score (the reranker's weight: for a cross-encoder
+            # the one chosen on development data, else 0.3), the rest below it in first-stage order.
             positions, fused = rerank_head(q, [self.passages[j] for j in idx], firsts[i], self.reranker, self.top)
             s = np.empty(idx.size, dtype=np.float64)
             s[positions] = fused

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from radsift.corpus.medquad_passages import PassageData
 from radsift.models.poly_encoder import PolyEncoder
+from radsift.models.reranker import SETTINGS_FILE, write_reranker_settings
 from radsift.models.training.entity_aspect_bi import EntityAspectRecipe
 from radsift.models.training.entity_aspect_cross import CrossRecipe
 from radsift.models.training.entity_aspect_data import EAData, build_entity_aspect_data, load_sources, load_test_pairs
@@ -116,8 +117,11 @@ def train_entity_aspect(reports, config, out: Path, base_path: Path, *, evaluato
     say(f"trained {loop.steps} steps in {loop.seconds:.0f} s" + (" (time limit)" if loop.stopped_early else ""))
     _save(model, poly, out, config)
     evaluation: dict[str, Any] = {}
+    weighed = getattr(evaluator, "rerank_weights", None)
+    if config.model_type == "cross" and config.evaluate and data.dev_docs and weighed is not None:
+        evaluation["rerank_weight"] = choose_rerank_weight(out, config, data.dev_docs, weighed, say)
     if config.evaluate and data.dev_docs and develop is not None:
-        evaluation = develop(out, config, data.dev_docs, say)
+        evaluation.update(develop(out, config, data.dev_docs, say))
     if curve:
         evaluation["dev_curve"] = curve
     if checkpoint.is_dir():  # the final model is saved: the checkpoint has served
@@ -127,6 +131,22 @@ def train_entity_aspect(reports, config, out: Path, base_path: Path, *, evaluato
     if evaluation:  # the card's held-out section speaks of weak labels: the dev figures get their own
         _write_dev_card(out, info, evaluation, _dev_description(data), curve)
     return TrainResult(out, config, data.stats, loop.to_dict(), evaluation, time.monotonic() - start)
+
+
+def choose_rerank_weight(out: Path, config, dev_docs, weighed, say: Callable[[str], None]) -> dict[str, Any]:
+    """Score the saved cross-encoder on the development split at each rerank weight (``weighed``: the
+    evaluator's ``rerank_weights``), write the best to ``OUT/radsift_reranker.json`` (what
+    :meth:`radsift.models.reranker.Reranker.load` reads) and say what was chosen."""
+    settings = write_reranker_settings(out, weighed(out, config, dev_docs, say))
+    figures = ", ".join(f"{w} {v}" for w, v in settings["dev_R@1"].items())
+    if settings["helps"]:
+        say(f"rerank weight {settings['weight']} chosen on {settings['queries']} development queries "
+            f"(R@1 by weight: {figures}); written to {SETTINGS_FILE}")
+    else:
+        say(f"the cross-encoder does not help on the development split: no weight beat the first stage alone "
+            f"(R@1 by weight: {figures}); weight 0 written to {SETTINGS_FILE}, so passage search keeps the "
+            "first stage's order")
+    return settings
 
 
 def _dev_description(data: EAData) -> str:
@@ -149,6 +169,12 @@ def _write_dev_card(out: Path, info: dict[str, Any], evaluation: dict[str, Any],
         for name, by_kind in evaluation["dev"].items():
             for qkind, figures in by_kind.items():
                 lines.append(f"| {name} | {qkind} | {figures['R@1']} | {figures['R@5']} |")
+    chosen = evaluation.get("rerank_weight")
+    if chosen:
+        lines += ["", f"Rerank weight (`{SETTINGS_FILE}`): **{chosen['weight']}**"
+                  + ("" if chosen["helps"] else " (no weight beat the first stage alone: the reranker does not help)")
+                  + f", chosen on {chosen['chosen_on']}.", "", "| weight | R@1 | R@5 |", "|---|---|---|"]
+        lines += [f"| {w} | {v} | {chosen['dev_R@5'].get(w, '')} |" for w, v in chosen["dev_R@1"].items()]
     if curve:
         lines += ["", "Learning curve, (entity, aspect) queries of the development split:", "",
                   "| step | seconds | R@1 | R@5 |", "|---|---|---|---|"]

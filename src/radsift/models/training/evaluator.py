@@ -14,7 +14,10 @@ class Evaluator(Protocol):
 
     A recipe calls it once its model is saved (when ``config.evaluate`` is set); the
     ``entity-aspect`` recipes also call :meth:`development` every ``eval_every`` steps (the
-    learning curve).
+    learning curve). An evaluator may also have ``rerank_weights(model_dir, config, dev_docs, log)``:
+    a trained cross-encoder's development figures per rerank weight (``{"R@1": {weight: %}, "R@5": ...,
+    "queries": n, "chosen_on": text}``), from which training writes the chosen weight to the model folder
+    (:func:`radsift.models.reranker.write_reranker_settings`).
     """
 
     def __call__(self, kind: str, model, data, config, base_path=None, first_stage_encode=None) -> dict[str, Any]:
