@@ -307,25 +307,18 @@ def evaluate_on_dev(model_dir: Path, config, dev_docs, say: Callable[[str], None
     return {"dev": report_json(result), "dev_queries": result.data["queries"]}
 
 
-class _ScoredOnce:
-    """A reranker's scores kept per (query, texts): every weight of the sweep reads the same scores."""
+class _AtWeight:
+    """A reranker at ``weight`` whose scores are kept per (query, texts) in ``cache``: every weight of the
+    sweep shares one cache, so each pair is scored once."""
 
-    def __init__(self, reranker) -> None:
-        self.reranker, self.cache = reranker, {}
+    def __init__(self, reranker, weight: float, cache: dict) -> None:
+        self.reranker, self.weight, self.cache = reranker, weight, cache
 
-    def at(self, weight: float):
-        outer = self
-
-        class View:
-            def score(self, query, texts):
-                key = (query, tuple(texts))
-                if key not in outer.cache:
-                    outer.cache[key] = outer.reranker.score(query, texts)
-                return outer.cache[key]
-
-        view = View()
-        view.weight = weight
-        return view
+    def score(self, query, texts):
+        key = (query, tuple(texts))
+        if key not in self.cache:
+            self.cache[key] = self.reranker.score(query, texts)
+        return self.cache[key]
 
 
 def rerank_weights_on_dev(model_dir: Path, config, dev_docs, say: Callable[[str], None], *,
@@ -346,8 +339,9 @@ def rerank_weights_on_dev(model_dir: Path, config, dev_docs, say: Callable[[str]
     reranker = reranker or Reranker.load(model_dir, threads=config.threads, weight=1.0)
     encoder = first_stage or load_encoder(config.base_model, threads=config.threads)
     first = DensePassages("first", encoder)
-    once = _ScoredOnce(reranker)
-    systems = [CrossPassages(f"weight {w}", once.at(float(w)), first, top=RERANK_TOP) for w in weights]
+    cache: dict = {}
+    systems = [CrossPassages(f"weight {w}", _AtWeight(reranker, float(w), cache), first, top=RERANK_TOP)
+               for w in weights]
     data = dev_docs if isinstance(dev_docs, PassageData) else dev_passage_data(dev_docs)
     n = min(max_queries, config.dev_max_queries)
     result = run_passages(data, systems, kinds=("entity-aspect",), max_queries=n, seed=config.seed, log=say)
