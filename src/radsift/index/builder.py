@@ -101,8 +101,8 @@ class BuildOptions:
     allow_empty: bool = False
     encoder_kind: str = "torch"  # radsift.models.onnx_encoder.BUILD_ENCODERS
     encoder_cache: str | Path | None = None  # where ONNX exports are cached
-    workers: int = 1  # encoding processes on this machine (radsift.models.parallel)
-    ray: str | None = None  # a Ray cluster's address: encoding goes there (radsift.models.ray_encode)
+    workers: int = 1  # processes on this machine, each writing a segment (radsift.index.spread)
+    ray: str | None = None  # a Ray cluster's address: its tasks write the segments (radsift.index.spread)
 
     def __post_init__(self) -> None:  # a wrong option fails before the index folder is touched
         if self.encoder_kind not in BUILD_ENCODERS:
@@ -293,7 +293,8 @@ PACKAGED_LEXICON = "packaged:chest_xray"
 
 def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, opts: BuildOptions) -> BuildSummary:
     """A build (``old`` None: one new segment, a generation of it alone) or an add (a new segment of the
-    new reports only, listed after ``old``'s segments; replaced reports deleted from their segments)."""
+    new reports only, listed after ``old``'s segments; replaced reports deleted from their segments); with
+    ``--workers N`` or ``--ray``, one new segment per worker's share, all in the one new generation."""
     start = time.perf_counter()
     try:
         with write_lock(index_dir):
