@@ -116,7 +116,7 @@ def write_shares(index_dir: Path, reports: list[Report], encoder, *, workers: in
     """
     index_dir = Path(index_dir)
     threads = worker_threads(workers, threads) if ray is None else (threads or 1)
-    job = ShareJob(str(index_dir), worker_loader(encoder, threads), batch_size, label,
+    job = ShareJob(str(index_dir.resolve()), worker_loader(encoder, threads), batch_size, label,  # the same on every node
                    str(lexicon) if lexicon else None)
     try:
         if ray is None:
@@ -212,8 +212,8 @@ def _run_ray(job: ShareJob, reports: list[Report], address: str, workers: int, t
             if pending:  # let them stop before their segments are removed
                 ray.wait(pending, num_returns=len(pending), timeout=CANCEL_WAIT_S)
             cause = getattr(exc, "cause", None) or exc
-            if isinstance(cause, RadsiftError):
-                raise type(cause)(first_line(cause)) from None
+            if isinstance(cause, RadsiftError):  # one line already, and what the caller knows how to handle
+                raise cause from None
             raise EncodeWorkerError(f"a Ray build task failed ({type(cause).__name__}: {first_line(cause)}): "
                                     f"{NOTHING_COMMITTED}") from None
     return results
