@@ -116,8 +116,8 @@ def write_shares(index_dir: Path, reports: list[Report], encoder, *, workers: in
     """
     index_dir = Path(index_dir)
     threads = worker_threads(workers, threads) if ray is None else (threads or 1)
-    job = ShareJob(str(index_dir.resolve()), worker_loader(encoder, threads), batch_size, label,  # the same on every node
-                   str(lexicon) if lexicon else None)
+    job = ShareJob(str(index_dir.resolve()), worker_loader(encoder, threads), batch_size, label,
+                   str(lexicon) if lexicon else None)  # absolute paths: the same on every Ray node
     try:
         if ray is None:
             shares = cut_shares(reports, workers)
