@@ -216,6 +216,16 @@ def test_ray_local_builds_one_segment_a_task_as_one_process(tmp_path, enc, monke
         add_to_index(viaray, _reports(5, 30), encoder=FailingEncoder(tmp_path / "model"), progress=False,
                      ray="local", workers=2, threads=1)
     assert "\n" not in str(err.value) and read_current(viaray) == before
+    with pytest.raises(EncodeWorkerError, match="a Ray build task failed .*committed nothing") as err:  # killed
+        add_to_index(viaray, _reports(5, 30), encoder=DyingEncoder(tmp_path / "model"), progress=False,
+                     ray="local", workers=2, threads=1)
+    assert "\n" not in str(err.value) and read_current(viaray) == before
+    monkeypatch.setenv("RADSIFT_FAULT", "segment-written")  # each task renames its segment into place, then dies
+    with pytest.raises(EncodeWorkerError, match="a Ray build task failed .*committed nothing"):
+        add_to_index(viaray, _reports(5, 30), encoder=enc, progress=False, ray="local", workers=2, threads=1)
+    monkeypatch.delenv("RADSIFT_FAULT")
+    assert read_current(viaray) == before and sorted(p.name for p in (viaray / "segments").iterdir()) == sorted(
+        s["name"] for s in json.loads((before / "manifest.json").read_text())["segments"])  # none of it left
     with pytest.raises(EncodeWorkerError, match="a Ray build task failed .ValueError: tokenizer exploded") as err:
         build_index(tmp_path / "bad", _reports(5), encoder=PlainFailingEncoder(tmp_path / "m2"), progress=False,
                     ray="local", workers=2, threads=1)
