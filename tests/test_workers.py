@@ -1,7 +1,9 @@
-"""A build that spreads (issue 33, item 4): ``--workers N`` encodes with N processes and gives the
-one-process vectors in the same order; a worker that dies fails the build with nothing committed, in
-one line; ``--ray`` is refused before anything is written when Ray is missing or no cluster answers,
-and encodes in a Ray started here when ray is installed. Thread policies under contention (item 6)."""
+"""A build that spreads (issue 33, item 4): ``--workers N`` builds with N processes and gives the
+one-process vectors in the same order (each worker writing its own segment: tests/test_segment_workers.py);
+a worker that dies fails the build with nothing committed, in one line; ``--ray`` is refused before
+anything is written when Ray is missing or no cluster answers, and builds in a Ray started here (one
+task a share, each writing a segment) when ray is installed. :class:`ProcessEncoder` (encoding only)
+gives the one-process vectors. Thread policies under contention (item 6)."""
 
 from __future__ import annotations
 
@@ -103,7 +105,7 @@ def test_a_worker_that_dies_fails_the_build_in_one_line_with_nothing_committed(t
     with pytest.raises(EncodeWorkerError) as err:
         add_to_index(path, _reports(30, 8), encoder=dying, progress=False, workers=2)
     message = str(err.value)
-    assert "\n" not in message and "killed by signal 9" in message and "wrote nothing" in message
+    assert "\n" not in message and "killed by signal 9" in message and "committed nothing" in message
     assert read_current(path) == before
     store = IndexStore.open(path)
     assert len(store.report_ids) == 8
@@ -185,19 +187,52 @@ def test_a_ray_address_that_does_not_answer_is_refused_before_anything_is_writte
         build_index(tmp_path / "z", _reports(3), encoder=enc, progress=False, ray="auto")
 
 
+class PlainFailingEncoder(HashingEncoder):
+    """Raises an error that is not radsift's in the worker (a bug, a broken library)."""
+
+    def encode(self, texts, **kw):
+        raise ValueError("tokenizer exploded")
+
+
 @pytest.mark.slow
-def test_ray_local_encodes_as_one_process(tmp_path, enc):
+def test_ray_local_builds_one_segment_a_task_as_one_process(tmp_path, enc, monkeypatch):
     if not _ray_installed():
         pytest.skip("ray is not installed (pip install 'radsift[ray]'): the Ray local-mode build is not tested here")
+    # Ray's workers import what they run by name: the test encoders' module too (a spawned process gets the
+    # parent's sys.path; a Ray worker only its environment)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), *sys.path]))
     one, viaray = tmp_path / "one", tmp_path / "ray"
     build_index(one, _reports(30), encoder=enc, progress=False)
-    build_index(viaray, _reports(30), encoder=enc, progress=False, ray="local", workers=2, threads=1)
+    summary = build_index(viaray, _reports(30), encoder=enc, progress=False, ray="local", workers=2, threads=1)
+    assert summary.segments == 2 and len(list((viaray / "segments").iterdir())) == 2
     for a, b in zip(_vectors(one), _vectors(viaray)):
         np.testing.assert_allclose(a, b, atol=1e-6)
-    with pytest.raises(EncodeWorkerError, match="the Ray encoding failed") as err:
-        build_index(tmp_path / "bad", _reports(5), encoder=FailingEncoder(tmp_path / "m2"), progress=False,
-                    ray="local", workers=1, threads=1)
-    assert "\n" not in str(err.value) and not (tmp_path / "bad" / "CURRENT").exists()
+    a, b = IndexStore.open(one), IndexStore.open(viaray)
+    assert a.report_ids == b.report_ids and np.array_equal(a.labels().status, b.labels().status)
+    a.close()
+    b.close()
+    before = read_current(viaray)
+    with pytest.raises(ConfigError, match="not found on this worker: /nowhere") as err:  # a radsift error: itself
+        add_to_index(viaray, _reports(5, 30), encoder=FailingEncoder(tmp_path / "model"), progress=False,
+                     ray="local", workers=2, threads=1)
+    assert "\n" not in str(err.value) and read_current(viaray) == before
+    with pytest.raises(EncodeWorkerError, match="a Ray build task failed .*committed nothing") as err:  # killed
+        add_to_index(viaray, _reports(5, 30), encoder=DyingEncoder(tmp_path / "model"), progress=False,
+                     ray="local", workers=2, threads=1)
+    assert "\n" not in str(err.value) and read_current(viaray) == before
+    monkeypatch.setenv("RADSIFT_FAULT", "segment-written")  # each task renames its segment into place, then dies
+    with pytest.raises(EncodeWorkerError, match="a Ray build task failed .*committed nothing"):
+        add_to_index(viaray, _reports(5, 30), encoder=enc, progress=False, ray="local", workers=2, threads=1)
+    monkeypatch.delenv("RADSIFT_FAULT")
+    assert read_current(viaray) == before and sorted(p.name for p in (viaray / "segments").iterdir()) == sorted(
+        s["name"] for s in json.loads((before / "manifest.json").read_text())["segments"])  # none of it left
+    with pytest.raises(EncodeWorkerError, match="a Ray build task failed .ValueError: tokenizer exploded") as err:
+        build_index(tmp_path / "bad", _reports(5), encoder=PlainFailingEncoder(tmp_path / "m2"), progress=False,
+                    ray="local", workers=2, threads=1)
+    assert "\n" not in str(err.value) and "committed nothing" in str(err.value)
+    assert not (tmp_path / "bad" / "CURRENT").exists() and not list((tmp_path / "bad").glob("segments/*"))
+    assert sorted(p.name for p in (viaray / "segments").iterdir()) == sorted(
+        s["name"] for s in json.loads((read_current(viaray) / "manifest.json").read_text())["segments"])
 
 
 # --------------------------------------------------------------------- thread policy (item 6)

@@ -27,12 +27,13 @@ from radsift.workflows.adapt import build_adapted_index
 from radsift.workflows.watch import run_watch
 
 WorkersOpt = Annotated[int, typer.Option(
-    "--workers", metavar="N", min=1, help="Encode with N processes on this machine, each loading the model once and "
-    "using its share of the cores (--threads: threads of each); the same vectors as one process.")]
+    "--workers", metavar="N", min=1, help="Build with N processes on this machine: each loads the model once, "
+    "encodes and labels a share of the reports on its share of the cores (--threads: threads of each) and writes it "
+    "as a segment; all are committed as one generation and search as a one-process build.")]
 RayOpt = Annotated[Optional[str], typer.Option(
-    "--ray", metavar="ADDRESS", help="Encode on a Ray cluster (host:port, ray://host:port, auto, or local for a Ray "
-    "started here; needs the 'ray' extra); --workers N: N Ray actors. Refused before anything is written when no "
-    "cluster answers.")]
+    "--ray", metavar="ADDRESS", help="Build on a Ray cluster (host:port, ray://host:port, auto, or local for a Ray "
+    "started here; needs the 'ray' extra): one task a share, each writing a segment into the index folder (the same "
+    "path on every node); --workers N: N tasks. Refused before anything is written when no cluster answers.")]
 
 index_app = typer.Typer(help="Build and update an index.", no_args_is_help=True, cls=OrderedGroup,
                         epilog=examples(f"radsift index build my-index reports.csv {OPENI}"))
@@ -81,7 +82,7 @@ def index_build(
         if not labels:
             raise ConfigError("--adapt trains on the sentence labels: it cannot be used with --no-labels")
         if workers != 1 or ray is not None:
-            raise ConfigError("--workers and --ray spread the encoding of a plain build: not yet with --adapt")
+            raise ConfigError("--workers and --ray spread a plain build: not yet with --adapt")
         summary, _ = build_adapted_index(index_dir, reports, steps=adapt_steps, base_model=model, threads=threads,
                                          batch_size=batch_size, overwrite=overwrite, lexicon=lexicon, say=say,
                                          encoder_kind=encoder, encoder_cache=encoder_cache, **derive)

@@ -5,35 +5,29 @@ rewritten); the commit every write ends with. Deleting reports and merging segme
 
 from __future__ import annotations
 
-import json
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable
 
-import numpy as np
-
 from radsift.errors import ConfigError, CorpusError, IndexStoreError
 from radsift.index.derived import Derived, check_options, derive
-from radsift.index.format import (CURRENT, GEN_PREFIX, MARKER, SEGMENTS, TMP_PREFIX, GenerationData, LabelRecord,
-                                  ReportRecord, SectionRecord, SentenceRecord)
+from radsift.index.format import CURRENT, GEN_PREFIX, MARKER, SEGMENTS, TMP_PREFIX
 from radsift.index.generations import mark_index_dir, write_lock
 from radsift.index.lifecycle import remove_leftovers
 from radsift.index.manifest import FORMAT_VERSION, Manifest, now_iso
 from radsift.index.reader import IndexStore
+from radsift.index.segment_data import segment_data
+from radsift.index.spread import write_shares
 from radsift.index.writer import commit_generation, live_counts, write_segment
 from radsift.models.encoder import model_fingerprint, resolve_model_path
 from radsift.models.onnx_encoder import BUILD_ENCODERS, load_build_encoder
 from radsift.models.onnx_encoder import encoder_kind as kind_of_encoder
-from radsift.models.parallel import ProcessEncoder
-from radsift.models.ray_encode import RayEncoder, check_ray_address
+from radsift.models.ray_encode import check_ray_address
 from radsift.progress import progress_bar
 from radsift.records import Report
-from radsift.text import report_sentences
-from radsift.text.aspects import section_windows
-from radsift.text.tokens import TOKENIZER_VERSION, tokenize
+from radsift.text.tokens import TOKENIZER_VERSION
 from radsift.version import __version__
 
 
@@ -72,49 +66,6 @@ class BuildSummary:
 OPTIMIZE_HINT = 16
 
 
-def _encode_unique(encoder, texts: list[str], batch_size: int, progress: bool, desc: str) -> tuple[np.ndarray, int]:
-    """Encode each distinct text once (radiology repeats boilerplate sentences a lot)."""
-    if not texts:
-        return np.zeros((0, encoder.dim), dtype=np.float32), 0
-    uniq: dict[str, int] = {}
-    inverse = np.fromiter((uniq.setdefault(t, len(uniq)) for t in texts), dtype=np.int64, count=len(texts))
-    vecs = encoder.encode(list(uniq), batch_size=batch_size, progress=progress, desc=desc)
-    return vecs[inverse], len(uniq)
-
-
-def _encode_sections(encoder, texts: list[str], batch_size: int, progress: bool,
-                     desc: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Section vectors, read window by window. A section longer than one window
-    (:data:`radsift.text.aspects.WINDOW_WORDS` words) is read as overlapping windows: the model reads 256
-    word pieces, so truncating a long note section would drop its end. Its first window is its section
-    vector; the others are kept beside (``section_windows.npy``) and a search scores the section by its
-    best window (:func:`radsift.ranking.best_window_scores`), the rule chosen on the MedQuAD development
-    split (untrained MiniLM R@1 53.1 best window, 52.8 first window, 46.1 mean of windows).
-
-    Returns:
-        ``(first, extra, owner, n_encoded)``: one vector per section, the vectors of every later window,
-        each one's section (row in ``texts``), and how many distinct windows were encoded.
-    """
-    windows, owner = section_windows(texts)
-    vecs, n = _encode_unique(encoder, windows, batch_size, progress, desc)
-    owner = np.asarray(owner, dtype=np.int64)
-    first = np.ones(len(windows), dtype=bool)
-    first[1:] = owner[1:] != owner[:-1]
-    return vecs[first], vecs[~first], owner[~first].astype(np.int32), n
-
-
-def _units_of(reports: list[Report], first_row: int) -> tuple[list[SentenceRecord], list[SectionRecord]]:
-    sentences, sections = [], []
-    for offset, report in enumerate(reports):
-        row = first_row + offset
-        for name, text in report.sections.items():
-            if text.strip():
-                sections.append(SectionRecord(row, name, text))
-        for s in report_sentences(report):
-            sentences.append(SentenceRecord(row, s.section, s.index, s.start, s.end, s.text))
-    return sentences, sections
-
-
 def _collect(reports: Iterable[Report]) -> list[Report]:
     seen: set[str] = set()
     out = []
@@ -124,11 +75,6 @@ def _collect(reports: Iterable[Report]) -> list[Report]:
         seen.add(r.id)
         out.append(r)
     return out
-
-
-def _record(report: Report) -> ReportRecord:
-    return ReportRecord(report.id, json.dumps(dict(report.sections), ensure_ascii=False),
-                        json.dumps(dict(report.metadata), ensure_ascii=False))
 
 
 @contextmanager
@@ -155,8 +101,8 @@ class BuildOptions:
     allow_empty: bool = False
     encoder_kind: str = "torch"  # radsift.models.onnx_encoder.BUILD_ENCODERS
     encoder_cache: str | Path | None = None  # where ONNX exports are cached
-    workers: int = 1  # encoding processes on this machine (radsift.models.parallel)
-    ray: str | None = None  # a Ray cluster's address: encoding goes there (radsift.models.ray_encode)
+    workers: int = 1  # processes on this machine, each writing a segment (radsift.index.spread)
+    ray: str | None = None  # a Ray cluster's address: its tasks write the segments (radsift.index.spread)
 
     def __post_init__(self) -> None:  # a wrong option fails before the index folder is touched
         if self.encoder_kind not in BUILD_ENCODERS:
@@ -166,17 +112,6 @@ class BuildOptions:
             raise ConfigError(f"--workers: must be a whole number of 1 or more, not {self.workers!r}")
         if self.ray is not None:
             check_ray_address(self.ray)  # the extra installed and a cluster that answers, or a one-line error
-
-
-def _spread(encoder, opts: BuildOptions):
-    """The encoder a build encodes with: ``encoder`` itself, its work spread over ``opts.workers`` processes,
-    or handed to a Ray cluster (a context manager: the workers live as long as the encoding)."""
-    if opts.ray is not None:
-        return RayEncoder(encoder, opts.ray, workers=opts.workers if opts.workers > 1 else None,
-                          threads=opts.threads)
-    if opts.workers > 1:
-        return ProcessEncoder(encoder, opts.workers, threads=opts.threads)
-    return nullcontext(encoder)
 
 
 #: Folders radsift keeps beside the generations of an index: an adapted model (``index build --adapt``),
@@ -231,15 +166,19 @@ def build_index(
         milvus_uri: Where ``milvus`` pushes (a server URL or a milvus-lite file; default the index's own file).
         poly: A poly-encoder folder whose section codes to write too (``radsift index build --poly``).
         say: Told each step of the derived work (default: silent, but for the poly-encoder's codes).
-        workers: Encoding processes on this machine, each loading the model once (1 = this process);
-            the vectors and their order are those of one process (:mod:`radsift.models.parallel`).
-        ray: The address of a Ray cluster to encode on (``host:port``, ``ray://host:port``, ``auto`` or
-            ``local`` for a Ray started here); needs the ``ray`` extra and a cluster that answers, checked
-            before anything is written (:mod:`radsift.models.ray_encode`). ``workers`` > 1 then sets how many
-            Ray actors encode.
+        workers: Worker processes on this machine (1 = this process): each loads the model once, encodes and
+            labels a contiguous share of the reports and writes it as its own segment, and the segments are
+            committed as one generation (:mod:`radsift.index.spread`); a search gives the hits and scores of
+            a one-process build.
+        ray: The address of a Ray cluster to build on (``host:port``, ``ray://host:port``, ``auto`` or
+            ``local`` for a Ray started here): one Ray task per share, each writing its segment as a local
+            worker does (the index folder at the same path on every node); needs the ``ray`` extra and a
+            cluster that answers, checked before anything is written (:mod:`radsift.models.ray_encode`).
+            ``workers`` > 1 then sets how many tasks (else as many as the cluster's CPUs allow).
 
-    A worker that dies fails the build with :class:`radsift.models.parallel.EncodeWorkerError` and nothing
-    committed. The checks of ``backend`` and ``poly`` run before anything is read or written; what was derived is
+    A worker that dies or fails (a Ray task too) fails the build with one line
+    (:class:`radsift.models.parallel.EncodeWorkerError`, or the worker's own radsift error), nothing
+    committed and the segments written so far removed. The checks of ``backend`` and ``poly`` run before anything is read or written; what was derived is
     the summary's ``derived``.
 
     A folder radsift created for a build that died before its first commit (it holds the
@@ -352,25 +291,10 @@ def _encoders_used(old: IndexStore | None, encoder) -> list[str]:
 PACKAGED_LEXICON = "packaged:chest_xray"
 
 
-@lru_cache(maxsize=4)
-def _labeler(lexicon: str | None):
-    from radsift.labels.labeler import (
-        Labeler,  # loads medspaCy (seconds): only when labeling
-    )
-
-    return Labeler(lexicon)
-
-
-def _label_sentences(texts: list[str], lexicon, progress: bool) -> list[list[tuple[str, str]]]:
-    """(finding, status) of each sentence, by the lexicon labeler (identical sentences labeled once)."""
-    labeler = _labeler(str(lexicon) if lexicon else None)
-    mentions = labeler.label_many(texts, progress=progress)
-    return [sorted({(m.finding, m.status) for m in ms}) for ms in mentions]
-
-
 def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, opts: BuildOptions) -> BuildSummary:
     """A build (``old`` None: one new segment, a generation of it alone) or an add (a new segment of the
-    new reports only, listed after ``old``'s segments; replaced reports deleted from their segments)."""
+    new reports only, listed after ``old``'s segments; replaced reports deleted from their segments); with
+    ``--workers N`` or ``--ray``, one new segment per worker's share, all in the one new generation."""
     start = time.perf_counter()
     try:
         with write_lock(index_dir):
@@ -400,54 +324,25 @@ def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, o
                 summary.replaced = len(clash)
                 segments = tombstoned(old, clash)
 
-            new_sent, new_sec = _units_of(new, first_row=0)  # rows local to the new segment
-            with _spread(encoder, opts) as enc:  # workers load the model once for both passes
-                sent_vecs, n1 = _encode_unique(enc, [s.text for s in new_sent], opts.batch_size, opts.progress,
-                                               "encoding sentences")
-                sec_vecs, win_vecs, win_owner, n2 = _encode_sections(enc, [s.text for s in new_sec],
-                                                                     opts.batch_size, opts.progress,
-                                                                     "encoding sections")
-            labels: list[LabelRecord] = []
-            if opts.label:
-                new_labels = _label_sentences([s.text for s in new_sent], opts.lexicon, opts.progress)
-                for row, pairs in enumerate(new_labels):
-                    labels.extend(LabelRecord(row, f, st) for f, st in pairs)
-            data = GenerationData(
-                reports=[_record(r) for r in new],
-                sentences=new_sent,
-                sections=new_sec,
-                sentence_vectors=sent_vecs,
-                section_vectors=sec_vecs,
-                section_window_vectors=win_vecs,
-                section_window_owner=win_owner,
-                sentence_tokens=[tokenize(s.text) for s in new_sent],
-                section_tokens=[tokenize(s.text) for s in new_sec],
-                sentence_labels=labels,
-            )
+            data, entries, encoded = None, [], 0
+            if (opts.workers > 1 or opts.ray is not None) and new:  # each worker writes its share's segment
+                remove_leftovers(index_dir)
+                entries, encoded = write_shares(
+                    index_dir, new, encoder, workers=opts.workers, ray=opts.ray, threads=opts.threads,
+                    batch_size=opts.batch_size, label=opts.label,
+                    lexicon=Path(opts.lexicon).resolve() if opts.lexicon else None, progress=opts.progress)
+            else:  # rows local to the new segment
+                data, encoded = segment_data(new, encoder, batch_size=opts.batch_size, label=opts.label,
+                                             lexicon=opts.lexicon, progress=opts.progress)
             empty = [r.id for r in new if r.is_empty]
             if old is not None:
                 empty = sorted(set(old.manifest.empty_ids) - {r.id for r in new} | set(empty))
-            metadata_keys = sorted({k for r in new for k in r.metadata}
-                                   | set(old.manifest.metadata_keys if old else []))
-            lexicon = opts.lexicon
-            manifest = Manifest(
-                format_version=FORMAT_VERSION,
-                model_name=encoder.name,
-                model_path=portable_model_path(Path(encoder.path), index_dir),
-                model_fingerprint=model_fingerprint(Path(encoder.path)),
-                dim=encoder.dim,
-                empty_ids=empty,
-                created=old.manifest.created if old is not None else now_iso(),
-                tokenizer_version=TOKENIZER_VERSION,
-                radsift_version=__version__,
-                metadata_keys=metadata_keys,
-                lexicon=(str(Path(lexicon).resolve()) if lexicon else PACKAGED_LEXICON) if opts.label else None,
-                build_encoders=_encoders_used(old, encoder),
-            )
+            manifest = _manifest(index_dir, new, old, encoder, opts, empty)
             with progress_step(opts, "writing the index (records, vectors, BM25)"):
-                remove_leftovers(index_dir)
-                segments.append(write_segment(index_dir, data, manifest.bm25))
-                commit_segments(index_dir, manifest, segments)
+                if data is not None:
+                    remove_leftovers(index_dir)
+                    entries = [write_segment(index_dir, data, manifest.bm25)]
+                commit_segments(index_dir, manifest, segments + entries)  # every new segment in one generation
     finally:
         if old is not None:
             old.close()
@@ -455,10 +350,30 @@ def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, o
     summary.empty_ids = empty
     summary.sentences = manifest.counts["sentences"]
     summary.sections = manifest.counts["sections"]
-    summary.encoded = n1 + n2
+    summary.encoded = encoded
     summary.segments = len(manifest.segments)
     summary.seconds = time.perf_counter() - start
     return summary
+
+
+def _manifest(index_dir: Path, new: list[Report], old: IndexStore | None, encoder, opts: BuildOptions,
+              empty: list[str]) -> Manifest:
+    """The new generation's manifest but for what its segments decide (:func:`commit_segments` fills that in)."""
+    lexicon = opts.lexicon
+    return Manifest(
+        format_version=FORMAT_VERSION,
+        model_name=encoder.name,
+        model_path=portable_model_path(Path(encoder.path), index_dir),
+        model_fingerprint=model_fingerprint(Path(encoder.path)),
+        dim=encoder.dim,
+        empty_ids=empty,
+        created=old.manifest.created if old is not None else now_iso(),
+        tokenizer_version=TOKENIZER_VERSION,
+        radsift_version=__version__,
+        metadata_keys=sorted({k for r in new for k in r.metadata} | set(old.manifest.metadata_keys if old else [])),
+        lexicon=(str(Path(lexicon).resolve()) if lexicon else PACKAGED_LEXICON) if opts.label else None,
+        build_encoders=_encoders_used(old, encoder),
+    )
 
 
 def tombstoned(store: IndexStore, ids: Iterable[str]) -> list[dict]:

@@ -26,7 +26,8 @@ Layout (format version 2)::
         bm25_sentence/        BM25 term statistics (:class:`radsift.ranking.bm25.TermStats`)
         bm25_section/
 
-A build writes one segment; ``radsift index add`` writes one new segment holding only the added
+A build writes one segment (one a worker with ``--workers N`` or ``--ray``, committed together as one
+generation); ``radsift index add`` writes one new segment holding only the added
 reports and a new generation that lists the old segments plus the new one, so an add costs what
 it adds, never a copy of the index. ``--replace`` and ``radsift index delete`` record the old
 reports' rows as deleted in the new generation's manifest (their segments are not touched);

@@ -43,18 +43,26 @@ def _fsync_tree(folder: Path) -> None:
                 os.fsync(fh.fileno())
 
 
+def segment_names(index_dir: Path, count: int) -> list[str]:
+    """The names of the next ``count`` segments (after every one on disk or listed by a generation): a
+    parent hands them to the workers that write segments side by side. Caller holds the write lock."""
+    first = max(_segment_numbers(index_dir) | _referenced_numbers(index_dir), default=0) + 1
+    return [f"{SEG_PREFIX}{number:06d}" for number in range(first, first + count)]
+
+
 def write_segment(index_dir: Path, data: GenerationData, bm25_params: Mapping | None = None,
-                  mid_fault: str | None = None) -> dict:
+                  mid_fault: str | None = None, name: str | None = None) -> dict:
     """Write ``data`` as a new immutable segment (temp folder, fsync, rename); nothing references it yet.
 
-    Caller holds the write lock. Returns the segment's entry for a generation manifest: name,
-    counts, its section and finding names, its files (size, SHA-256) and an empty deletion set.
+    Caller holds the write lock, or is a worker of the caller that holds it and named the segment
+    (``name``, from :func:`segment_names`; None: the next free name). Returns the segment's entry for a
+    generation manifest: name, counts, its section and finding names, its files (size, SHA-256) and an
+    empty deletion set.
     """
     index_dir = Path(index_dir)
     root = index_dir / SEGMENTS
     root.mkdir(parents=True, exist_ok=True)
-    number = max(_segment_numbers(index_dir) | _referenced_numbers(index_dir), default=0) + 1
-    name = f"{SEG_PREFIX}{number:06d}"
+    name = name or segment_names(index_dir, 1)[0]
     tmp = root / f"{TMP_PREFIX}{name}-{os.getpid()}"
     tmp.mkdir()
 

@@ -22,7 +22,7 @@ import signal
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -36,7 +36,8 @@ CHUNK_BATCHES = 8
 
 
 class EncodeWorkerError(RadsiftError):
-    """An encoding worker died or could not start: the build stops and writes nothing."""
+    """A build's worker (an encoding process, a segment writer, a Ray task) died or failed: the build stops
+    and commits nothing."""
 
 
 def worker_threads(workers: int, threads: int | None = None) -> int:
@@ -83,8 +84,7 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(loader: Callable[[], Any], threads: int) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the pool
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # one "Loading weights" bar (the parent's), not N+1
+    ignore_interrupts()
     _WORKER["loader"], _WORKER["threads"] = loader, threads
 
 
@@ -155,16 +155,30 @@ class ProcessEncoder:
         return out
 
     def _exit_codes(self) -> str:
-        # The pool's processes (a private attribute, read only to name the exit status); once one dies the
-        # pool terminates the others (SIGTERM), so the first death is the status that is not SIGTERM.
-        for p in self._procs.values():
-            p.join(timeout=5)
-        codes = sorted({p.exitcode for p in self._procs.values() if p.exitcode not in (None, 0)})
-        codes = [c for c in codes if c != -signal.SIGTERM] or codes
-        if not codes:
-            return "exit status unknown"
-        return ", ".join(f"killed by signal {-c}" if c < 0 else f"exit status {c}" for c in codes)
+        return describe_exits(self._procs.values())
 
 
-__all__ = ["CHUNK_BATCHES", "EncodeWorkerError", "ProcessEncoder", "length_chunks", "worker_loader",
-           "worker_threads"]
+def describe_exits(procs: Iterable[Any]) -> str:
+    """How a pool's worker processes ended (``killed by signal 9``), to name how one died.
+
+    The processes are a :class:`ProcessPoolExecutor`'s (its private ``_processes``, read only for this); once
+    one dies the pool terminates the others (SIGTERM), so the first death is the status that is not SIGTERM.
+    """
+    procs = list(procs)
+    for p in procs:
+        p.join(timeout=5)
+    codes = sorted({p.exitcode for p in procs if p.exitcode not in (None, 0)})
+    codes = [c for c in codes if c != -signal.SIGTERM] or codes
+    if not codes:
+        return "exit status unknown"
+    return ", ".join(f"killed by signal {-c}" if c < 0 else f"exit status {c}" for c in codes)
+
+
+def ignore_interrupts() -> None:
+    """A worker's initializer: Ctrl-C is the parent's to handle (it stops the pool); one model-loading bar."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
+__all__ = ["CHUNK_BATCHES", "EncodeWorkerError", "ProcessEncoder", "describe_exits", "ignore_interrupts",
+           "length_chunks", "worker_loader", "worker_threads"]

@@ -1,17 +1,15 @@
-"""Encoding on a Ray cluster (``radsift index build|add --ray ADDRESS``), by Ray Data ``map_batches``.
+"""Ray for a build (``radsift index build|add --ray ADDRESS``): the address check and the session.
 
-:class:`RayEncoder` has the encoder interface a build uses. The texts go to the cluster as a Ray
-Dataset (longest first, each with its row number), a pool of actors encodes them batch by batch
-(each actor loads the model once, as :func:`radsift.models.parallel.worker_loader` loads it in a
-local worker), and the vectors come back to their rows: the build then writes its segment and
-commits it here, as without Ray. Every node needs radsift installed and the model folder (and an ONNX
-export, for ``--encoder onnx``) at the same path as on this machine; a shared file system or the same
-installation does it.
+The build runs one Ray task per share of the reports, each writing its own segment
+(:mod:`radsift.index.spread`); this module refuses an address that does not answer before anything is
+written (:func:`check_ray_address`), joins the cluster for the build (:func:`ray_session`) and says how
+many tasks the cluster takes (:func:`ray_tasks`). Every node needs radsift installed, the model folder
+(and an ONNX export, for ``--encoder onnx``) and the index folder at the same path as on this machine;
+a shared file system or the same installation does it.
 
 Addresses: ``host:port`` (the head node's GCS, default port 6379), ``ray://host:port`` (Ray Client,
 default port 10001), ``auto`` (the cluster ``ray start`` runs on this machine) and ``local`` (a Ray
-started here for this build: how the tests run it). :func:`check_ray_address` refuses an address
-that does not answer before anything is written. Needs the ``ray`` extra (``pip install
+started here for this build: how the tests run it). Needs the ``ray`` extra (``pip install
 'radsift[ray]'``): without it the error names the command.
 """
 
@@ -20,14 +18,11 @@ from __future__ import annotations
 import logging
 import os
 import socket
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence
-
-import numpy as np
+from typing import Any, Iterator
 
 from radsift.errors import ConfigError
-from radsift.models.parallel import CHUNK_BATCHES, EncodeWorkerError, length_chunks, worker_loader, worker_threads
-from radsift.progress import progress_bar
 
 INSTALL_HINT = "pip install 'radsift[ray]' (or: pip install 'ray[data]')"
 #: Default ports: the head node's GCS (``ray start --head``) and the Ray Client server.
@@ -41,12 +36,11 @@ class RayUnavailable(ConfigError):
 
 
 def require_ray():
-    """The ``ray`` module with Ray Data, or :class:`RayUnavailable` naming what to install."""
+    """The ``ray`` module, or :class:`RayUnavailable` naming what to install."""
     try:
         import ray
-        import ray.data  # noqa: F401 - map_batches lives there
     except ImportError as exc:
-        raise RayUnavailable(f"--ray needs the package ray with Ray Data, which is not installed ({exc}): "
+        raise RayUnavailable(f"--ray needs the package ray, which is not installed ({exc}): "
                              f"{INSTALL_HINT}; or encode on this machine with --workers N") from None
     return ray
 
@@ -96,93 +90,47 @@ def check_ray_address(address: str) -> None:
                           "`ray start --head` or check the address; nothing was written") from None
 
 
-class _RayActor:
-    """A Ray Data actor: loads the model once, encodes batches of ``{"row", "text"}`` into ``{"row", "vector"}``."""
+@contextmanager
+def ray_session(address: str) -> Iterator[Any]:
+    """Connected to the Ray cluster at ``address`` (``local``: a Ray started here) while the block runs; the
+    ``ray`` module. A Ray already initialised in this process is used as it is and left running.
 
-    def __init__(self, loader, threads: int, batch_size: int) -> None:
-        from radsift.models.encoder import set_threads
-
-        set_threads(threads)
-        self.encoder = loader()
-        self.batch_size = batch_size
-
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        texts = [str(t) for t in batch["text"]]
-        return {"row": batch["row"], "vector": self.encoder.encode(texts, batch_size=self.batch_size)}
-
-
-class RayEncoder:
-    """``encoder``'s work handed to a Ray cluster (a context manager: it connects, and disconnects after).
-
-    Args:
-        encoder: The loaded encoder (``dim``, ``name``, ``path`` are this one's; see
-            :func:`radsift.models.parallel.worker_loader`).
-        address: The cluster (see the module's docstring).
-        workers: Ray actors (None = as many as the cluster's CPUs allow at ``threads`` each).
-        threads: CPUs (and torch threads) of each actor (None: 1 with no ``workers``, else an equal share).
+    Raises:
+        RayUnavailable: ray is not installed.
+        ConfigError: The cluster cannot be joined (one line; nothing was written).
     """
-
-    def __init__(self, encoder: Any, address: str, *, workers: int | None = None, threads: int | None = None) -> None:
-        self.encoder, self.address, self.workers = encoder, address, workers
-        self.threads = worker_threads(workers or os.cpu_count() or 1, threads)
-        self.name, self.path, self.dim = encoder.name, Path(encoder.path), int(encoder.dim)
-        self._started = False
-
-    def __enter__(self) -> "RayEncoder":
-        ray = require_ray()
-        if not ray.is_initialized():
-            kwargs = {"log_to_driver": False, "include_dashboard": False, "logging_level": logging.ERROR,
-                      "configure_logging": False}
-            try:
-                ray.init(**kwargs) if self.address == "local" else ray.init(address=self.address, **kwargs)
-            except Exception as exc:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, ...
-                raise ConfigError(f"--ray {self.address}: cannot connect ({type(exc).__name__}: "
-                                  f"{_first_line(exc)}); nothing was written") from None
-            self._started = True
-        ray.data.DataContext.get_current().enable_progress_bars = False  # radsift shows its own
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._started:
-            require_ray().shutdown()
-            self._started = False
-
-    def _actors(self, ray) -> int:
-        if self.workers:
-            return int(self.workers)
-        cpus = float(ray.cluster_resources().get("CPU", 1))
-        return max(1, int(cpus // self.threads))
-
-    def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: bool = False,
-               desc: str = "encoding") -> np.ndarray:
-        """Encode texts into an ``(n, dim)`` float32 matrix of unit vectors, in the order given."""
-        ray = require_ray()
-        texts = list(texts)
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
-        if not texts:
-            return out
-        order = np.concatenate(length_chunks(texts, batch_size))  # longest first: batches pad little
-        items = [{"row": int(i), "text": texts[i]} for i in order]
+    ray = require_ray()
+    started = False
+    if not ray.is_initialized():
+        kwargs = {"log_to_driver": False, "include_dashboard": False, "logging_level": logging.ERROR,
+                  "configure_logging": False}
         try:
-            ds = ray.data.from_items(items).map_batches(
-                _RayActor, fn_constructor_args=(worker_loader(self.encoder, self.threads), self.threads, batch_size),
-                batch_size=batch_size * CHUNK_BATCHES, batch_format="numpy", concurrency=self._actors(ray),
-                num_cpus=self.threads)
-            with progress_bar(disable=None if progress else True) as bar:
-                task = bar.add_task(f"{desc} (Ray {self.address})", total=len(texts))
-                for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
-                    out[np.asarray(batch["row"], dtype=np.int64)] = np.asarray(batch["vector"], dtype=np.float32)
-                    bar.advance(task, len(batch["row"]))
-        except Exception as exc:  # noqa: BLE001 - Ray wraps a worker's error in its own exception types
-            cause = getattr(exc, "cause", None) or exc
-            raise EncodeWorkerError(f"the Ray encoding failed ({type(cause).__name__}: {_first_line(cause)}): the "
-                                    "build stopped and wrote nothing; the index is as it was") from None
-        return out
+            ray.init(**kwargs) if address == "local" else ray.init(address=address, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, ...
+            raise ConfigError(f"--ray {address}: cannot connect ({type(exc).__name__}: "
+                              f"{first_line(exc)}); nothing was written") from None
+        started = True
+    try:
+        yield ray
+    finally:
+        if started:
+            ray.shutdown()
 
 
-def _first_line(exc: BaseException) -> str:
+def ray_tasks(ray, workers: int | None, threads: int) -> int:
+    """How many Ray tasks a build runs: ``workers`` when given (> 1), else as many as the cluster's CPUs
+    allow at ``threads`` CPUs each."""
+    if workers and workers > 1:
+        return int(workers)
+    cpus = float(ray.cluster_resources().get("CPU", 1))
+    return max(1, int(cpus // max(1, threads)))
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (at most 300 characters), for a one-line error."""
     text = str(exc).strip()
     return (text.splitlines() or [""])[0][:300]
 
 
-__all__ = ["INSTALL_HINT", "RayEncoder", "RayUnavailable", "check_ray_address", "require_ray"]
+__all__ = ["INSTALL_HINT", "RayUnavailable", "check_ray_address", "first_line", "ray_session", "ray_tasks",
+           "require_ray"]
