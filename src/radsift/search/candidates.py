@@ -80,6 +80,8 @@ from radsift.ranking.tiers import (
 from radsift.ranking.places import LOCATION_SLOTS, location_tiers, where_tiers
 from radsift.records import QueryReading
 from radsift.search.bitmaps import TermBitmaps, bits_of
+from radsift.search.plan import open_candidates, sentence_texts
+from radsift.search.reading import open_mentions
 from radsift.text import locations
 
 #: Environment variable choosing the engine (``candidates`` or ``exact``), for benchmarks and A/B runs.
@@ -105,8 +107,8 @@ def exact_reason(request, reading: QueryReading, gap, backend=None, store: Index
         return "first stage or prf"
     if opts.unit != "sentence":
         return "section units"
-    if reading.active and any(not f.labeled for f in reading.findings):
-        return "open-vocabulary finding"
+    if reading.active and any(f.beside for f in reading.findings):
+        return "a link beside the literal reading"
     if backend is not None and getattr(backend, "pushdown", False):
         return "filter pushdown backend"
     if store is not None and not store.units(opts.unit).report_row.shape[0]:
@@ -118,6 +120,21 @@ def exact_reason(request, reading: QueryReading, gap, backend=None, store: Index
 
 #: Readings of several findings, or with a side word or a location, whose derived tiers are kept per store.
 READINGS_KEPT = 64
+#: Open-vocabulary phrases whose mentions (and views) are kept per store (the least recently used goes first).
+OPEN_KEPT = 256
+
+
+def finding_key(finding, codes: dict):
+    """A query finding's key in :class:`ReadingPostings`: its lexicon code, or ``("open", phrase)`` for a finding
+    outside the lexicon (its mentions read by the open-vocabulary reader)."""
+    return codes.get(finding.finding, -1) if finding.labeled else ("open", finding.finding)
+#: Open-vocabulary phrases whose mentions (and views) are kept per store.
+OPEN_KEPT = 256
+
+
+def _key(code):
+    """A finding's key in the postings: its lexicon code (int), or ``("open", phrase)``."""
+    return code if isinstance(code, tuple) else int(code)
 
 
 # -- reading postings -----------------------------------------------------------------------------------
@@ -134,6 +151,8 @@ class ReadingPostings:
         self._mentions: dict = {}
         self._eligible: dict = {}
         self._readings: dict = {}
+        self._open: dict = {}  # open-vocabulary phrase -> (rows, status codes, capped), least recently used first
+        self._labeler = None
         self._lock = threading.Lock()
         self.n_reports = int(report_row.max(initial=-1)) + 1
         self.reports_with_units = int(np.count_nonzero(np.bincount(report_row, minlength=self.n_reports)))
@@ -143,7 +162,7 @@ class ReadingPostings:
     def view(self, code: int, wanted: str) -> FindingView:
         """The units and reports that state something of finding ``code``, each with its best tier for a query
         wanting ``wanted`` (built on the first query that asks, then kept)."""
-        key = (int(code), wanted)
+        key = (_key(code), wanted)
         with self._lock:
             hit = self._views.get(key)
         if hit is None:
@@ -198,15 +217,44 @@ class ReadingPostings:
     def of(cls, store: IndexStore, unit: str) -> ReadingPostings:
         return store.cached(("reading_postings", unit), lambda: cls(store, unit))
 
-    def mentions(self, code: int) -> tuple[np.ndarray, np.ndarray]:
-        """(unit rows, status codes) of the stored mentions of finding ``code`` (kept once read)."""
-        key = int(code)
+    def mentions(self, code) -> tuple[np.ndarray, np.ndarray]:
+        """(unit rows, status codes) of the stored mentions of finding ``code`` (kept once read), or of an
+        open-vocabulary phrase (``code`` a key of :meth:`read_open`)."""
+        key = _key(code)
+        if isinstance(key, tuple):
+            return self._read_open(key[1])[:2]
         with self._lock:
             hit = self._mentions.get(key)
         if hit is None:
             hit = finding_mentions(self.store, key) if key >= 0 else (np.zeros(0, np.int64), np.zeros(0, np.int64))
             with self._lock:
                 self._mentions[key] = hit
+        return hit
+
+    def read_open(self, finding: str, labeler) -> tuple[tuple, bool]:
+        """(key, capped) of an open-vocabulary phrase: its mentions read as the exact engine reads them
+        (:func:`radsift.search.reading.open_mentions`: the sentences holding its words, from their postings,
+        at most :data:`~radsift.search.reading.OPEN_CANDIDATES` of them read) on its first query, then kept for
+        the last :data:`OPEN_KEPT` phrases; ``capped``: candidates were left unread (``matching`` a lower bound)."""
+        self._labeler = labeler
+        return ("open", finding), self._read_open(finding)[2]
+
+    def _read_open(self, finding: str) -> tuple[np.ndarray, np.ndarray, bool]:
+        with self._lock:
+            hit = self._open.pop(finding, None)
+            if hit is not None:
+                self._open[finding] = hit
+        if hit is None:
+            rows, status, capped = open_mentions(finding, self._labeler, sentence_texts(self.store),
+                                                 open_candidates(self.store))
+            hit = (rows.astype(np.int64), status.astype(np.int64), capped)
+            with self._lock:
+                self._open[finding] = hit
+                while len(self._open) > OPEN_KEPT:
+                    gone = next(iter(self._open))
+                    self._open.pop(gone)
+                    for wanted in TIER_OF:  # its views go with it
+                        self._views.pop((("open", gone), wanted), None)
         return hit
 
 
@@ -276,9 +324,13 @@ class QueryTiers:
     """
 
     def __init__(self, store: IndexStore, reading: QueryReading, post: ReadingPostings, codes: dict,
-                 by_report: bool, sides, places=None) -> None:
+                 by_report: bool, sides, places=None, labeler=None) -> None:
         self.post, self.statuses = post, [f.status for f in reading.findings]
-        self.side, self._findings = reading.side, [(codes.get(f.finding, -1), f.status) for f in reading.findings]
+        keys = [(codes.get(f.finding, -1), False) if f.labeled else post.read_open(f.finding, labeler)
+                for f in reading.findings]
+        #: An open-vocabulary phrase had more candidate sentences than were read: ``matching`` is a lower bound.
+        self.capped = any(capped for _, capped in keys)
+        self.side, self._findings = reading.side, [(k, f.status) for (k, _), f in zip(keys, reading.findings)]
         self.views = [post.view(code, status) for code, status in self._findings]
         self._mentions: list | None = None
         self.sides = sides  # (left, right, bilateral) flags of every unit, or None

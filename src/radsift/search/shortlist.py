@@ -40,7 +40,7 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
         sides = unit_sides(store, "sentence") if reading.side else None
         places = unit_locations(store, "sentence")[0] if reading.regions else None
         qt = QueryTiers(store, reading, post, {f: i for i, f in enumerate(store.manifest.findings)},
-                        opts.level == "report", sides, places)
+                        opts.level == "report", sides, places, index.labeler)
     dense = None
     if NEEDS_DENSE[opts.mode]:
         got = index._backend(store, "sentence").sparse_scores(query_vector, mask)
@@ -75,7 +75,7 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
                    reading if opts.mentions else QueryReading(), index.mentions_in, first_rank=opts.offset + 1,
                    bands=bands, fused=fused)
     return SearchResult(hits, reading, offset=opts.offset, k=opts.k, total=total, matching=matching,
-                        lower_bound=False)
+                        lower_bound=qt is not None and qt.capped)
 
 
 def _rank(opts, sides_: Sides, qt, mask, elig, depth: int, post: ReadingPostings):
