@@ -135,3 +135,18 @@ def test_a_link_beside_the_literal_reading_still_goes_to_the_exact_engine(index)
     req = type("R", (), {"options": type("O", (), {"mode": "hybrid", "negation": "aware", "first_stage": None,
                                                    "prf": False, "unit": "sentence"})()})()
     assert candidates.exact_reason(req, read, None) == "a link beside the literal reading"
+
+
+def test_units_with_terms_from_postings_is_the_scan_over_every_unit(index):
+    """The open reader's candidates (sentences holding every word, best match first) from the terms' postings:
+    the rows and order of the scan over every unit."""
+    from radsift.ranking.bm25 import units_with_terms
+    from radsift.text.tokens import tokenize
+
+    retriever = index.store.bm25("sentence")
+    n = index.store.units("sentence").report_row.shape[0]
+    scan = type("Scan", (), {"vocab_dict": retriever.vocab_dict, "get_scores": lambda self, t: retriever.get_scores(t)})()
+    for q in OPEN_QUERIES + ["pleural effusion", "the lungs are clear", "no acute", "left left"]:
+        stems = tokenize(q)
+        got = units_with_terms(retriever, stems, n)
+        assert got.tolist() == units_with_terms(scan, stems, n).tolist(), q
