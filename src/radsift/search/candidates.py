@@ -17,7 +17,11 @@ the same page from:
 - **reading postings** (:class:`ReadingPostings`): each finding's stated mentions, written with each
   segment (:mod:`radsift.index.readings`) and read per finding on its first query, so a query's tiers,
   counts and classes read only its findings' mentions; a single finding's tiers and tier counts are kept
-  with its view.
+  with its view. A finding outside the lexicon (an open-vocabulary phrase, :meth:`ReadingPostings.read_open`)
+  has its mentions read as the exact engine reads them (:func:`radsift.search.reading.open_mentions`: the
+  same reader over the same sentences, those holding the phrase's words, best BM25 match first, at most
+  :data:`~radsift.search.reading.OPEN_CANDIDATES`) on its first query, then kept for the last
+  :data:`OPEN_KEPT` phrases; where candidates were left unread both engines say ``matching`` is a lower bound.
 
 The ranking is the exact engine's order ``(tier, score, row)`` over the pool, with every global
 quantity the exact engine uses (the min-max ends of both sides, the strict tiers' step, the best
@@ -34,11 +38,13 @@ seen: ``benchmarks/bench_candidates.py`` compares pages, scores, bands and count
 runs). Counts come from the postings and the filter's rows (counted once per filter), never from the pool.
 
 Routed to the exact engine (:func:`exact_reason`): ``hybrid-rrf`` (a rank fusion needs every
-unit's rank), calibrated tier boosts (``gap``), a first stage, ``prf``, section units, an
-open-vocabulary finding (its reader runs over candidate sentences), a backend that pushes filters
-down, and ``RADSIFT_ENGINE=exact``. What stays linear in the corpus: the ``numpy`` backend's
+unit's rank), calibrated tier boosts (``gap``), a first stage, ``prf``, section units, a concept
+linked beside the literal reading (its tiers order units within the literal reading's, over every unit),
+a backend that pushes filters down, and ``RADSIFT_ENGINE=exact``. What stays linear in the corpus: the ``numpy`` backend's
 matrix-vector product (and the scans of its array), a metadata filter's mask (one SQLite query and one
-pass per new filter; the HNSW backend's masked search), a query with a side word (the units holding one)
+pass per new filter; the HNSW backend's masked search), an open-vocabulary phrase's first query (the
+sentences holding its words: an intersection of their postings; then the reader over at most 2,000 of them),
+a query with a side word (the units holding one)
 or several findings (their mentions, on the reading's first query; several findings' ``bm25`` counts, per
 query), a ``bm25`` page that reaches units sharing no term (every match read) or, at report level, a
 ``bm25`` search with a section ``target`` (its counts list the matches), a term's bitmaps on its first
