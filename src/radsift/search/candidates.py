@@ -126,14 +126,6 @@ def exact_reason(request, reading: QueryReading, gap, backend=None, store: Index
 
 #: Readings of several findings, or with a side word or a location, whose derived tiers are kept per store.
 READINGS_KEPT = 64
-#: Open-vocabulary phrases whose mentions (and views) are kept per store (the least recently used goes first).
-OPEN_KEPT = 256
-
-
-def finding_key(finding, codes: dict):
-    """A query finding's key in :class:`ReadingPostings`: its lexicon code, or ``("open", phrase)`` for a finding
-    outside the lexicon (its mentions read by the open-vocabulary reader)."""
-    return codes.get(finding.finding, -1) if finding.labeled else ("open", finding.finding)
 #: Open-vocabulary phrases whose mentions (and views) are kept per store.
 OPEN_KEPT = 256
 
