@@ -150,3 +150,33 @@ def test_units_with_terms_from_postings_is_the_scan_over_every_unit(index):
         stems = tokenize(q)
         got = units_with_terms(retriever, stems, n)
         assert got.tolist() == units_with_terms(scan, stems, n).tolist(), q
+
+
+@pytest.mark.parametrize("level", ["report", "sentence"])
+def test_every_unit_left_out_is_bounded_or_its_report_already_stands_higher(index, level):
+    """``QueryTiers.lowest_outside``: a unit left out of a pool either has a tier no lower than the bound, or (report
+    level) a unit of its report inside the pool has a strictly lower tier (so it cannot stand for its report)."""
+    import numpy as np
+
+    from radsift.search.plan import unit_locations, unit_sides
+
+    store = index.store
+    post = candidates.ReadingPostings.of(store, "sentence")
+    codes = {f: i for i, f in enumerate(store.manifest.findings)}
+    rng = np.random.default_rng(0)
+    n = post.n_units
+    every = np.arange(n)
+    for q in OPEN_QUERIES[:6] + ["no pneumothorax", "cardiomegaly", "left pleural effusion", "no cardiomegaly"]:
+        read = index.read(q)
+        sides = unit_sides(store, "sentence") if read.side else None
+        places = unit_locations(store, "sentence")[0] if read.regions else None
+        qt = candidates.QueryTiers(store, read, post, codes, level == "report", sides, places, index.labeler)
+        tiers = qt.tiers(every)
+        for size in (5, 50, 400):
+            inside = np.unique(np.concatenate([rng.choice(n, size, replace=False), qt.keep_rows()[:size]]))
+            low = qt.lowest_outside([inside], None)
+            out = np.setdiff1d(every, inside)
+            best_in = np.full(post.n_reports, np.iinfo(np.int64).max)
+            np.minimum.at(best_in, post.report_row[inside], tiers[inside])
+            beaten = best_in[post.report_row[out]] < tiers[out] if level == "report" else np.zeros(out.size, bool)
+            assert ((tiers[out] >= low) | beaten).all(), (q, size)

@@ -431,8 +431,19 @@ class QueryTiers:
             if out.any():
                 low.append(int(self.special_tiers[out].min()))
         if self.by_report and self.rep_rows.size:
-            low.append(int(self.rep_tier.min()) * (self.unit_max + 1) + self.default_unit)
+            low.append(self._uncovered_report_tier(inside) * (self.unit_max + 1) + self.default_unit)
         return min(low)
+
+    def _uncovered_report_tier(self, inside: Sequence[np.ndarray]) -> int:
+        """The best report tier of the reports with a mention whose units left out could still stand for them:
+        a report with a unit inside whose own tier beats the default one is covered (every unit of it left out
+        that states nothing ranks below that unit; those that state something are counted exactly)."""
+        rows = np.concatenate([np.asarray(r, dtype=np.int64) for r in inside] + [np.zeros(0, np.int64)])
+        below = rows[self.tiers(rows) % (self.unit_max + 1) < self.default_unit] if rows.size else rows
+        if not below.size:
+            return int(self.rep_tier.min())
+        left = ~member(np.unique(self.post.report_row[below]), self.rep_rows)  # the reports not covered
+        return int(self.rep_tier[left].min()) if left.any() else int(self.rep_tier.max())  # none: any tier
 
     def stated(self, rows: np.ndarray, eligible=None) -> np.ndarray:
         """What units ``rows`` (sorted) state of each finding (``(len(rows), F)``, :data:`UNSTATED` where nothing)."""

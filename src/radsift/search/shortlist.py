@@ -100,6 +100,10 @@ def _rank(opts, sides_: Sides, qt, mask, elig, depth: int, post: ReadingPostings
         if sides_.dense is not None and not bm25:
             top, d_k = sides_.dense.top(k_dense, mask, n_elig)
             extra.append(top)
+            if qt is not None and qt.statuses and qt.keep_rows().size <= k_dense:
+                # the few units stating the reading join at once: a page past them ("no X", X rarely denied)
+                # then needs no pool holding every unit of a lower tier
+                extra.append(qt.keep_rows())
         extra = np.unique(np.concatenate(extra)).astype(np.int64)
         extra = extra[~member(bm_rows, extra) & elig(extra)]
         cand = np.concatenate([bm_rows, extra])
