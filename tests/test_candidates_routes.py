@@ -1,4 +1,4 @@
-"""Searches moved from the exact engine onto the candidate engine (issue 33): open-vocabulary findings.
+"""Searches moved from the exact engine onto the candidate engine (issue 33): open-vocabulary findings, section units.
 
 For each route moved: :func:`radsift.search.candidates.exact_reason` lets it through, and the candidate
 engine's pages, scores, bands and counts (``total``, ``matching``, ``lower_bound``) equal ``RADSIFT_ENGINE=exact``'s.
@@ -27,6 +27,13 @@ SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "
             {"mode": "bm25", "level": "report", "where": ["site=north"], "offset": 10},
             {"mode": "hybrid", "level": "report", "where": ["site=south"]},
             {"mode": "dense", "level": "sentence", "where": ["site=north"], "k": 25}]
+
+#: Lexicon queries (one finding, denied, a side, a location, several findings, no finding) for section units.
+LEXICON_QUERIES = ["no pneumothorax", "pneumothorax", "small left pleural effusion", "no right pneumothorax",
+                   "no cardiomegaly", "endotracheal tube", "possible consolidation", "left", "lungs are clear",
+                   "cardiomegaly with pulmonary edema and bilateral effusions", "right lower lobe consolidation",
+                   "no acute cardiopulmonary abnormality"]
+SECTION_SETTINGS = [{**kw, "unit": "section"} for kw in SETTINGS]
 
 
 @pytest.fixture(scope="module")
@@ -180,3 +187,19 @@ def test_every_unit_left_out_is_bounded_or_its_report_already_stands_higher(inde
             np.minimum.at(best_in, post.report_row[inside], tiers[inside])
             beaten = best_in[post.report_row[out]] < tiers[out] if level == "report" else np.zeros(out.size, bool)
             assert ((tiers[out] >= low) | beaten).all(), (q, size)
+
+
+@pytest.mark.parametrize("kw", SECTION_SETTINGS, ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()))
+def test_section_units_pages_and_counts_equal_the_exact_engine(index, monkeypatch, kw):
+    calls = _answered(monkeypatch)
+    for q in LEXICON_QUERIES + OPEN_QUERIES[:6]:
+        assert _page(index, monkeypatch, "candidates", q, **kw) == _page(index, monkeypatch, "exact", q, **kw), q
+    assert len(calls) == len(LEXICON_QUERIES) + 6, "a section search went to the exact engine"
+
+
+def test_section_units_with_tiny_pools_are_widened_until_exact(index, monkeypatch):
+    monkeypatch.setattr(shortlist, "FIRST_DEPTH", 1)
+    monkeypatch.setattr(shortlist, "BM25_FIRST", 1)
+    for kw in SECTION_SETTINGS[:5]:
+        for q in LEXICON_QUERIES + OPEN_QUERIES[:4]:
+            assert _page(index, monkeypatch, "candidates", q, **kw) == _page(index, monkeypatch, "exact", q, **kw), q

@@ -30,7 +30,10 @@ best match, the step and the best score from the pool when its best beats what a
 reach (else from every match, as before). A unit outside the pool has a cosine no higher than the
 ``depth``-th eligible one and a BM25 score no higher than the ``depth``-th match, so its fused score is
 at most a bound; its tier is at least the lowest tier of the units left out (counted per tier, exact for
-the units that state something, hold a side word or name a location; every other unit at its report's tier). When the
+the units that state something, hold a side word or name a location; every other unit at its report's tier,
+except in a report whose unit in the pool already beats the default tier: no unit of it that states nothing can
+stand for it). The units stating the whole reading join the ``hybrid`` and ``dense`` pools at once when they
+are no more than its depth ("no X" where X is rarely denied: the page past them needs no pool of every unit). When the
 last entry of the page scores strictly above what any unit left out could reach, the page is the exact
 engine's; otherwise ``depth`` is widened (x4) until the pool holds every eligible unit. So the two
 engines differ only where float32 rounding makes the bound's ``>`` differ from the exact order (never
@@ -88,6 +91,7 @@ from radsift.records import QueryReading
 from radsift.search.bitmaps import TermBitmaps, bits_of
 from radsift.search.plan import open_candidates, sentence_texts
 from radsift.search.reading import open_mentions
+from radsift.search.units import section_of_sentence
 from radsift.text import locations
 
 #: Environment variable choosing the engine (``candidates`` or ``exact``), for benchmarks and A/B runs.
@@ -111,8 +115,6 @@ def exact_reason(request, reading: QueryReading, gap, backend=None, store: Index
         return "calibrated tier boosts"
     if opts.first_stage is not None or opts.prf:
         return "first stage or prf"
-    if opts.unit != "sentence":
-        return "section units"
     if reading.active and any(f.beside for f in reading.findings):
         return "a link beside the literal reading"
     if backend is not None and getattr(backend, "pushdown", False):
@@ -141,7 +143,7 @@ class ReadingPostings:
     each segment, read per finding on its first query) and its units' reports (kept once per store)."""
 
     def __init__(self, store: IndexStore, unit: str) -> None:
-        self.store = store
+        self.store, self.unit = store, unit
         report_row = np.asarray(store.units(unit).report_row, dtype=np.int64)
         self.report_row = report_row
         self.n_units = int(report_row.shape[0])
@@ -225,9 +227,22 @@ class ReadingPostings:
             hit = self._mentions.get(key)
         if hit is None:
             hit = finding_mentions(self.store, key) if key >= 0 else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+            hit = self._units(*hit)
             with self._lock:
                 self._mentions[key] = hit
         return hit
+
+    @cached_property
+    def unit_of(self) -> np.ndarray | None:
+        """The unit row of every sentence row (None: units are sentences), as the exact engine's ``unit_of``
+        (first asked outside the store's cache lock: it is not reentrant)."""
+        store = self.store
+        return None if self.unit == "sentence" else store.cached(("section_of_sentence",),
+                                                                  lambda: section_of_sentence(store))
+
+    def _units(self, rows: np.ndarray, status: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Mentions by sentence row -> by unit row (a section holds its sentences' mentions)."""
+        return (rows, status) if self.unit_of is None else (np.asarray(self.unit_of)[rows].astype(np.int64), status)
 
     def read_open(self, finding: str, labeler) -> tuple[tuple, bool]:
         """(key, capped) of an open-vocabulary phrase: its mentions read as the exact engine reads them
@@ -245,7 +260,7 @@ class ReadingPostings:
         if hit is None:
             rows, status, capped = open_mentions(finding, self._labeler, sentence_texts(self.store),
                                                  open_candidates(self.store))
-            hit = (rows.astype(np.int64), status.astype(np.int64), capped)
+            hit = (*self._units(rows.astype(np.int64), status.astype(np.int64)), capped)
             with self._lock:
                 self._open[finding] = hit
                 while len(self._open) > OPEN_KEPT:
@@ -334,7 +349,7 @@ class QueryTiers:
         self.sides = sides  # (left, right, bilateral) flags of every unit, or None
         side_rows = np.zeros(0, dtype=np.int64)
         if self.side and sides is not None:
-            side_rows = store.cached(("side_rows", "sentence", locations.enabled()), lambda: np.flatnonzero(sides[0] | sides[1] | sides[2]))
+            side_rows = store.cached(("side_rows", post.unit, locations.enabled()), lambda: np.flatnonzero(sides[0] | sides[1] | sides[2]))
         self.regions = reading.regions if places is not None else 0
         self.places = places  # regions named by every unit, or None
         # One finding, no side word, no location: the special units' tiers depend on the finding's view alone
@@ -347,7 +362,7 @@ class QueryTiers:
                          np.unique(np.concatenate([v.rows for v in self.views] + [np.zeros(0, np.int64)])))
             special = np.union1d(mentioned, side_rows) if side_rows.size else mentioned
             if self.regions:
-                place_rows = store.cached(("location_rows", "sentence"), lambda: np.flatnonzero(places))
+                place_rows = store.cached(("location_rows", post.unit), lambda: np.flatnonzero(places))
                 special = np.union1d(special, place_rows)
             self._memo["special"] = special
         self.special = self._memo["special"]
