@@ -203,3 +203,29 @@ def test_section_units_with_tiny_pools_are_widened_until_exact(index, monkeypatc
     for kw in SECTION_SETTINGS[:5]:
         for q in LEXICON_QUERIES + OPEN_QUERIES[:4]:
             assert _page(index, monkeypatch, "candidates", q, **kw) == _page(index, monkeypatch, "exact", q, **kw), q
+
+
+@pytest.fixture(scope="module")
+def long_index(tmp_path_factory):
+    """Demo reports, one in four with a findings section of many reports' findings: sections of several windows."""
+    root = tmp_path_factory.mktemp("routes-long")
+    enc = HashingEncoder(root / "model")
+    base = [d.report for d in generate_reports(n=160, seed=11)]
+    reports = []
+    for i, r in enumerate(base):
+        sections = dict(r.sections)
+        if i % 4 == 0:
+            sections["findings"] = " ".join(b.sections.get("findings", "") for b in base[i:i + 40])
+        reports.append(r.__class__(r.id, sections, r.metadata))
+    build_index(root / "idx", reports, encoder=enc, progress=False)
+    return Index.open(root / "idx", encoder=enc)
+
+
+def test_sections_of_several_windows_score_by_their_best_window_in_both_engines(long_index, monkeypatch):
+    assert long_index.store.units("section").windows is not None
+    calls = _answered(monkeypatch)
+    for kw in SECTION_SETTINGS[:7]:
+        for q in LEXICON_QUERIES[:8] + OPEN_QUERIES[:3]:
+            assert _page(long_index, monkeypatch, "candidates", q, **kw) == \
+                _page(long_index, monkeypatch, "exact", q, **kw), (q, kw)
+    assert calls
