@@ -15,7 +15,8 @@ texts, ranks) and its ``total`` / ``matching`` counts are the same. Prints one r
 agreement rate, the counts' agreement, the p50 of each engine and the load average. ``--kind open`` runs the
 findings outside the lexicon instead (``benchmarks/data/open_vocab_findings.tsv``, "X" and "no X", the first
 ``--open-limit`` findings; only the queries read as an open-vocabulary finding count), over :data:`OPEN_SETTINGS`,
-and adds ``lower_bound`` to the counts compared. ``--alternate``
+and adds ``lower_bound`` to the counts compared; ``--kind section`` runs the queries of the default list with
+section units (``unit="section"``) in every setting and timing. ``--alternate``
 times the indexes in turn, query by query, in one run (no agreement runs) and gives each index's p50 over
 the first's (Open-i x10 over x1: the target of issue 33 item 1):
     PYTHONPATH=src .venv/bin/python benchmarks/bench_candidates.py --corpus openi:1 --corpus openi:10 \
@@ -58,6 +59,15 @@ def queries(index) -> list[str]:
         name = f.replace("_", " ")
         out += [name, f"no {name}"]
     return list(dict.fromkeys(out))
+
+
+def kind_of(kind: str, index, open_limit: int, settings=SETTINGS, timed=TIMED) -> tuple[list[str], list, list]:
+    """(queries, settings compared, settings timed) of a query kind (lexicon, open, section)."""
+    if kind == "open":
+        return open_queries(index, open_limit), OPEN_SETTINGS, timed
+    if kind == "section":
+        return queries(index), [{**kw, "unit": "section"} for kw in settings], [{**kw, "unit": "section"} for kw in timed]
+    return queries(index), settings, timed
 
 
 def open_queries(index, limit: int) -> list[str]:
@@ -130,9 +140,9 @@ def alternate(paths: list[str], backend: str, reps: int, model: Path, kind: str 
     from radsift.models.hashing import HashingEncoder
     from radsift.search import Index
     indexes = [Index.open(p, encoder=HashingEncoder(model), backend=backend) for p in paths]
-    qs = queries(indexes[0]) if kind == "lexicon" else open_queries(indexes[0], open_limit)
+    qs, _, timed = kind_of(kind, indexes[0], open_limit)
     times: list[dict] = [{} for _ in indexes]
-    for kw in TIMED:
+    for kw in timed:
         for _ in range(reps):
             for q in qs:
                 for index, got in zip(indexes, times):
@@ -153,9 +163,7 @@ def compare(path: str, backend: str, settings=SETTINGS, reps: int = 1, model: Pa
     index = Index.open(path, encoder=HashingEncoder(model), backend=backend)
     _count_answers()
     ANSWERED[0] = 0
-    qs = queries(index) if kind == "lexicon" else open_queries(index, open_limit)
-    if kind == "open":
-        settings = OPEN_SETTINGS
+    qs, settings, timed = kind_of(kind, index, open_limit, settings)
     same = counts_same = n = full = 0
     times = {"exact": [], "candidates": []}
     by_mode = {}
@@ -177,16 +185,16 @@ def compare(path: str, backend: str, settings=SETTINGS, reps: int = 1, model: Pa
     answered = ANSWERED[0]
     if cached_dense:
         _cache_dense(index)
-        for kw in TIMED:  # fill the cache
+        for kw in timed:  # fill the cache
             for q in qs:
                 run(index, q, "exact", **kw)
-    for kw in TIMED:
+    for kw in timed:
         for _ in range(reps):
             for q in qs:
                 for eng in ("exact", "candidates"):
                     ms = run(index, q, eng, **kw)[2]
                     by_mode.setdefault(f"{kw['mode']}/{eng}", []).append(ms)
-                    if kw is TIMED[0]:
+                    if kw is timed[0]:
                         times[eng].append(ms)
     vector_backend = index._backend(index.store, "sentence")
     vecs = [index.encoder.encode_query(q) for q in qs]
@@ -244,8 +252,9 @@ def main(argv=None) -> int:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/cand-bench"))
     ap.add_argument("--backend", default="auto")
     ap.add_argument("--reps", type=int, default=1)
-    ap.add_argument("--kind", choices=("lexicon", "open"), default="lexicon",
-                    help="lexicon: the fixed, example and lexicon queries; open: findings outside the lexicon")
+    ap.add_argument("--kind", choices=("lexicon", "open", "section"), default="lexicon",
+                    help="lexicon: the fixed, example and lexicon queries; open: findings outside the lexicon; "
+                         "section: the lexicon queries with section units")
     ap.add_argument("--open-limit", type=int, default=40, help="--kind open: the first N findings of the list")
     ap.add_argument("--timing-only", action="store_true", help="skip the agreement runs")
     ap.add_argument("--cached-dense", action="store_true",
