@@ -22,6 +22,8 @@ the same page from:
   same reader over the same sentences, those holding the phrase's words, best BM25 match first, at most
   :data:`~radsift.search.reading.OPEN_CANDIDATES`) on its first query, then kept for the last
   :data:`OPEN_KEPT` phrases; where candidates were left unread both engines say ``matching`` is a lower bound.
+  Section units (``unit="section"``) hold their sentences' mentions (the exact engine's ``unit_of``), their
+  own BM25 postings, sides and locations; a section longer than one window scores by its best window.
 
 The ranking is the exact engine's order ``(tier, score, row)`` over the pool, with every global
 quantity the exact engine uses (the min-max ends of both sides, the strict tiers' step, the best
@@ -41,10 +43,11 @@ seen: ``benchmarks/bench_candidates.py`` compares pages, scores, bands and count
 runs). Counts come from the postings and the filter's rows (counted once per filter), never from the pool.
 
 Routed to the exact engine (:func:`exact_reason`): ``hybrid-rrf`` (a rank fusion needs every
-unit's rank), calibrated tier boosts (``gap``), a first stage, ``prf``, section units, a concept
+unit's rank), calibrated tier boosts (``gap``), a first stage, ``prf``, a concept
 linked beside the literal reading (its tiers order units within the literal reading's, over every unit),
 a backend that pushes filters down, and ``RADSIFT_ENGINE=exact``. What stays linear in the corpus: the ``numpy`` backend's
-matrix-vector product (and the scans of its array), a metadata filter's mask (one SQLite query and one
+matrix-vector product (and the scans of its array), section units when some section is longer than one window
+(every later window scored, as the exact engine, and the backend's scores made a full array), a metadata filter's mask (one SQLite query and one
 pass per new filter; the HNSW backend's masked search), an open-vocabulary phrase's first query (the
 sentences holding its words: an intersection of their postings; then the reader over at most 2,000 of them),
 a query with a side word (the units holding one)
