@@ -74,6 +74,7 @@ from radsift.index.reader import IndexStore
 from radsift.index.readings import finding_mentions
 from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
 from radsift.ranking.bands import BandTable, band_of, score_kind
+from radsift.ranking.places import LOCATION_SLOTS, location_tiers, where_tiers
 from radsift.ranking.pool import member
 from radsift.ranking.tiers import (
     CLASS_NAMES,
@@ -89,7 +90,6 @@ from radsift.ranking.tiers import (
     combine,
     side_tiers,
 )
-from radsift.ranking.places import LOCATION_SLOTS, location_tiers, where_tiers
 from radsift.records import QueryReading
 from radsift.search.bitmaps import TermBitmaps, bits_of
 from radsift.search.plan import open_candidates, sentence_texts
