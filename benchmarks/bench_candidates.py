@@ -12,7 +12,11 @@ timings are of the rest of the search). For each query (the demo generator's exa
 lexicon's findings as "X" and "no X", a fixed list of chest X-ray queries) and each setting (mode x
 level x page), both engines run (``RADSIFT_ENGINE``); a query agrees when its page (report ids, unit
 texts, ranks) and its ``total`` / ``matching`` counts are the same. Prints one row per index with the
-agreement rate, the counts' agreement, the p50 of each engine and the load average. ``--alternate``
+agreement rate, the counts' agreement, the p50 of each engine and the load average. ``--kind open`` runs the
+findings outside the lexicon instead (``benchmarks/data/open_vocab_findings.tsv``, "X" and "no X", the first
+``--open-limit`` findings; only the queries read as an open-vocabulary finding count), over :data:`OPEN_SETTINGS`,
+and adds ``lower_bound`` to the counts compared; ``--kind section`` runs the queries of the default list with
+section units (``unit="section"``) in every setting and timing. ``--alternate``
 times the indexes in turn, query by query, in one run (no agreement runs) and gives each index's p50 over
 the first's (Open-i x10 over x1: the target of issue 33 item 1):
     PYTHONPATH=src .venv/bin/python benchmarks/bench_candidates.py --corpus openi:1 --corpus openi:10 \
@@ -38,6 +42,12 @@ SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "
             {"mode": "bm25", "level": "report", "offset": 20}, {"mode": "bm25", "level": "report", "target": "impression"},
             {"mode": "bm25", "level": "sentence"}]
 
+#: The settings of the open-vocabulary queries (``--kind open``): the modes, a page, a section, a filter-free set.
+OPEN_SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
+                 {"mode": "dense", "level": "report"}, {"mode": "bm25", "level": "report"},
+                 {"mode": "hybrid", "level": "report", "offset": 20}]
+OPEN_FINDINGS = Path(__file__).resolve().parent / "data" / "open_vocab_findings.tsv"
+
 #: The settings timed (the first is the headline: hybrid, report level, k 10).
 TIMED = [{"mode": "hybrid", "level": "report"}, {"mode": "bm25", "level": "report"}, {"mode": "dense", "level": "report"}]
 
@@ -51,13 +61,34 @@ def queries(index) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def kind_of(kind: str, index, open_limit: int, settings=SETTINGS, timed=TIMED) -> tuple[list[str], list, list]:
+    """(queries, settings compared, settings timed) of a query kind (lexicon, open, section)."""
+    if kind == "open":
+        return open_queries(index, open_limit), OPEN_SETTINGS, timed
+    if kind == "section":
+        return queries(index), [{**kw, "unit": "section"} for kw in settings], [{**kw, "unit": "section"} for kw in timed]
+    return queries(index), settings, timed
+
+
+def open_queries(index, limit: int) -> list[str]:
+    """"X" and "no X" of the first ``limit`` findings outside the lexicon, those read as an open finding."""
+    rows = OPEN_FINDINGS.read_text(encoding="utf-8").splitlines()[1:limit + 1]
+    out = []
+    for line in rows:
+        name = line.split("\t")[0]
+        for q in (name, f"no {name}"):
+            if any(not f.labeled for f in index.read(q).findings):
+                out.append(q)
+    return out
+
+
 def run(index, q: str, engine: str, **kw):
     os.environ["RADSIFT_ENGINE"] = engine
     t = time.perf_counter()
     res = index.search(q, k=10, mentions=False, include_report=False, **kw)
     ms = (time.perf_counter() - t) * 1000
     page = [(h.report_id, h.sentence.text, h.band, round(h.score, 5)) for h in res]
-    return page, (res.total, res.matching), ms
+    return page, (res.total, res.matching, res.lower_bound), ms
 
 
 #: Searches the candidate engine answered (the rest of those run with RADSIFT_ENGINE=candidates were routed
@@ -102,36 +133,37 @@ def _cache_dense(index) -> None:
     index._backend = backend
 
 
-def alternate(paths: list[str], backend: str, reps: int, model: Path) -> list[dict]:
+def alternate(paths: list[str], backend: str, reps: int, model: Path, kind: str = "lexicon",
+              open_limit: int = 40) -> list[dict]:
     """p50 of each timed setting and engine on each index, the indexes timed in turn query by query (so a
     change of load on a shared machine falls on all of them alike), and each index's p50 over the first's."""
     from radsift.models.hashing import HashingEncoder
     from radsift.search import Index
     indexes = [Index.open(p, encoder=HashingEncoder(model), backend=backend) for p in paths]
-    qs = queries(indexes[0])
+    qs, _, timed = kind_of(kind, indexes[0], open_limit)
     times: list[dict] = [{} for _ in indexes]
-    for kw in TIMED:
+    for kw in timed:
         for _ in range(reps):
             for q in qs:
                 for index, got in zip(indexes, times):
                     for eng in ("exact", "candidates"):
                         got.setdefault(f"{kw['mode']}/{eng}", []).append(run(index, q, eng, **kw)[2])
     p50 = [{k: float(np.percentile(v, 50)) for k, v in got.items()} for got in times]
-    return [{"index": path, "alternate": True, "queries": len(qs), "reps": reps,
+    return [{"index": path, "alternate": True, "kind": kind, "queries": len(qs), "reps": reps,
              "p50_ms": {k: round(v, 2) for k, v in mine.items()},
              f"p50_over_{Path(paths[0]).name}": {k: round(v / p50[0][k], 2) for k, v in mine.items()},
              "load": tuple(round(x, 2) for x in os.getloadavg())} for path, mine in zip(paths, p50)]
 
 
 def compare(path: str, backend: str, settings=SETTINGS, reps: int = 1, model: Path = Path("/tmp/cand-bench/model"),
-            cached_dense: bool = False, agreement: bool = True) -> dict:
+            cached_dense: bool = False, agreement: bool = True, kind: str = "lexicon", open_limit: int = 40) -> dict:
     from radsift.errors import ConfigError
     from radsift.models.hashing import HashingEncoder
     from radsift.search import Index
     index = Index.open(path, encoder=HashingEncoder(model), backend=backend)
     _count_answers()
     ANSWERED[0] = 0
-    qs = queries(index)
+    qs, settings, timed = kind_of(kind, index, open_limit, settings)
     same = counts_same = n = full = 0
     times = {"exact": [], "candidates": []}
     by_mode = {}
@@ -153,16 +185,16 @@ def compare(path: str, backend: str, settings=SETTINGS, reps: int = 1, model: Pa
     answered = ANSWERED[0]
     if cached_dense:
         _cache_dense(index)
-        for kw in TIMED:  # fill the cache
+        for kw in timed:  # fill the cache
             for q in qs:
                 run(index, q, "exact", **kw)
-    for kw in TIMED:
+    for kw in timed:
         for _ in range(reps):
             for q in qs:
                 for eng in ("exact", "candidates"):
                     ms = run(index, q, eng, **kw)[2]
                     by_mode.setdefault(f"{kw['mode']}/{eng}", []).append(ms)
-                    if kw is TIMED[0]:
+                    if kw is timed[0]:
                         times[eng].append(ms)
     vector_backend = index._backend(index.store, "sentence")
     vecs = [index.encoder.encode_query(q) for q in qs]
@@ -171,7 +203,7 @@ def compare(path: str, backend: str, settings=SETTINGS, reps: int = 1, model: Pa
             t = time.perf_counter()
             vector_backend.scores(v)
             by_mode.setdefault("backend.scores", []).append((time.perf_counter() - t) * 1000)
-    return {"index": path, "backend": backend, "units": int(index.store.units("sentence").report_row.shape[0]) if hasattr(index, "store") else None,
+    return {"index": path, "kind": kind, "queries": len(qs), "backend": backend, "units": int(index.store.units("sentence").report_row.shape[0]) if hasattr(index, "store") else None,
             "runs": n, "top10_same": round(same / max(n, 1), 4), "counts_same": round(counts_same / max(n, 1), 4),
             "scores_bands_same": round(full / max(n, 1), 4), "answered_by_candidates": answered,
             "p50_exact_ms": round(float(np.percentile(times["exact"], 50)), 2),
@@ -220,6 +252,10 @@ def main(argv=None) -> int:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/cand-bench"))
     ap.add_argument("--backend", default="auto")
     ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--kind", choices=("lexicon", "open", "section"), default="lexicon",
+                    help="lexicon: the fixed, example and lexicon queries; open: findings outside the lexicon; "
+                         "section: the lexicon queries with section units")
+    ap.add_argument("--open-limit", type=int, default=40, help="--kind open: the first N findings of the list")
     ap.add_argument("--timing-only", action="store_true", help="skip the agreement runs")
     ap.add_argument("--cached-dense", action="store_true",
                     help="time without the vector backend: each query's dense scores computed once, then kept")
@@ -229,12 +265,12 @@ def main(argv=None) -> int:
     args.workdir.mkdir(parents=True, exist_ok=True)
     paths = [corpus_index(spec, args.workdir) for spec in args.corpus] + args.index
     if args.alternate:
-        for row in alternate(paths, args.backend, args.reps, args.workdir / "model"):
+        for row in alternate(paths, args.backend, args.reps, args.workdir / "model", args.kind, args.open_limit):
             print(row, flush=True)
         return 0
     for path in paths:
         row = compare(path, args.backend, reps=args.reps, model=args.workdir / "model", cached_dense=args.cached_dense,
-                      agreement=not args.timing_only)
+                      agreement=not args.timing_only, kind=args.kind, open_limit=args.open_limit)
         print(row, flush=True)
     return 0
 

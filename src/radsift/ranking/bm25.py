@@ -262,6 +262,8 @@ def units_with_terms(retriever, terms: Sequence[str], n: int) -> np.ndarray:
     vocab = retriever.vocab_dict
     if not terms or n == 0 or any(t not in vocab for t in terms):
         return np.zeros(0, dtype=np.int64)
+    if hasattr(retriever, "postings"):
+        return _units_with_postings(retriever, list(dict.fromkeys(terms)), n)
     total = np.zeros(n, dtype=np.float32)
     mask = np.ones(n, dtype=bool)
     for term in dict.fromkeys(terms):
@@ -270,3 +272,25 @@ def units_with_terms(retriever, terms: Sequence[str], n: int) -> np.ndarray:
         total += scores
     rows = np.flatnonzero(mask)
     return rows[np.argsort(-total[rows], kind="stable")]
+
+
+def _units_with_postings(retriever, terms: Sequence[str], n: int) -> np.ndarray:
+    """:func:`units_with_terms` from the terms' postings (their intersection; no array over every unit):
+    the same rows in the same order (scores summed in float32 in term order, ties by the lower row)."""
+    rows, total = None, None
+    for term in terms:
+        g, w, idf = retriever.postings(term)
+        g = np.asarray(g, dtype=np.int64)
+        score = np.float32(idf) * np.asarray(w, dtype=np.float32)
+        keep = (g < n) & (score > 0)
+        order = np.argsort(g[keep], kind="stable")  # a segment's rows may not follow the others'
+        g, score = g[keep][order], score[keep][order]
+        if rows is None:
+            rows, total = g, score
+            continue
+        pos = np.minimum(np.searchsorted(g, rows), max(g.size - 1, 0))
+        hit = (g[pos] == rows) if g.size else np.zeros(rows.size, dtype=bool)
+        rows, total = rows[hit], (total[hit] + score[pos[hit]]).astype(np.float32)
+    if rows is None or not rows.size:
+        return np.zeros(0, dtype=np.int64)
+    return rows[np.argsort(-total, kind="stable")]

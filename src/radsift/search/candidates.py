@@ -17,7 +17,13 @@ the same page from:
 - **reading postings** (:class:`ReadingPostings`): each finding's stated mentions, written with each
   segment (:mod:`radsift.index.readings`) and read per finding on its first query, so a query's tiers,
   counts and classes read only its findings' mentions; a single finding's tiers and tier counts are kept
-  with its view.
+  with its view. A finding outside the lexicon (an open-vocabulary phrase, :meth:`ReadingPostings.read_open`)
+  has its mentions read as the exact engine reads them (:func:`radsift.search.reading.open_mentions`: the
+  same reader over the same sentences, those holding the phrase's words, best BM25 match first, at most
+  :data:`~radsift.search.reading.OPEN_CANDIDATES`) on its first query, then kept for the last
+  :data:`OPEN_KEPT` phrases; where candidates were left unread both engines say ``matching`` is a lower bound.
+  Section units (``unit="section"``) hold their sentences' mentions (the exact engine's ``unit_of``), their
+  own BM25 postings, sides and locations; a section longer than one window scores by its best window.
 
 The ranking is the exact engine's order ``(tier, score, row)`` over the pool, with every global
 quantity the exact engine uses (the min-max ends of both sides, the strict tiers' step, the best
@@ -26,7 +32,10 @@ best match, the step and the best score from the pool when its best beats what a
 reach (else from every match, as before). A unit outside the pool has a cosine no higher than the
 ``depth``-th eligible one and a BM25 score no higher than the ``depth``-th match, so its fused score is
 at most a bound; its tier is at least the lowest tier of the units left out (counted per tier, exact for
-the units that state something, hold a side word or name a location; every other unit at its report's tier). When the
+the units that state something, hold a side word or name a location; every other unit at its report's tier,
+except in a report whose unit in the pool already beats the default tier: no unit of it that states nothing can
+stand for it). The units stating the whole reading join the ``hybrid`` and ``dense`` pools at once when they
+are no more than its depth ("no X" where X is rarely denied: the page past them needs no pool of every unit). When the
 last entry of the page scores strictly above what any unit left out could reach, the page is the exact
 engine's; otherwise ``depth`` is widened (x4) until the pool holds every eligible unit. So the two
 engines differ only where float32 rounding makes the bound's ``>`` differ from the exact order (never
@@ -34,11 +43,14 @@ seen: ``benchmarks/bench_candidates.py`` compares pages, scores, bands and count
 runs). Counts come from the postings and the filter's rows (counted once per filter), never from the pool.
 
 Routed to the exact engine (:func:`exact_reason`): ``hybrid-rrf`` (a rank fusion needs every
-unit's rank), calibrated tier boosts (``gap``), a first stage, ``prf``, section units, an
-open-vocabulary finding (its reader runs over candidate sentences), a backend that pushes filters
-down, and ``RADSIFT_ENGINE=exact``. What stays linear in the corpus: the ``numpy`` backend's
-matrix-vector product (and the scans of its array), a metadata filter's mask (one SQLite query and one
-pass per new filter; the HNSW backend's masked search), a query with a side word (the units holding one)
+unit's rank), calibrated tier boosts (``gap``), a first stage, ``prf``, a concept
+linked beside the literal reading (its tiers order units within the literal reading's, over every unit),
+a backend that pushes filters down, and ``RADSIFT_ENGINE=exact``. What stays linear in the corpus: the ``numpy`` backend's
+matrix-vector product (and the scans of its array), section units when some section is longer than one window
+(every later window scored, as the exact engine, and the backend's scores made a full array), a metadata filter's mask (one SQLite query and one
+pass per new filter; the HNSW backend's masked search), an open-vocabulary phrase's first query (the
+sentences holding its words: an intersection of their postings; then the reader over at most 2,000 of them),
+a query with a side word (the units holding one)
 or several findings (their mentions, on the reading's first query; several findings' ``bm25`` counts, per
 query), a ``bm25`` page that reaches units sharing no term (every match read) or, at report level, a
 ``bm25`` search with a section ``target`` (its counts list the matches), a term's bitmaps on its first
@@ -62,6 +74,7 @@ from radsift.index.reader import IndexStore
 from radsift.index.readings import finding_mentions
 from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
 from radsift.ranking.bands import BandTable, band_of, score_kind
+from radsift.ranking.places import LOCATION_SLOTS, location_tiers, where_tiers
 from radsift.ranking.pool import member
 from radsift.ranking.tiers import (
     CLASS_NAMES,
@@ -77,9 +90,11 @@ from radsift.ranking.tiers import (
     combine,
     side_tiers,
 )
-from radsift.ranking.places import LOCATION_SLOTS, location_tiers, where_tiers
 from radsift.records import QueryReading
 from radsift.search.bitmaps import TermBitmaps, bits_of
+from radsift.search.plan import open_candidates, sentence_texts
+from radsift.search.reading import open_mentions
+from radsift.search.units import section_of_sentence
 from radsift.text import locations
 
 #: Environment variable choosing the engine (``candidates`` or ``exact``), for benchmarks and A/B runs.
@@ -103,10 +118,8 @@ def exact_reason(request, reading: QueryReading, gap, backend=None, store: Index
         return "calibrated tier boosts"
     if opts.first_stage is not None or opts.prf:
         return "first stage or prf"
-    if opts.unit != "sentence":
-        return "section units"
-    if reading.active and any(not f.labeled for f in reading.findings):
-        return "open-vocabulary finding"
+    if reading.active and any(f.beside for f in reading.findings):
+        return "a link beside the literal reading"
     if backend is not None and getattr(backend, "pushdown", False):
         return "filter pushdown backend"
     if store is not None and not store.units(opts.unit).report_row.shape[0]:
@@ -118,6 +131,13 @@ def exact_reason(request, reading: QueryReading, gap, backend=None, store: Index
 
 #: Readings of several findings, or with a side word or a location, whose derived tiers are kept per store.
 READINGS_KEPT = 64
+#: Open-vocabulary phrases whose mentions (and views) are kept per store.
+OPEN_KEPT = 256
+
+
+def _key(code):
+    """A finding's key in the postings: its lexicon code (int), or ``("open", phrase)``."""
+    return code if isinstance(code, tuple) else int(code)
 
 
 # -- reading postings -----------------------------------------------------------------------------------
@@ -126,7 +146,7 @@ class ReadingPostings:
     each segment, read per finding on its first query) and its units' reports (kept once per store)."""
 
     def __init__(self, store: IndexStore, unit: str) -> None:
-        self.store = store
+        self.store, self.unit = store, unit
         report_row = np.asarray(store.units(unit).report_row, dtype=np.int64)
         self.report_row = report_row
         self.n_units = int(report_row.shape[0])
@@ -134,6 +154,8 @@ class ReadingPostings:
         self._mentions: dict = {}
         self._eligible: dict = {}
         self._readings: dict = {}
+        self._open: dict = {}  # open-vocabulary phrase -> (rows, status codes, capped), least recently used first
+        self._labeler = None
         self._lock = threading.Lock()
         self.n_reports = int(report_row.max(initial=-1)) + 1
         self.reports_with_units = int(np.count_nonzero(np.bincount(report_row, minlength=self.n_reports)))
@@ -143,7 +165,7 @@ class ReadingPostings:
     def view(self, code: int, wanted: str) -> FindingView:
         """The units and reports that state something of finding ``code``, each with its best tier for a query
         wanting ``wanted`` (built on the first query that asks, then kept)."""
-        key = (int(code), wanted)
+        key = (_key(code), wanted)
         with self._lock:
             hit = self._views.get(key)
         if hit is None:
@@ -198,15 +220,57 @@ class ReadingPostings:
     def of(cls, store: IndexStore, unit: str) -> ReadingPostings:
         return store.cached(("reading_postings", unit), lambda: cls(store, unit))
 
-    def mentions(self, code: int) -> tuple[np.ndarray, np.ndarray]:
-        """(unit rows, status codes) of the stored mentions of finding ``code`` (kept once read)."""
-        key = int(code)
+    def mentions(self, code) -> tuple[np.ndarray, np.ndarray]:
+        """(unit rows, status codes) of the stored mentions of finding ``code`` (kept once read), or of an
+        open-vocabulary phrase (``code`` a key of :meth:`read_open`)."""
+        key = _key(code)
+        if isinstance(key, tuple):
+            return self._read_open(key[1])[:2]
         with self._lock:
             hit = self._mentions.get(key)
         if hit is None:
             hit = finding_mentions(self.store, key) if key >= 0 else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+            hit = self._units(*hit)
             with self._lock:
                 self._mentions[key] = hit
+        return hit
+
+    @cached_property
+    def unit_of(self) -> np.ndarray | None:
+        """The unit row of every sentence row (None: units are sentences), as the exact engine's ``unit_of``
+        (first asked outside the store's cache lock: it is not reentrant)."""
+        store = self.store
+        return None if self.unit == "sentence" else store.cached(("section_of_sentence",),
+                                                                  lambda: section_of_sentence(store))
+
+    def _units(self, rows: np.ndarray, status: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Mentions by sentence row -> by unit row (a section holds its sentences' mentions)."""
+        return (rows, status) if self.unit_of is None else (np.asarray(self.unit_of)[rows].astype(np.int64), status)
+
+    def read_open(self, finding: str, labeler) -> tuple[tuple, bool]:
+        """(key, capped) of an open-vocabulary phrase: its mentions read as the exact engine reads them
+        (:func:`radsift.search.reading.open_mentions`: the sentences holding its words, from their postings,
+        at most :data:`~radsift.search.reading.OPEN_CANDIDATES` of them read) on its first query, then kept for
+        the last :data:`OPEN_KEPT` phrases; ``capped``: candidates were left unread (``matching`` a lower bound)."""
+        self._labeler = labeler
+        return ("open", finding), self._read_open(finding)[2]
+
+    def _read_open(self, finding: str) -> tuple[np.ndarray, np.ndarray, bool]:
+        with self._lock:
+            hit = self._open.pop(finding, None)
+            if hit is not None:
+                self._open[finding] = hit
+        if hit is None:
+            rows, status, capped = open_mentions(finding, self._labeler, sentence_texts(self.store),
+                                                 open_candidates(self.store))
+            hit = (*self._units(rows.astype(np.int64), status.astype(np.int64)), capped)
+            with self._lock:
+                self._open[finding] = hit
+                while len(self._open) > OPEN_KEPT:
+                    gone = next(iter(self._open))
+                    self._open.pop(gone)
+                    for wanted in TIER_OF:  # its views go with it
+                        self._views.pop((("open", gone), wanted), None)
         return hit
 
 
@@ -276,15 +340,19 @@ class QueryTiers:
     """
 
     def __init__(self, store: IndexStore, reading: QueryReading, post: ReadingPostings, codes: dict,
-                 by_report: bool, sides, places=None) -> None:
+                 by_report: bool, sides, places=None, labeler=None) -> None:
         self.post, self.statuses = post, [f.status for f in reading.findings]
-        self.side, self._findings = reading.side, [(codes.get(f.finding, -1), f.status) for f in reading.findings]
+        keys = [(codes.get(f.finding, -1), False) if f.labeled else post.read_open(f.finding, labeler)
+                for f in reading.findings]
+        #: An open-vocabulary phrase had more candidate sentences than were read: ``matching`` is a lower bound.
+        self.capped = any(capped for _, capped in keys)
+        self.side, self._findings = reading.side, [(k, f.status) for (k, _), f in zip(keys, reading.findings)]
         self.views = [post.view(code, status) for code, status in self._findings]
         self._mentions: list | None = None
         self.sides = sides  # (left, right, bilateral) flags of every unit, or None
         side_rows = np.zeros(0, dtype=np.int64)
         if self.side and sides is not None:
-            side_rows = store.cached(("side_rows", "sentence", locations.enabled()), lambda: np.flatnonzero(sides[0] | sides[1] | sides[2]))
+            side_rows = store.cached(("side_rows", post.unit, locations.enabled()), lambda: np.flatnonzero(sides[0] | sides[1] | sides[2]))
         self.regions = reading.regions if places is not None else 0
         self.places = places  # regions named by every unit, or None
         # One finding, no side word, no location: the special units' tiers depend on the finding's view alone
@@ -297,7 +365,7 @@ class QueryTiers:
                          np.unique(np.concatenate([v.rows for v in self.views] + [np.zeros(0, np.int64)])))
             special = np.union1d(mentioned, side_rows) if side_rows.size else mentioned
             if self.regions:
-                place_rows = store.cached(("location_rows", "sentence"), lambda: np.flatnonzero(places))
+                place_rows = store.cached(("location_rows", post.unit), lambda: np.flatnonzero(places))
                 special = np.union1d(special, place_rows)
             self._memo["special"] = special
         self.special = self._memo["special"]
@@ -381,8 +449,19 @@ class QueryTiers:
             if out.any():
                 low.append(int(self.special_tiers[out].min()))
         if self.by_report and self.rep_rows.size:
-            low.append(int(self.rep_tier.min()) * (self.unit_max + 1) + self.default_unit)
+            low.append(self._uncovered_report_tier(inside) * (self.unit_max + 1) + self.default_unit)
         return min(low)
+
+    def _uncovered_report_tier(self, inside: Sequence[np.ndarray]) -> int:
+        """The best report tier of the reports with a mention whose units left out could still stand for them:
+        a report with a unit inside whose own tier beats the default one is covered (every unit of it left out
+        that states nothing ranks below that unit; those that state something are counted exactly)."""
+        rows = np.concatenate([np.asarray(r, dtype=np.int64) for r in inside] + [np.zeros(0, np.int64)])
+        below = rows[self.tiers(rows) % (self.unit_max + 1) < self.default_unit] if rows.size else rows
+        if not below.size:
+            return int(self.rep_tier.min())
+        left = ~member(np.unique(self.post.report_row[below]), self.rep_rows)  # the reports not covered
+        return int(self.rep_tier[left].min()) if left.any() else int(self.rep_tier.max())  # none: any tier
 
     def stated(self, rows: np.ndarray, eligible=None) -> np.ndarray:
         """What units ``rows`` (sorted) state of each finding (``(len(rows), F)``, :data:`UNSTATED` where nothing)."""

@@ -96,21 +96,29 @@ def unit_reading(store: IndexStore, opts, reading: QueryReading, labeler) -> Rea
     if not reading.active:
         return ReadingTiers(None)
     labels = store.labels()
-    sentence_bm25 = store.bm25("sentence")
-    n_sentences = store.units("sentence").report_row.shape[0]
     units = store.units(opts.unit)
     return reading_tiers(
         reading, labeler, n_units=units.report_row.shape[0],
         labels=(labels.row, labels.finding, labels.status),
         finding_codes={f: i for i, f in enumerate(store.manifest.findings)},
-        sentence_texts=lambda rows: {r: s.text for r, s in store.sentences_by_rows(rows).items()},
-        open_candidates=lambda stems: units_with_terms(sentence_bm25, stems, n_sentences),
+        sentence_texts=sentence_texts(store), open_candidates=open_candidates(store),
         side_flags=lambda: unit_sides(store, opts.unit),
         location_flags=lambda: unit_locations(store, opts.unit)[0],
         unit_of=None if opts.unit == "sentence" else store.cached(("section_of_sentence",),
                                                                    lambda: section_of_sentence(store)),
         group_of=units.report_row if opts.level == "report" else None, classes=True,
     )
+
+
+def sentence_texts(store: IndexStore):
+    """Sentence rows -> their texts (what the open-vocabulary reader reads)."""
+    return lambda rows: {r: s.text for r, s in store.sentences_by_rows(rows).items()}
+
+
+def open_candidates(store: IndexStore):
+    """A phrase's stems -> the sentences holding them all, best BM25 match first (from the terms' postings)."""
+    n = store.units("sentence").report_row.shape[0]
+    return lambda stems: units_with_terms(store.bm25("sentence"), stems, n)
 
 
 def literal_check(store: IndexStore):

@@ -263,7 +263,7 @@ def _stated(findings, labeler, labels, finding_codes, sentence_texts, open_candi
             sel = finding == code
             columns.append((row[sel], status[sel]))
         else:
-            rows_, status_, over = _open_mentions(f.finding, labeler, sentence_texts, open_candidates)
+            rows_, status_, over = open_mentions(f.finding, labeler, sentence_texts, open_candidates)
             columns.append((rows_, status_))
             capped = capped or over
     rows = np.concatenate([c[0] for c in columns]).astype(np.int64)
@@ -274,8 +274,9 @@ def _stated(findings, labeler, labels, finding_codes, sentence_texts, open_candi
     return stated_tiers(n_units, rows, codes, status, [(j, f.status) for j, f in enumerate(findings)]), capped
 
 
-def _open_mentions(finding: str, labeler, sentence_texts, open_candidates) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Sentence rows and statuses of the phrase's mentions, and whether candidates were left unread."""
+def open_mentions(finding: str, labeler, sentence_texts, open_candidates) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Sentence rows and status codes of an open-vocabulary phrase's mentions (the reader run over at most
+    :data:`OPEN_CANDIDATES` sentences holding its words), and whether candidates were left unread."""
     phrases = labeler.query_phrases(finding)
     if not phrases:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), False

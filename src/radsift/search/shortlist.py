@@ -18,7 +18,7 @@ from radsift.search.options import SearchRequest
 from radsift.search.plan import eligible_mask, unit_locations, unit_sides
 from radsift.search.rank import rerank_head
 from radsift.search.results import SearchResult, hits_of
-from radsift.search.scoring import bm25_query, checked_cosines
+from radsift.search.scoring import best_window, bm25_query, checked_cosines
 from radsift.search.units import unit_texts
 
 #: Dense candidates drawn first (widened x4 until the page is exact).
@@ -31,30 +31,28 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
                    expansion) -> SearchResult:
     """The page of ``request`` from the candidate engine (callers check :func:`.candidates.exact_reason` first)."""
     opts = request.options
-    units = store.units("sentence")
+    unit = opts.unit
+    units = store.units(unit)
     n = int(units.report_row.shape[0])
     mask = eligible_mask(store, opts)
-    post = ReadingPostings.of(store, "sentence")
+    post = ReadingPostings.of(store, unit)
     qt = None
     if reading.active:
-        sides = unit_sides(store, "sentence") if reading.side else None
-        places = unit_locations(store, "sentence")[0] if reading.regions else None
+        sides = unit_sides(store, unit) if reading.side else None
+        places = unit_locations(store, unit)[0] if reading.regions else None
         qt = QueryTiers(store, reading, post, {f: i for i, f in enumerate(store.manifest.findings)},
-                        opts.level == "report", sides, places)
+                        opts.level == "report", sides, places, index.labeler)
     dense = None
     if NEEDS_DENSE[opts.mode]:
-        got = index._backend(store, "sentence").sparse_scores(query_vector, mask)
-        # the scored rows only: every other row holds the backend's fill, below them (no pass over every unit)
-        dense = DenseScores(got.n, checked_cosines(got.values, store, "sentence"), got.rows, got.fill,
-                            got.node_of_row, got.groups)
-    bm = BM25Side(store.bm25("sentence"), bm25_query(request.query, reading, expansion), n,
+        dense = _dense(index, store, unit, query_vector, mask)
+    bm = BM25Side(store.bm25(unit), bm25_query(request.query, reading, expansion), n,
                   BM25_FIRST if opts.mode == "bm25" else FIRST_DEPTH) if NEEDS_BM25[opts.mode] else None
     alpha = opts.alpha if opts.alpha is not None else index.settings.dense_weight
     sides_ = Sides(opts.mode, alpha, dense, bm, n)
     elig = (lambda rows: np.ones(len(rows), dtype=bool)) if mask is None else (lambda rows: mask[rows])
     depth = max(opts.offset + opts.k, opts.rerank)
     picked, cand, best = _rank(opts, sides_, qt, mask, elig, depth, post)
-    page_units = unit_texts(store, "sentence", [u for _, u, _ in picked])
+    page_units = unit_texts(store, unit, [u for _, u, _ in picked])
     if opts.rerank:
         picked = rerank_head(request, picked, page_units, None if qt is None else qt.tiers, index.reranker)
     page = picked[opts.offset:opts.offset + opts.k]
@@ -75,7 +73,18 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
                    reading if opts.mentions else QueryReading(), index.mentions_in, first_rank=opts.offset + 1,
                    bands=bands, fused=fused)
     return SearchResult(hits, reading, offset=opts.offset, k=opts.k, total=total, matching=matching,
-                        lower_bound=False)
+                        lower_bound=qt is not None and qt.capped)
+
+
+def _dense(index, store: IndexStore, unit: str, query_vector, mask) -> DenseScores:
+    """The query's cosines of ``unit`` units: the scored rows only (every other row holds the backend's fill,
+    below them: no pass over every unit), or, for sections longer than one window, every section scored by its
+    best window (:func:`radsift.search.scoring.best_window`: a product over every later window, as the exact engine)."""
+    got = index._backend(store, unit).sparse_scores(query_vector, mask)
+    if store.units(unit).windows is not None:
+        return DenseScores(got.n, checked_cosines(best_window(got.full(), store, unit, query_vector), store, unit))
+    return DenseScores(got.n, checked_cosines(got.values, store, unit), got.rows, got.fill, got.node_of_row,
+                       got.groups)
 
 
 def _rank(opts, sides_: Sides, qt, mask, elig, depth: int, post: ReadingPostings):
@@ -100,6 +109,10 @@ def _rank(opts, sides_: Sides, qt, mask, elig, depth: int, post: ReadingPostings
         if sides_.dense is not None and not bm25:
             top, d_k = sides_.dense.top(k_dense, mask, n_elig)
             extra.append(top)
+            if qt is not None and qt.statuses and qt.keep_rows().size <= k_dense:
+                # the few units stating the reading join at once: a page past them ("no X", X rarely denied)
+                # then needs no pool holding every unit of a lower tier
+                extra.append(qt.keep_rows())
         extra = np.unique(np.concatenate(extra)).astype(np.int64)
         extra = extra[~member(bm_rows, extra) & elig(extra)]
         cand = np.concatenate([bm_rows, extra])
