@@ -45,6 +45,8 @@ def hl7_time(value: str) -> str | None:
     value = value.strip()
     if not value:
         return None
+    if len(value) in (8, 12, 14) and value.isascii() and value.isdigit():  # the usual forms, without the regex
+        return _digit_time(value)
     m = _TS.match(value)
     if not m:
         raise ValueError(f"{value!r} is not an HL7 timestamp (YYYYMMDDHHMM)")
@@ -57,6 +59,18 @@ def hl7_time(value: str) -> str | None:
         out += f"T{hour}:{minute or '00'}" + (f":{second}" if second else "")
         if zone:
             out += f"{zone[:3]}:{zone[3:]}"
+    return out
+
+
+def _digit_time(value: str) -> str:
+    """:func:`hl7_time` of 8, 12 or 14 ASCII digits (``YYYYMMDD[HHMM[SS]]``): the same checks and text."""
+    month, day = value[4:6], value[6:8]
+    hour, minute = value[8:10], value[10:12]
+    if not 1 <= int(month) <= 12 or not 1 <= int(day) <= 31 or hour and (int(hour) > 23 or int(minute) > 59):
+        raise ValueError(f"{value!r} is not a real date and time")
+    out = f"{value[:4]}-{month}-{day}"
+    if hour:
+        out += f"T{hour}:{minute}" + (f":{value[12:]}" if len(value) == 14 else "")
     return out
 
 
@@ -189,8 +203,13 @@ def message_reports(message: Message, where: str) -> Iterator[Parsed]:
     patient = ""
     groups: list[list] = []
     fs = message.fs
+    obx, obr = "OBX" + fs, "OBR" + fs  # the usual segments' names, as written, without the partition
     for raw in message.raw_segments:  # each split as far as the fields read (read with _whole and _part)
-        name = raw.partition(fs)[0].strip()
+        if raw.startswith(obx):
+            if groups:
+                groups[-1].append(raw.split(fs, 6))  # fields 0 to 5 whole, the rest in one
+            continue
+        name = "OBR" if raw.startswith(obr) else raw.partition(fs)[0].strip()
         if name == "PID":
             patient = _part(message, raw.split(fs, 4), 3, 0)
         elif name == "OBR":
@@ -243,8 +262,9 @@ def read_hl7(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
         except UnicodeDecodeError as exc:
             yield Parsed(str(file), problem=f"undecodable bytes at byte {exc.start} (not valid {options.encoding})")
             continue
+        name = str(file)
         for number, (line, raw) in enumerate(split_messages(text), 1):
-            where = f"{file} message {number} (line {line})"
+            where = f"{name} message {number} (line {line})"
             if not raw.startswith("MSH"):
                 yield Parsed(where, problem="not an HL7 v2 message (it does not start with an MSH segment)")
                 continue
