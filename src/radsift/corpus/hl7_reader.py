@@ -47,6 +47,11 @@ def hl7_time(value: str) -> str | None:
         return None
     if len(value) in (8, 12, 14) and value.isascii() and value.isdigit():  # the usual forms, without the regex
         return _digit_time(value)
+    return _regex_time(value)
+
+
+def _regex_time(value: str) -> str:
+    """:func:`hl7_time` of a stripped, non-empty value, read with the timestamp pattern (any form)."""
     m = _TS.match(value)
     if not m:
         raise ValueError(f"{value!r} is not an HL7 timestamp (YYYYMMDDHHMM)")

@@ -1,0 +1,121 @@
+"""Issue 34, item 6 (ingest rate): the readers' later speed paths give what the paths before them gave.
+
+* HL7 timestamps of 8, 12 or 14 digits are read without the pattern: the same text, the same errors.
+* ``assemble`` joins a section's texts in one dict: the same reports as the list per name before.
+* HL7 segments are told by their prefix: bad messages are named as before (file, message, line, reason).
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from radsift.corpus import read_corpus
+from radsift.corpus.hl7_reader import _regex_time, hl7_time
+from radsift.corpus.options import ReaderOptions
+from radsift.corpus.rows import _unix_newlines, assemble
+from radsift.corpus.stats import ReadStats
+from radsift.records import Report
+from radsift.text import split_sections
+
+
+def _outcome(read, value):
+    try:
+        return read(value)
+    except ValueError as exc:
+        return f"ValueError: {exc}"
+
+
+def test_digit_times_read_as_the_pattern_reads_them():
+    rng = random.Random(3)
+    parts = ["00", "01", "09", "10", "12", "13", "23", "24", "28", "31", "32", "59", "60", "99"]
+    values = ["20250101", "202501011230", "20250101123045", "20251301", "20250132", "202501012400",
+              "202501011260", "20250101123099", "00000000", "99999999"]
+    values += ["2025" + "".join(rng.choice(parts) for _ in range(rng.choice((2, 4, 5)))) for _ in range(5000)]
+    read = 0
+    for value in values:
+        assert len(value) in (8, 12, 14)
+        ours, pattern = _outcome(hl7_time, value), _outcome(_regex_time, value)
+        assert ours == pattern, value
+        read += not ours.startswith("ValueError")
+    assert 100 < read < len(values)  # both kinds seen
+    # other forms still go to the pattern: a zone, fractions, other lengths, non-ASCII digits
+    assert hl7_time(" 202501011230+0100 ") == "2025-01-01T12:30+01:00"
+    assert hl7_time("2025010112") == "2025-01-01T12:00" and hl7_time("2025") == "2025"
+    with pytest.raises(ValueError, match="not an HL7 timestamp"):
+        hl7_time("2025-01-01")
+    assert _outcome(hl7_time, "２０２５０１０１") == _outcome(_regex_time, "２０２５０１０１")  # full-width digits
+
+
+def _assemble_before(report_id, free_text, sections, metadata):
+    """``assemble`` as it was (a list of texts per section name, joined at the end)."""
+    merged: dict[str, list[str]] = {}
+    pairs = list(split_sections(free_text)) if free_text else []
+    pairs.extend(sections)
+    for name, text in pairs:
+        text = _unix_newlines(text).strip() if text and "\r" in text else (text or "").strip()
+        if text:
+            merged.setdefault(name, []).append(text)
+    meta = {key: (_unix_newlines(value) if "\r" in value else value).strip()
+            for key, value in metadata if value is not None and value.strip()}
+    return Report(report_id, {name: " ".join(texts) for name, texts in merged.items()}, meta)
+
+
+def test_assemble_is_assemble_before():
+    rng = random.Random(5)
+    texts = [None, "", "  ", "a", " b \r\n c ", "FINDINGS: x\nIMPRESSION: y", "d\r", "IMPRESSION: z", "\t"]
+    names = ["findings", "impression", "text", "history"]
+    for _ in range(3000):
+        free = rng.choice(texts)
+        sections = [(rng.choice(names), rng.choice(texts)) for _ in range(rng.randrange(4))]
+        metadata = [(rng.choice(["a", "b"]), rng.choice(texts)) for _ in range(rng.randrange(3))]
+        ours = assemble("r1", free, iter(sections), metadata)
+        before = _assemble_before("r1", free, sections, metadata)
+        assert ours.to_dict() == before.to_dict()
+        assert list(ours.sections) == list(before.sections)  # the same order
+
+
+BAD_HL7 = "\n".join([
+    "MSH|^~\\&|RIS|SITE|EHR|SITE|202501021030||ADT^A01|C1|P|2.5",
+    "PID|1||MRN1",
+    "MSH|^~\\&|RIS|SITE|EHR|SITE|202501021030||ORU^R01|C2|P|2.5",
+    "PID|1||MRN2",
+    "MSH|^~\\&|RIS|SITE|EHR|SITE|202501021030||ORU^R01|C3|P|2.5",
+    "OBR|1||ACC3||||202513011200",
+    "OBX|1|TX|||text",
+    "MSH|^~\\&|RIS|SITE|EHR|SITE|202501021030||ORU^R01|C4|P|2.5",
+    "OBR|1||ACC4||||2025-01-01",
+    "OBX|1|TX|||text",
+    "MSH|^~\\&|RIS|SITE|EHR|SITE|202501021030||ORU^R01|C5|P|2.5",
+    "OBR|1||ACC5",
+    "OBX|1|TX|||   ",
+    "OBX |1|TX|||an OBX named with a space",
+    "MSH|^~\\&|RIS|SITE|EHR|SITE|202501021030||ORU^R01|C6|P|2.5",
+    "OBR |1||ACC6||||202501011200",
+    "OBX|1|TX|||IMPRESSION: read, its OBR named with a space",
+    "MSH|^~\\&|RIS|SITE|EHR|SITE|202501021030||ORU^R01|C7|P|2.5",
+    "OBR|1||ACC7||||202501011260",
+    "OBX|1|TX|||text",
+    "MSH|^~\\&|RIS|SITE|EHR|SITE|202501021030||ORU^R01|C8|P|2.5",
+    "OBR|1||ACC8",
+    "OBX|1|TX|||  ",
+])
+
+
+def test_bad_hl7_messages_are_named_as_before(tmp_path):
+    path = tmp_path / "bad.hl7"
+    path.write_text(BAD_HL7 + "\n")
+    stats = ReadStats()
+    reports = list(read_corpus([path], ReaderOptions(on_error="skip"), stats))
+    assert [(r.id, dict(r.sections), r.metadata.get("datetime")) for r in reports] == [
+        ("ACC5", {"text": "an OBX named with a space"}, "2025-01-02T10:30"),
+        ("ACC6", {"impression": "read, its OBR named with a space"}, "2025-01-01T12:00")]
+    assert stats.skipped == [
+        (f"{path} message 1 (line 1)", "message type ADT^A01 is not ORU^R01 (an observation result)"),
+        (f"{path} message 2 (line 3)", "an ORU^R01 message with no OBR segment (no report in it)"),
+        (f"{path} message 3 (line 5)", "report ACC3: OBR-7 '202513011200' is not a real date and time"),
+        (f"{path} message 4 (line 8)", "report ACC4: OBR-7 '2025-01-01' is not an HL7 timestamp (YYYYMMDDHHMM)"),
+        (f"{path} message 7 (line 18)", "report ACC7: OBR-7 '202501011260' is not a real date and time"),
+        (f"{path} message 8 (line 21)", "report ACC8: no text (no OBX-5 value)"),
+    ]
