@@ -183,12 +183,6 @@ def _field(segment, index: int, component: int | None = None) -> str:
         return str(value).strip() if component == 0 else ""
 
 
-def _whole(segment: list, index: int) -> str:
-    """A field of a split segment, whole and stripped ('' when absent): :meth:`Message.field` without a
-    component, for any segment but the ``MSH``."""
-    return segment[index].strip() if index < len(segment) else ""
-
-
 def _part(message: Message, segment: list, index: int, component: int) -> str:
     """A component of a split segment's first repetition: :meth:`Message.field` for any segment but the
     ``MSH``."""
@@ -209,7 +203,7 @@ def message_reports(message: Message, where: str) -> Iterator[Parsed]:
     groups: list[list] = []
     fs = message.fs
     obx, obr = "OBX" + fs, "OBR" + fs  # the usual segments' names, as written, without the partition
-    for raw in message.raw_segments:  # each split as far as the fields read (read with _whole and _part)
+    for raw in message.raw_segments:  # each split as far as the fields read
         if raw.startswith(obx):
             if groups:
                 groups[-1].append(raw.split(fs, 6))  # fields 0 to 5 whole, the rest in one
@@ -226,29 +220,36 @@ def message_reports(message: Message, where: str) -> Iterator[Parsed]:
         return
     control = _field(msh, 10)
     escape, unescape = message.escape, message.unescape
+    rep, comp = message.repetition_sep, message.component_sep
     for n, (obr, *obxs) in enumerate(groups):
-        rid = _part(message, obr, 3, 0) or _part(message, obr, 2, 0) or (control + (f"-{n + 1}" if n else ""))
+        if len(obr) < 26:  # an absent field reads as empty, as _part and _whole read it
+            obr += [""] * (26 - len(obr))
+        # a field's first component of its first repetition: _part(message, obr, i, 0) without the call
+        rid = (obr[3].partition(rep)[0].partition(comp)[0].strip() or obr[2].partition(rep)[0].partition(comp)[0]
+               .strip() or (control + (f"-{n + 1}" if n else "")))
         here = where if len(groups) == 1 else f"{where} OBR {n + 1}"
         if not rid:
             yield Parsed(here, problem="no report id (OBR-3, OBR-2 and MSH-10 are empty)")
             continue
         # python-hl7's unescape returns a value without its escape character as it is: called only for the rest
+        # (and only its text can hold a CR: the segments were split at them)
         values = [obx[5].strip() if len(obx) > 5 else "" for obx in obxs]
-        lines = [(unescape(v) if escape in v else v).replace("\r", "\n") for v in values]
-        text = "\n".join(line for line in lines if line.strip())
-        if not text.strip():
+        text = "\n".join(line for v in values
+                         if (line := unescape(v).replace("\r", "\n") if escape in v else v).strip())
+        if not text:  # (its lines are not blank: a text is blank only when it has none)
             yield Parsed(here, problem=f"report {rid}: no text (no OBX-5 value)")
             continue
         try:
-            when = hl7_time(_part(message, obr, 7, 0)) or hl7_time(_field(msh, 7, 0))
+            when = hl7_time(obr[7].partition(rep)[0].partition(comp)[0]) or hl7_time(_field(msh, 7, 0))
         except ValueError as exc:
             yield Parsed(here, problem=f"report {rid}: OBR-7 {exc}")
             continue
-        code = _part(message, obr, 4, 0)
-        exam = _part(message, obr, 4, 1) or code
+        exam_parts = obr[4].partition(rep)[0].split(comp)
+        code = exam_parts[0].strip()
+        exam = (exam_parts[1].strip() if len(exam_parts) > 1 else "") or code
         metadata = [("patient", patient or None), ("date", when[:10] if when else None), ("datetime", when),
                     ("exam", exam or None), ("exam_code", code or None), ("modality", modality_in(exam)),
-                    ("status", _whole(obr, 25) or None)]
+                    ("status", obr[25].strip() or None)]
         yield Parsed(here, assemble(rid, text, [], metadata))
 
 
