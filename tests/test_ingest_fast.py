@@ -8,11 +8,12 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
 from radsift.corpus import read_corpus
-from radsift.corpus.hl7_reader import _regex_time, hl7_time
+from radsift.corpus.hl7_reader import _regex_time, hl7_time, split_messages
 from radsift.corpus.options import ReaderOptions
 from radsift.corpus.rows import _unix_newlines, assemble
 from radsift.corpus.stats import ReadStats
@@ -119,3 +120,43 @@ def test_bad_hl7_messages_are_named_as_before(tmp_path):
         (f"{path} message 7 (line 18)", "report ACC7: OBR-7 '202501011260' is not a real date and time"),
         (f"{path} message 8 (line 21)", "report ACC8: no text (no OBX-5 value)"),
     ]
+
+
+def _split_before(text):
+    """``split_messages`` as it was: a test per line (MLLP frames split with the pattern)."""
+    text = text.lstrip("\ufeff")
+    if "\x0b" in text:
+        line = 1
+        for n, chunk in enumerate(text.split("\x0b")):
+            if n:
+                body = chunk.split("\x1c", 1)[0]
+                yield line, "\r".join(s for s in re.split(r"\r\n|\r|\n", body) if s.strip())
+            line += chunk.count("\n")
+        return
+    current, start = [], 1
+    for number, line in enumerate(re.split(r"\r\n|\r|\n", text), 1):
+        if line.startswith("MSH") and current:
+            yield start, "\r".join(current)
+            current = []
+        if line.strip():
+            if not current:
+                start = number
+            current.append(line)
+    if current:
+        yield start, "\r".join(current)
+
+
+def test_messages_split_as_before():
+    rng = random.Random(11)
+    pieces = ["MSH|^~\\&|A", "PID|1", "OBX|1|TX|||x", "", " ", "\t", "  MSH|x", "MSHX", "xMSH|", "\ufeff"]
+    seps = ["\n", "\r", "\r\n", "\n\n"]
+    kinds = set()
+    for _ in range(4000):
+        sep = rng.choice(seps) if rng.random() < 0.2 else "\n"
+        text = sep.join(rng.choice(pieces) for _ in range(rng.randrange(12)))
+        if rng.random() < 0.1:
+            text = "".join(f"\x0b{m}\x1c\r" + rng.choice(["", "\n"]) for m in text.split("MSH"))
+        ours, before = list(split_messages(text)), list(_split_before(text))
+        assert ours == before, repr(text)
+        kinds.add(len(before))
+    assert len(kinds) > 4

@@ -89,12 +89,16 @@ def split_messages(text: str) -> Iterator[tuple[int, str]]:
         for n, chunk in enumerate(text.split(_MLLP_START)):
             if n:  # the text before the first frame start is not a message
                 body = chunk.split(_MLLP_END, 1)[0]
-                yield line, "\r".join(s for s in re.split(r"\r\n|\r|\n", body) if s.strip())
+                segments = body.split("\r") if "\n" not in body else re.split(r"\r\n|\r|\n", body)  # the same
+                yield line, "\r".join(s for s in segments if s.strip())
             line += chunk.count("\n")
+        return
+    if "\r" not in text:
+        yield from _runs(text)
         return
     current: list[str] = []
     start = 1
-    lines = text.split("\n") if "\r" not in text else re.split(r"\r\n|\r|\n", text)  # the same lines
+    lines = re.split(r"\r\n|\r|\n", text)
     for number, line in enumerate(lines, 1):
         if line.startswith("MSH") and current:
             yield start, "\r".join(current)
@@ -105,6 +109,18 @@ def split_messages(text: str) -> Iterator[tuple[int, str]]:
             current.append(line)
     if current:
         yield start, "\r".join(current)
+
+
+def _runs(text: str) -> Iterator[tuple[int, str]]:
+    """:func:`split_messages` of a text without CR and MLLP frames: cut where a line starts with ``MSH``, then
+    each run's non-blank lines (not a test per line for the cut)."""
+    number = 1
+    for k, part in enumerate(text.split("\nMSH")):
+        lines = ("MSH" + part if k else part).split("\n")  # a run after a cut starts at its MSH line
+        kept = [line for line in lines if line.strip()]
+        if kept:
+            yield number + next(i for i, line in enumerate(lines) if line.strip()), "\r".join(kept)
+        number += len(lines)
 
 
 class Message:
@@ -155,6 +171,11 @@ class Message:
 
 def _plain_header(head: str) -> bool:
     """``MSH``, a field separator and four encoding characters, all five distinct, then a field or the end."""
+    return _plain_start(head[:9])  # it depends on the first nine characters only
+
+
+@lru_cache(maxsize=64)
+def _plain_start(head: str) -> bool:
     return (len(head) >= 8 and head.startswith("MSH") and len(set(head[3:8])) == 5 and not head[3].isalnum()
             and (len(head) == 8 or head[8] == head[3]))
 
