@@ -7,16 +7,21 @@
 
 from __future__ import annotations
 
+import copy
 import random
 import re
 
 import pytest
 
 from radsift.corpus import read_corpus
+import radsift.corpus.fhir_reader as fhir_reader
+import radsift.corpus.fhir_validate as fhir_validate
 from radsift.corpus.hl7_reader import _regex_time, hl7_time, split_messages
 from radsift.corpus.options import ReaderOptions
 from radsift.corpus.rows import _unix_newlines, assemble
 from radsift.corpus.stats import ReadStats
+from radsift.demo import generate_reports
+from radsift.demo.feeds import assign_patients, fhir_resource
 from radsift.records import Report
 from radsift.text import split_sections
 
@@ -160,3 +165,76 @@ def test_messages_split_as_before():
         assert ours == before, repr(text)
         kinds.add(len(before))
     assert len(kinds) > 4
+
+
+def _variants(value, rng):
+    """``value`` with one random change of structure or of a value (or none)."""
+    out = copy.deepcopy(value)
+    node, key = out, None
+    for _ in range(rng.randrange(4)):  # walk down a little
+        items = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
+        nested = [(k, v) for k, v in items if isinstance(v, (dict, list)) and v]
+        if not nested:
+            break
+        key, node = rng.choice(nested)
+    change = rng.randrange(8)
+    keys = list(node) if isinstance(node, dict) else list(range(len(node)))
+    if not keys:
+        return out
+    k = rng.choice(keys)
+    if change == 0:
+        node[k] = rng.choice([1, 1.0, True, None, "s", [], {}, [1], {"a": 1}])  # another type
+    elif change == 1 and isinstance(node, dict):
+        node["extra"] = "x"  # a key more
+    elif change == 2:
+        del node[k]  # a key or item less
+    elif change == 3 and isinstance(node, dict) and len(node) > 1:
+        moved = node.pop(k)
+        node[k] = moved  # another key order
+    elif change == 4 and isinstance(node, list):
+        node.append(copy.deepcopy(node[0]))  # a longer list
+    elif change in (5, 6) and isinstance(node[k], str):
+        node[k] = node[k] + "x"  # another value, the same shape
+    return out
+
+
+def test_a_matcher_matches_exactly_its_shape():
+    resources = [fhir_resource(item) for item in assign_patients([d.report for d in generate_reports(n=20, seed=9)])]
+    resources += [{"a": "x", "b": [{"c": 1}, None], "d": {"e": True}, "": [], "k y'\"\\": {}}]
+    rng = random.Random(13)
+    seen = {True: 0, False: 0}
+    for sample in resources:
+        paths = fhir_validate._leaf_paths(sample)
+        chosen = rng.sample(paths, min(len(paths), 6))
+        match = fhir_validate.matcher(sample, chosen)
+        for _ in range(300):
+            other = _variants(sample, rng)
+            same = fhir_validate._shape(other) == fhir_validate._shape(sample)
+            got = match(other)
+            assert (got is not None) == same, other
+            if same:
+                leaves, where = [], []
+                fhir_validate._walk(other, [], leaves)
+                where = fhir_validate._leaf_paths(other)
+                assert list(got) == [leaves[where.index(p)] for p in chosen]
+            seen[same] += 1
+    assert min(seen.values()) > 500
+
+
+def test_the_matcher_path_keeps_the_whole_validations_verdicts():
+    model = fhir_reader._validator()
+    items = assign_patients([d.report for d in generate_reports(n=5, seed=9)])
+    good = [fhir_resource(item) for item in items]
+    validator = fhir_validate.ShapeValidator(model)
+    for resource in good:
+        validator(resource)
+    assert validator._last is not None  # the matcher path is the one taken
+    other_type = {**good[1], "resourceType": "Observation"}  # the same keys and types, another resource type
+    bad_date = {**good[2], "effectiveDateTime": "2025-02-30T10:00:00Z"}
+    for bad in (other_type, bad_date):
+        with pytest.raises(Exception) as whole:
+            model.model_validate(bad)
+        with pytest.raises(Exception) as ours:
+            validator(bad)
+        assert str(ours.value) == str(whole.value)
+    validator(good[3])  # still passes after the refusals

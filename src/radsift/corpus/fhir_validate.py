@@ -25,6 +25,12 @@ that their validators are known to pass (a real calendar day, ``YYYY-MM-DDThh:mm
 within FHIR's range, no fraction, no leap second; base64 that decodes strictly) passes without them
 (:func:`fast_accept`); any other value goes to the validator.
 ``tests/test_fhir_validate.py`` checks that both give the same verdict on resources with broken values.
+
+Telling a resource's shape by walking it costs more than validating its new values; so each shape with a
+plan also gets a *matcher* (:func:`matcher`): a function written for that shape, which returns the plan's
+values when a resource has exactly that shape (the same keys in the same order, list lengths and JSON
+types, the same ``resourceType``) and None otherwise. The last shape's matcher is tried first; a resource
+it refuses is walked as before.
 """
 
 from __future__ import annotations
@@ -51,9 +57,10 @@ _OBJECT, _LIST, _END = object(), object(), object()  # markers of _shape: not st
 _PLAIN_TIME = re.compile(r"([0-9]{4})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
                          r"(?:Z|[+-](?:(?:0[0-9]|1[0-3]):[0-5][0-9]|14:00))")
 _MONTH_DAYS = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
-# A plan: for each primitive value the whole validation checks, its index among the resource's leaves
-# (its primitive values in document order, as _walk lists them) and its type's validator and passed values.
-_Plan = list[tuple[int, Any, set]]
+# A plan: for each primitive value the whole validation checks, its type's validator and passed values; the
+# shape's matcher; and each value's index among the resource's leaves (its primitive values in document
+# order, as _walk lists them).
+_Plan = tuple[list[tuple[Any, set]], tuple, list[int]]
 
 
 def _shape(value: Any) -> tuple:
@@ -167,6 +174,47 @@ def _inner(annotation: Any) -> tuple[Any, bool] | None:
     return annotation, False
 
 
+def matcher(sample: Any, paths: list[tuple]) -> Any:
+    """A function of one argument that returns the values at ``paths`` (a tuple, in their order) of a value
+    whose :func:`_shape` is ``sample``'s, and None for any other value.
+
+    The function's text is written from the sample's structure; keys and types are its constants (never text
+    of the data), so any keys are safe.
+    """
+    consts: list = []
+    lines: list[str] = []
+    where: dict[tuple, str] = {}
+
+    def const(value: Any) -> str:
+        consts.append(value)
+        return f"C[{len(consts) - 1}]"
+
+    def visit(value: Any, var: str, path: tuple) -> None:
+        if type(value) is dict:
+            lines.append(f"if type({var}) is not dict or tuple({var}) != {const(tuple(value))}: return None")
+            if value:
+                names = [f"{var}_{i}" for i in range(len(value))]
+                lines.append(f"{', '.join(names)}, = {var}.values()")
+                for name, (k, v) in zip(names, value.items()):
+                    visit(v, name, path + (k,))
+        elif type(value) is list:
+            lines.append(f"if type({var}) is not list or len({var}) != {len(value)}: return None")
+            if value:
+                names = [f"{var}_{i}" for i in range(len(value))]
+                lines.append(f"{', '.join(names)}, = {var}")
+                for i, (name, v) in enumerate(zip(names, value)):
+                    visit(v, name, path + (i,))
+        else:
+            lines.append(f"if type({var}) is not {const(type(value))}: return None")
+            where[path] = var
+
+    visit(sample, "v", ())
+    body = "\n    ".join(lines + [f"return ({''.join(where[p] + ', ' for p in paths)})"])
+    namespace: dict = {"C": consts}
+    exec(f"def match(v):\n    {body}\n", namespace)  # noqa: S102 - our own text; the data are constants
+    return namespace["match"]
+
+
 class ShapeValidator:
     """Validate resources as ``model.model_validate`` does (see the module docstring), raising its errors.
 
@@ -181,8 +229,15 @@ class ShapeValidator:
         self.model = model
         self._plans: dict[Any, _Plan | None] = {}
         self._adapters: dict[int, tuple[Any, set]] = {}  # by id: an annotation's metadata may not hash
+        self._last: tuple | None = None  # the last planned shape's (matcher, checks, resourceType)
 
     def __call__(self, resource: dict) -> None:
+        last = self._last
+        if last is not None and last[2] == resource.get("resourceType"):  # the type's value: part of the shape
+            values = last[0](resource)
+            if values is not None:  # the last plan's shape exactly: its values, without a walk
+                self._check(resource, last[1], values)
+                return
         shape: list = [resource.get("resourceType")]  # the type's value decides: part of the shape
         leaves: list = []
         _walk(resource, shape, leaves)
@@ -193,9 +248,14 @@ class ShapeValidator:
             if plan is _UNSEEN and len(self._plans) < MAX_SHAPES:
                 self._plans[key] = self._compile(resource)
             return
+        self._last = plan[1]
+        self._check(resource, plan[0], [leaves[index] for index in plan[2]])
+
+    def _check(self, resource: dict, checks: list, values) -> None:
+        """Validate ``values`` (a plan's, in its order) with the plan's types; a failure: the whole
+        validation's error."""
         try:
-            for index, validate, passed in plan:
-                value = leaves[index]
+            for value, (validate, passed) in zip(values, checks):
                 if (type(value), value) in passed:
                     continue
                 validate(value)
@@ -206,12 +266,17 @@ class ShapeValidator:
             raise
 
     def _compile(self, resource: dict) -> _Plan | None:
-        """The plan of a resource's shape, by leaf index; None when the shape has no plan."""
+        """The plan of a resource's shape: each value's check (its type's validator and passed values), the
+        shape's matcher with the same (plan, resourceType) and the values' leaf indexes; None when the
+        shape has no plan."""
         plan = self._plan(self.model, resource, (), root=True)
         if plan is None:
             return None
         index = {path: i for i, path in enumerate(_leaf_paths(resource))}
-        return [(index[path], *self._adapters[id(kind)]) for path, kind in plan]
+        checks = [self._adapters[id(kind)] for _, kind in plan]
+        paths = [path for path, _ in plan]
+        match = (matcher(resource, paths), checks, resource.get("resourceType"))
+        return checks, match, [index[path] for path in paths]
 
     # -- the plan of a shape: each primitive value's place and type -------------------------------------
     def _plan(self, model, data: dict, path: tuple, root: bool = False) -> list[tuple[tuple, Any]] | None:
