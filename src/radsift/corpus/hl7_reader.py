@@ -93,12 +93,9 @@ def split_messages(text: str) -> Iterator[tuple[int, str]]:
                 yield line, "\r".join(s for s in segments if s.strip())
             line += chunk.count("\n")
         return
-    if "\r" not in text:
-        yield from _runs(text)
-        return
     current: list[str] = []
     start = 1
-    lines = re.split(r"\r\n|\r|\n", text)
+    lines = text.split("\n") if "\r" not in text else re.split(r"\r\n|\r|\n", text)  # the same lines
     for number, line in enumerate(lines, 1):
         if line.startswith("MSH") and current:
             yield start, "\r".join(current)
@@ -109,18 +106,6 @@ def split_messages(text: str) -> Iterator[tuple[int, str]]:
             current.append(line)
     if current:
         yield start, "\r".join(current)
-
-
-def _runs(text: str) -> Iterator[tuple[int, str]]:
-    """:func:`split_messages` of a text without CR and MLLP frames: cut where a line starts with ``MSH``, then
-    each run's non-blank lines (not a test per line for the cut)."""
-    number = 1
-    for k, part in enumerate(text.split("\nMSH")):
-        lines = ("MSH" + part if k else part).split("\n")  # a run after a cut starts at its MSH line
-        kept = [line for line in lines if line.strip()]
-        if kept:
-            yield number + next(i for i, line in enumerate(lines) if line.strip()), "\r".join(kept)
-        number += len(lines)
 
 
 class Message:
