@@ -71,7 +71,8 @@ def _digit_time(value: str) -> str:
     """:func:`hl7_time` of 8, 12 or 14 ASCII digits (``YYYYMMDD[HHMM[SS]]``): the same checks and text."""
     month, day = value[4:6], value[6:8]
     hour, minute = value[8:10], value[10:12]
-    if not 1 <= int(month) <= 12 or not 1 <= int(day) <= 31 or hour and (int(hour) > 23 or int(minute) > 59):
+    # two ASCII digits compare as text as they do as numbers
+    if not "01" <= month <= "12" or not "01" <= day <= "31" or hour and (hour > "23" or minute > "59"):
         raise ValueError(f"{value!r} is not a real date and time")
     out = f"{value[:4]}-{month}-{day}"
     if hour:
