@@ -154,3 +154,21 @@ def test_plain_times_and_base64_pass_only_what_their_validators_pass():
         assert len(accepted) > 100  # the check passes the plain form...
         assert all(_full_passes(full, v) for v in accepted)  # ...and only what the validator passes
     assert fast_accept(StringType) is None  # a type without a check keeps its validator alone
+
+
+def test_strict_base64_gives_the_bytes_of_the_value_it_is_given():
+    import base64
+    import binascii
+
+    from radsift.corpus import fhir_validate
+
+    check = fhir_validate.FAST_ACCEPT["base64Binary"]
+    a, b = base64.b64encode(b"first").decode(), base64.b64encode(b"second").decode()
+    assert check(a)
+    assert fhir_validate.strict_base64(a) == b"first"  # the bytes validation decoded
+    assert fhir_validate.strict_base64(b) == b"second"  # another string: decoded here
+    assert fhir_validate.strict_base64("".join(a)) == b"first"  # an equal string, not the same object
+    assert not check("not base64 !!")
+    assert fhir_validate.strict_base64(a) == b"first"
+    with pytest.raises(binascii.Error):
+        fhir_validate.strict_base64("not base64 !!")

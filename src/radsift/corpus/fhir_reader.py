@@ -28,7 +28,6 @@ the records and problems are json's (``tests/test_feeds_fast.py``).
 
 from __future__ import annotations
 
-import base64
 import binascii
 import html
 import json
@@ -37,7 +36,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Iterator
 
-from radsift.corpus.fhir_validate import ShapeValidator
+from radsift.corpus.fhir_validate import ShapeValidator, strict_base64
 from radsift.corpus.options import ReaderOptions
 from radsift.corpus.rows import Parsed, assemble, decode_line, decoded_lines, is_utf8, line_wise, list_files
 from radsift.errors import ConfigError, CorpusError
@@ -113,7 +112,7 @@ def _attachment_text(att: dict) -> str | None:
     if kind not in ("text/plain", "text/html") or not att.get("data"):
         return None
     try:
-        text = base64.b64decode(att["data"], validate=True).decode(charset)
+        text = strict_base64(att["data"]).decode(charset)  # the bytes validation decoded, if it did
     except (binascii.Error, ValueError, LookupError) as exc:
         raise ValueError(f"presentedForm data is not base64 {charset} text ({exc})") from None
     return html_text(text) if kind == "text/html" else text

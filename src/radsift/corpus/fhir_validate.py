@@ -115,15 +115,32 @@ def _plain_time(value: Any) -> bool:
     return not (month == 2 and day == 29 and (year % 4 or year % 100 == 0 and year % 400))
 
 
+_last_decoded: tuple[Any, bytes] = (None, b"")  # the value _plain_base64 decoded last, and its bytes
+
+
 def _plain_base64(value: Any) -> bool:
     """True for a string that decodes as strict base64 (pydantic's lax decode of it then cannot fail)."""
+    global _last_decoded
     if type(value) is not str:
         return False
     try:
-        base64.b64decode(value, validate=True)
+        _last_decoded = (value, base64.b64decode(value, validate=True))  # one tuple: read whole or not at all
     except (binascii.Error, ValueError):  # not base64, or not ASCII
         return False
     return True
+
+
+def strict_base64(value: str) -> bytes:
+    """``base64.b64decode(value, validate=True)``: the bytes validation decoded, when it decoded this very
+    string last (a report's attachment is validated just before it is read), else decoded here.
+
+    Raises:
+        binascii.Error, ValueError: Not base64 (or not ASCII).
+    """
+    last, data = _last_decoded
+    if last is value:
+        return data
+    return base64.b64decode(value, validate=True)
 
 
 #: For a ``fhir.resources`` type (by its ``__visit_name__``), a check that passes only values its validator
