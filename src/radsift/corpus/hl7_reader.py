@@ -121,11 +121,14 @@ class Message:
     read by python-hl7 itself, as it always was.
     """
 
+    __slots__ = ("msh", "unescape", "escape", "component_sep", "repetition_sep", "raw_segments", "fs", "_segments")
+
     def __init__(self, raw: str) -> None:
         head, _, rest = raw.partition("\r")
-        if _plain_header(head):
+        unescape = _plain_unescaper(head[:9])  # (None: not a plain header)
+        if unescape is not None:
             fs = head[3]
-            self.unescape = _unescaper(head[:8])
+            self.unescape = unescape
             self.msh: Any = ["MSH", fs, *head.split(fs)[1:]]
             self.escape = head[6]
         else:
@@ -155,13 +158,15 @@ class Message:
         return parts[component].strip() if component < len(parts) else ""
 
 
+@lru_cache(maxsize=64)
+def _plain_unescaper(start: str):
+    """python-hl7's unescaping of a plain header's separators (:func:`_unescaper`) from the header's first nine
+    characters (all that :func:`_plain_header` reads), or None when the header is not plain."""
+    return _unescaper(start[:8]) if _plain_header(start) else None
+
+
 def _plain_header(head: str) -> bool:
     """``MSH``, a field separator and four encoding characters, all five distinct, then a field or the end."""
-    return _plain_start(head[:9])  # it depends on the first nine characters only
-
-
-@lru_cache(maxsize=64)
-def _plain_start(head: str) -> bool:
     return (len(head) >= 8 and head.startswith("MSH") and len(set(head[3:8])) == 5 and not head[3].isalnum()
             and (len(head) == 8 or head[8] == head[3]))
 
