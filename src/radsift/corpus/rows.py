@@ -126,6 +126,8 @@ def assemble(
                 if text:
                     merged[name] = f"{merged[name]} {text}" if name in merged else text
     # _unix_newlines only where there is a CR: most values have none (this runs for every report read)
-    meta = {key: (_unix_newlines(value) if "\r" in value else value).strip()
-            for key, value in metadata if value is not None and value.strip()}
+    meta: dict[str, str] = {}
+    for key, value in metadata:  # stripped once: blank after stripping is blank before
+        if value is not None and (value := (_unix_newlines(value) if "\r" in value else value).strip()):
+            meta[key] = value
     return Report(report_id, merged, meta)
