@@ -56,10 +56,12 @@ _NESTED = (dict, list)
 _OBJECT, _LIST, _END = object(), object(), object()  # markers of _shape: not strings, not types
 # A dateTime or instant of the plain form: a day, hh:mm:ss, Z or an offset FHIR allows (to 14:00); year 0000 and
 # leap seconds are not plain ([0-9], not \d: no other digits)
-_PLAIN_TIME = re.compile(r"([0-9]{4})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+_PLAIN_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
                          r"(?:Z|[+-](?:(?:0[0-9]|1[0-3]):[0-5][0-9]|14:00))")
 _SECOND = itemgetter(1)  # a check's passed values
-_MONTH_DAYS = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+# every real "MM-DD" of a year (02-29 too: its year is checked apart)
+_MONTH_DAYS = frozenset(f"{m:02d}-{d:02d}" for m, days in enumerate((31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31), 1)
+                        for d in range(1, days + 1))
 # A plan: for each primitive value the whole validation checks, its type's validator and passed values; the
 # shape's matcher; and each value's index among the resource's leaves (its primitive values in document
 # order, as _walk lists them).
@@ -109,13 +111,12 @@ def _plain_time(value: Any) -> bool:
     """True for a ``dateTime``/``instant`` of the plain form (see the module docstring): its validators pass it."""
     if type(value) is not str:
         return False
-    m = _PLAIN_TIME.fullmatch(value)
-    if m is None:
+    if _PLAIN_TIME.fullmatch(value) is None or value[5:10] not in _MONTH_DAYS or value.startswith("0000"):
         return False
-    year, month, day = int(m[1]), int(m[2]), int(m[3])
-    if year == 0 or day > _MONTH_DAYS[month]:
-        return False
-    return not (month == 2 and day == 29 and (year % 4 or year % 100 == 0 and year % 400))
+    if value[5:10] != "02-29":
+        return True
+    year = int(value[:4])
+    return not (year % 4 or year % 100 == 0 and year % 400)
 
 
 _last_decoded: tuple[Any, bytes] = (None, b"")  # the value _plain_base64 decoded last, and its bytes
