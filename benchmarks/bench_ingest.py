@@ -36,7 +36,8 @@ from radsift.demo.feeds import assign_patients, report_text, write_feeds
 class _WholeMessage:
     """The HL7 reader's message as it was: python-hl7's full parse of every segment (its fields as text)."""
 
-    def __init__(self, raw: str) -> None:
+    def __init__(self, raw: str, segments: list | None = None) -> None:
+        raw = raw if segments is None else "\r".join([raw, *segments])  # the reader passes the segments split
         parsed = hl7.parse(raw)
         self.msh, self.unescape, self.escape = parsed.segment("MSH"), parsed.unescape, parsed.esc
         self.component_sep, self.repetition_sep = raw[4], raw[5]

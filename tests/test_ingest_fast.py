@@ -238,3 +238,18 @@ def test_the_matcher_path_keeps_the_whole_validations_verdicts():
             validator(bad)
         assert str(ours.value) == str(whole.value)
     validator(good[3])  # still passes after the refusals
+
+
+def test_mllp_frames_and_odd_headers_are_named_as_before(tmp_path):
+    path = tmp_path / "frames.mllp"
+    frames = ["", "  \r\n", "PID|1||X", "MSH|^~\\&|A|B|C|D|202501011200||ORU^R01|F1|P|2.5\rOBR|1||ACC1\rOBX|1|TX|||ok",
+              "MSH|^", "MSH^~\\&|A\rOBR|1||ACC2\rOBX|1|TX|||x"]
+    path.write_bytes(b"junk\n" + b"".join(b"\x0b" + f.encode() + b"\x1c\r\n" for f in frames))
+    stats = ReadStats()
+    reports = list(read_corpus([path], ReaderOptions(format="hl7", on_error="skip"), stats))
+    assert [r.id for r in reports] == ["ACC1"]
+    not_hl7 = "not an HL7 v2 message (it does not start with an MSH segment)"
+    not_oru = "message type (none) is not ORU^R01 (an observation result)"
+    assert stats.skipped == [(f"{path} message 1 (line 2)", not_hl7), (f"{path} message 2 (line 3)", not_hl7),
+                             (f"{path} message 3 (line 5)", not_hl7), (f"{path} message 5 (line 7)", not_oru),
+                             (f"{path} message 6 (line 8)", not_oru)]  # as the reader before named them

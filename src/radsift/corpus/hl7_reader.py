@@ -84,6 +84,13 @@ def split_messages(text: str) -> Iterator[tuple[int, str]]:
     """``(first line, message)`` of each message in a file: MLLP frames, or runs starting at ``MSH``.
 
     Segments come back separated by CR, as HL7 wants them."""
+    for line, segments in _message_segments(text):
+        yield line, "\r".join(segments)
+
+
+def _message_segments(text: str) -> Iterator[tuple[int, list[str]]]:
+    """:func:`split_messages` with each message as its list of (non-blank) segments: the reader's form, which
+    is not joined to be split again."""
     text = text.lstrip("\ufeff")
     if _MLLP_START in text:
         line = 1
@@ -91,7 +98,7 @@ def split_messages(text: str) -> Iterator[tuple[int, str]]:
             if n:  # the text before the first frame start is not a message
                 body = chunk.split(_MLLP_END, 1)[0]
                 segments = body.split("\r") if "\n" not in body else re.split(r"\r\n|\r|\n", body)  # the same
-                yield line, "\r".join(s for s in segments if s.strip())
+                yield line, [s for s in segments if s.strip()]
             line += chunk.count("\n")
         return
     current: list[str] = []
@@ -99,14 +106,14 @@ def split_messages(text: str) -> Iterator[tuple[int, str]]:
     lines = text.split("\n") if "\r" not in text else re.split(r"\r\n|\r|\n", text)  # the same lines
     for number, line in enumerate(lines, 1):
         if line.startswith("MSH") and current:
-            yield start, "\r".join(current)
+            yield start, current
             current = []
         if line.strip():
             if not current:
                 start = number
             current.append(line)
     if current:
-        yield start, "\r".join(current)
+        yield start, current
 
 
 class Message:
@@ -123,8 +130,14 @@ class Message:
 
     __slots__ = ("msh", "unescape", "escape", "component_sep", "repetition_sep", "raw_segments", "fs", "_segments")
 
-    def __init__(self, raw: str) -> None:
-        head, _, rest = raw.partition("\r")
+    def __init__(self, raw: str, segments: list[str] | None = None) -> None:
+        """``raw``: the message, its segments separated by CR; or, with ``segments`` (those after the first,
+        none blank), its first segment."""
+        if segments is None:
+            head, _, rest = raw.partition("\r")
+            segments = [s for s in rest.split("\r") if s]
+        else:
+            head = raw
         unescape = _plain_unescaper(head[:9])  # (None: not a plain header)
         if unescape is not None:
             fs = head[3]
@@ -136,7 +149,7 @@ class Message:
             self.msh, self.unescape, self.escape = parsed.segment("MSH"), parsed.unescape, parsed.esc
         self.component_sep = head[4:5] or "^"
         self.repetition_sep = head[5:6] or "~"
-        self.raw_segments = [s for s in rest.split("\r") if s]  # the segments after the MSH, as written
+        self.raw_segments = segments  # the segments after the MSH, as written
         self.fs = head[3] if self.raw_segments else "|"  # (a header too short for one: IndexError, as before)
         self._segments: list[list[str]] | None = None
 
@@ -281,13 +294,13 @@ def read_hl7(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
             yield Parsed(str(file), problem=f"undecodable bytes at byte {exc.start} (not valid {options.encoding})")
             continue
         name = str(file)
-        for number, (line, raw) in enumerate(split_messages(text), 1):
+        for number, (line, segments) in enumerate(_message_segments(text), 1):
             where = f"{name} message {number} (line {line})"
-            if not raw.startswith("MSH"):
+            if not segments or not segments[0].startswith("MSH"):
                 yield Parsed(where, problem="not an HL7 v2 message (it does not start with an MSH segment)")
                 continue
             try:
-                message = Message(raw)
+                message = Message(segments[0], segments[1:])
             except Exception as exc:  # python-hl7 raises several kinds on malformed input
                 yield Parsed(where, problem=f"unparsable HL7 message ({type(exc).__name__}: {exc})")
                 continue
