@@ -208,15 +208,6 @@ def _field(segment, index: int, component: int | None = None) -> str:
         return str(value).strip() if component == 0 else ""
 
 
-def _part(message: Message, segment: list, index: int, component: int) -> str:
-    """A component of a split segment's first repetition: :meth:`Message.field` for any segment but the
-    ``MSH``."""
-    if index >= len(segment):
-        return ""
-    parts = segment[index].split(message.repetition_sep, 1)[0].split(message.component_sep)
-    return parts[component].strip() if component < len(parts) else ""
-
-
 def message_reports(message: Message, where: str) -> Iterator[Parsed]:
     """The reports of one parsed ``ORU^R01`` message (one per ``OBR`` with the ``OBX`` after it)."""
     msh, _field = message.msh, message.field
@@ -225,31 +216,30 @@ def message_reports(message: Message, where: str) -> Iterator[Parsed]:
         yield Parsed(where, problem=f"message type {kind or '(none)'} is not ORU^R01 (an observation result)")
         return
     patient = ""
-    groups: list[list] = []
-    fs = message.fs
+    groups: list[list] = []  # per OBR: its fields, then each OBX's OBX-5 (stripped)
+    fs, rep, comp = message.fs, message.repetition_sep, message.component_sep
     obx, obr = "OBX" + fs, "OBR" + fs  # the usual segments' names, as written, without the partition
     for raw in message.raw_segments:  # each split as far as the fields read
-        if raw.startswith(obx):
+        tag = raw[:4]
+        name = "OBX" if tag == obx else "OBR" if tag == obr else raw.partition(fs)[0].strip()
+        if name == "OBX":
             if groups:
-                groups[-1].append(raw.split(fs, 6))  # fields 0 to 5 whole, the rest in one
-            continue
-        name = "OBR" if raw.startswith(obr) else raw.partition(fs)[0].strip()
-        if name == "PID":
-            patient = _part(message, raw.split(fs, 4), 3, 0)
+                fields = raw.split(fs, 6)  # fields 0 to 5 whole, the rest in one
+                groups[-1].append(fields[5].strip() if len(fields) > 5 else "")
         elif name == "OBR":
             groups.append([raw.split(fs)])
-        elif name == "OBX" and groups:
-            groups[-1].append(raw.split(fs, 6))  # fields 0 to 5 whole, the rest in one
+        elif name == "PID":
+            fields = raw.split(fs, 4)  # PID-3's first component of its first repetition
+            patient = fields[3].partition(rep)[0].partition(comp)[0].strip() if len(fields) > 3 else ""
     if not groups:
         yield Parsed(where, problem="an ORU^R01 message with no OBR segment (no report in it)")
         return
     control = _field(msh, 10)
     escape, unescape = message.escape, message.unescape
-    rep, comp = message.repetition_sep, message.component_sep
-    for n, (obr, *obxs) in enumerate(groups):
-        if len(obr) < 26:  # an absent field reads as empty, as _part and _whole read it
+    for n, (obr, *values) in enumerate(groups):
+        if len(obr) < 26:  # an absent field reads as empty (as Message.field reads it)
             obr += [""] * (26 - len(obr))
-        # a field's first component of its first repetition: _part(message, obr, i, 0) without the call
+        # a field's first component of its first repetition: Message.field(obr, i, 0) without the call
         rid = (obr[3].partition(rep)[0].partition(comp)[0].strip() or obr[2].partition(rep)[0].partition(comp)[0]
                .strip() or (control + (f"-{n + 1}" if n else "")))
         here = where if len(groups) == 1 else f"{where} OBR {n + 1}"
@@ -258,7 +248,6 @@ def message_reports(message: Message, where: str) -> Iterator[Parsed]:
             continue
         # python-hl7's unescape returns a value without its escape character as it is: called only for the rest
         # (and only its text can hold a CR: the segments were split at them)
-        values = [obx[5].strip() if len(obx) > 5 else "" for obx in obxs]
         text = "\n".join(line for v in values
                          if (line := unescape(v).replace("\r", "\n") if escape in v else v).strip())
         if not text:  # (its lines are not blank: a text is blank only when it has none)
