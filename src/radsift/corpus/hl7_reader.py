@@ -208,13 +208,13 @@ def _field(segment, index: int, component: int | None = None) -> str:
         return str(value).strip() if component == 0 else ""
 
 
-def message_reports(message: Message, where: str) -> Iterator[Parsed]:
-    """The reports of one parsed ``ORU^R01`` message (one per ``OBR`` with the ``OBX`` after it)."""
+def message_reports(message: Message, where: str) -> list[Parsed]:
+    """The reports of one parsed ``ORU^R01`` message (one per ``OBR`` with the ``OBX`` after it), or its
+    problem (a list: no generator per message)."""
     msh, _field = message.msh, message.field
     kind = _field(msh, 9).replace(" ", "")
     if not kind.startswith("ORU^R01"):
-        yield Parsed(where, problem=f"message type {kind or '(none)'} is not ORU^R01 (an observation result)")
-        return
+        return [Parsed(where, problem=f"message type {kind or '(none)'} is not ORU^R01 (an observation result)")]
     patient = ""
     groups: list[list] = []  # per OBR: its fields, then each OBX's OBX-5 (stripped)
     fs, rep, comp = message.fs, message.repetition_sep, message.component_sep
@@ -232,10 +232,10 @@ def message_reports(message: Message, where: str) -> Iterator[Parsed]:
             fields = raw.split(fs, 4)  # PID-3's first component of its first repetition
             patient = fields[3].partition(rep)[0].partition(comp)[0].strip() if len(fields) > 3 else ""
     if not groups:
-        yield Parsed(where, problem="an ORU^R01 message with no OBR segment (no report in it)")
-        return
+        return [Parsed(where, problem="an ORU^R01 message with no OBR segment (no report in it)")]
     control = _field(msh, 10)
     escape, unescape = message.escape, message.unescape
+    out: list[Parsed] = []
     for n, (obr, *values) in enumerate(groups):
         if len(obr) < 26:  # an absent field reads as empty (as Message.field reads it)
             obr += [""] * (26 - len(obr))
@@ -244,19 +244,19 @@ def message_reports(message: Message, where: str) -> Iterator[Parsed]:
                .strip() or (control + (f"-{n + 1}" if n else "")))
         here = where if len(groups) == 1 else f"{where} OBR {n + 1}"
         if not rid:
-            yield Parsed(here, problem="no report id (OBR-3, OBR-2 and MSH-10 are empty)")
+            out.append(Parsed(here, problem="no report id (OBR-3, OBR-2 and MSH-10 are empty)"))
             continue
         # python-hl7's unescape returns a value without its escape character as it is: called only for the rest
         # (and only its text can hold a CR: the segments were split at them)
         text = "\n".join(line for v in values
                          if (line := unescape(v).replace("\r", "\n") if escape in v else v).strip())
         if not text:  # (its lines are not blank: a text is blank only when it has none)
-            yield Parsed(here, problem=f"report {rid}: no text (no OBX-5 value)")
+            out.append(Parsed(here, problem=f"report {rid}: no text (no OBX-5 value)"))
             continue
         try:
             when = hl7_time(obr[7].partition(rep)[0].partition(comp)[0]) or hl7_time(_field(msh, 7, 0))
         except ValueError as exc:
-            yield Parsed(here, problem=f"report {rid}: OBR-7 {exc}")
+            out.append(Parsed(here, problem=f"report {rid}: OBR-7 {exc}"))
             continue
         exam_parts = obr[4].partition(rep)[0].split(comp)
         code = exam_parts[0].strip()
@@ -264,7 +264,8 @@ def message_reports(message: Message, where: str) -> Iterator[Parsed]:
         metadata = [("patient", patient or None), ("date", when[:10] if when else None), ("datetime", when),
                     ("exam", exam or None), ("exam_code", code or None), ("modality", modality_in(exam)),
                     ("status", obr[25].strip() or None)]
-        yield Parsed(here, assemble(rid, text, [], metadata))
+        out.append(Parsed(here, assemble(rid, text, [], metadata)))
+    return out
 
 
 def read_hl7(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
