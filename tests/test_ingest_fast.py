@@ -253,3 +253,20 @@ def test_mllp_frames_and_odd_headers_are_named_as_before(tmp_path):
     assert stats.skipped == [(f"{path} message 1 (line 2)", not_hl7), (f"{path} message 2 (line 3)", not_hl7),
                              (f"{path} message 3 (line 5)", not_hl7), (f"{path} message 5 (line 7)", not_oru),
                              (f"{path} message 6 (line 8)", not_oru)]  # as the reader before named them
+
+
+def test_hl7_sections_are_stripped_as_assemble_strips_them(tmp_path):
+    path = tmp_path / "spaces.hl7"
+    path.write_text("\n".join([
+        "MSH|^~\\&|RIS|SITE|EHR|SITE|202501021030||ORU^R01|C1|P|2.5",
+        "OBR|1||ACC1|71046^XR CHEST|||202501021015",
+        "OBX|1|TX|||FINDINGS: clear\u2003",  # an em space: not one of the edges split_sections strips
+        "OBX|2|TX|||HISTORY:\u2003\u00a0",  # nothing but such spaces: no section
+        "OBX|3|TX|||IMPRESSION: \x0cnormal\\X0D\\",  # a form feed, and an escaped CR at the end
+    ]) + "\n")
+    (report,) = read_corpus([path], ReaderOptions())
+    expected = assemble("ACC1", "FINDINGS: clear\u2003\nHISTORY:\u2003\u00a0\nIMPRESSION: \x0cnormal\n", [], [
+        ("patient", None), ("date", "2025-01-02"), ("datetime", "2025-01-02T10:15"), ("exam", "XR CHEST"),
+        ("exam_code", "71046"), ("modality", "XR"), ("status", None)])
+    assert report.to_dict() == expected.to_dict()
+    assert dict(report.sections) == {"findings": "clear", "impression": "normal"}

@@ -28,8 +28,10 @@ from typing import Any, Iterator
 import hl7
 
 from radsift.corpus.options import ReaderOptions
-from radsift.corpus.rows import Parsed, assemble, list_files
+from radsift.corpus.rows import Parsed, list_files
 from radsift.errors import CorpusError
+from radsift.records import Report
+from radsift.text import split_sections
 from radsift.text.modalities import modality_in
 
 _MLLP_START, _MLLP_END = "\x0b", "\x1c"
@@ -208,6 +210,15 @@ def _field(segment, index: int, component: int | None = None) -> str:
         return str(value).strip() if component == 0 else ""
 
 
+def _report(rid: str, text: str, metadata: list[tuple[str, str | None]]) -> Report:
+    """``assemble(rid, text, [], metadata)`` for what :func:`message_reports` gives it, in one pass: its text
+    holds no CR (the segments were split at them, unescaped CRs became line breaks), its metadata values are
+    stripped or None, and split_sections gives each name once; so what assemble would still do is strip the
+    sections and drop the empty ones (``tests/test_feeds_fast.py`` compares the reports with assemble's)."""
+    sections = {name: body for name, text in split_sections(text) if (body := text.strip())}
+    return Report(rid, sections, {key: value for key, value in metadata if value})
+
+
 def message_reports(message: Message, where: str) -> list[Parsed]:
     """The reports of one parsed ``ORU^R01`` message (one per ``OBR`` with the ``OBX`` after it), or its
     problem (a list: no generator per message)."""
@@ -264,7 +275,7 @@ def message_reports(message: Message, where: str) -> list[Parsed]:
         metadata = [("patient", patient or None), ("date", when[:10] if when else None), ("datetime", when),
                     ("exam", exam or None), ("exam_code", code or None), ("modality", modality_in(exam)),
                     ("status", obr[25].strip() or None)]
-        out.append(Parsed(here, assemble(rid, text, [], metadata)))
+        out.append(Parsed(here, _report(rid, text, metadata)))
     return out
 
 
