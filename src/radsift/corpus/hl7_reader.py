@@ -223,7 +223,10 @@ def message_reports(message: Message, where: str) -> list[Parsed]:
     """The reports of one parsed ``ORU^R01`` message (one per ``OBR`` with the ``OBX`` after it), or its
     problem (a list: no generator per message)."""
     msh, _field = message.msh, message.field
-    kind = _field(msh, 9).replace(" ", "")
+    if type(msh) is list and len(msh) > 10:  # the split header: MSH-9 and MSH-10 whole, as _field reads them
+        kind, control = msh[9].strip().replace(" ", ""), msh[10].strip()
+    else:
+        kind, control = _field(msh, 9).replace(" ", ""), _field(msh, 10)
     if not kind.startswith("ORU^R01"):
         return [Parsed(where, problem=f"message type {kind or '(none)'} is not ORU^R01 (an observation result)")]
     patient = ""
@@ -244,7 +247,6 @@ def message_reports(message: Message, where: str) -> list[Parsed]:
             patient = fields[3].partition(rep)[0].partition(comp)[0].strip() if len(fields) > 3 else ""
     if not groups:
         return [Parsed(where, problem="an ORU^R01 message with no OBR segment (no report in it)")]
-    control = _field(msh, 10)
     escape, unescape = message.escape, message.unescape
     out: list[Parsed] = []
     for n, (obr, *values) in enumerate(groups):
