@@ -109,3 +109,66 @@ def test_a_shape_is_validated_whole_once(tmp_path, monkeypatch):
     for r in resources:
         shaped(r)
     assert 0 < len(calls) < len(resources) // 2  # the demo feed has a few shapes
+
+
+def _full_passes(validate, value):
+    try:
+        validate(value)
+        return True
+    except Exception:  # pydantic's ValidationError
+        return False
+
+
+def _times():
+    """Dates and times around every edge the plain form draws (days past a month's end, leap years, offsets,
+    fractions, leap seconds, 24:00, other digits, trailing newlines), and random ones."""
+    rng = random.Random(3)
+    days = [(y, m, d) for y in (1, 1900, 2000, 2023, 2024, 9999) for m in (1, 2, 4, 12, 13) for d in (0, 1, 28, 29, 30, 31, 32)]
+    out = [f"{y:04d}-{m:02d}-{d:02d}T10:20:30Z" for y, m, d in days] + ["0000-01-01T00:00:00Z"]
+    for clock in ("00:00:00", "23:59:59", "24:00:00", "12:60:00", "12:00:60", "23:59:60", "9:00:00", "12:00"):
+        for zone in ("Z", "+00:00", "-05:00", "+13:59", "+14:00", "-14:00", "+14:01", "+15:00", "", "+0500", "z"):
+            out.append(f"2024-02-29T{clock}{zone}")
+    out += ["2025-03-07", "2025-03", "2025", "2025-03-07T10:20:30.123Z", "2025-03-07T10:20:30Z\n", " 2025-03-07T10:20:30Z",
+            "２０２５-03-07T10:20:30Z", "2025-03-07t10:20:30Z", "2025-03-07 10:20:30Z", 20250307, None, ""]
+    for _ in range(3000):
+        y, m, d = rng.randint(0, 9999), rng.randint(0, 13), rng.randint(0, 32)
+        h, mi, s = rng.randint(0, 25), rng.randint(0, 61), rng.randint(0, 61)
+        zone = rng.choice(["Z", f"{rng.choice('+-')}{rng.randint(0, 15):02d}:{rng.randint(0, 60):02d}"])
+        out.append(f"{y:04d}-{m:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}{zone}")
+    return out
+
+
+def test_plain_times_and_base64_pass_only_what_their_validators_pass():
+    from fhir_core.types import Base64BinaryType, DateTimeType, InstantType, StringType
+    from pydantic import TypeAdapter
+
+    from radsift.corpus.fhir_validate import fast_accept
+
+    rng = random.Random(4)
+    b64 = ["", "QQ==", "QQ=", "QQ", "QUJD", "QUJD\n", "QU JD", "QUJD====", "QQ==QQ==", "é", "****", 5, None]
+    b64 += ["".join(rng.choice("ABCab019+/= \n") for _ in range(rng.randint(0, 12))) for _ in range(3000)]
+    for kind, values in ((DateTimeType, _times()), (InstantType, _times()), (Base64BinaryType, b64)):
+        check, full = fast_accept(kind), TypeAdapter(kind).validator.validate_python
+        assert check is not None
+        accepted = [v for v in values if check(v)]
+        assert len(accepted) > 100  # the check passes the plain form...
+        assert all(_full_passes(full, v) for v in accepted)  # ...and only what the validator passes
+    assert fast_accept(StringType) is None  # a type without a check keeps its validator alone
+
+
+def test_strict_base64_gives_the_bytes_of_the_value_it_is_given():
+    import base64
+    import binascii
+
+    from radsift.corpus import fhir_validate
+
+    check = fhir_validate.FAST_ACCEPT["base64Binary"]
+    a, b = base64.b64encode(b"first").decode(), base64.b64encode(b"second").decode()
+    assert check(a)
+    assert fhir_validate.strict_base64(a) == b"first"  # the bytes validation decoded
+    assert fhir_validate.strict_base64(b) == b"second"  # another string: decoded here
+    assert fhir_validate.strict_base64("".join(a)) == b"first"  # an equal string, not the same object
+    assert not check("not base64 !!")
+    assert fhir_validate.strict_base64(a) == b"first"
+    with pytest.raises(binascii.Error):
+        fhir_validate.strict_base64("not base64 !!")

@@ -277,3 +277,54 @@ def test_report_sentences_offsets_point_into_sections() -> None:
         assert report.sections[s.section][s.start : s.end] == s.text
     assert [s.section for s in report_sentences(report, ["impression", "missing"])] == ["impression", "impression"]
     assert units[2].uid == "r1::impression::0"
+
+
+def _split_sections_as_before(text: str) -> list[tuple[str, str]]:
+    """split_sections as it was written before its headings' verdicts and names were remembered together:
+    every match of the heading pattern (finditer), judged and named one by one."""
+    from radsift.text import sections
+
+    def is_heading(m):
+        head = m.group("head")
+        if len(head) < 2 or sections._XXXX_RE.search(head):
+            return False
+        return head.upper() == head or (m.group("pre") != "," and is_known_heading(head))
+
+    padded = "\n" + text
+    heads = [m for m in sections._HEADING_RE.finditer(padded) if is_heading(m)]
+    if not heads:
+        body = text.strip(sections._EDGE_CHARS)
+        return [("text", body)] if body else []
+    comma_form = any(m.group("pre") == "," or padded[m.end() : m.end() + 3].lstrip(" \t").startswith(",") for m in heads)
+    parts, cursor, name = [], 1, "text"
+    for m in heads:
+        parts.append((name, padded[cursor : m.end("pre")]))
+        name, cursor = canonical_section(m.group("head")), m.end()
+    parts.append((name, padded[cursor:]))
+    merged: dict[str, list[str]] = {}
+    for part_name, body in parts:
+        body = body.strip(sections._EDGE_CHARS)
+        if comma_form:
+            body = sections._unwrap_commas(body).strip(sections._EDGE_CHARS)
+        if body:
+            merged.setdefault(part_name, []).append(body)
+    return [(part_name, " ".join(bodies)) for part_name, bodies in merged.items()]
+
+
+def test_split_sections_gives_what_it_gave_on_reports_and_random_text() -> None:
+    from radsift.demo import generate_reports
+    from radsift.demo.feeds import report_text
+
+    texts = [report_text(d.report) for d in generate_reports(n=200, seed=7)]
+    texts += ["FINDINGS: a.\nIMPRESSION: b.\nFINDINGS: c.", "EXAM: ,CT chest.,FINDINGS: ,There is x.,IMPRESSION: ,1. y",
+              "Impression: known. , Heart: normal.", "XXXX: placeholder. L5-S1: disc.", "", " , ", "no heading at all"]
+    rng = random.Random(1)
+    alphabet = list("abAB XYZ:,.;!?\n\t'\"&/-)]1\r") + ["FINDINGS", "Impression", "IMPRESSION", ": ", "10:30", "XXXX",
+                                                     "Heart", ", ", ".,", "\r\n", "COMPARISON"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(40))) for _ in range(20000)]
+    found = 0
+    for text in texts:
+        expected = _split_sections_as_before(text)
+        assert split_sections(text) == expected, text
+        found += len(expected) > 1
+    assert found > 1000  # texts with headings, not only preambles

@@ -28,7 +28,6 @@ the records and problems are json's (``tests/test_feeds_fast.py``).
 
 from __future__ import annotations
 
-import base64
 import binascii
 import html
 import json
@@ -37,7 +36,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Iterator
 
-from radsift.corpus.fhir_validate import ShapeValidator
+from radsift.corpus.fhir_validate import ShapeValidator, strict_base64
 from radsift.corpus.options import ReaderOptions
 from radsift.corpus.rows import Parsed, assemble, decode_line, decoded_lines, is_utf8, line_wise, list_files
 from radsift.errors import ConfigError, CorpusError
@@ -113,7 +112,7 @@ def _attachment_text(att: dict) -> str | None:
     if kind not in ("text/plain", "text/html") or not att.get("data"):
         return None
     try:
-        text = base64.b64decode(att["data"], validate=True).decode(charset)
+        text = strict_base64(att["data"]).decode(charset)  # the bytes validation decoded, if it did
     except (binascii.Error, ValueError, LookupError) as exc:
         raise ValueError(f"presentedForm data is not base64 {charset} text ({exc})") from None
     return html_text(text) if kind == "text/html" else text
@@ -142,11 +141,11 @@ def _concept_text(concept: Any) -> str | None:
 
 
 def _modality(resource: dict, exam: str | None) -> str | None:
-    concepts = [resource.get("code")] + list(resource.get("category") or [])
-    for concept in concepts:
-        for coding in (concept or {}).get("coding") or []:
-            if coding.get("system") == DICOM and str(coding.get("code", "")).upper() in MODALITIES:
-                return str(coding["code"]).upper()
+    for concepts in ((resource.get("code"),), resource.get("category") or ()):  # (no list built per report)
+        for concept in concepts:
+            for coding in (concept or {}).get("coding") or ():
+                if coding.get("system") == DICOM and str(coding.get("code", "")).upper() in MODALITIES:
+                    return str(coding["code"]).upper()
     return modality_in(exam)
 
 
@@ -179,19 +178,20 @@ def report_of(resource: dict, validate) -> tuple[Any, str | None]:
     except ValueError as exc:
         return None, f"DiagnosticReport {rid}: {exc}"
     conclusion = (resource.get("conclusion") or "").strip()
-    if not "\n".join(texts).strip() and not conclusion:
+    text = "\n".join(texts)
+    if not text.strip() and not conclusion:
         return None, f"DiagnosticReport {rid}: no report text (no text/plain or text/html presentedForm, no conclusion)"
     when = resource.get("effectiveDateTime") or (resource.get("effectivePeriod") or {}).get("start") or resource.get("issued")
     exam = _concept_text(resource.get("code"))
-    sections = split_sections("\n".join(texts)) if texts else []
-    heads = {name for name, _ in sections}
+    sections = split_sections(text) if texts else []
+    impression = next((body for name, body in sections if name == "impression"), None)
     metadata = [("patient", _reference_id(resource.get("subject"))), ("date", str(when)[:10] if when else None),
                 ("datetime", str(when) if when else None), ("exam", exam), ("modality", _modality(resource, exam)),
                 ("category", "; ".join(t for c in resource.get("category") or [] if (t := _concept_text(c))) or None),
                 ("status", resource.get("status"))]
-    if conclusion and "impression" not in heads:
+    if conclusion and impression is None:
         sections.append(("impression", conclusion))
-    elif conclusion and " ".join(conclusion.split()) != " ".join(dict(sections)["impression"].split()):
+    elif conclusion and conclusion != impression and " ".join(conclusion.split()) != " ".join(impression.split()):
         metadata.append(("conclusion", conclusion))
     return assemble(str(rid), None, sections, metadata), None
 
@@ -206,10 +206,11 @@ def _resources(path: Path, options: ReaderOptions) -> Iterator[tuple[str, Any, s
                          for number, line, problem in decoded_lines(path, handle, options.encoding))
                 yield from (item for item in lines if item[1] is not _BLANK)
                 return
+            name = str(path)
             for number, raw in enumerate(handle, 1):
                 try:  # orjson reads UTF-8 bytes as json reads their text; anything else it refuses goes to json
                     if raw.translate(_DIGITS_AS_ZERO).find(_LONG_NUMBER) < 0:
-                        yield f"{path} line {number}", orjson.loads(raw), None
+                        yield f"{name} line {number}", orjson.loads(raw), None
                         continue
                 except orjson.JSONDecodeError:  # a blank line, a BOM, bad bytes, NaN, a lone surrogate, bad JSON
                     pass

@@ -18,13 +18,30 @@ to types (a contained resource, a primitive's ``_extension``, anything unexpecte
 time. A value its type has passed before is not validated again (a feed repeats its codes, systems and
 statuses on every report; the types are pure functions of the value). A value that fails is validated whole
 again, so the error is ``fhir.resources``' own, located.
+
+Three types a feed writes new on every report are the costly ones (``dateTime``, ``instant``: a regex, a
+leap-second check and pydantic's date-time parse; ``base64Binary``: a decode): a value of the plain form
+that their validators are known to pass (a real calendar day, ``YYYY-MM-DDThh:mm:ss`` and ``Z`` or an offset
+within FHIR's range, no fraction, no leap second; base64 that decodes strictly) passes without them
+(:func:`fast_accept`); any other value goes to the validator.
 ``tests/test_fhir_validate.py`` checks that both give the same verdict on resources with broken values.
+
+Telling a resource's shape by walking it costs more than validating its new values; so each shape with a
+plan also gets a *matcher* (:func:`matcher`): a function written for that shape, which returns the plan's
+values when a resource has exactly that shape (the same keys in the same order, list lengths and JSON
+types, the same ``resourceType``) and None otherwise. The last shape's matcher is tried first; a resource
+it refuses is walked as before.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 import types
 import typing
+from itertools import compress
+from operator import itemgetter, not_
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -37,9 +54,18 @@ MAX_PASSED, MAX_PASSED_LENGTH = 20_000, 200
 _UNSEEN = object()
 _NESTED = (dict, list)
 _OBJECT, _LIST, _END = object(), object(), object()  # markers of _shape: not strings, not types
-# A plan: for each primitive value the whole validation checks, its index among the resource's leaves
-# (its primitive values in document order, as _walk lists them) and its type's validator and passed values.
-_Plan = list[tuple[int, Any, set]]
+# A dateTime or instant of the plain form: a day, hh:mm:ss, Z or an offset FHIR allows (to 14:00); year 0000 and
+# leap seconds are not plain ([0-9], not \d: no other digits)
+_PLAIN_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+                         r"(?:Z|[+-](?:(?:0[0-9]|1[0-3]):[0-5][0-9]|14:00))")
+_SECOND = itemgetter(1)  # a check's passed values
+# every real "MM-DD" of a year (02-29 too: its year is checked apart)
+_MONTH_DAYS = frozenset(f"{m:02d}-{d:02d}" for m, days in enumerate((31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31), 1)
+                        for d in range(1, days + 1))
+# A plan: for each primitive value the whole validation checks, its type's validator and passed values; the
+# shape's matcher; and each value's index among the resource's leaves (its primitive values in document
+# order, as _walk lists them).
+_Plan = tuple[list[tuple[Any, set]], tuple, list[int]]
 
 
 def _shape(value: Any) -> tuple:
@@ -81,6 +107,70 @@ def _walk(value: Any, out: list, leaves: list) -> None:
         out.append(type(value))
 
 
+def _plain_time(value: Any) -> bool:
+    """True for a ``dateTime``/``instant`` of the plain form (see the module docstring): its validators pass it."""
+    if type(value) is not str:
+        return False
+    if _PLAIN_TIME.fullmatch(value) is None or value[5:10] not in _MONTH_DAYS or value.startswith("0000"):
+        return False
+    if value[5:10] != "02-29":
+        return True
+    year = int(value[:4])
+    return not (year % 4 or year % 100 == 0 and year % 400)
+
+
+_last_decoded: tuple[Any, bytes] = (None, b"")  # the value _plain_base64 decoded last, and its bytes
+
+
+def _plain_base64(value: Any) -> bool:
+    """True for a string that decodes as strict base64 (pydantic's lax decode of it then cannot fail)."""
+    global _last_decoded
+    if type(value) is not str:
+        return False
+    try:
+        _last_decoded = (value, base64.b64decode(value, validate=True))  # one tuple: read whole or not at all
+    except (binascii.Error, ValueError):  # not base64, or not ASCII
+        return False
+    return True
+
+
+def strict_base64(value: str) -> bytes:
+    """``base64.b64decode(value, validate=True)``: the bytes validation decoded, when it decoded this very
+    string last (a report's attachment is validated just before it is read), else decoded here.
+
+    Raises:
+        binascii.Error, ValueError: Not base64 (or not ASCII).
+    """
+    last, data = _last_decoded
+    if last is value:
+        return data
+    return base64.b64decode(value, validate=True)
+
+
+#: For a ``fhir.resources`` type (by its ``__visit_name__``), a check that passes only values its validator
+#: passes (``tests/test_fhir_validate.py`` compares them); a value it does not pass goes to the validator.
+FAST_ACCEPT = {"dateTime": _plain_time, "instant": _plain_time, "base64Binary": _plain_base64}
+
+
+def fast_accept(kind: Any):
+    """The :data:`FAST_ACCEPT` check of a type annotation (``Annotated[..., DateTime()]``), or None."""
+    for meta in typing.get_args(kind)[1:]:
+        check = FAST_ACCEPT.get(getattr(meta, "__visit_name__", None))
+        if check is not None:
+            return check
+    return None
+
+
+def _checked(check, full):
+    """A validator that passes what ``check`` passes without calling ``full``, and calls ``full`` on the rest."""
+
+    def validate(value: Any) -> None:
+        if not check(value):
+            full(value)
+
+    return validate
+
+
 def _leaf_paths(value: Any, path: tuple = ()) -> list[tuple]:
     """The paths of :func:`_walk`'s leaves, in its order."""
     if type(value) is dict:
@@ -105,6 +195,47 @@ def _inner(annotation: Any) -> tuple[Any, bool] | None:
     return annotation, False
 
 
+def matcher(sample: Any, paths: list[tuple]) -> Any:
+    """A function of one argument that returns the values at ``paths`` (a tuple, in their order) of a value
+    whose :func:`_shape` is ``sample``'s, and None for any other value.
+
+    The function's text is written from the sample's structure; keys and types are its constants (never text
+    of the data), so any keys are safe.
+    """
+    consts: list = []
+    lines: list[str] = []
+    where: dict[tuple, str] = {}
+
+    def const(value: Any) -> str:
+        consts.append(value)
+        return f"C[{len(consts) - 1}]"
+
+    def visit(value: Any, var: str, path: tuple) -> None:
+        if type(value) is dict:
+            lines.append(f"if type({var}) is not dict or tuple({var}) != {const(tuple(value))}: return None")
+            if value:
+                names = [f"{var}_{i}" for i in range(len(value))]
+                lines.append(f"{', '.join(names)}, = {var}.values()")
+                for name, (k, v) in zip(names, value.items()):
+                    visit(v, name, path + (k,))
+        elif type(value) is list:
+            lines.append(f"if type({var}) is not list or len({var}) != {len(value)}: return None")
+            if value:
+                names = [f"{var}_{i}" for i in range(len(value))]
+                lines.append(f"{', '.join(names)}, = {var}")
+                for i, (name, v) in enumerate(zip(names, value)):
+                    visit(v, name, path + (i,))
+        else:
+            lines.append(f"if type({var}) is not {const(type(value))}: return None")
+            where[path] = var
+
+    visit(sample, "v", ())
+    body = "\n    ".join(lines + [f"return ({''.join(where[p] + ', ' for p in paths)})"])
+    namespace: dict = {"C": consts}
+    exec(f"def match(v):\n    {body}\n", namespace)  # noqa: S102 - our own text; the data are constants
+    return namespace["match"]
+
+
 class ShapeValidator:
     """Validate resources as ``model.model_validate`` does (see the module docstring), raising its errors.
 
@@ -119,8 +250,15 @@ class ShapeValidator:
         self.model = model
         self._plans: dict[Any, _Plan | None] = {}
         self._adapters: dict[int, tuple[Any, set]] = {}  # by id: an annotation's metadata may not hash
+        self._last: tuple | None = None  # the last planned shape's (matcher, checks, resourceType)
 
     def __call__(self, resource: dict) -> None:
+        last = self._last
+        if last is not None and last[2] == resource.get("resourceType"):  # the type's value: part of the shape
+            values = last[0](resource)
+            if values is not None:  # the last plan's shape exactly: its values, without a walk
+                self._check(resource, last[1], values)
+                return
         shape: list = [resource.get("resourceType")]  # the type's value decides: part of the shape
         leaves: list = []
         _walk(resource, shape, leaves)
@@ -131,11 +269,17 @@ class ShapeValidator:
             if plan is _UNSEEN and len(self._plans) < MAX_SHAPES:
                 self._plans[key] = self._compile(resource)
             return
+        self._last = plan[1]
+        self._check(resource, plan[0], [leaves[index] for index in plan[2]])
+
+    def _check(self, resource: dict, checks: list, values) -> None:
+        """Validate ``values`` (a plan's, in its order) with the plan's types; a failure: the whole
+        validation's error."""
+        # the values not passed before, told apart without a Python step per value (most were passed before)
+        unseen = compress(zip(values, checks), map(not_, map(set.__contains__, map(_SECOND, checks),
+                                                             zip(map(type, values), values))))
         try:
-            for index, validate, passed in plan:
-                value = leaves[index]
-                if (type(value), value) in passed:
-                    continue
+            for value, (validate, passed) in unseen:
                 validate(value)
                 if len(passed) < MAX_PASSED and (type(value) is not str or len(value) <= MAX_PASSED_LENGTH):
                     passed.add((type(value), value))
@@ -144,12 +288,17 @@ class ShapeValidator:
             raise
 
     def _compile(self, resource: dict) -> _Plan | None:
-        """The plan of a resource's shape, by leaf index; None when the shape has no plan."""
+        """The plan of a resource's shape: each value's check (its type's validator and passed values), the
+        shape's matcher with the same (plan, resourceType) and the values' leaf indexes; None when the
+        shape has no plan."""
         plan = self._plan(self.model, resource, (), root=True)
         if plan is None:
             return None
         index = {path: i for i, path in enumerate(_leaf_paths(resource))}
-        return [(index[path], *self._adapters[id(kind)]) for path, kind in plan]
+        checks = [self._adapters[id(kind)] for _, kind in plan]
+        paths = [path for path, _ in plan]
+        match = (matcher(resource, paths), checks, resource.get("resourceType"))
+        return checks, match, [index[path] for path in paths]
 
     # -- the plan of a shape: each primitive value's place and type -------------------------------------
     def _plan(self, model, data: dict, path: tuple, root: bool = False) -> list[tuple[tuple, Any]] | None:
@@ -188,5 +337,5 @@ class ShapeValidator:
     def _adapter(self, kind: Any) -> None:
         """Build ``kind``'s validator once (pydantic's own, without TypeAdapter's per-call wrapper)."""
         if id(kind) not in self._adapters:
-            adapter = TypeAdapter(kind)
-            self._adapters[id(kind)] = (adapter.validator.validate_python, set())
+            full, check = TypeAdapter(kind).validator.validate_python, fast_accept(kind)
+            self._adapters[id(kind)] = (full if check is None else _checked(check, full), set())

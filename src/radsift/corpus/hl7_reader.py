@@ -28,8 +28,10 @@ from typing import Any, Iterator
 import hl7
 
 from radsift.corpus.options import ReaderOptions
-from radsift.corpus.rows import Parsed, assemble, list_files
+from radsift.corpus.rows import Parsed, list_files
 from radsift.errors import CorpusError
+from radsift.records import Report
+from radsift.text import split_sections
 from radsift.text.modalities import modality_in
 
 _MLLP_START, _MLLP_END = "\x0b", "\x1c"
@@ -45,6 +47,13 @@ def hl7_time(value: str) -> str | None:
     value = value.strip()
     if not value:
         return None
+    if len(value) in (8, 12, 14) and value.isascii() and value.isdigit():  # the usual forms, without the regex
+        return _digit_time(value)
+    return _regex_time(value)
+
+
+def _regex_time(value: str) -> str:
+    """:func:`hl7_time` of a stripped, non-empty value, read with the timestamp pattern (any form)."""
     m = _TS.match(value)
     if not m:
         raise ValueError(f"{value!r} is not an HL7 timestamp (YYYYMMDDHHMM)")
@@ -60,17 +69,38 @@ def hl7_time(value: str) -> str | None:
     return out
 
 
+def _digit_time(value: str) -> str:
+    """:func:`hl7_time` of 8, 12 or 14 ASCII digits (``YYYYMMDD[HHMM[SS]]``): the same checks and text."""
+    month, day = value[4:6], value[6:8]
+    hour, minute = value[8:10], value[10:12]
+    # two ASCII digits compare as text as they do as numbers
+    if not "01" <= month <= "12" or not "01" <= day <= "31" or hour and (hour > "23" or minute > "59"):
+        raise ValueError(f"{value!r} is not a real date and time")
+    out = f"{value[:4]}-{month}-{day}"
+    if hour:
+        out += f"T{hour}:{minute}" + (f":{value[12:]}" if len(value) == 14 else "")
+    return out
+
+
 def split_messages(text: str) -> Iterator[tuple[int, str]]:
     """``(first line, message)`` of each message in a file: MLLP frames, or runs starting at ``MSH``.
 
     Segments come back separated by CR, as HL7 wants them."""
+    for line, segments in _message_segments(text):
+        yield line, "\r".join(segments)
+
+
+def _message_segments(text: str) -> Iterator[tuple[int, list[str]]]:
+    """:func:`split_messages` with each message as its list of (non-blank) segments: the reader's form, which
+    is not joined to be split again."""
     text = text.lstrip("\ufeff")
     if _MLLP_START in text:
         line = 1
         for n, chunk in enumerate(text.split(_MLLP_START)):
             if n:  # the text before the first frame start is not a message
                 body = chunk.split(_MLLP_END, 1)[0]
-                yield line, "\r".join(s for s in re.split(r"\r\n|\r|\n", body) if s.strip())
+                segments = body.split("\r") if "\n" not in body else re.split(r"\r\n|\r|\n", body)  # the same
+                yield line, [s for s in segments if s.strip()]
             line += chunk.count("\n")
         return
     current: list[str] = []
@@ -78,14 +108,14 @@ def split_messages(text: str) -> Iterator[tuple[int, str]]:
     lines = text.split("\n") if "\r" not in text else re.split(r"\r\n|\r|\n", text)  # the same lines
     for number, line in enumerate(lines, 1):
         if line.startswith("MSH") and current:
-            yield start, "\r".join(current)
+            yield start, current
             current = []
         if line.strip():
             if not current:
                 start = number
             current.append(line)
     if current:
-        yield start, "\r".join(current)
+        yield start, current
 
 
 class Message:
@@ -100,11 +130,20 @@ class Message:
     read by python-hl7 itself, as it always was.
     """
 
-    def __init__(self, raw: str) -> None:
-        head, _, rest = raw.partition("\r")
-        if _plain_header(head):
+    __slots__ = ("msh", "unescape", "escape", "component_sep", "repetition_sep", "raw_segments", "fs", "_segments")
+
+    def __init__(self, raw: str, segments: list[str] | None = None) -> None:
+        """``raw``: the message, its segments separated by CR; or, with ``segments`` (those after the first,
+        none blank), its first segment."""
+        if segments is None:
+            head, _, rest = raw.partition("\r")
+            segments = [s for s in rest.split("\r") if s]
+        else:
+            head = raw
+        unescape = _plain_unescaper(head[:9])  # (None: not a plain header)
+        if unescape is not None:
             fs = head[3]
-            self.unescape = _unescaper(head[:8])
+            self.unescape = unescape
             self.msh: Any = ["MSH", fs, *head.split(fs)[1:]]
             self.escape = head[6]
         else:
@@ -112,7 +151,7 @@ class Message:
             self.msh, self.unescape, self.escape = parsed.segment("MSH"), parsed.unescape, parsed.esc
         self.component_sep = head[4:5] or "^"
         self.repetition_sep = head[5:6] or "~"
-        self.raw_segments = [s for s in rest.split("\r") if s]  # the segments after the MSH, as written
+        self.raw_segments = segments  # the segments after the MSH, as written
         self.fs = head[3] if self.raw_segments else "|"  # (a header too short for one: IndexError, as before)
         self._segments: list[list[str]] | None = None
 
@@ -132,6 +171,13 @@ class Message:
             return value.strip() if component in (None, 0) else ""
         parts = value.split(self.repetition_sep, 1)[0].split(self.component_sep)
         return parts[component].strip() if component < len(parts) else ""
+
+
+@lru_cache(maxsize=64)
+def _plain_unescaper(start: str):
+    """python-hl7's unescaping of a plain header's separators (:func:`_unescaper`) from the header's first nine
+    characters (all that :func:`_plain_header` reads), or None when the header is not plain."""
+    return _unescaper(start[:8]) if _plain_header(start) else None
 
 
 def _plain_header(head: str) -> bool:
@@ -164,68 +210,75 @@ def _field(segment, index: int, component: int | None = None) -> str:
         return str(value).strip() if component == 0 else ""
 
 
-def _whole(segment: list, index: int) -> str:
-    """A field of a split segment, whole and stripped ('' when absent): :meth:`Message.field` without a
-    component, for any segment but the ``MSH``."""
-    return segment[index].strip() if index < len(segment) else ""
+def _report(rid: str, text: str, metadata: list[tuple[str, str | None]]) -> Report:
+    """``assemble(rid, text, [], metadata)`` for what :func:`message_reports` gives it, in one pass: its text
+    holds no CR (the segments were split at them, unescaped CRs became line breaks), its metadata values are
+    stripped or None, and split_sections gives each name once; so what assemble would still do is strip the
+    sections and drop the empty ones (``tests/test_feeds_fast.py`` compares the reports with assemble's)."""
+    sections = {name: body for name, text in split_sections(text) if (body := text.strip())}
+    return Report(rid, sections, {key: value for key, value in metadata if value})
 
 
-def _part(message: Message, segment: list, index: int, component: int) -> str:
-    """A component of a split segment's first repetition: :meth:`Message.field` for any segment but the
-    ``MSH``."""
-    if index >= len(segment):
-        return ""
-    parts = segment[index].split(message.repetition_sep, 1)[0].split(message.component_sep)
-    return parts[component].strip() if component < len(parts) else ""
-
-
-def message_reports(message: Message, where: str) -> Iterator[Parsed]:
-    """The reports of one parsed ``ORU^R01`` message (one per ``OBR`` with the ``OBX`` after it)."""
+def message_reports(message: Message, where: str) -> list[Parsed]:
+    """The reports of one parsed ``ORU^R01`` message (one per ``OBR`` with the ``OBX`` after it), or its
+    problem (a list: no generator per message)."""
     msh, _field = message.msh, message.field
-    kind = _field(msh, 9).replace(" ", "")
+    if type(msh) is list and len(msh) > 10:  # the split header: MSH-9 and MSH-10 whole, as _field reads them
+        kind, control = msh[9].strip().replace(" ", ""), msh[10].strip()
+    else:
+        kind, control = _field(msh, 9).replace(" ", ""), _field(msh, 10)
     if not kind.startswith("ORU^R01"):
-        yield Parsed(where, problem=f"message type {kind or '(none)'} is not ORU^R01 (an observation result)")
-        return
+        return [Parsed(where, problem=f"message type {kind or '(none)'} is not ORU^R01 (an observation result)")]
     patient = ""
-    groups: list[list] = []
-    fs = message.fs
-    for raw in message.raw_segments:  # each split as far as the fields read (read with _whole and _part)
-        name = raw.partition(fs)[0].strip()
-        if name == "PID":
-            patient = _part(message, raw.split(fs, 4), 3, 0)
+    groups: list[list] = []  # per OBR: its fields, then each OBX's OBX-5 (stripped)
+    fs, rep, comp = message.fs, message.repetition_sep, message.component_sep
+    obx, obr = "OBX" + fs, "OBR" + fs  # the usual segments' names, as written, without the partition
+    for raw in message.raw_segments:  # each split as far as the fields read
+        tag = raw[:4]
+        name = "OBX" if tag == obx else "OBR" if tag == obr else raw.partition(fs)[0].strip()
+        if name == "OBX":
+            if groups:
+                fields = raw.split(fs, 6)  # fields 0 to 5 whole, the rest in one
+                groups[-1].append(fields[5].strip() if len(fields) > 5 else "")
         elif name == "OBR":
             groups.append([raw.split(fs)])
-        elif name == "OBX" and groups:
-            groups[-1].append(raw.split(fs, 6))  # fields 0 to 5 whole, the rest in one
+        elif name == "PID":
+            fields = raw.split(fs, 4)  # PID-3's first component of its first repetition
+            patient = fields[3].partition(rep)[0].partition(comp)[0].strip() if len(fields) > 3 else ""
     if not groups:
-        yield Parsed(where, problem="an ORU^R01 message with no OBR segment (no report in it)")
-        return
-    control = _field(msh, 10)
+        return [Parsed(where, problem="an ORU^R01 message with no OBR segment (no report in it)")]
     escape, unescape = message.escape, message.unescape
-    for n, (obr, *obxs) in enumerate(groups):
-        rid = _part(message, obr, 3, 0) or _part(message, obr, 2, 0) or (control + (f"-{n + 1}" if n else ""))
+    out: list[Parsed] = []
+    for n, (obr, *values) in enumerate(groups):
+        if len(obr) < 26:  # an absent field reads as empty (as Message.field reads it)
+            obr += [""] * (26 - len(obr))
+        # a field's first component of its first repetition: Message.field(obr, i, 0) without the call
+        rid = (obr[3].partition(rep)[0].partition(comp)[0].strip() or obr[2].partition(rep)[0].partition(comp)[0]
+               .strip() or (control + (f"-{n + 1}" if n else "")))
         here = where if len(groups) == 1 else f"{where} OBR {n + 1}"
         if not rid:
-            yield Parsed(here, problem="no report id (OBR-3, OBR-2 and MSH-10 are empty)")
+            out.append(Parsed(here, problem="no report id (OBR-3, OBR-2 and MSH-10 are empty)"))
             continue
         # python-hl7's unescape returns a value without its escape character as it is: called only for the rest
-        values = [obx[5].strip() if len(obx) > 5 else "" for obx in obxs]
-        lines = [(unescape(v) if escape in v else v).replace("\r", "\n") for v in values]
-        text = "\n".join(line for line in lines if line.strip())
-        if not text.strip():
-            yield Parsed(here, problem=f"report {rid}: no text (no OBX-5 value)")
+        # (and only its text can hold a CR: the segments were split at them)
+        text = "\n".join(line for v in values
+                         if (line := unescape(v).replace("\r", "\n") if escape in v else v).strip())
+        if not text:  # (its lines are not blank: a text is blank only when it has none)
+            out.append(Parsed(here, problem=f"report {rid}: no text (no OBX-5 value)"))
             continue
         try:
-            when = hl7_time(_part(message, obr, 7, 0)) or hl7_time(_field(msh, 7, 0))
+            when = hl7_time(obr[7].partition(rep)[0].partition(comp)[0]) or hl7_time(_field(msh, 7, 0))
         except ValueError as exc:
-            yield Parsed(here, problem=f"report {rid}: OBR-7 {exc}")
+            out.append(Parsed(here, problem=f"report {rid}: OBR-7 {exc}"))
             continue
-        code = _part(message, obr, 4, 0)
-        exam = _part(message, obr, 4, 1) or code
+        exam_parts = obr[4].partition(rep)[0].split(comp)
+        code = exam_parts[0].strip()
+        exam = (exam_parts[1].strip() if len(exam_parts) > 1 else "") or code
         metadata = [("patient", patient or None), ("date", when[:10] if when else None), ("datetime", when),
                     ("exam", exam or None), ("exam_code", code or None), ("modality", modality_in(exam)),
-                    ("status", _whole(obr, 25) or None)]
-        yield Parsed(here, assemble(rid, text, [], metadata))
+                    ("status", obr[25].strip() or None)]
+        out.append(Parsed(here, _report(rid, text, metadata)))
+    return out
 
 
 def read_hl7(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
@@ -243,13 +296,14 @@ def read_hl7(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
         except UnicodeDecodeError as exc:
             yield Parsed(str(file), problem=f"undecodable bytes at byte {exc.start} (not valid {options.encoding})")
             continue
-        for number, (line, raw) in enumerate(split_messages(text), 1):
-            where = f"{file} message {number} (line {line})"
-            if not raw.startswith("MSH"):
+        name = str(file)
+        for number, (line, segments) in enumerate(_message_segments(text), 1):
+            where = f"{name} message {number} (line {line})"
+            if not segments or not segments[0].startswith("MSH"):
                 yield Parsed(where, problem="not an HL7 v2 message (it does not start with an MSH segment)")
                 continue
             try:
-                message = Message(raw)
+                message = Message(segments[0], segments[1:])
             except Exception as exc:  # python-hl7 raises several kinds on malformed input
                 yield Parsed(where, problem=f"unparsable HL7 message ({type(exc).__name__}: {exc})")
                 continue

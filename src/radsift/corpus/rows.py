@@ -118,14 +118,16 @@ def assemble(
         sections: ``(name, text)`` pairs; a name given twice has its texts joined by a space.
         metadata: ``(key, value)`` pairs.
     """
-    merged: dict[str, list[str]] = {}
-    pairs: list[tuple[str, str | None]] = list(split_sections(free_text)) if free_text else []
-    pairs.extend(sections)
-    for name, text in pairs:
-        text = _unix_newlines(text).strip() if text and "\r" in text else (text or "").strip()
-        if text:
-            merged.setdefault(name, []).append(text)
+    merged: dict[str, str] = {}  # a name's texts joined by a space as they come (one dict, no list per name)
+    for pairs in (split_sections(free_text) if free_text else (), sections):
+        for name, text in pairs:
+            if text:
+                text = (_unix_newlines(text) if "\r" in text else text).strip()
+                if text:
+                    merged[name] = f"{merged[name]} {text}" if name in merged else text
     # _unix_newlines only where there is a CR: most values have none (this runs for every report read)
-    meta = {key: (_unix_newlines(value) if "\r" in value else value).strip()
-            for key, value in metadata if value is not None and value.strip()}
-    return Report(report_id, {name: " ".join(texts) for name, texts in merged.items()}, meta)
+    meta: dict[str, str] = {}
+    for key, value in metadata:  # stripped once: blank after stripping is blank before
+        if value is not None and (value := (_unix_newlines(value) if "\r" in value else value).strip()):
+            meta[key] = value
+    return Report(report_id, merged, meta)

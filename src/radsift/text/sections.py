@@ -169,21 +169,21 @@ def canonical_section(heading: str) -> str:
     return slug or PREAMBLE
 
 
-@lru_cache(maxsize=4096)
-def _canonical(heading: str) -> str:
-    """canonical_section, remembered: a corpus writes the same few headings on every report."""
-    return canonical_section(heading)
-
-
 def _is_heading(match: re.Match[str]) -> bool:
-    head = match.group("head")
+    return _heading_name(match.group("head"), match.group("pre") == ",") is not None
+
+
+@lru_cache(maxsize=4096)
+def _heading_name(head: str, after_comma: bool) -> str | None:
+    """The canonical name of a heading match's words (``head``; ``after_comma``: its boundary is a comma), or
+    None when they are not a heading. Remembered: a corpus writes the same few headings on every report."""
     if len(head) < 2 or _XXXX_RE.search(head):
-        return False
-    if head.upper() == head:
-        return True
+        return None
     # Mixed-case headings ("Impression:") count only when known and not after a comma,
     # so a sentence like "Heart: normal." or ", Fetal presentation: cephalic" stays text.
-    return match.group("pre") != "," and is_known_heading(head)
+    if head.upper() != head and (after_comma or not is_known_heading(head)):
+        return None
+    return canonical_section(head)
 
 
 def _unwrap_commas(body: str) -> str:
@@ -245,29 +245,33 @@ def split_sections(text: str) -> list[tuple[str, str]]:
         newlines.
     """
     padded = "\n" + text  # offsets in `padded` are one more than in `text`
-    heads = [m for m in _heading_matches(padded) if _is_heading(m)]
+    heads = []  # (match, canonical name) of each heading
+    for m in _heading_matches(padded):
+        name = _heading_name(m.group("head"), m.group("pre") == ",")
+        if name is not None:
+            heads.append((m, name))
     if not heads:  # no heading: the whole text is the preamble (what the steps below give, in one)
         body = text.strip(_EDGE_CHARS)
         return [(PREAMBLE, body)] if body else []
     # MTSamples form: headings glued to commas ("...,FINDINGS: ,There is ...").
     comma_form = False
-    for m in heads:
+    for m, _ in heads:
         end = m.end()
         if m.group("pre") == "," or padded[end : end + 3].lstrip(" \t").startswith(","):
             comma_form = True
             break
-    parts: list[tuple[str, str]] = []
-    cursor, name = 1, PREAMBLE
-    for m in heads:
-        parts.append((name, padded[cursor : m.end("pre")]))  # the sentence end stays with its text
-        name, cursor = _canonical(m.group("head")), m.end()
-    parts.append((name, padded[cursor:]))
-
     merged: dict[str, list[str]] = {}
-    for part_name, body in parts:
+    cursor, name = 1, PREAMBLE
+    for m, next_name in heads + [(None, None)]:
+        body = padded[cursor : m.end("pre")] if m is not None else padded[cursor:]  # the sentence end stays
         body = body.strip(_EDGE_CHARS)
         if comma_form:
             body = _unwrap_commas(body).strip(_EDGE_CHARS)
         if body:
-            merged.setdefault(part_name, []).append(body)
-    return [(part_name, " ".join(bodies)) for part_name, bodies in merged.items()]
+            if name in merged:
+                merged[name].append(body)
+            else:
+                merged[name] = [body]
+        if m is not None:
+            name, cursor = next_name, m.end()
+    return [(part_name, bodies[0] if len(bodies) == 1 else " ".join(bodies)) for part_name, bodies in merged.items()]
