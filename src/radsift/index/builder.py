@@ -361,10 +361,13 @@ def _labeler(lexicon: str | None):
     return Labeler(lexicon)
 
 
-def _label_sentences(texts: list[str], lexicon, progress: bool) -> list[list[tuple[str, str]]]:
-    """(finding, status) of each sentence, by the lexicon labeler (identical sentences labeled once)."""
+def _label_sentences(sentences: list[SentenceRecord], lexicon, progress: bool) -> list[list[tuple[str, str]]]:
+    """(finding, status) of each sentence, by the lexicon labeler (identical sentences labeled once; each
+    read after the one before it in its section, which may hedge it)."""
     labeler = _labeler(str(lexicon) if lexicon else None)
-    mentions = labeler.label_many(texts, progress=progress)
+    follows = [i > 0 and (s.report_row, s.section, s.idx) == (p.report_row, p.section, p.idx + 1)
+               for i, (p, s) in enumerate(zip([None, *sentences], sentences))]
+    mentions = labeler.label_many([s.text for s in sentences], progress=progress, follows=follows)
     return [sorted({(m.finding, m.status) for m in ms}) for ms in mentions]
 
 
@@ -409,7 +412,7 @@ def _write(index_dir: Path, reports: Iterable[Report], old: IndexStore | None, o
                                                                      "encoding sections")
             labels: list[LabelRecord] = []
             if opts.label:
-                new_labels = _label_sentences([s.text for s in new_sent], opts.lexicon, opts.progress)
+                new_labels = _label_sentences(new_sent, opts.lexicon, opts.progress)
                 for row, pairs in enumerate(new_labels):
                     labels.extend(LabelRecord(row, f, st) for f, st in pairs)
             data = GenerationData(
