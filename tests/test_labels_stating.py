@@ -39,7 +39,7 @@ def without(*cues: str) -> Labeler:
 
 #: Cues an ablation takes out beside the case's own (the shorter form a moved cue falls back on).
 ALSO = {"would be difficult to exclude": ("difficult to exclude",), "is a concern": ("a concern",),
-        "to confirm clearing of": ("confirm clearing of",)}
+        "to confirm clearing of": ("confirm clearing of",), "now resolved": ("has now resolved",)}
 
 
 CASES = [
@@ -89,6 +89,20 @@ CASES = [
      "is a vessel seen end-on"),
     ("Nodular density overlying the anterior left 4th rib represents a healing rib fracture.", "nodule", A,
      "NEGATED_EXISTENCE", "represents a healing"),
+    # third pass (issue 35): resolved after "now", conditions, what a film may miss, recommendations, histories
+    ("Right pneumothorax, now resolved.", "pneumothorax", A, "NEGATED_EXISTENCE", "now resolved"),
+    ("Consistent with pneumonia in the appropriate clinical setting.", "pneumonia", U, "POSSIBLE_EXISTENCE",
+     "in the appropriate clinical setting"),
+    ("Minimal if any edema.", "pulmonary edema", U, "POSSIBLE_EXISTENCE", "if any"),
+    ("Vascular congestion bordering on edema.", "pulmonary edema", U, "POSSIBLE_EXISTENCE", "bordering on"),
+    ("A small pneumothorax could be missed on this supine film.", "pneumothorax", U, "HYPOTHETICAL",
+     "could be missed"),
+    ("Pneumothorax would be difficult to see on this supine film.", "pneumothorax", U, "HYPOTHETICAL",
+     "would be difficult to see"),
+    ("Follow-up of the nodule in 3 months.", "nodule", U, "HYPOTHETICAL", "follow-up of"),
+    ("Pneumothorax was previously seen.", "pneumothorax", U, "HISTORICAL", "was previously seen"),
+    ("Recent pneumonia.", "pneumonia", U, "HISTORICAL", "recent"),
+    ("Treated pneumonia.", "pneumonia", U, "HISTORICAL", "treated"),
 ]
 
 
@@ -108,6 +122,10 @@ def test_what_stays_stated(labeler) -> None:
     assert read(labeler, "Findings consistent with old tuberculosis.")["tuberculosis"][0] == P
     # a mimic named after the finding is not a mimic of it
     assert read(labeler, "Small right apical pneumothorax.")["pneumothorax"][0] == P
+    # an improving or resolving finding is still there; "recent" and "treated" reach the next word only
+    assert read(labeler, "Improved interstitial edema.")["pulmonary edema"][0] == P
+    assert read(labeler, "Resolving pulmonary interstitial edema.")["pulmonary edema"][0] == P
+    assert read(labeler, "Recent surgery, right lower lobe pneumonia.")["pneumonia"][0] == P
 
 
 def test_non_calcified_is_not_calcified(labeler) -> None:
@@ -142,3 +160,15 @@ def test_spinal_fusion_hardware_states_the_fusion(labeler) -> None:
     concepts = tuple(replace(c, phrase_parts=()) if c.name == "orthopedic hardware" else c for c in lexicon.concepts)
     plain = Labeler(lexicon=replace(lexicon, concepts=concepts))
     assert "spinal fusion" not in read(plain, "Thoracic spinal fusion hardware is intact.")
+
+
+def test_edema_outside_the_lungs_is_not_pulmonary_edema(labeler) -> None:
+    for text in ("Subcutaneous edema of the chest wall.", "Chest wall edema."):
+        got = read(labeler, text)
+        assert "pulmonary edema" not in got and got["soft tissue swelling"][0] == P
+    # ablation: without those phrases the edema is read as pulmonary edema
+    lexicon = load_lexicon()
+    concepts = tuple(replace(c, synonyms=tuple(s for s in c.synonyms if s not in ("subcutaneous edema", "chest wall edema")))
+                     for c in lexicon.concepts)
+    plain = Labeler(lexicon=replace(lexicon, concepts=concepts))
+    assert read(plain, "Chest wall edema.")["pulmonary edema"][0] == P

@@ -81,10 +81,14 @@ def _labeler(lexicon: str | None):
     return Labeler(lexicon)
 
 
-def label_sentences(texts: list[str], lexicon: str | Path | None, progress: bool) -> list[list[tuple[str, str]]]:
-    """(finding, status) of each sentence, by the lexicon labeler (identical sentences labeled once)."""
+def label_sentences(sentences: list[SentenceRecord], lexicon: str | Path | None,
+                    progress: bool) -> list[list[tuple[str, str]]]:
+    """(finding, status) of each sentence, by the lexicon labeler (identical sentences labeled once; each
+    read after the one before it in its section, which may hedge it)."""
     labeler = _labeler(str(lexicon) if lexicon else None)
-    mentions = labeler.label_many(texts, progress=progress)
+    follows = [i > 0 and (s.report_row, s.section, s.idx) == (p.report_row, p.section, p.idx + 1)
+               for i, (p, s) in enumerate(zip([None, *sentences], sentences))]
+    mentions = labeler.label_many([s.text for s in sentences], progress=progress, follows=follows)
     return [sorted({(m.finding, m.status) for m in ms}) for ms in mentions]
 
 
@@ -109,7 +113,7 @@ def segment_data(reports: list[Report], encoder, *, batch_size: int = 64, label:
                                                         "encoding sections")
     labels: list[LabelRecord] = []
     if label:
-        for row, pairs in enumerate(label_sentences([s.text for s in sentences], lexicon, progress)):
+        for row, pairs in enumerate(label_sentences(sentences, lexicon, progress)):
             labels.extend(LabelRecord(row, f, st) for f, st in pairs)
     data = GenerationData(
         reports=[report_record(r) for r in reports],

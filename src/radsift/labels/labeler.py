@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from radsift.labels.anaphora import AnaphoricHedgeReader
 from radsift.labels.lexicon import Lexicon, load_lexicon
 from radsift.labels.negation import NegationDetector
 from radsift.labels.openvocab import Phrase, PhraseReader
@@ -37,6 +38,7 @@ class Labeler:
         self.rules = rules if isinstance(rules, Rules) else load_rules(rules)
         self.spotter = Spotter(self.lexicon)
         self.detector = NegationDetector(self.rules, self.lexicon.normalizer)
+        self.anaphora = AnaphoricHedgeReader(self.rules.anaphoric)
         self._cache: dict[str, tuple[Mention, ...]] = {}
         self.phrase_reader = PhraseReader(self.detector)
         self._phrase_cache: dict[tuple[tuple[str, ...], str], tuple[Mention, ...]] = {}
@@ -47,7 +49,8 @@ class Labeler:
         return self.label_many([sentence])[0]
 
     def label_many(
-        self, texts: Iterable[str], batch_size: int = 512, progress: bool = False
+        self, texts: Iterable[str], batch_size: int = 512, progress: bool = False,
+        follows: Sequence[bool] | None = None,
     ) -> list[list[Mention]]:
         """Label many sentences; identical sentences are labeled once.
 
@@ -55,6 +58,10 @@ class Labeler:
             texts: Sentences.
             batch_size: spaCy tokenizer batch size.
             progress: Show a progress bar (rich) over the distinct new sentences.
+            follows: For each text, whether it comes right after the text before it in the same section
+                of a report; a sentence that points back with a hedged mimic ("This may be artifactual.")
+                then makes the findings of the one before it uncertain (:mod:`radsift.labels.anaphora`).
+                None: every text stands alone.
 
         Returns:
             One list of mentions per input text, in input order.
@@ -64,7 +71,15 @@ class Labeler:
             todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
             if todo:
                 self._label_new(todo, batch_size, progress)
-            return [list(self._cache[t]) for t in texts]
+            out = [list(self._cache[t]) for t in texts]
+        if follows is not None and any(follows):
+            out = self.anaphora.carry_back(texts, out, follows)
+        return out
+
+    def label_sentences(self, sentences: Sequence[str]) -> list[list[Mention]]:
+        """The findings of consecutive sentences of one section, each read with the next (see ``follows``
+        of :meth:`label_many`)."""
+        return self.label_many(sentences, follows=[i > 0 for i in range(len(sentences))])
 
     def _label_new(self, texts: Sequence[str], batch_size: int, progress: bool) -> None:
         if len(self._cache) + len(texts) > _CACHE_LIMIT:

@@ -30,6 +30,11 @@ File format (the packaged radiology rules are ``data/radiology_rules.yaml``)::
       before: [normal]                                      # "normal heart size"
       coordination: [and, ","]            # between subjects: "heart size and vascularity are normal"
       links: [is, are, remains]           # between the last subject and an "after" predicate
+    anaphoric_hedges:                     # a sentence pointing back with a hedged mimic ("This may be artifact.")
+      anaphors: [this, these, it]         # how the sentence opens (after a list number)
+      hedges: [may be, could represent]   # then a hedge ...
+      mimics: [artifact, nipple shadow]   # ... followed within ``gap`` tokens by a mimic
+      gap: 3                              # optional (default 3)
 
 Unknown keys, categories or directions, and a cue listed twice are
 :class:`~radsift.errors.LexiconError` naming the file and line.
@@ -68,9 +73,10 @@ CATEGORIES = (NEGATED, POSSIBLE, HYPOTHETICAL, HISTORICAL, DIFFERENTIAL, PSEUDO,
 # Categories that are written with direction TERMINATE.
 _TERMINATORS = (TERMINATE, NEGATION_END)
 DIRECTIONS = ("FORWARD", "BACKWARD", "BIDIRECTIONAL", "PSEUDO", "TERMINATE")
-_TOP_KEYS = {"version", "rules", "normal_forms"}
+_TOP_KEYS = {"version", "rules", "normal_forms", "anaphoric_hedges"}
 _GROUP_KEYS = {"category", "direction", "cues", "pattern", "name", "max_scope", "negatable", "negation_end", "types"}
 _NORMAL_KEYS = {"after", "before", "coordination", "links"}
+_ANAPHORIC_KEYS = {"anaphors", "hedges", "mimics", "gap"}
 
 
 @dataclass(frozen=True)
@@ -117,12 +123,25 @@ class NormalForms:
 
 
 @dataclass(frozen=True)
+class AnaphoricHedges:
+    """A sentence that opens by pointing back (an anaphor), hedges and names a mimic within ``gap`` tokens
+    of the hedge ("This may be artifactual ...") makes the findings the sentence before it states uncertain
+    (:mod:`radsift.labels.anaphora`). Phrases are lower case, whole tokens."""
+
+    anaphors: tuple[str, ...] = ()
+    hedges: tuple[str, ...] = ()
+    mimics: tuple[str, ...] = ()
+    gap: int = 3
+
+
+@dataclass(frozen=True)
 class Rules:
-    """Loaded rules: ConText cues and normal forms."""
+    """Loaded rules: ConText cues, normal forms and the hedges that reach back one sentence."""
 
     cues: tuple[CueRule, ...]
     normal_forms: NormalForms
     source: str
+    anaphoric: AnaphoricHedges = AnaphoricHedges()
 
 
 def _plain(value: Any) -> Any:
@@ -227,7 +246,25 @@ def parse_rules(text: str, source: str) -> Rules:
                 firsts[k] = line
             lists[key] = tuple(p for p, _ in items)
         normal = NormalForms(**lists)
-    return Rules(cues=tuple(cues), normal_forms=normal, source=source)
+    return Rules(cues=tuple(cues), normal_forms=normal, source=source, anaphoric=_anaphoric(data, source))
+
+
+def _anaphoric(data: LineDict, source: str) -> AnaphoricHedges:
+    """The ``anaphoric_hedges`` section (empty when absent)."""
+    if "anaphoric_hedges" not in data:
+        return AnaphoricHedges()
+    node = data["anaphoric_hedges"]
+    check_keys(node, _ANAPHORIC_KEYS, {"anaphors", "hedges", "mimics"}, source, "anaphoric_hedges")
+    lists = {}
+    for key in ("anaphors", "hedges", "mimics"):
+        items = [" ".join(p.casefold().split()) for p, _ in string_list(node, key, source, f"anaphoric_hedges.{key}")]
+        if not items:
+            raise LexiconError(f"{source}:{node.line_of(key)}: anaphoric_hedges.{key} is empty")
+        lists[key] = tuple(items)
+    gap = node.get("gap", 3)
+    if not isinstance(gap, int) or isinstance(gap, bool) or gap < 0:
+        raise LexiconError(f"{source}:{node.line_of('gap')}: anaphoric_hedges.gap must be a whole number >= 0")
+    return AnaphoricHedges(gap=gap, **lists)
 
 
 def load_rules(path: str | Path | None = None) -> Rules:

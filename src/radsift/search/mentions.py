@@ -18,12 +18,13 @@ def mentions_in(labeler, text: str, reading: QueryReading) -> tuple[HitMention, 
     lexicon = {f.finding for f in reading.findings if f.labeled}
     phrases = [p for f in reading.findings if f.source == "open" for p in labeler.query_phrases(f.finding)[:1]]
     spans = split_sentences(text) or [(0, len(text))]
+    # Read together: a sentence may hedge the one before it ("Nodular opacity. This may be artifact.").
+    labeled = labeler.label_sentences([text[s:e] for s, e in spans]) if lexicon else [[] for _ in spans]
     out = []
-    for start, end in spans:
+    for (start, end), found in zip(spans, labeled):
         sentence = text[start:end]
-        if lexicon:
-            out += [HitMention(m.finding, m.status, m.cue, start + m.start, start + m.end, "lexicon")
-                    for m in labeler.label(sentence) if m.finding in lexicon]
+        out += [HitMention(m.finding, m.status, m.cue, start + m.start, start + m.end, "lexicon")
+                for m in found if m.finding in lexicon]
         for phrase in phrases:
             out += [HitMention(phrase.text.lower(), m.status, m.cue, start + m.start, start + m.end, "open")
                     for m in labeler.read_phrase(phrase, [sentence])[0]]
