@@ -28,3 +28,23 @@ def hashing_model(monkeypatch, tmp_path) -> Path:
     monkeypatch.setattr("radsift.models.encoder.Encoder.load",
                         classmethod(lambda cls, model=None, **kw: HashingEncoder(model or folder)))
     return folder
+
+
+@pytest.fixture(scope="session")
+def sited_demo_index_at():
+    """A function building, in a given folder, the demo's 300 reports (seed 3) with a ``site`` field (north for
+    two of three, south for the rest) under the hashing encoder, and opening it: the candidate engine's tests."""
+    from radsift.demo import generate_reports
+    from radsift.index import build_index
+    from radsift.models.hashing import HashingEncoder
+    from radsift.search import Index
+
+    def build(root: Path):
+        enc = HashingEncoder(root / "model")
+        reports = [d.report for d in generate_reports(n=300, seed=3)]
+        reports = [r.__class__(r.id, r.sections, {**r.metadata, "site": "north" if i % 3 else "south"})
+                   for i, r in enumerate(reports)]
+        build_index(root / "idx", reports, encoder=enc, progress=False)
+        return Index.open(root / "idx", encoder=enc)
+
+    return build

@@ -37,14 +37,8 @@ SECTION_SETTINGS = [{**kw, "unit": "section"} for kw in SETTINGS]
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    root = tmp_path_factory.mktemp("routes")
-    enc = HashingEncoder(root / "model")
-    reports = [d.report for d in generate_reports(n=300, seed=3)]
-    reports = [r.__class__(r.id, r.sections, {**r.metadata, "site": "north" if i % 3 else "south"})
-               for i, r in enumerate(reports)]
-    build_index(root / "idx", reports, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+def index(tmp_path_factory, sited_demo_index_at):
+    return sited_demo_index_at(tmp_path_factory.mktemp("routes"))
 
 
 def _page(index, monkeypatch, engine, query, **kw):
