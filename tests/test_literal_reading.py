@@ -21,10 +21,12 @@ from radsift.models.hashing import HashingEncoder
 from radsift.models.settings import SearchSettings, write_search_settings
 from radsift.records import Report
 from radsift.search.concepts import (
+    LINK_MARGIN,
     ConceptLinker,
     concept_places,
     query_places,
     substances_of,
+    symptom_only,
 )
 
 LEXICON = """
@@ -32,7 +34,7 @@ concepts:
   - name: acute cardiopulmonary abnormality
     category: finding
     synonyms: [acute cardiopulmonary process]
-    descriptions: [acute chest pain problem]
+    descriptions: [acute chest trauma problem]
   - name: pleural effusion
     category: finding
     synonyms: [effusion]
@@ -40,10 +42,10 @@ concepts:
 """
 
 R = [
-    Report("denies", {"findings": "The patient denies chest pain."}),
-    Report("has-pain", {"findings": "Chest pain on exertion."}),
+    Report("denies", {"findings": "The patient denies chest trauma."}),
+    Report("has-pain", {"findings": "Chest trauma on admission."}),
     Report("acute-no", {"findings": "No acute cardiopulmonary process."}),
-    Report("acute-no-2", {"findings": "No acute cardiopulmonary process. The patient denies chest pain."}),
+    Report("acute-no-2", {"findings": "No acute cardiopulmonary process. The patient denies chest trauma."}),
     Report("eff", {"findings": "Small right pleural effusion."}),
     Report("lungs", {"findings": "The lungs are clear."}),
 ]
@@ -76,34 +78,34 @@ def ids(hits):
 
 # -- the literal reading stays --------------------------------------------------------------------
 def test_a_phrase_the_index_holds_keeps_its_literal_reading_and_the_link_stands_beside_it(index):
-    hits = index.search("no chest pain", k=6)
+    hits = index.search("no chest trauma", k=6)
     words, link = hits.reading.findings
-    assert (words.finding, words.source, words.status, words.beside) == ("chest pain", "open", "absent", None)
+    assert (words.finding, words.source, words.status, words.beside) == ("chest trauma", "open", "absent", None)
     assert (link.finding, link.source, link.status) == ("acute cardiopulmonary abnormality", "linked", "absent")
-    assert link.beside == "chest pain"
-    # The reports denying chest pain come first; among them the one that also states the link leads.
+    assert link.beside == "chest trauma"
+    # The reports denying chest trauma come first; among them the one that also states the link leads.
     assert ids(hits)[:2] == ["acute-no-2", "denies"]
     assert ids(hits).index("acute-no") > ids(hits).index("denies")
     assert hits.matching == 2  # the counts follow the user's words
     text = hits.reading.describe()
-    assert text.startswith("chest pain: absent (open") and "also acute cardiopulmonary abnormality: absent" in text
+    assert text.startswith("chest trauma: absent (open") and "also acute cardiopulmonary abnormality: absent" in text
 
 
 def test_read_as_literal_and_linked_remove_either_reading(index):
-    literal = index.search("no chest pain", k=6, read_as="literal")
-    assert [(f.finding, f.source) for f in literal.reading.findings] == [("chest pain", "open")]
-    linked = index.search("no chest pain", k=6, read_as="linked")  # the link in the words' place, as before
+    literal = index.search("no chest trauma", k=6, read_as="literal")
+    assert [(f.finding, f.source) for f in literal.reading.findings] == [("chest trauma", "open")]
+    linked = index.search("no chest trauma", k=6, read_as="linked")  # the link in the words' place, as before
     (f,) = linked.reading.findings
     assert (f.finding, f.source, f.beside) == ("acute cardiopulmonary abnormality", "linked", None)
     assert set(ids(linked)[:2]) == {"acute-no", "acute-no-2"}
     with pytest.raises(ConfigError, match="read_as must be one of both, literal, linked"):
-        index.search("no chest pain", read_as="words")
+        index.search("no chest trauma", read_as="words")
 
 
 def test_either_reading_can_be_ignored_and_the_other_then_stands_alone(index):
-    no_link = index.search("no chest pain", k=6, reading={"acute cardiopulmonary abnormality": "ignore"})
-    assert [f.finding for f in no_link.reading.findings] == ["chest pain"]
-    no_words = index.search("no chest pain", k=6, reading={"chest pain": "ignore"})
+    no_link = index.search("no chest trauma", k=6, reading={"acute cardiopulmonary abnormality": "ignore"})
+    assert [f.finding for f in no_link.reading.findings] == ["chest trauma"]
+    no_words = index.search("no chest trauma", k=6, reading={"chest trauma": "ignore"})
     (f,) = no_words.reading.findings
     assert f.finding == "acute cardiopulmonary abnormality" and f.beside is None  # the link now reads alone
 
@@ -117,7 +119,7 @@ def test_a_phrase_the_index_never_holds_is_read_as_its_link(index):
 
 def test_a_query_with_a_phrase_the_index_never_holds_is_read_as_its_link(index):
     # "zebra" occurs in no report: no unit could state the literal reading, so the link reads alone.
-    (f,) = index.read("no chest pain or zebra").findings
+    (f,) = index.read("no chest trauma or zebra").findings
     assert (f.finding, f.source, f.beside) == ("acute cardiopulmonary abnormality", "linked", None)
 
 
@@ -130,21 +132,21 @@ def test_the_cli_and_the_api_show_both_readings(built, index, monkeypatch, tmp_p
     monkeypatch.setattr("radsift.models.encoder.Encoder.load",
                         classmethod(lambda cls, model=None, **kw: HashingEncoder(model)))
     runner = CliRunner()
-    res = runner.invoke(app, ["search", str(root / "idx"), "no chest pain", "-k", "3", "--no-audit"])
+    res = runner.invoke(app, ["search", str(root / "idx"), "no chest trauma", "-k", "3", "--no-audit"])
     assert res.exit_code == 0, res.output
     out = " ".join(res.output.split())
-    assert "read as: chest pain absent (open, cue 'no'); also: acute cardiopulmonary abnormality absent" in out
-    res = runner.invoke(app, ["search", str(root / "idx"), "no chest pain", "--json", "--read-as", "literal",
+    assert "read as: chest trauma absent (open, cue 'no'); also: acute cardiopulmonary abnormality absent" in out
+    res = runner.invoke(app, ["search", str(root / "idx"), "no chest trauma", "--json", "--read-as", "literal",
                               "--no-audit"])
     assert res.exit_code == 0, res.output
-    assert [f["finding"] for f in json.loads(res.output)["reading"]["findings"]] == ["chest pain"]
+    assert [f["finding"] for f in json.loads(res.output)["reading"]["findings"]] == ["chest trauma"]
     client = TestClient(create_app(index, audit_log=tmp_path / "audit.jsonl"))
-    data = client.get("/api/search", params={"q": "no chest pain", "k": 3}).json()
+    data = client.get("/api/search", params={"q": "no chest trauma", "k": 3}).json()
     assert [(f["finding"], f["beside"]) for f in data["reading"]["findings"]] == [
-        ("chest pain", None), ("acute cardiopulmonary abnormality", "chest pain")]
-    data = client.get("/api/search", params={"q": "no chest pain", "read_as": "linked"}).json()
+        ("chest trauma", None), ("acute cardiopulmonary abnormality", "chest trauma")]
+    data = client.get("/api/search", params={"q": "no chest trauma", "read_as": "linked"}).json()
     assert [f["finding"] for f in data["reading"]["findings"]] == ["acute cardiopulmonary abnormality"]
-    assert client.get("/api/search", params={"q": "no chest pain", "read_as": "nope"}).status_code == 422
+    assert client.get("/api/search", params={"q": "no chest trauma", "read_as": "nope"}).status_code == 422
 
 
 # -- words of place and substance count in the link ----------------------------------------------------
@@ -188,6 +190,49 @@ def test_a_link_needs_a_clear_winner():
     close = _linker({"pleural plaque": 0.80, "pleural thickening": 0.78})
     assert close.link(query, 0.5, margin=0.05) is None
     assert close.link(query, 0.5, margin=0.0).concept == "pleural plaque"
-    assert close.link(query, 0.5).concept == "pleural plaque"  # the default margin (0, chosen on dev)
+    assert close.link(query, 0.5) is None  # the default margin (0.04, chosen on both development batches)
+    assert LINK_MARGIN == 0.04
+    wide = _linker({"pleural plaque": 0.80, "pleural thickening": 0.75})
+    assert wide.link(query, 0.5).concept == "pleural plaque"
     clear = _linker({"pleural plaque": 0.90, "pleural thickening": 0.70})
     assert clear.link(query, 0.5, margin=0.05).concept == "pleural plaque"
+
+
+# -- the spine, the glands and symptoms (issue 35, item 1: the second development batch) ----------------------
+def test_the_spine_and_the_glands_are_places():
+    assert query_places("disc herniation") == ["spine"]
+    assert query_places("rods joining the bones of the lumbar spine") == ["spine"]
+    assert query_places("chalky glands in the middle of my chest") == ["nodes"]
+    assert query_places("a round nodular spot") == []  # a nodule is no node
+    assert concept_places("degenerative change", ["spondylosis", "osteophyte"]) == {"spine"}
+    assert concept_places("compression fracture", ["vertebral compression fracture"]) == {"spine"}
+    assert concept_places("calcified lymph node", ["calcified node"]) == {"nodes"}
+    assert concept_places("lymphadenopathy", ["adenopathy"]) == {"nodes"}
+    assert concept_places("hiatal hernia", ["hernia"]) == frozenset()
+    assert concept_places("atelectasis", ["discoid atelectasis"]) == frozenset()  # "discoid" is no disc
+    assert concept_places("nodule", ["nodular opacity"]) == frozenset()
+
+
+def test_a_query_naming_the_spine_or_glands_links_only_there():
+    query = np.eye(5, dtype=np.float32)[0]
+    linker = _linker({"hiatal hernia": 0.9, "spinal fusion": 0.6, "calcified granuloma": 0.85,
+                      "calcified lymph node": 0.8})
+    assert linker.link(query, 0.5, text="herniation").concept == "hiatal hernia"  # no place named
+    assert linker.link(query, 0.5, text="disc herniation").concept == "spinal fusion"
+    assert linker.link(query, 0.7, text="disc herniation") is None  # the spine's concept is too far
+    assert linker.link(query, 0.5, text="chalky spots in the chest").concept == "hiatal hernia"
+    assert linker.link(query, 0.5, text="chalky glands in the chest").concept == "calcified lymph node"
+
+
+def test_a_symptom_alone_links_to_nothing():
+    for text in ("chest pain", "back pain", "shortness of breath", "shortness of breath when climbing stairs",
+                 "my back hurts when i bend over", "sudden sharp chest pain", "fever", "cough"):
+        assert symptom_only(text), text
+    for text in ("chest pain popped lung", "ankle swelling big heart on the film", "chest wall pain",
+                 "fluid around the lungs", "high pressure in the vessels of my lungs", ""):
+        assert not symptom_only(text), text
+    query = np.eye(3, dtype=np.float32)[0]
+    linker = _linker({"acute cardiopulmonary abnormality": 0.9, "rib fracture": 0.6})
+    assert linker.link(query, 0.5, text="chest pain") is None
+    assert np.isneginf(linker.scores(query, "chest pain")).all()
+    assert linker.link(query, 0.5, text="chest pain and a broken rib").concept == "acute cardiopulmonary abnormality"
