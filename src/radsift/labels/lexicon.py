@@ -240,6 +240,18 @@ def _read_parts(node: LineDict, name: str, normalizer: Normalizer, source: str):
     return parts, out
 
 
+def _read_observations(node: LineDict, name: str, normalizer: Normalizer, phrases: dict,
+                       source: str) -> tuple[tuple[str, ...], ...]:
+    """A concept's ``observations`` as phrase keys, each checked to be one of its phrases."""
+    out = []
+    for phrase, ln in string_list(node, "observations", source, f"concept {name!r}"):
+        key = normalizer.phrase(phrase)
+        if phrases.get(key, (None, None, None))[2] != name:
+            raise LexiconError(f"{source}:{ln}: observation {phrase!r} of {name!r} is not one of its phrases")
+        out.append(key)
+    return tuple(out)
+
+
 def parse_lexicon(text: str, source: str) -> Lexicon:
     """Parse lexicon YAML text (see the module docstring for the format).
 
@@ -306,11 +318,7 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
             phrases[pkey] = (phrase, ln, name)
         description = node.get("description")
         parts, phrase_parts = _read_parts(node, name, normalizer, source)
-        observations = [(normalizer.phrase(p), ln, p)
-                        for p, ln in string_list(node, "observations", source, f"concept {name!r}")]
-        for key, ln, phrase in observations:
-            if phrases.get(key, (None, None, None))[2] != name:
-                raise LexiconError(f"{source}:{ln}: observation {phrase!r} of {name!r} is not one of its phrases")
+        observations = _read_observations(node, name, normalizer, phrases, source)
         concepts.append(
             Concept(
                 name=name,
@@ -323,7 +331,7 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
                 line=line,
                 parts=tuple(p for p, _ in parts),
                 phrase_parts=tuple((k, tuple(p for p, _ in names)) for k, _, names in phrase_parts),
-                observations=tuple(k for k, _, _ in observations),
+                observations=observations,
             )
         )
         for k, ln, _ in phrase_parts:
