@@ -4,12 +4,12 @@ Run:  .venv/bin/python benchmarks/bench_cohort_judged.py [--baseline REV | --no-
                                                           [--split dev | test | all] [--errors]
                                                           [--openi ../shared/data/openi/reports.csv] [--json OUT]
 
-The judged set (``src/radsift/evaluation/data/cohort_judged.tsv``, issue 35) holds 589 (Open-i report,
-finding) pairs, 43-74 for each of ten findings, each judged ``states`` or ``not`` after reading the whole
+The judged set (``src/radsift/evaluation/data/cohort_judged.tsv``, issue 35) holds 739 (Open-i report,
+finding) pairs, 43-104 for each of ten findings, each judged ``states`` or ``not`` after reading the whole
 report (findings and impression): batch 1 (320 pairs) before any rule change, batch 2 (119, more likely
 positives) after, without looking at what radsift reads in them (``--batch``); batch 3 (150: 30 more for
 each of the five findings whose test precision missed 0.90, mostly reports the cohort kept) before the
-rule changes it led to. This benchmark builds one index of the judged reports (the
+rule changes it led to; batch 4 (150: 30 more for the same five, ``cohort_judged_sample.py --batch 4``) likewise. This benchmark builds one index of the judged reports (the
 hashing encoder: the ``states`` band depends on what the labeler reads, not on the dense scores), runs
 the cohort of each finding's name (:func:`radsift.search.cohort.collect_cohort`, ``include="states"``,
 no concept links) and scores it against the judgments of that finding: precision = judged ``states``
@@ -149,9 +149,9 @@ def main() -> int:
     parser.add_argument("--baseline", default=DEFAULT_BASELINE, help="git revision measured as 'before'")
     parser.add_argument("--no-baseline", action="store_true", help="measure this tree only")
     parser.add_argument("--errors", action="store_true", help="list the dev errors of this tree (for tuning)")
-    parser.add_argument("--batch", default="all", choices=("1", "2", "3", "all"),
+    parser.add_argument("--batch", default="all", choices=("1", "2", "3", "4", "all"),
                         help="judged batch (1: judged before the rule changes; 2: after, without looking; "
-                             "3: precision, before batch 3's rule changes)")
+                             "3: precision, before batch 3's rule changes; 4: the same five findings, before batch 4's)")
     parser.add_argument("--split", default="all", choices=("dev", "test", "all"),
                         help="score only this half (dev while tuning: the test half stays unseen)")
     parser.add_argument("--json", type=Path, default=None, help="write the figures as JSON here")

@@ -11,7 +11,11 @@ precision missed 0.90 after batch 2) draws 30 more per finding among the reports
 revision run in a subprocess, so the draw does not move when the rules change), 24 of them, and 6 among
 the other likely positives of the regular expression, then (where those run out: pneumothorax and
 consolidation, whose positives batches 1-2 mostly took) other mentions up to 30; pairs judged in
-batches 1-2 are skipped. It prints ``uid<TAB>finding<TAB>split`` rows (and with ``--show`` the
+batches 1-2 are skipped. Batch 4 (:data:`BATCH4`, the same five findings, which still missed after batch 3)
+draws 30 more per finding: 20 among the reports the cohort keeps at :data:`POOL_REV4` and 10 among the
+mentions that no negation precedes in their clause (:func:`clause_positive`, a looser net than
+:func:`likely_positive`, whose positives batches 1-3 took for three of the five), then other mentions up to
+30; it skips every pair of an earlier batch in the judged file. It prints ``uid<TAB>finding<TAB>split`` rows (and with ``--show`` the
 report text, for the judge to read whole; never copied into the repository). The split is by a hash
 of the report id (:func:`split_of`): the same report is dev or test for every finding.
 """
@@ -80,12 +84,36 @@ BATCH3 = (SEED + 2, 24, 6)
 BATCH3_FINDINGS = ("consolidation", "nodule", "pneumonia", "pneumothorax", "pulmonary edema")
 #: main before batch 3 (issue 35's hedges merged, judgment round 6).
 POOL_REV = "bda147b"
+#: Batch 4: (seed, kept by radsift's cohort at POOL_REV4, mentions positive in their clause) per finding.
+BATCH4 = (SEED + 3, 20, 10)
+#: main before batch 4 (the third pass's hedge that reaches back one sentence merged).
+POOL_REV4 = "846169d"
+JUDGED = ROOT / "src" / "radsift" / "evaluation" / "data" / "cohort_judged.tsv"
+_CLAUSE = re.compile(r"[,;:]|\b(?:and|but|however|although|though|which|with)\b", re.I)
+
+
+def clause_positive(text: str, pattern: str) -> bool:
+    """A mention that no negation precedes within its clause (commas, "and", "but" ... end a clause)."""
+    for sent in re.split(r"(?<=[.;])\s+", text):
+        for m in re.finditer(pattern, sent, re.I):
+            if not _NEG.search(_CLAUSE.split(sent[: m.start()])[-1]):
+                return True
+    return False
+
+
+def judged_before(batch: int, path: Path = JUDGED) -> set[tuple[str, str]]:
+    """The (report id, finding) pairs of the judged file's batches before ``batch``."""
+    with open(path, encoding="utf-8") as fh:
+        rows = csv.DictReader([ln for ln in fh if not ln.startswith("#")], delimiter="\t")
+        return {(r["report_id"], r["finding"]) for r in rows if int(r["batch"]) < batch}
 
 
 def draw(reports: dict[str, str], batch: int = 1, openi: Path = DEFAULT_OPENI) -> list[tuple[str, str]]:
     """The (report id, finding) pairs of a batch; a later batch skips the pairs of the earlier ones."""
     if batch == 3:
         return draw3(reports, openi)
+    if batch == 4:
+        return draw4(reports, openi)
     taken = {pair for b in range(1, batch) for pair in draw(reports, b)}
     seed, n_pos, n_rest, n_none = BATCHES[batch]
     rng = random.Random(seed)
@@ -128,9 +156,32 @@ def draw3(reports: dict[str, str], openi: Path) -> list[tuple[str, str]]:
     return out
 
 
-def pool_cohorts(openi: Path) -> dict[str, list[str]]:
-    """The cohorts (include ``states``) of :data:`BATCH3_FINDINGS` over every Open-i report, radsift at :data:`POOL_REV`."""
-    data = subprocess.run(["git", "-C", str(ROOT), "archive", POOL_REV, "src"], check=True,
+def draw4(reports: dict[str, str], openi: Path) -> list[tuple[str, str]]:
+    """Batch 4: per finding of :data:`BATCH3_FINDINGS`, reports kept at :data:`POOL_REV4`, then clause positives."""
+    taken = judged_before(4)
+    kept = pool_cohorts(openi, POOL_REV4)
+    seed, n_kept, n_other = BATCH4
+    rng = random.Random(seed)
+    uids = sorted(reports, key=int)
+    out: list[tuple[str, str]] = []
+    for finding in BATCH3_FINDINGS:
+        inside = set(kept[finding])
+        pattern = FINDINGS[finding]
+        rx = re.compile(pattern, re.I)
+        cohort = [u for u in uids if u in inside and (u, finding) not in taken]
+        picked = rng.sample(cohort, min(n_kept, len(cohort)))
+        other = [u for u in uids if u not in inside and (u, finding) not in taken and rx.search(reports[u])
+                 and clause_positive(reports[u], pattern)]
+        picked += rng.sample(other, min(n_other + n_kept - len(picked), len(other)))
+        mention = [u for u in uids if u not in picked and (u, finding) not in taken and rx.search(reports[u])]
+        picked += rng.sample(mention, min(n_other + n_kept - len(picked), len(mention)))
+        out += [(u, finding) for u in sorted(picked, key=int)]
+    return out
+
+
+def pool_cohorts(openi: Path, rev: str = POOL_REV) -> dict[str, list[str]]:
+    """The cohorts (include ``states``) of :data:`BATCH3_FINDINGS` over every Open-i report, radsift at ``rev``."""
+    data = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src"], check=True,
                           capture_output=True).stdout
     with tempfile.TemporaryDirectory(prefix="radsift-pool-") as tmp:
         with tarfile.open(fileobj=BytesIO(data)) as tar:
@@ -167,7 +218,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--openi", type=Path, default=DEFAULT_OPENI)
     parser.add_argument("--show", action="store_true", help="print each report's text (for judging)")
-    parser.add_argument("--batch", type=int, default=1, choices=[*sorted(BATCHES), 3])
+    parser.add_argument("--batch", type=int, default=1, choices=[*sorted(BATCHES), 3, 4])
     parser.add_argument("--pool-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if not args.openi.exists():

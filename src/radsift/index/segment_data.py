@@ -84,11 +84,13 @@ def _labeler(lexicon: str | None):
 def label_sentences(sentences: list[SentenceRecord], lexicon: str | Path | None,
                     progress: bool) -> list[list[tuple[str, str]]]:
     """(finding, status) of each sentence, by the lexicon labeler (identical sentences labeled once; each
-    read after the one before it in its section, which may hedge it)."""
+    read after the one before it in its section, which may hedge it, and with its report's impression, which
+    may doubt what it describes)."""
     labeler = _labeler(str(lexicon) if lexicon else None)
     follows = [i > 0 and (s.report_row, s.section, s.idx) == (p.report_row, p.section, p.idx + 1)
                for i, (p, s) in enumerate(zip([None, *sentences], sentences))]
     mentions = labeler.label_many([s.text for s in sentences], progress=progress, follows=follows)
+    mentions = labeler.read_reports(mentions, [s.section for s in sentences], [s.report_row for s in sentences])
     return [sorted({(m.finding, m.status) for m in ms}) for ms in mentions]
 
 

@@ -10,6 +10,7 @@ from typing import Iterable, Sequence
 from radsift.labels.anaphora import AnaphoricHedgeReader
 from radsift.labels.lexicon import Lexicon, load_lexicon
 from radsift.labels.negation import NegationDetector
+from radsift.labels.observations import doubted_by_impression, questioned_in_sentence
 from radsift.labels.openvocab import Phrase, PhraseReader
 from radsift.labels.rules import Rules, load_rules
 from radsift.labels.spotter import Match, Spotter
@@ -81,6 +82,19 @@ class Labeler:
         of :meth:`label_many`)."""
         return self.label_many(sentences, follows=[i > 0 for i in range(len(sentences))])
 
+    def read_reports(self, mentions: list[list[Mention]], sections: Sequence[str],
+                     reports: Sequence[object] | None = None) -> list[list[Mention]]:
+        """Sentences' mentions (from :meth:`label_many`) read with the rest of their report: an impression
+        that only doubts a finding makes its descriptions elsewhere uncertain
+        (:func:`radsift.labels.observations.doubted_by_impression`).
+
+        Args:
+            mentions: Each sentence's mentions.
+            sections: Each sentence's section name.
+            reports: Each sentence's report (any hashable id; None: one report).
+        """
+        return doubted_by_impression(self.lexicon, sections, mentions, reports)
+
     def _label_new(self, texts: Sequence[str], batch_size: int, progress: bool) -> None:
         if len(self._cache) + len(texts) > _CACHE_LIMIT:
             self._cache.clear()
@@ -98,7 +112,7 @@ class Labeler:
             task = bar.add_task("labeling sentences", total=len(texts))
             for i, (text, tokens, matches) in enumerate(spotted):
                 doc = next(docs) if any(m.kind == "synonym" for m in matches) else None
-                mentions = self.detector.mentions(text, tokens, matches, doc)
+                mentions = questioned_in_sentence(self.lexicon, self.detector.mentions(text, tokens, matches, doc))
                 self._cache[text] = tuple(self._with_parts(_with_inner(mentions, matches)))
                 if i % 256 == 255 or i == len(spotted) - 1:
                     bar.update(task, completed=i + 1)

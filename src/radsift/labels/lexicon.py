@@ -20,6 +20,9 @@ File format (YAML; the packaged chest X-ray lexicon is ``data/chest_xray.yaml``)
                                     #   its status ("hydropneumothorax" states pneumothorax and effusion)
         phrase_parts:               # optional: the same for one of its phrases only
           hemopneumothorax: [pneumothorax]
+        observations: [enlarged cardiac silhouette]  # optional: its phrases that describe what is seen
+                                    #   rather than name it; a doubt naming it ("cardiomegaly versus
+                                    #   pericardial effusion") outranks them (radsift.labels.observations)
         description: free text      # optional
         descriptions:               # optional: how a referring clinician or a layperson would
           - air outside the lung that makes it fall in   #   describe it, without naming it;
@@ -59,7 +62,7 @@ MAX_GAP = 4  # words a "*" in a phrase may stand for
 
 _TOP_KEYS = {"version", "name", "description", "categories", "concepts"}
 _CONCEPT_KEYS = {"name", "category", "synonyms", "absent_phrases", "normal_subjects", "description",
-                 "descriptions", "parts", "phrase_parts"}
+                 "descriptions", "parts", "phrase_parts", "observations"}
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
 
 
@@ -83,6 +86,8 @@ class Concept:
         line: Line of the concept in its file.
         parts: Concepts every mention of this one also states (a compound finding's parts).
         phrase_parts: ``(normalized phrase, concepts)``: the parts one phrase of it states.
+        observations: Normalized keys of its phrases that describe what is seen rather than name it
+            ("enlarged cardiac silhouette" of cardiomegaly, "nodular opacity" of nodule).
     """
 
     name: str
@@ -95,6 +100,12 @@ class Concept:
     line: int = 0
     parts: tuple[str, ...] = ()
     phrase_parts: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
+    observations: tuple[tuple[str, ...], ...] = ()
+
+    def observes(self, words: tuple[str, ...]) -> bool:
+        """Whether a mention's normalized words are one of :attr:`observations` (a ``*`` spans 0 to
+        :data:`MAX_GAP` words, as in the spotter)."""
+        return any(_fits(key, words) for key in self.observations)
 
     def parts_of(self, key: tuple[str, ...]) -> tuple[str, ...]:
         """The concepts a mention of this one states too, given the mention's normalized words."""
@@ -146,6 +157,15 @@ class Lexicon:
     @property
     def names(self) -> list[str]:
         return [c.name for c in self.concepts]
+
+
+def _fits(key: tuple[str, ...], words: tuple[str, ...]) -> bool:
+    """Whether ``words`` are the phrase ``key`` whole, each ``*`` standing for 0 to MAX_GAP words."""
+    if not key:
+        return not words
+    if key[0] != GAP:
+        return bool(words) and words[0] == key[0] and _fits(key[1:], words[1:])
+    return any(_fits(key[1:], words[n:]) for n in range(min(MAX_GAP, len(words)) + 1))
 
 
 def _check_phrase(key: tuple[str, ...], phrase: str, source: str, line: int) -> None:
@@ -220,6 +240,18 @@ def _read_parts(node: LineDict, name: str, normalizer: Normalizer, source: str):
     return parts, out
 
 
+def _read_observations(node: LineDict, name: str, normalizer: Normalizer, phrases: dict,
+                       source: str) -> tuple[tuple[str, ...], ...]:
+    """A concept's ``observations`` as phrase keys, each checked to be one of its phrases."""
+    out = []
+    for phrase, ln in string_list(node, "observations", source, f"concept {name!r}"):
+        key = normalizer.phrase(phrase)
+        if phrases.get(key, (None, None, None))[2] != name:
+            raise LexiconError(f"{source}:{ln}: observation {phrase!r} of {name!r} is not one of its phrases")
+        out.append(key)
+    return tuple(out)
+
+
 def parse_lexicon(text: str, source: str) -> Lexicon:
     """Parse lexicon YAML text (see the module docstring for the format).
 
@@ -286,6 +318,7 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
             phrases[pkey] = (phrase, ln, name)
         description = node.get("description")
         parts, phrase_parts = _read_parts(node, name, normalizer, source)
+        observations = _read_observations(node, name, normalizer, phrases, source)
         concepts.append(
             Concept(
                 name=name,
@@ -298,6 +331,7 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
                 line=line,
                 parts=tuple(p for p, _ in parts),
                 phrase_parts=tuple((k, tuple(p for p, _ in names)) for k, _, names in phrase_parts),
+                observations=observations,
             )
         )
         for k, ln, _ in phrase_parts:
