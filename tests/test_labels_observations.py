@@ -121,6 +121,16 @@ def test_the_index_and_the_cohort_read_the_report_whole(labeler, tmp_path) -> No
     index = Index.open(tmp_path / "idx", encoder=enc)
     kept = [r.hit.report_id for r in collect_cohort(index, "nodule", include="states", concepts=False).rows]
     assert kept == ["stated"]
+    # what a user is shown of a report reads it whole too: no present nodule in the doubted one's sections
+    read = index.read("nodule", "aware")
+    shown = index.report_mentions("doubted", "nodule")
+    assert shown["findings"] and {m.status for m in shown["findings"] if m.finding == "nodule"} == {U}
+    assert {m.status for m in index.report_mentions("stated", "nodule")["findings"]} == {P}
+    # section by section (a hit's own unit), the findings still describe it plainly
+    assert P in {m.status for m in index.mentions_in(reports[0].sections["findings"], read)}
+    related = collect_cohort(index, "nodule", include="all", concepts=False).rows
+    evidence = {r.hit.report_id: {e.status for e in r.evidence} for r in related}
+    assert "doubted" in evidence and P not in evidence["doubted"]
 
 
 def test_an_observation_must_be_a_phrase_of_its_concept() -> None:

@@ -234,9 +234,10 @@ def evidence_of(index, hit: Hit, reading: QueryReading) -> tuple[Evidence, ...]:
         return ()
     wanted = {f.finding: f.status for f in reading.findings}
     out = []
+    read = index.sections_mentions(hit.sections, reading)  # read together: the impression may doubt a description
     for section, text in hit.sections.items():
         spans = split_sentences(text)
-        for m in index.mentions_in(text, reading):
+        for m in read[section]:
             if wanted.get(m.finding) != m.status:
                 continue
             start, end = next(((s, e) for s, e in spans if s <= m.start < e), (m.start, m.end))

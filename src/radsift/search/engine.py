@@ -17,7 +17,7 @@ from radsift.index.backends.placement import open_backend
 from radsift.index.reader import IndexStore
 from radsift.ranking import MODES
 from radsift.records import HitMention, QueryReading, Report
-from radsift.search.mentions import mentions_in
+from radsift.search.mentions import mentions_in, report_mentions_in
 from radsift.search.options import SearchOptions, check_search, search_options
 from radsift.search.plan import literal_check
 from radsift.search.query import NEGATION, check_choice, normalize_query
@@ -172,6 +172,12 @@ class Index(IndexResources):
         mention with its status and cue (:func:`radsift.search.mentions.mentions_in`)."""
         return mentions_in(self.labeler, text, reading) if reading.findings else ()
 
+    def sections_mentions(self, sections: Mapping[str, str], reading: QueryReading) -> dict[str, tuple[HitMention, ...]]:
+        """What each section of one report states about the reading's findings, the sections read together (an
+        impression that only doubts a finding makes its descriptions elsewhere uncertain, as the index's labels
+        read them: :func:`radsift.search.mentions.report_mentions_in`)."""
+        return report_mentions_in(self.labeler, sections, reading)
+
     def report_mentions(self, report_id: str, query: str, negation: str = "aware",
                         reading: Mapping[str, str] | Iterable[str] | None = None) -> dict[str, list[HitMention]]:
         """Every mention of the query's findings in a stored report, by section, with its status.
@@ -183,4 +189,4 @@ class Index(IndexResources):
         if report is None:
             raise KeyError(report_id)
         read = self.read(query, negation, reading)
-        return {name: list(self.mentions_in(text, read)) for name, text in report.sections.items()}
+        return {name: list(found) for name, found in self.sections_mentions(report.sections, read).items()}

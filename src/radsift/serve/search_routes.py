@@ -146,8 +146,8 @@ def report_router(service: Service) -> APIRouter:
         if read is not None:
             # The report found above, read here: one generation even when a reload lands in between.
             out["reading"] = read.to_dict()
-            out["mentions"] = {name: [m.to_dict() for m in idx.mentions_in(text, read)]
-                               for name, text in found.sections.items()}
+            out["mentions"] = {name: [m.to_dict() for m in found_]
+                               for name, found_ in idx.sections_mentions(found.sections, read).items()}
         return out
 
     return router
