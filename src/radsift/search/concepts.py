@@ -247,7 +247,7 @@ class ConceptLinker:
         return out
 
     def allowed(self, text: str) -> np.ndarray | None:
-        """The concepts the places and substances named in ``text`` allow (None: it names neither, or no
+        """The concepts the places, substances and directions named in ``text`` allow (None: it names none, or no
         concept of the lexicon is what and where it says)."""
         named = query_places(text)
         stuff = substances_of([text])
