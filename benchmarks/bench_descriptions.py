@@ -104,11 +104,9 @@ def link_scores(idx, texts: list[str]) -> list[tuple[str, float]]:
     for text in texts:
         finding_text, _, _ = idx.labeler.query_finding_text(" ".join(text.split()))
         vec = idx.encoder.encode_query(finding_text or text)
-        scores = idx.linker.scores(vec, finding_text or text)
-        order = np.argsort(-scores, kind="stable")
-        best, second = int(order[0]), (float(scores[order[1]]) if len(order) > 1 else -np.inf)
-        clear = float(scores[best]) - second >= LINK_MARGIN
-        out.append((idx.linker.concepts[best], float(scores[best]) if clear else 0.0))
+        best, score, second = idx.linker.decide(vec, finding_text or text)  # the linker's rules, parts included
+        clear = score - second >= LINK_MARGIN
+        out.append((idx.linker.concepts[best], score if clear else 0.0))
     return out
 
 

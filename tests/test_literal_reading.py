@@ -23,11 +23,15 @@ from radsift.records import Report
 from radsift.search.concepts import (
     LINK_MARGIN,
     ConceptLinker,
+    Link,
     concept_places,
+    directions_of,
+    normal_statement,
     query_places,
     substances_of,
     symptom_only,
 )
+from radsift.search.reading import read_query
 
 LEXICON = """
 concepts:
@@ -236,3 +240,96 @@ def test_a_symptom_alone_links_to_nothing():
     assert linker.link(query, 0.5, text="chest pain") is None
     assert np.isneginf(linker.scores(query, "chest pain")).all()
     assert linker.link(query, 0.5, text="chest pain and a broken rib").concept == "acute cardiopulmonary abnormality"
+
+
+# -- the newcomer's check (issue 35, item 6): lungs hold no glands, compounds and parts, substances, prefixes,
+# -- normal statements -------------------------------------------------------------------------------------
+def test_the_lungs_hold_no_glands():
+    query = np.eye(4, dtype=np.float32)[0]
+    linker = _linker({"calcified lymph node": 0.82, "calcified granuloma": 0.75, "pleural effusion": 0.5})
+    assert linker.link(query, 0.5, text="calcium deposits in the chest").concept == "calcified lymph node"
+    assert linker.link(query, 0.5, text="calcium deposits in the lungs").concept == "calcified granuloma"
+
+
+def test_a_compound_and_its_part_are_not_rivals():
+    query = np.eye(5, dtype=np.float32)[0]
+    near = {"hydropneumothorax": 0.835, "pneumothorax": 0.833, "chest tube": 0.778, "atelectasis": 0.67}
+    assert _linker(near).link(query, 0.7) is None  # rivals within the margin: no link, as before
+    parts = [["pneumothorax", "pleural effusion"], [], [], []]  # pleural effusion is not in this lexicon
+    linker = _linker(near).with_parts(parts)
+    link = linker.link(query, 0.7)  # "collapsed lung": the part, which every hydropneumothorax states too
+    assert (link.concept, round(link.score, 3)) == ("pneumothorax", 0.833)
+    assert linker.decide(query)[2] == pytest.approx(0.778, abs=1e-3)  # the margin is over the next concept
+    close = _linker({"hydropneumothorax": 0.835, "pneumothorax": 0.833, "chest tube": 0.81}).with_parts(parts[:3])
+    assert close.link(query[:4], 0.7) is None  # the part still needs its clear win over the next
+    # The part first, the compound second: the part is linked as well.
+    flipped = _linker({"pneumothorax": 0.835, "hydropneumothorax": 0.833, "chest tube": 0.7}).with_parts(
+        [[], ["pneumothorax"], []])
+    assert flipped.link(query[:4], 0.7).concept == "pneumothorax"
+    # A compound that beats its part by the margin is linked itself ("a hard chalky dot in my lung").
+    calcified = _linker({"calcified granuloma": 0.78, "granuloma": 0.64, "nodule": 0.63}).with_parts(
+        [["granuloma"], [], []])
+    assert calcified.link(query[:4], 0.7).concept == "calcified granuloma"
+
+
+def test_a_substance_named_decides_between_close_concepts():
+    query = np.eye(4, dtype=np.float32)[0]
+    linker = _linker({"pleural effusion": 0.767, "blunted costophrenic angle": 0.752, "pulmonary edema": 0.689})
+    assert linker.link(query, 0.7, text="buildup in the chest") is None  # no substance named: rivals
+    assert linker.link(query, 0.7, text="fluid buildup in the chest").concept == "pleural effusion"
+    # Only a concept naming the query's substance wins so; one naming none stays a rival to one naming none.
+    other = _linker({"bulla": 0.767, "blunted costophrenic angle": 0.752, "pulmonary edema": 0.6})
+    assert other.link(query, 0.7, text="fluid buildup in the chest") is None
+
+
+def test_more_is_not_less():
+    assert directions_of(["overinflated lungs"]) == {"more"}
+    assert directions_of(["hyperexpansion", "lungs * hyperinflated"]) == {"more"}
+    assert directions_of(["hypoinflation", "low lung volumes"]) == {"less"}
+    assert directions_of(["under inflated lungs"]) == {"less"}
+    assert directions_of(["overlying lead", "hypertension", "fluid overload"]) == frozenset()
+    query = np.eye(4, dtype=np.float32)[0]
+    linker = _linker({"hyperinflation": 0.77, "hypoinflation": 0.70, "bulla": 0.6})
+    assert linker.link(query, 0.5, text="underinflated lungs").concept == "hypoinflation"
+    assert linker.link(query, 0.5, text="big lungs").concept == "hyperinflation"
+    assert _linker({"hypoinflation": 0.77, "hyperinflation": 0.70}).link(
+        query[:3], 0.5, text="overinflated lungs").concept == "hyperinflation"
+
+
+def test_a_hyphenated_prefix_is_read_as_one_word(index):
+    seen = []
+
+    def link(text):
+        seen.append(text)
+        return None
+
+    reading = read_query("over-inflated lungs", index.labeler, link=link)
+    assert seen == ["overinflated lungs"]  # "over inflated lungs" before: "over" a phrase of its own
+    assert [f.finding for f in reading.findings] == ["overinflated lungs"]
+    seen.clear()
+    read_query("no post-operative change", index.labeler, link=link)
+    assert seen == ["postoperative change"]  # "post" was lost as a history cue
+    seen.clear()
+    read_query("well-defined x-ray shadow", index.labeler, link=link)
+    assert seen == ["well defined x ray shadow"]  # other hyphens as before
+
+
+def test_a_link_to_a_normal_statement_states_its_concept_absent(index):
+    def link(text):
+        return Link("lung opacity", 0.9, "an area of lung that looks less clear than it should")
+
+    def read(query):
+        return {f.finding: f.status for f in read_query(query, index.labeler, link=link,
+                                                         literal=lambda stems: True).findings}
+
+    assert normal_statement("lungs are clear") and normal_statement("normal heart")
+    assert not normal_statement("heart bigger than normal") and not normal_statement("lungs are not clear")
+    assert not normal_statement("lungs are clear", "lungs are not clear")  # the text the labeler reads from it
+    assert not normal_statement("abnormal lungs")
+    assert normal_statement("the lungs look completely normal and clear") and normal_statement("normal heart size")
+    assert not normal_statement("a spot on an otherwise normal lung")  # a finding beside the normal word
+    assert read("lungs are clear")["lung opacity"] == "absent"  # was present: the opposite of the words
+    assert read("no clear lungs")["lung opacity"] == "present"
+    assert read("lungs are not clear")["lung opacity"] == "present"
+    assert read("shadow on the lungs")["lung opacity"] == "present"
+    assert read("a spot on an otherwise normal lung")["lung opacity"] == "present"

@@ -32,6 +32,17 @@ These rules keep a link from being a guess between neighbours:
 - **A symptom is felt, not seen.** A finding text made only of symptoms, with where, how and when they are
   felt ("chest pain", "shortness of breath when climbing stairs", :func:`symptom_only`), links to nothing: no
   concept of the film is what it says.
+- **The lungs hold no glands.** "In the lungs" rules out the lymph-node concepts as it rules out the pleura:
+  "calcium deposits in the lungs" are calcified granulomas, not calcified hilar nodes.
+- **A substance named is a substance meant.** A finding text naming air, fluid, blood or pus links only to
+  concepts whose name or synonyms name one of them ("fluid buildup in the chest" is no blunted costophrenic
+  angle, whatever its descriptions say).
+- **More is not less.** A word made with over- or hyper- ("overinflated") rules out the concepts named with
+  under- or hypo- ("hypoinflation"), and the other way round (:data:`DIRECTIONS`): an embedding hears
+  "inflated" in both.
+- **A compound and its part are not rivals.** When the best two concepts are a compound and one of its
+  lexicon ``parts`` (hydropneumothorax and pneumothorax for "collapsed lung"), the part is linked (every
+  report stating the compound states the part) and the margin is taken over the next concept.
 - **A clear winner.** The best concept must beat the next one by :data:`LINK_MARGIN` (cosine): a query
   halfway between fracture and acute osseous abnormality links to neither.
 
@@ -84,7 +95,7 @@ PLACES: dict[str, tuple[re.Pattern, re.Pattern | None, tuple[str, ...]]] = {
               re.compile(r"lymph|\bnodes?\b|\bnodal\b|adenopathy", re.IGNORECASE), ()),
     "lung": (re.compile(r"\b(?:in|inside|within|filling|into|throughout)\s+" + _DET
                         + r"lungs?\b(?!\s+(?:bases?|apex|apices|linings?)\b)", re.IGNORECASE),
-             None, ("pleura", "pericardium")),
+             None, ("pleura", "pericardium", "nodes")),
 }
 #: Substances a finding text or a concept may name (the query's words; the concept's name and synonyms).
 SUBSTANCES: dict[str, re.Pattern] = {
@@ -95,6 +106,14 @@ SUBSTANCES: dict[str, re.Pattern] = {
 }
 #: Blood and pus are fluids: a query for fluid may find them, a query for blood finds a fluid.
 KIND_OF = {"blood": "fluid", "pus": "fluid"}
+#: Words of more and of less air, size or density, made with a prefix: a text naming one direction links to no
+#: concept named with the other ("underinflated lungs" is no hyperinflation).
+DIRECTIONS: dict[str, re.Pattern] = {
+    "more": re.compile(r"\b(?:hyper|over)[- ]?(?:inflat|expan|aerat|lucen|dens|distend|distens)\w*", re.IGNORECASE),
+    "less": re.compile(r"\b(?:hypo|under)[- ]?(?:inflat|expan|aerat|lucen|dens|distend|distens|ventil)\w*",
+                       re.IGNORECASE),
+}
+_OPPOSITE = {"more": "less", "less": "more"}
 
 #: What a patient feels, not what a film shows: a finding text made only of these (with where and how they are
 #: felt, :data:`_FELT`) links to no concept ("chest pain", "back pain", "shortness of breath").
@@ -109,6 +128,27 @@ _FELT = re.compile(
     r"chest|back|neck|head|belly|abdomen|abdominal|arm|arms|leg|legs|side|sides|shoulders?|joints?|ears?|flank|"
     r"muscles?|lower|upper|left|right|sharp|dull|sudden|severe|mild|chronic|constant|intermittent|bad|new|"
     r"acute|persistent|recurrent|lingering|daily|night|nightly|worse|worsening)\b", re.IGNORECASE)
+
+
+#: Words that call something normal ("lungs are clear", "heart normal"); not "bigger than normal".
+NORMAL = re.compile(r"(?<!than )(?<!not )\b(?:clear|normal|unremarkable|within\s+normal\s+limits|healthy)\b",
+                    re.IGNORECASE)
+#: What a normal statement may say beside its normal word: the organ and the words around it, no finding.
+_SAID_NORMAL = re.compile(
+    r"\b(?:is|are|was|were|looks?|appears?|seems?|the|my|his|her|their|both|and|a|an|of|all|completely|perfectly|"
+    r"entirely|totally|lungs?|lung\s+fields?|heart|cardiac|chest|mediastin\w*|cardiomediastinal|silhouette|contours?|"
+    r"size|pleura\w*|spaces?|bones?|bony|osseous|structures?|aorta|aortic|diaphragms?|hila|hilar|x\s*ray|film|"
+    r"study|exam)\b", re.IGNORECASE)
+
+
+def normal_statement(text: str, query: str | None = None) -> bool:
+    """True when ``text`` only says an organ is normal or clear ("lungs are clear", "normal heart size"): a
+    concept linked to it is what the text says is absent (its status flips, :func:`radsift.search.reading.
+    read_query`). "A spot on an otherwise normal lung" is no normal statement. With ``query`` (the words
+    ``text`` was read from, cue and all), the query must call it normal too: "lungs are not clear" does not."""
+    if not NORMAL.search(text) or (query is not None and not NORMAL.search(query)):
+        return False
+    return not re.search(r"[^\W\d_]", _SAID_NORMAL.sub(" ", NORMAL.sub(" ", text)))
 
 
 def symptom_only(text: str) -> bool:
@@ -156,6 +196,14 @@ class ConceptLinker:
         self.expansions = list(expansions)
         self.places = list(places) if places is not None else [frozenset()] * len(self.concepts)
         self.substances = [frozenset()] * len(self.concepts)
+        self.directions = [directions_of([c]) for c in self.concepts]  # for_lexicon reads the synonyms too
+        self.parts: list[frozenset[int]] = [frozenset()] * len(self.concepts)
+
+    def with_parts(self, parts: Sequence[Sequence[str]]) -> ConceptLinker:
+        """This linker with each concept's lexicon ``parts`` (names; names outside the lexicon are left out)."""
+        index = {c: i for i, c in enumerate(self.concepts)}
+        self.parts = [frozenset(index[p] for p in ps if p in index) for ps in parts]
+        return self
 
     def with_substances(self, substances: Sequence[frozenset[str]]) -> ConceptLinker:
         """This linker with each concept's substances (:func:`substances_of` its name and synonyms)."""
@@ -180,8 +228,10 @@ class ConceptLinker:
         vectors = cached if cached is not None else encoder.encode(phrases, batch_size=128)
         if cached is None:
             _write_cache(cache_dir, key, vectors)
-        return cls(concepts, phrases, owner, vectors, expansions, places).with_substances(
+        linker = cls(concepts, phrases, owner, vectors, expansions, places).with_substances(
             [substances_of([c.name, *c.synonyms]) for c in lexicon])
+        linker.directions = [directions_of([c.name, *c.synonyms]) for c in lexicon]
+        return linker.with_parts([c.parts for c in lexicon])
 
     def scores(self, query_vector: np.ndarray, text: str | None = None) -> np.ndarray:
         """The best cosine of the query with each concept's phrases (one per concept); with the query's
@@ -197,15 +247,18 @@ class ConceptLinker:
         return out
 
     def allowed(self, text: str) -> np.ndarray | None:
-        """The concepts the places and substances named in ``text`` allow (None: it names neither, or no
+        """The concepts the places, substances and directions named in ``text`` allow (None: it names none, or no
         concept of the lexicon is what and where it says)."""
         named = query_places(text)
         stuff = substances_of([text])
-        if not named and not stuff:
+        ways = directions_of([text])
+        if not named and not stuff and not ways:
             return None
         ok = np.ones(len(self.concepts), dtype=bool)
         if stuff:  # a concept of another substance is not what the query describes
             ok &= np.array([s <= stuff for s in self.substances], dtype=bool)
+        for way in ways:
+            ok &= np.array([_OPPOSITE[way] not in d for d in self.directions], dtype=bool)
         for place in named:
             _, where, excludes = PLACES[place]
             if where is not None:
@@ -221,17 +274,39 @@ class ConceptLinker:
         words of place (:data:`PLACES`) count."""
         if not len(self.phrases):
             return None
-        scores = self.scores(query_vector, text)
-        order = np.argsort(-scores, kind="stable")
-        best = int(order[0])
-        if not float(scores[best]) >= threshold:
-            return None
-        if len(order) > 1 and float(scores[best]) - float(scores[order[1]]) < margin:
+        best, score, runner_up = self.decide(query_vector, text, margin)
+        if not score >= threshold or score - runner_up < margin:
             return None
         sims = self.vectors @ np.asarray(query_vector, dtype=np.float32)
         own = np.flatnonzero(self.owner == best)
         phrase = int(own[np.argmax(sims[own])])
-        return Link(self.concepts[best], float(scores[best]), self.phrases[phrase])
+        return Link(self.concepts[best], score, self.phrases[phrase])
+
+    def decide(self, query_vector: np.ndarray, text: str | None = None,
+               margin: float = LINK_MARGIN) -> tuple[int, float, float]:
+        """The best concept (an index), its score and the runner-up's score (-inf when there is none).
+
+        A compound and its part are not rivals: while the best two are a concept and one of its ``parts``
+        within ``margin`` of each other, the part is kept and the compound set aside (a report stating the
+        compound states the part); a compound that beats its part by the margin is linked itself."""
+        scores = self.scores(query_vector, text).copy()
+        stuff = substances_of([text]) if text else frozenset()
+        while True:
+            order = np.argsort(-scores, kind="stable")
+            best = int(order[0])
+            if len(order) < 2 or not np.isfinite(scores[order[1]]):
+                return best, float(scores[best]), -np.inf
+            second = int(order[1])
+            if float(scores[best]) - float(scores[second]) >= margin:
+                return best, float(scores[best]), float(scores[second])
+            if second in self.parts[best]:
+                scores[best] = -np.inf  # the part is linked, the compound set aside
+            elif best in self.parts[second]:
+                scores[second] = -np.inf
+            elif stuff & self.substances[best] and not self.substances[second]:
+                scores[second] = -np.inf  # the substance the query names decides between the two
+            else:
+                return best, float(scores[best]), float(scores[second])
 
     def expansion(self, concept: str) -> str:
         """The words a link to ``concept`` adds to the BM25 side of the query."""
@@ -247,6 +322,11 @@ def substances_of(texts: Sequence[str]) -> frozenset[str]:
     """The substances of :data:`SUBSTANCES` the texts name, with what they are kinds of (blood -> fluid)."""
     found = {name for name, words in SUBSTANCES.items() if any(words.search(t) for t in texts)}
     return frozenset(found | {KIND_OF[s] for s in found if s in KIND_OF})
+
+
+def directions_of(texts: Sequence[str]) -> frozenset[str]:
+    """The directions of :data:`DIRECTIONS` the texts name ("overinflated lungs" -> ``{"more"}``)."""
+    return frozenset(name for name, words in DIRECTIONS.items() if any(words.search(t) for t in texts))
 
 
 def concept_places(name: str, synonyms: Sequence[str]) -> frozenset[str]:

@@ -21,12 +21,14 @@ use it, so what is measured is what users get.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from radsift.errors import ConfigError
+from radsift.search.concepts import normal_statement
 from radsift.labels.openvocab import query_side
 from radsift.ranking import STATUS_CODES, side_tiers, stated_tiers, unit_tiers
 from radsift.ranking.places import LOCATION_SLOTS, location_tiers, where_tiers
@@ -43,6 +45,12 @@ MAX_FINDINGS = 10
 OPEN_CANDIDATES = 2000
 #: Statuses a reading can be set to (``ignore`` drops the finding from the reading).
 OVERRIDE_STATUSES = ("present", "absent", "uncertain", "ignore")
+#: Prefixes a query may write with a hyphen ("over-inflated"): joined to their word before the query is read,
+#: as reports and the lexicon write them ("overinflated"), so the prefix is neither a phrase of its own nor lost.
+PREFIXES = re.compile(r"\b(hyper|hypo|over|under|non|post|pre|sub|peri|intra|inter|retro)-(?=[^\W\d_]{3,})",
+                      re.IGNORECASE)
+#: The status a link to a concept takes from a text that calls something normal ("lungs are clear": no opacity).
+_FLIPPED = {"present": "absent", "absent": "present"}
 #: How a query that links to a concept is read: ``both`` (the literal reading, with the link beside it
 #: when the query's phrase occurs in the index; the link alone when it occurs nowhere), ``literal`` (never
 #: linked) or ``linked`` (the link in the literal reading's place, whatever the index holds).
@@ -94,6 +102,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     Raises:
         ConfigError: The override names a finding the query was not read to name.
     """
+    query = PREFIXES.sub(r"\1", query)
     side = query_side(query)
     location, regions, implied = _query_location(query)
     side = side or implied
@@ -105,6 +114,8 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     if not found and lexicon and link is not None and read_as != "literal":
         text, status, cue = labeler.query_finding_text(query)
         linked = link(text) if text else None
+        if linked is not None and normal_statement(text, query):
+            status = _FLIPPED.get(status, status)  # "lungs are clear" states the linked opacity absent
         if linked is not None:
             # The user's words stay when the index holds every phrase of them (a phrase it never holds
             # makes a literal reading no unit can state); the link then stands beside them.
