@@ -128,14 +128,17 @@ def test_open_phrases_kept_are_bounded(index, monkeypatch):
     _forget_open(index)
 
 
-def test_a_link_beside_the_literal_reading_still_goes_to_the_exact_engine(index):
+def test_a_link_beside_the_literal_reading_goes_to_the_candidate_engine(index):
+    """Moved in its turn (tests/test_candidates_beside.py): only a link beside no literal reading stays."""
     from radsift.records import QueryReading, ReadFinding
     read = QueryReading((ReadFinding("mediastinum", "present", "open", None, None),
                          ReadFinding("cardiomegaly", "present", "linked", None, None, "x", 0.9, beside="mediastinum")),
                         None, "aware")
     req = type("R", (), {"options": type("O", (), {"mode": "hybrid", "negation": "aware", "first_stage": None,
                                                    "prf": False, "unit": "sentence"})()})()
-    assert candidates.exact_reason(req, read, None) == "a link beside the literal reading"
+    assert candidates.exact_reason(req, read, None) is None
+    alone = type(read)(read.findings[1:], None, "aware")
+    assert candidates.exact_reason(req, alone, None) == "a link beside no literal reading"
 
 
 def test_units_with_terms_from_postings_is_the_scan_over_every_unit(index):

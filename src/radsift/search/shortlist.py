@@ -10,10 +10,13 @@ import numpy as np
 
 from radsift.index.reader import IndexStore
 from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
+from radsift.ranking.bands import BandTable, band_of, score_kind
 from radsift.ranking.pool import BM25Side, DenseScores, Sides, member, top_entries
+from radsift.ranking.tiers import CLASS_NAMES
 from radsift.records import QueryReading
 from radsift.search.bm25count import bm25_counts
-from radsift.search.candidates import QueryTiers, ReadingPostings, band_rows
+from radsift.search.beside import query_tiers
+from radsift.search.candidates import ReadingPostings
 from radsift.search.options import SearchRequest
 from radsift.search.plan import eligible_mask, unit_locations, unit_sides
 from radsift.search.rank import rerank_head
@@ -40,8 +43,8 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
     if reading.active:
         sides = unit_sides(store, unit) if reading.side else None
         places = unit_locations(store, unit)[0] if reading.regions else None
-        qt = QueryTiers(store, reading, post, {f: i for i, f in enumerate(store.manifest.findings)},
-                        opts.level == "report", sides, places, index.labeler)
+        qt = query_tiers(store, reading, post, {f: i for i, f in enumerate(store.manifest.findings)},
+                         opts.level == "report", sides, places, index.labeler)
     dense = None
     if NEEDS_DENSE[opts.mode]:
         dense = _dense(index, store, unit, query_vector, mask)
@@ -174,3 +177,14 @@ def _counts(opts, qt, post: ReadingPostings, mask, elig, page):
     uniq, inv = np.unique(keys, return_inverse=True)
     best = qt.report_best(uniq, None if every else in_e) if by_report else qt.stated(uniq, None if every else in_e)
     return total, int(matching.size), qt.classes(best)[inv].tolist()
+
+
+def band_rows(kind_mode: str, classes: list[int], relative: list[float]) -> list[tuple[str, float]]:
+    """(band, relevance) per page entry from its class and relative score (as :meth:`.counts.Counts.bands`)."""
+    table, kind = BandTable.packaged(), score_kind(kind_mode)
+    out = []
+    for code, rel in zip(classes, relative):
+        name = CLASS_NAMES[code] if code >= 0 else "none"
+        estimate = table.estimate(kind, name, rel)
+        out.append((band_of(name, estimate), round(estimate, 3)))
+    return out
