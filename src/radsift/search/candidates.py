@@ -46,10 +46,12 @@ A concept linked beside the literal reading (:mod:`.beside`) ranks by ``literal 
 side a :class:`QueryTiers` over these postings, ``L`` the highest link tier of every unit (exact:
 :meth:`QueryTiers.max_tier`); the bound reads the combined tiers of the units special to either side
 (counted per tier) and, for every other unit, its report's plain tier on both sides, as above; counts,
-classes and bands follow the literal reading alone.
+classes and bands follow the literal reading alone. Calibrated tier boosts (``gap``: each tier costs ``gap``
+times the spread, as :func:`radsift.ranking.apply_tiers`) keep the bound (it holds for any step), but a lower
+tier no longer outranks every score, so no report counts as covered.
 
 Routed to the exact engine (:func:`exact_reason`): ``hybrid-rrf`` (a rank fusion needs every
-unit's rank), calibrated tier boosts (``gap``), a first stage, ``prf``, a link beside no literal
+unit's rank), a first stage, ``prf``, a link beside no literal
 reading (only links beside: never read so), a backend that pushes filters down, and ``RADSIFT_ENGINE=exact``. What stays linear in the corpus: the ``numpy`` backend's
 matrix-vector product (and the scans of its array), section units when some section is longer than one window
 (every later window scored, as the exact engine, and the backend's scores made a full array), a metadata filter's mask (one SQLite query and one
@@ -113,12 +115,11 @@ def engine_name() -> str:
 
 
 def exact_reason(request, reading: QueryReading, gap, backend=None, store: IndexStore | None = None) -> str | None:
-    """Why this search goes to the exact engine (None: the candidate engine answers it)."""
+    """Why this search goes to the exact engine (None: the candidate engine answers it). ``gap`` (calibrated tier
+    boosts) no longer routes: both engines answer it."""
     opts = request.options
     if opts.mode not in ("hybrid", "dense", "bm25"):
         return f"mode {opts.mode}"
-    if opts.negation == "aware" and reading.active and gap is not None:
-        return "calibrated tier boosts"
     if opts.first_stage is not None or opts.prf:
         return "first stage or prf"
     if reading.active and reading.findings and all(f.beside for f in reading.findings):
@@ -433,10 +434,11 @@ class QueryTiers:
         out[found] = self.special_tiers[pos[found]]
         return out
 
-    def lowest_outside(self, inside: Sequence[np.ndarray], eligible) -> int:
+    def lowest_outside(self, inside: Sequence[np.ndarray], eligible, strict: bool = True) -> int:
         """A lower bound of the tier of every eligible unit outside ``inside`` (disjoint sorted row arrays; exact
         on the special units; every other unit counts at its report's tier, whether or not one is left).
-        ``eligible`` None: every unit (the special units counted by tier once, then only ``inside`` is read)."""
+        ``eligible`` None: every unit (the special units counted by tier once, then only ``inside`` is read).
+        ``strict`` False (calibrated tier boosts: a lower tier no longer outranks any score): no report is covered."""
         low = [self.default]
         if eligible is None:
             if ("counts",) + self._key not in self._memo:
@@ -458,7 +460,7 @@ class QueryTiers:
             if out.any():
                 low.append(int(self.special_tiers[out].min()))
         if self.by_report and self.rep_rows.size:
-            low.append(self._uncovered_low(inside))
+            low.append(self._uncovered_low(inside if strict else ()))
         return min(low)
 
     def _uncovered_low(self, inside: Sequence[np.ndarray]) -> int:

@@ -54,7 +54,7 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
     sides_ = Sides(opts.mode, alpha, dense, bm, n)
     elig = (lambda rows: np.ones(len(rows), dtype=bool)) if mask is None else (lambda rows: mask[rows])
     depth = max(opts.offset + opts.k, opts.rerank)
-    picked, cand, best = _rank(opts, sides_, qt, mask, elig, depth, post)
+    picked, cand, best = _rank(opts, sides_, qt, mask, elig, depth, post, index.tier_gap)
     page_units = unit_texts(store, unit, [u for _, u, _ in picked])
     if opts.rerank:
         picked = rerank_head(request, picked, page_units, None if qt is None else qt.tiers, index.reranker)
@@ -90,7 +90,7 @@ def _dense(index, store: IndexStore, unit: str, query_vector, mask) -> DenseScor
                        got.groups)
 
 
-def _rank(opts, sides_: Sides, qt, mask, elig, depth: int, post: ReadingPostings):
+def _rank(opts, sides_: Sides, qt, mask, elig, depth: int, post: ReadingPostings, gap: float | None = None):
     """The ranked list to ``depth`` from a growing candidate pool, until no unit outside it could enter.
 
     Returns:
@@ -133,22 +133,24 @@ def _rank(opts, sides_: Sides, qt, mask, elig, depth: int, post: ReadingPostings
         scores = base
         if qt is not None:
             if step is None:  # the tiers' step: the spread of every unit's base score (the pool's best is its top)
-                step = np.float32(sides_.spread(best if mask is None else None) + 1.0)
+                spread = sides_.spread(best if mask is None else None)  # as radsift.ranking.apply_tiers
+                step = np.float32(spread + 1.0 if gap is None else gap * max(spread, 1e-6))
             scores = (base - qt.tiers(cand).astype(np.float32) * step).astype(np.float32)
         picked = top_entries(opts.level, cand, scores, depth, post.report_row)
-        if whole or _exact(qt, step, picked, depth, (bm_rows, extra), bound, None if mask is None else elig):
+        if whole or _exact(qt, step, picked, depth, (bm_rows, extra), bound, None if mask is None else elig,
+                           gap is None):
             return picked, cand, best
         # every scored row and every match taken, and still not exact: only the whole list decides
         k_dense = n_elig if not bm25 and top.size < k_dense and b_k == 0.0 else k_dense * 4
 
 
-def _exact(qt, step, picked, depth, inside, bound, elig) -> bool:
+def _exact(qt, step, picked, depth, inside, bound, elig, strict: bool = True) -> bool:
     """Whether no eligible unit outside ``inside`` (sorted row arrays) could rank within the first ``depth`` entries:
     such a unit has a base score of at most ``bound``."""
     if len(picked) < depth:
         return False
     if qt is not None:
-        bound = np.float32(bound - np.float32(qt.lowest_outside(inside, elig)) * step)
+        bound = np.float32(bound - np.float32(qt.lowest_outside(inside, elig, strict)) * step)
     return float(picked[-1][2]) > float(bound)
 
 
