@@ -81,8 +81,8 @@ class BesideTiers:
             special = np.union1d(lit.special, self.link.special)
             reps = (np.union1d(lit.rep_rows, self.link.rep_rows) if self.by_report
                     else np.zeros(0, dtype=np.int64))
-            self._memo[("tiers",) + self._key] = (special, self.tiers(special), reps)
-        self.special, self.special_tiers, self.rep_rows = self._memo[("tiers",) + self._key]
+            self._memo[("tiers",) + self._key] = (special, self._both(special), reps, self._both_plain(reps))
+        self.special, self.special_tiers, self.rep_rows, self._rep_plain = self._memo[("tiers",) + self._key]
 
     def __getattr__(self, name: str):
         # what the counts, classes and bm25's kept units read: the literal reading's
@@ -91,12 +91,32 @@ class BesideTiers:
         return getattr(self.literal, name)
 
     def tiers(self, rows: np.ndarray) -> np.ndarray:
-        """The tier of each unit of ``rows`` (any order), as the exact engine gives it."""
+        """The tier of each unit of ``rows`` (any order), as the exact engine gives it: the special units' kept,
+        every other unit's its report's :meth:`plain` tier."""
         rows = np.asarray(rows, dtype=np.int64)
-        return self.literal.tiers(rows) * self.scale + self.link.tiers(rows)
+        out = self.plain(self.post.report_row[rows])
+        if self.special.size:
+            pos = np.minimum(np.searchsorted(self.special, rows), self.special.size - 1)
+            found = self.special[pos] == rows
+            out[found] = self.special_tiers[pos[found]]
+        return out
 
     def plain(self, reports: np.ndarray) -> np.ndarray:
-        """The tier of a plain unit (special to neither reading) of each of ``reports``."""
+        """The tier of a plain unit (special to neither reading) of each of ``reports``: the default one in a
+        report with no mention of either reading."""
+        reports = np.asarray(reports, dtype=np.int64)
+        out = np.full(reports.size, self.default, dtype=np.int64)
+        if self.rep_rows.size:
+            pos = np.minimum(np.searchsorted(self.rep_rows, reports), self.rep_rows.size - 1)
+            found = self.rep_rows[pos] == reports
+            out[found] = self._rep_plain[pos[found]]
+        return out
+
+    def _both(self, rows: np.ndarray) -> np.ndarray:
+        """``literal * (L + 1) + link`` at ``rows``: what :meth:`tiers` keeps for the special units."""
+        return self.literal.tiers(rows) * self.scale + self.link.tiers(rows)
+
+    def _both_plain(self, reports: np.ndarray) -> np.ndarray:
         return self.literal.plain(reports) * self.scale + self.link.plain(reports)
 
     def keep_rows(self) -> np.ndarray:

@@ -434,11 +434,13 @@ class QueryTiers:
         out[found] = self.special_tiers[pos[found]]
         return out
 
-    def lowest_outside(self, inside: Sequence[np.ndarray], eligible, strict: bool = True) -> int:
+    def lowest_outside(self, inside: Sequence[np.ndarray], eligible, strict: bool = True,
+                       known: np.ndarray | None = None) -> int:
         """A lower bound of the tier of every eligible unit outside ``inside`` (disjoint sorted row arrays; exact
         on the special units; every other unit counts at its report's tier, whether or not one is left).
         ``eligible`` None: every unit (the special units counted by tier once, then only ``inside`` is read).
-        ``strict`` False (calibrated tier boosts: a lower tier no longer outranks any score): no report is covered."""
+        ``strict`` False (calibrated tier boosts: a lower tier no longer outranks any score): no report is covered.
+        ``known``: the tiers of ``inside``'s rows, concatenated (already computed by the caller)."""
         low = [self.default]
         if eligible is None:
             if ("counts",) + self._key not in self._memo:
@@ -460,20 +462,27 @@ class QueryTiers:
             if out.any():
                 low.append(int(self.special_tiers[out].min()))
         if self.by_report and self.rep_rows.size:
-            low.append(self._uncovered_low(inside if strict else ()))
+            low.append(self._uncovered_low(inside, known) if strict else self._uncovered_low(()))
         return min(low)
 
-    def _uncovered_low(self, inside: Sequence[np.ndarray]) -> int:
+    def _uncovered_low(self, inside: Sequence[np.ndarray], known: np.ndarray | None = None) -> int:
         """The lowest :meth:`plain` tier of the reports with a mention whose plain units left out could still
         stand for them: a report with a unit inside whose tier beats its plain tier is covered (every plain unit
-        of it left out ranks below that unit; the units that state something are counted exactly)."""
+        of it left out ranks below that unit; the units that state something are counted exactly). ``known``: the
+        tiers of ``inside``'s rows, concatenated. The reports' plain tiers are counted per tier once, so a call
+        reads the pool only."""
         rows = np.concatenate([np.asarray(r, dtype=np.int64) for r in inside] + [np.zeros(0, np.int64)])
-        below = rows[self.tiers(rows) < self.plain(self.post.report_row[rows])] if rows.size else rows
-        left = ~member(np.unique(self.post.report_row[below]), self.rep_rows)  # the reports not covered
+        reps = self.post.report_row[rows]
+        plain = self.plain(reps)
+        covered = np.unique(reps[(self.tiers(rows) if known is None else known) < plain])
+        covered = covered[member(self.rep_rows, covered)]
         key = ("plain",) + self._key
         if key not in self._memo:
-            self._memo[key] = self.plain(self.rep_rows)
-        return int(self._memo[key][left].min()) if left.any() else self.default  # none: the default bounds
+            self._memo[key] = np.unique(self.plain(self.rep_rows), return_counts=True)
+        values, counts = self._memo[key]
+        taken = np.bincount(np.searchsorted(values, self.plain(covered)), minlength=values.size)
+        left = values[counts > taken]
+        return int(left[0]) if left.size else self.default  # none: the default bounds
 
     def plain(self, reports: np.ndarray) -> np.ndarray:
         """The tier of a plain unit (stating nothing, no side word, no location) of each of ``reports``."""

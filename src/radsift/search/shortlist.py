@@ -130,27 +130,28 @@ def _rank(opts, sides_: Sides, qt, mask, elig, depth: int, post: ReadingPostings
             best = float(np.float64(base.max()))
         elif whole:
             best = 0.0
-        scores = base
+        scores, known = base, None
         if qt is not None:
             if step is None:  # the tiers' step: the spread of every unit's base score (the pool's best is its top)
                 spread = sides_.spread(best if mask is None else None)  # as radsift.ranking.apply_tiers
                 step = np.float32(spread + 1.0 if gap is None else gap * max(spread, 1e-6))
-            scores = (base - qt.tiers(cand).astype(np.float32) * step).astype(np.float32)
+            known = qt.tiers(cand)
+            scores = (base - known.astype(np.float32) * step).astype(np.float32)
         picked = top_entries(opts.level, cand, scores, depth, post.report_row)
         if whole or _exact(qt, step, picked, depth, (bm_rows, extra), bound, None if mask is None else elig,
-                           gap is None):
+                           gap is None, known):
             return picked, cand, best
         # every scored row and every match taken, and still not exact: only the whole list decides
         k_dense = n_elig if not bm25 and top.size < k_dense and b_k == 0.0 else k_dense * 4
 
 
-def _exact(qt, step, picked, depth, inside, bound, elig, strict: bool = True) -> bool:
-    """Whether no eligible unit outside ``inside`` (sorted row arrays) could rank within the first ``depth`` entries:
-    such a unit has a base score of at most ``bound``."""
+def _exact(qt, step, picked, depth, inside, bound, elig, strict: bool = True, known=None) -> bool:
+    """Whether no eligible unit outside ``inside`` (sorted row arrays; ``known`` their tiers, concatenated) could rank
+    within the first ``depth`` entries: such a unit has a base score of at most ``bound``."""
     if len(picked) < depth:
         return False
     if qt is not None:
-        bound = np.float32(bound - np.float32(qt.lowest_outside(inside, elig, strict)) * step)
+        bound = np.float32(bound - np.float32(qt.lowest_outside(inside, elig, strict, known)) * step)
     return float(picked[-1][2]) > float(bound)
 
 
