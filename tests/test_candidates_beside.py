@@ -202,9 +202,9 @@ def test_a_link_beside_no_literal_reading_goes_to_the_exact_engine(index):
 
 
 def test_a_plain_unit_standing_for_its_report_is_bounded(tmp_path, monkeypatch):
-    """A report stating both findings from two units that each deny the other: its plain unit ("The lungs are
-    clear.") ranks above both and stands for it. A pool holding the two leaves it out: the bound (the report is
-    not covered, its plain tier counts) says so, with the link beside the reading or without it."""
+    """A report stating both findings from two units that each deny the other: its plain units ("The lungs are
+    clear.") rank above both and stand for it. A pool holding the two (or one plain unit too) leaves a plain unit
+    out: the bound (the report is not covered, its plain tier counts) says so, with the link beside or without it."""
     from radsift.index import build_index
     from radsift.models.hashing import HashingEncoder
     from radsift.records import Report
@@ -213,7 +213,7 @@ def test_a_plain_unit_standing_for_its_report_is_bounded(tmp_path, monkeypatch):
     enc = HashingEncoder(tmp_path / "model")
     build_index(tmp_path / "idx", [
         Report("r0", {"findings": "Cardiomegaly but no pleural effusion. Pleural effusion without cardiomegaly. "
-                                  "The lungs are clear."}),
+                                  "The lungs are clear. The bones are intact."}),
         Report("r1", {"findings": "The lungs are clear. Small pneumothorax."}),
         Report("r2", {"findings": "Normal chest. No pneumothorax."})], encoder=enc, progress=False)
     index = Index.open(tmp_path / "idx", encoder=enc)
@@ -226,11 +226,13 @@ def test_a_plain_unit_standing_for_its_report_is_bounded(tmp_path, monkeypatch):
     request = check_search(query, search_options(level="report"), store.manifest.sections, store.manifest.metadata_keys)
     for read in (literal, replace(literal, findings=literal.findings + (link,))):
         tiers = plan_search(store, request, read, index.labeler).tiers
-        assert tiers[2] < min(tiers[0], tiers[1])  # the plain unit stands for r0
+        assert tiers[2] == tiers[3] < min(tiers[0], tiers[1])  # the plain units stand for r0
         qt = beside.query_tiers(store, read, post, codes, True, None, None, index.labeler)
         assert np.array_equal(qt.tiers(np.arange(post.n_units)), tiers)
         for elig in (None, lambda rows: np.ones(len(rows), dtype=bool)):
             assert qt.lowest_outside([np.array([0, 1])], elig) <= tiers[2]
+            # a plain unit inside does not cover its report: another one, as good, may stand for it
+            assert qt.lowest_outside([np.array([0, 1, 2])], elig) <= tiers[3]
         monkeypatch.setattr("radsift.search.walk.read_query", lambda *a, _r=read, **k: _r)
         monkeypatch.setattr(shortlist, "FIRST_DEPTH", 1)
         for k in (1, 2):
