@@ -21,7 +21,7 @@ the literal reading's rule over the combined tiers):
   ``r`` (each side's :meth:`~radsift.search.candidates.QueryTiers.plain`): the default one in a report with
   no mention of either reading, else its report's, unless a unit of the pool in that report already has a
   lower tier (the plain unit cannot stand for its report);
-- ``L`` is exact (:meth:`~radsift.search.candidates.QueryTiers.max_tier`: the special units' highest
+- ``L`` is exact (:func:`max_tier`: the special units' highest
   tier and the plain tier of each report holding a plain unit), so the tiers, and the float32 scores
   ``base - tier * step``, are the exact engine's bit for bit.
 """
@@ -45,6 +45,23 @@ def query_tiers(store: IndexStore, reading: QueryReading, post: ReadingPostings,
     if any(f.beside for f in reading.findings):
         return BesideTiers(store, reading, post, codes, by_report, sides, places, labeler)
     return QueryTiers(store, reading, post, codes, by_report, sides, places, labeler)
+
+
+def max_tier(qt: QueryTiers) -> int:
+    """The highest tier of every unit (the exact engine's ``tiers.max()``) of ``qt``: its special units', and the
+    plain tier of each report holding a plain unit (more units than special ones); kept with ``qt``'s tiers."""
+    key = ("max",) + qt._key
+    if key not in qt._memo:
+        post, top = qt.post, [int(qt.special_tiers.max(initial=0))]
+        if qt.special.size < post.n_units and not qt.by_report:
+            top.append(qt.default_unit)
+        elif qt.special.size < post.n_units:
+            reps, count = np.unique(post.report_row[qt.special], return_counts=True)
+            top.append(int(qt.plain(reps[post.report_units[reps] > count]).max(initial=0)))
+            if reps.size < post.reports_with_units:  # a report with no special unit
+                top.append(qt.default)
+        qt._memo[key] = max(top)
+    return qt._memo[key]
 
 
 class BesideTiers:
@@ -71,7 +88,7 @@ class BesideTiers:
                                   labeler)
         self.link = QueryTiers(store, QueryReading(also), post, codes, by_report, None, None, labeler)
         self.post, self.by_report = post, self.literal.by_report
-        self.scale = self.link.max_tier() + 1
+        self.scale = max_tier(self.link) + 1
         self.default = self.literal.default * self.scale + self.link.default
         self._key = (self.by_report,)
         lit = self.literal
@@ -132,4 +149,4 @@ class BesideTiers:
     _uncovered_low = QueryTiers._uncovered_low
 
 
-__all__ = ["BesideTiers", "query_tiers"]
+__all__ = ["BesideTiers", "max_tier", "query_tiers"]

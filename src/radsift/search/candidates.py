@@ -42,13 +42,9 @@ engines differ only where float32 rounding makes the bound's ``>`` differ from t
 seen: ``benchmarks/bench_candidates.py`` compares pages, scores, bands and counts on every query it
 runs). Counts come from the postings and the filter's rows (counted once per filter), never from the pool.
 
-A concept linked beside the literal reading (:mod:`.beside`) ranks by ``literal * (L + 1) + link``, each
-side a :class:`QueryTiers` over these postings, ``L`` the highest link tier of every unit (exact:
-:meth:`QueryTiers.max_tier`); the bound reads the combined tiers of the units special to either side
-(counted per tier) and, for every other unit, its report's plain tier on both sides, as above; counts,
-classes and bands follow the literal reading alone. Calibrated tier boosts (``gap``: each tier costs ``gap``
-times the spread, as :func:`radsift.ranking.apply_tiers`) keep the bound (it holds for any step), but a lower
-tier no longer outranks every score, so no report counts as covered.
+A concept linked beside the literal reading: :mod:`.beside` (the same bound over both readings' tiers).
+Calibrated tier boosts (``gap``: a tier costs ``gap`` times the spread, as :func:`radsift.ranking.apply_tiers`)
+keep the bound (it holds for any step), but a lower tier no longer outranks every score: no report is covered.
 
 Routed to the exact engine (:func:`exact_reason`): ``hybrid-rrf`` (a rank fusion needs every
 unit's rank), a first stage, ``prf``, a link beside no literal
@@ -162,7 +158,7 @@ class ReadingPostings:
         self._labeler = None
         self._lock = threading.Lock()
         self.n_reports = int(report_row.max(initial=-1)) + 1
-        #: Each report's units (whether a report holds a unit that states nothing: :meth:`QueryTiers.max_tier`).
+        #: Each report's units (whether a report holds a unit that states nothing: :func:`.beside.max_tier`).
         self.report_units = np.bincount(report_row, minlength=self.n_reports)
         self.reports_with_units = int(np.count_nonzero(self.report_units))
         #: Each BM25 term's units and reports as bitmaps (a ``bm25`` search's counts).
@@ -468,9 +464,8 @@ class QueryTiers:
     def _uncovered_low(self, inside: Sequence[np.ndarray], known: np.ndarray | None = None) -> int:
         """The lowest :meth:`plain` tier of the reports with a mention whose plain units left out could still
         stand for them: a report with a unit inside whose tier beats its plain tier is covered (every plain unit
-        of it left out ranks below that unit; the units that state something are counted exactly). ``known``: the
-        tiers of ``inside``'s rows, concatenated. The reports' plain tiers are counted per tier once, so a call
-        reads the pool only."""
+        of it left out ranks below that unit). ``known``: the tiers of ``inside``'s rows; the reports' plain tiers
+        are counted per tier once, so a call reads the pool only."""
         rows = np.concatenate([np.asarray(r, dtype=np.int64) for r in inside] + [np.zeros(0, np.int64)])
         reps = self.post.report_row[rows]
         plain = self.plain(reps)
@@ -490,22 +485,6 @@ class QueryTiers:
         if not self.by_report:
             return np.full(reports.size, self.default_unit, dtype=np.int64)
         return self._report_tier(reports) * (self.unit_max + 1) + self.default_unit
-
-    def max_tier(self) -> int:
-        """The highest tier of every unit (the exact engine's ``tiers.max()``): the special units', and the
-        plain tier of each report holding a plain unit (it holds more units than special ones)."""
-        key = ("max",) + self._key
-        if key not in self._memo:
-            top = [int(self.special_tiers.max(initial=0))]
-            if self.special.size < self.post.n_units and not self.by_report:
-                top.append(self.default_unit)
-            elif self.special.size < self.post.n_units:
-                reps, count = np.unique(self.post.report_row[self.special], return_counts=True)
-                top.append(int(self.plain(reps[self.post.report_units[reps] > count]).max(initial=0)))
-                if reps.size < self.post.reports_with_units:  # a report with no special unit
-                    top.append(self.default)
-            self._memo[key] = max(top)
-        return self._memo[key]
 
     def states(self, rows: np.ndarray) -> np.ndarray:
         """Whether each unit of ``rows`` states the query's whole reading (as :meth:`keep_rows`)."""
