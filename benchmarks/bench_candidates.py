@@ -19,7 +19,8 @@ and adds ``lower_bound`` to the counts compared; ``--kind section`` runs the que
 section units (``unit="section"``) in every setting and timing; ``--kind beside`` runs lay phrasings (:data:`LAY`), report wording
 outside the lexicon (:data:`WORDED`) and the description benchmark's queries (``benchmarks/data/description_queries.tsv``) with the right concept
 linked (forced: the hashing encoder links nothing), those whose link stands beside the literal reading, over
-:data:`BESIDE_SETTINGS` (``bm25`` never links). ``--alternate``
+:data:`BESIDE_SETTINGS` (``bm25`` never links; ``--read-as literal``: the same queries without the link).
+``--gap G`` runs every search with calibrated tier boosts (``Index.tier_gap``). ``--alternate``
 times the indexes in turn, query by query, in one run (no agreement runs) and gives each index's p50 over
 the first's (Open-i x10 over x1: the target of issue 33 item 1):
     PYTHONPATH=src .venv/bin/python benchmarks/bench_candidates.py --corpus openi:1 --corpus openi:10 \

@@ -47,7 +47,7 @@ Calibrated tier boosts (``gap``: a tier costs ``gap`` times the spread, as :func
 keep the bound (it holds for any step), but a lower tier no longer outranks every score: no report is covered.
 
 Routed to the exact engine (:func:`exact_reason`): ``hybrid-rrf`` (a rank fusion needs every
-unit's rank), a first stage, ``prf``, a link beside no literal
+unit's rank: what it would take, ``docs/measurements.md``), a first stage, ``prf``, a link beside no literal
 reading (only links beside: never read so), a backend that pushes filters down, and ``RADSIFT_ENGINE=exact``. What stays linear in the corpus: the ``numpy`` backend's
 matrix-vector product (and the scans of its array), section units when some section is longer than one window
 (every later window scored, as the exact engine, and the backend's scores made a full array), a metadata filter's mask (one SQLite query and one
