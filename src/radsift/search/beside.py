@@ -20,10 +20,13 @@ the literal reading's rule over the combined tiers):
 - every other (**plain**) unit has the tier ``plain_literal(r) * (L + 1) + plain_link(r)`` of its report
   ``r`` (each side's :meth:`~radsift.search.candidates.QueryTiers.plain`): the default one in a report with
   no mention of either reading, else its report's, unless a unit of the pool in that report already has a
-  lower tier (the plain unit cannot stand for its report);
-- ``L`` is exact (:func:`max_tier`: the special units' highest
-  tier and the plain tier of each report holding a plain unit), so the tiers, and the float32 scores
-  ``base - tier * step``, are the exact engine's bit for bit.
+  lower tier (the plain unit cannot stand for its report; with calibrated boosts no report is covered);
+- ``L`` is exact (:func:`max_tier`: the special units' highest tier and the plain tier of each report
+  holding a plain unit), so the tiers, and the float32 scores ``base - tier * step``, are the exact engine's
+  bit for bit.
+
+The special units' combined tiers and the reports' plain tiers are computed on a reading's first query and kept
+with it (:meth:`~radsift.search.candidates.ReadingPostings.memo`), so a query reads its pool only.
 """
 
 from __future__ import annotations
