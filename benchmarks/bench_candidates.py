@@ -16,7 +16,11 @@ agreement rate, the counts' agreement, the p50 of each engine and the load avera
 findings outside the lexicon instead (``benchmarks/data/open_vocab_findings.tsv``, "X" and "no X", the first
 ``--open-limit`` findings; only the queries read as an open-vocabulary finding count), over :data:`OPEN_SETTINGS`,
 and adds ``lower_bound`` to the counts compared; ``--kind section`` runs the queries of the default list with
-section units (``unit="section"``) in every setting and timing. ``--alternate``
+section units (``unit="section"``) in every setting and timing; ``--kind beside`` runs lay phrasings (:data:`LAY`), report wording
+outside the lexicon (:data:`WORDED`) and the description benchmark's queries (``benchmarks/data/description_queries.tsv``) with the right concept
+linked (forced: the hashing encoder links nothing), those whose link stands beside the literal reading, over
+:data:`BESIDE_SETTINGS` (``bm25`` never links; ``--read-as literal``: the same queries without the link).
+``--gap G`` runs every search with calibrated tier boosts (``Index.tier_gap``). ``--alternate``
 times the indexes in turn, query by query, in one run (no agreement runs) and gives each index's p50 over
 the first's (Open-i x10 over x1: the target of issue 33 item 1):
     PYTHONPATH=src .venv/bin/python benchmarks/bench_candidates.py --corpus openi:1 --corpus openi:10 \
@@ -48,6 +52,39 @@ OPEN_SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "leve
                  {"mode": "hybrid", "level": "report", "offset": 20}]
 OPEN_FINDINGS = Path(__file__).resolve().parent / "data" / "open_vocab_findings.tsv"
 
+#: The settings of the readings with a link beside them (``--kind beside``): the modes that link (``bm25`` never
+#: does), both levels, a page, a section target, section units.
+BESIDE_SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
+                   {"mode": "dense", "level": "report"}, {"mode": "dense", "level": "sentence"},
+                   {"mode": "hybrid", "level": "report", "offset": 20},
+                   {"mode": "hybrid", "level": "report", "target": "impression"},
+                   {"mode": "hybrid", "level": "report", "unit": "section"}]
+DESCRIPTIONS = Path(__file__).resolve().parent / "data" / "description_queries.tsv"
+#: Lay phrasings -> the concept a right link gives them (``--kind beside``, with the description benchmark's).
+LAY = {"fluid around the lungs": "pleural effusion", "no fluid around the lungs": "pleural effusion",
+       "water on the lungs": "pulmonary edema", "fluid in the lungs": "pulmonary edema",
+       "no fluid in the lungs": "pulmonary edema", "collapsed lung": "pneumothorax", "no collapsed lung": "pneumothorax",
+       "big heart": "cardiomegaly", "the heart is big": "cardiomegaly", "heart is not enlarged": "cardiomegaly",
+       "broken rib": "rib fracture", "no broken ribs": "rib fracture", "lung infection": "pneumonia",
+       "possible lung infection": "pneumonia", "no lung infection": "pneumonia", "partly collapsed lung": "atelectasis",
+       "breathing tube": "endotracheal tube", "spot on the lung": "nodule", "curved spine": "scoliosis",
+       "heart device": "pacemaker", "hardened arteries": "atherosclerotic calcification",
+       "stomach pushing into the chest": "hiatal hernia", "wires in the breastbone": "sternotomy wires",
+       "old scar in the lung": "scarring", "overinflated lungs": "hyperinflation",
+       "line in the neck vein": "central venous catheter", "cloudy lung": "lung opacity",
+       "small left fluid around the lung": "pleural effusion", "right lower lobe lung infection": "pneumonia"}
+#: Report wording outside the lexicon -> a concept a link could give it: phrases many reports hold (the lay
+#: phrasings above rarely occur in radiology reports, so their literal reading seldom stays), as "X" and "no X".
+WORDED = {"heart size": "cardiomegaly", "mediastinal contours": "enlarged cardiomediastinum",
+          "cardiomediastinal silhouette": "enlarged cardiomediastinum", "pulmonary vascularity": "vascular congestion",
+          "lung volumes": "low lung volumes", "costophrenic angles": "blunted costophrenic angle",
+          "osseous structures": "acute osseous abnormality", "bony structures": "fracture",
+          "thoracic spine": "degenerative change", "aorta": "aortic tortuosity", "diaphragm": "diaphragmatic flattening",
+          "lung fields": "lung opacity", "hilar contours": "enlarged cardiomediastinum", "trachea": "mediastinal shift",
+          "interstitial markings": "interstitial opacity", "surgical changes": "surgical clips",
+          "upper abdomen": "cholecystectomy", "left lung base": "atelectasis", "right hemidiaphragm": "pleural effusion",
+          "possible pulmonary vascularity": "pulmonary edema"}
+
 #: The settings timed (the first is the headline: hybrid, report level, k 10).
 TIMED = [{"mode": "hybrid", "level": "report"}, {"mode": "bm25", "level": "report"}, {"mode": "dense", "level": "report"}]
 
@@ -65,6 +102,8 @@ def kind_of(kind: str, index, open_limit: int, settings=SETTINGS, timed=TIMED) -
     """(queries, settings compared, settings timed) of a query kind (lexicon, open, section)."""
     if kind == "open":
         return open_queries(index, open_limit), OPEN_SETTINGS, timed
+    if kind == "beside":
+        return beside_queries(index), BESIDE_SETTINGS, [kw for kw in timed if kw["mode"] != "bm25"]
     if kind == "section":
         return queries(index), [{**kw, "unit": "section"} for kw in settings], [{**kw, "unit": "section"} for kw in timed]
     return queries(index), settings, timed
@@ -82,10 +121,38 @@ def open_queries(index, limit: int) -> list[str]:
     return out
 
 
+def beside_queries(index) -> list[str]:
+    """:data:`LAY`, :data:`WORDED` and the description benchmark's queries, each linked to its concept (the right link, forced:
+    the hashing encoder links nothing), kept where the link stands beside the literal reading (the index holds
+    the query's phrases, as ``read_as=both`` needs)."""
+    from radsift.search.query import normalize_query
+    rows = [line.split("\t") for line in DESCRIPTIONS.read_text(encoding="utf-8").splitlines()[1:]]
+    known = set(index.store.manifest.findings)
+    worded = [(q, f) for w, f in WORDED.items() for q in (w, f"no {w}")]
+    links = {normalize_query(q): f for q, f in [*LAY.items(), *worded, *((r[1], r[2]) for r in rows)] if f in known}
+    force_links(index, links)
+    return [q for q in links if any(f.beside for f in index.read(q).findings)]
+
+
+def force_links(index, links: dict) -> None:
+    """Link each query of ``links`` to its concept wherever the search links (modes that use the encoder)."""
+    from radsift.ranking import NEEDS_DENSE
+    from radsift.search.concepts import Link
+
+    def link_function(mode, query, query_vector):
+        concept = links.get(query)
+        return (lambda text: Link(concept, 1.0, concept)) if NEEDS_DENSE[mode] and concept else None
+    index._link_function = link_function
+
+
+#: ``--read-as``: how a linked query is read (``literal`` drops the link: the same queries without it).
+READ_AS = ["both"]
+
+
 def run(index, q: str, engine: str, **kw):
     os.environ["RADSIFT_ENGINE"] = engine
     t = time.perf_counter()
-    res = index.search(q, k=10, mentions=False, include_report=False, **kw)
+    res = index.search(q, k=10, mentions=False, include_report=False, read_as=READ_AS[0], **kw)
     ms = (time.perf_counter() - t) * 1000
     page = [(h.report_id, h.sentence.text, h.band, round(h.score, 5)) for h in res]
     return page, (res.total, res.matching, res.lower_bound), ms
@@ -134,13 +201,17 @@ def _cache_dense(index) -> None:
 
 
 def alternate(paths: list[str], backend: str, reps: int, model: Path, kind: str = "lexicon",
-              open_limit: int = 40) -> list[dict]:
+              open_limit: int = 40, gap: float | None = None) -> list[dict]:
     """p50 of each timed setting and engine on each index, the indexes timed in turn query by query (so a
     change of load on a shared machine falls on all of them alike), and each index's p50 over the first's."""
     from radsift.models.hashing import HashingEncoder
     from radsift.search import Index
     indexes = [Index.open(p, encoder=HashingEncoder(model), backend=backend) for p in paths]
+    for index in indexes:
+        index.tier_gap = gap
     qs, _, timed = kind_of(kind, indexes[0], open_limit)
+    for index in indexes[1:]:  # --kind beside: the same links on every index
+        index._link_function = indexes[0]._link_function
     times: list[dict] = [{} for _ in indexes]
     for kw in timed:
         for _ in range(reps):
@@ -149,18 +220,20 @@ def alternate(paths: list[str], backend: str, reps: int, model: Path, kind: str 
                     for eng in ("exact", "candidates"):
                         got.setdefault(f"{kw['mode']}/{eng}", []).append(run(index, q, eng, **kw)[2])
     p50 = [{k: float(np.percentile(v, 50)) for k, v in got.items()} for got in times]
-    return [{"index": path, "alternate": True, "kind": kind, "queries": len(qs), "reps": reps,
+    return [{"index": path, "alternate": True, "kind": kind, "gap": gap, "queries": len(qs), "reps": reps,
              "p50_ms": {k: round(v, 2) for k, v in mine.items()},
              f"p50_over_{Path(paths[0]).name}": {k: round(v / p50[0][k], 2) for k, v in mine.items()},
              "load": tuple(round(x, 2) for x in os.getloadavg())} for path, mine in zip(paths, p50)]
 
 
 def compare(path: str, backend: str, settings=SETTINGS, reps: int = 1, model: Path = Path("/tmp/cand-bench/model"),
-            cached_dense: bool = False, agreement: bool = True, kind: str = "lexicon", open_limit: int = 40) -> dict:
+            cached_dense: bool = False, agreement: bool = True, kind: str = "lexicon", open_limit: int = 40,
+            gap: float | None = None) -> dict:
     from radsift.errors import ConfigError
     from radsift.models.hashing import HashingEncoder
     from radsift.search import Index
     index = Index.open(path, encoder=HashingEncoder(model), backend=backend)
+    index.tier_gap = gap
     _count_answers()
     ANSWERED[0] = 0
     qs, settings, timed = kind_of(kind, index, open_limit, settings)
@@ -203,7 +276,7 @@ def compare(path: str, backend: str, settings=SETTINGS, reps: int = 1, model: Pa
             t = time.perf_counter()
             vector_backend.scores(v)
             by_mode.setdefault("backend.scores", []).append((time.perf_counter() - t) * 1000)
-    return {"index": path, "kind": kind, "queries": len(qs), "backend": backend, "units": int(index.store.units("sentence").report_row.shape[0]) if hasattr(index, "store") else None,
+    return {"index": path, "kind": kind, "gap": gap, "queries": len(qs), "backend": backend, "units": int(index.store.units("sentence").report_row.shape[0]) if hasattr(index, "store") else None,
             "runs": n, "top10_same": round(same / max(n, 1), 4), "counts_same": round(counts_same / max(n, 1), 4),
             "scores_bands_same": round(full / max(n, 1), 4), "answered_by_candidates": answered,
             "p50_exact_ms": round(float(np.percentile(times["exact"], 50)), 2),
@@ -252,25 +325,32 @@ def main(argv=None) -> int:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/cand-bench"))
     ap.add_argument("--backend", default="auto")
     ap.add_argument("--reps", type=int, default=1)
-    ap.add_argument("--kind", choices=("lexicon", "open", "section"), default="lexicon",
+    ap.add_argument("--kind", choices=("lexicon", "open", "section", "beside"), default="lexicon",
                     help="lexicon: the fixed, example and lexicon queries; open: findings outside the lexicon; "
-                         "section: the lexicon queries with section units")
+                         "section: the lexicon queries with section units; beside: lay phrasings and descriptions "
+                         "with a link forced beside their literal reading")
     ap.add_argument("--open-limit", type=int, default=40, help="--kind open: the first N findings of the list")
+    ap.add_argument("--gap", type=float, default=None,
+                    help="calibrated tier boosts: each reading tier costs GAP times the score spread (default strict)")
+    ap.add_argument("--read-as", choices=("both", "literal"), default="both",
+                    help="literal: the queries read without their link (--kind beside: the same queries, no link)")
     ap.add_argument("--timing-only", action="store_true", help="skip the agreement runs")
     ap.add_argument("--cached-dense", action="store_true",
                     help="time without the vector backend: each query's dense scores computed once, then kept")
     ap.add_argument("--alternate", action="store_true",
                     help="time the indexes in turn, query by query, and give each one's p50 over the first's")
     args = ap.parse_args(argv)
+    READ_AS[0] = args.read_as
     args.workdir.mkdir(parents=True, exist_ok=True)
     paths = [corpus_index(spec, args.workdir) for spec in args.corpus] + args.index
     if args.alternate:
-        for row in alternate(paths, args.backend, args.reps, args.workdir / "model", args.kind, args.open_limit):
+        for row in alternate(paths, args.backend, args.reps, args.workdir / "model", args.kind, args.open_limit,
+                             args.gap):
             print(row, flush=True)
         return 0
     for path in paths:
         row = compare(path, args.backend, reps=args.reps, model=args.workdir / "model", cached_dense=args.cached_dense,
-                      agreement=not args.timing_only, kind=args.kind, open_limit=args.open_limit)
+                      agreement=not args.timing_only, kind=args.kind, open_limit=args.open_limit, gap=args.gap)
         print(row, flush=True)
     return 0
 

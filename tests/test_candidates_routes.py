@@ -128,14 +128,17 @@ def test_open_phrases_kept_are_bounded(index, monkeypatch):
     _forget_open(index)
 
 
-def test_a_link_beside_the_literal_reading_still_goes_to_the_exact_engine(index):
+def test_a_link_beside_the_literal_reading_goes_to_the_candidate_engine(index):
+    """Moved in its turn (tests/test_candidates_beside.py): only a link beside no literal reading stays."""
     from radsift.records import QueryReading, ReadFinding
     read = QueryReading((ReadFinding("mediastinum", "present", "open", None, None),
                          ReadFinding("cardiomegaly", "present", "linked", None, None, "x", 0.9, beside="mediastinum")),
                         None, "aware")
     req = type("R", (), {"options": type("O", (), {"mode": "hybrid", "negation": "aware", "first_stage": None,
                                                    "prf": False, "unit": "sentence"})()})()
-    assert candidates.exact_reason(req, read, None) == "a link beside the literal reading"
+    assert candidates.exact_reason(req, read, None) is None
+    alone = type(read)(read.findings[1:], None, "aware")
+    assert candidates.exact_reason(req, alone, None) == "a link beside no literal reading"
 
 
 def test_units_with_terms_from_postings_is_the_scan_over_every_unit(index):
@@ -223,3 +226,28 @@ def test_sections_of_several_windows_score_by_their_best_window_in_both_engines(
             assert _page(long_index, monkeypatch, "candidates", q, **kw) == \
                 _page(long_index, monkeypatch, "exact", q, **kw), (q, kw)
     assert calls
+
+
+@pytest.mark.parametrize("gap", [0.0, 0.05, 0.5, 3.0])
+def test_calibrated_tier_boosts_pages_and_counts_equal_the_exact_engine(index, monkeypatch, gap):
+    """``gap``: each tier costs ``gap`` times the score spread (a much better score crosses a tier). The stop rule's
+    bound holds for any step; no report counts as covered by a unit of a lower tier."""
+    monkeypatch.setattr(index, "tier_gap", gap)
+    calls = _answered(monkeypatch)
+    queries = LEXICON_QUERIES + OPEN_QUERIES[:6]
+    for kw in SETTINGS[:7] + SETTINGS[9:] + SECTION_SETTINGS[:1]:
+        for q in queries:
+            assert _page(index, monkeypatch, "candidates", q, **kw) == _page(index, monkeypatch, "exact", q, **kw), \
+                (q, kw)
+    assert len(calls) == len(queries) * 10, "a search with calibrated tier boosts went to the exact engine"
+
+
+@pytest.mark.parametrize("gap", [0.05, 0.5])
+def test_calibrated_tier_boosts_with_tiny_pools_are_widened_until_exact(index, monkeypatch, gap):
+    monkeypatch.setattr(index, "tier_gap", gap)
+    monkeypatch.setattr(shortlist, "FIRST_DEPTH", 1)
+    monkeypatch.setattr(shortlist, "BM25_FIRST", 1)
+    for kw in SETTINGS[:5]:
+        for q in LEXICON_QUERIES + OPEN_QUERIES[:4]:
+            assert _page(index, monkeypatch, "candidates", q, **kw) == _page(index, monkeypatch, "exact", q, **kw), \
+                (q, kw)

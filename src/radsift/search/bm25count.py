@@ -35,7 +35,7 @@ def bm25_counts(opts, qt, post, mask, bm: BM25Side, page: list) -> tuple[int, in
         rows = np.asarray(rows, dtype=np.int64)
         ok = bm.at(rows) > 0
         if findings:
-            ok |= qt.tiers(rows) < qt.slots
+            ok |= qt.states(rows)
         return ok if mask is None else ok & mask[rows]
 
     keyed = not (by_report and opts.target is not None)  # the filter is a set of reports (units)

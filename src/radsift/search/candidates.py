@@ -33,7 +33,7 @@ reach (else from every match, as before). A unit outside the pool has a cosine n
 ``depth``-th eligible one and a BM25 score no higher than the ``depth``-th match, so its fused score is
 at most a bound; its tier is at least the lowest tier of the units left out (counted per tier, exact for
 the units that state something, hold a side word or name a location; every other unit at its report's tier,
-except in a report whose unit in the pool already beats the default tier: no unit of it that states nothing can
+except in a report whose unit in the pool already beats that tier: no unit of it that states nothing can
 stand for it). The units stating the whole reading join the ``hybrid`` and ``dense`` pools at once when they
 are no more than its depth ("no X" where X is rarely denied: the page past them needs no pool of every unit). When the
 last entry of the page scores strictly above what any unit left out could reach, the page is the exact
@@ -42,16 +42,19 @@ engines differ only where float32 rounding makes the bound's ``>`` differ from t
 seen: ``benchmarks/bench_candidates.py`` compares pages, scores, bands and counts on every query it
 runs). Counts come from the postings and the filter's rows (counted once per filter), never from the pool.
 
+A concept linked beside the literal reading: :mod:`.beside` (the same bound over both readings' tiers).
+Calibrated tier boosts (``gap``: a tier costs ``gap`` times the spread, as :func:`radsift.ranking.apply_tiers`)
+keep the bound (it holds for any step), but a lower tier no longer outranks every score: no report is covered.
+
 Routed to the exact engine (:func:`exact_reason`): ``hybrid-rrf`` (a rank fusion needs every
-unit's rank), calibrated tier boosts (``gap``), a first stage, ``prf``, a concept
-linked beside the literal reading (its tiers order units within the literal reading's, over every unit),
-a backend that pushes filters down, and ``RADSIFT_ENGINE=exact``. What stays linear in the corpus: the ``numpy`` backend's
+unit's rank: what it would take, ``docs/measurements.md``), a first stage, ``prf``, a link beside no literal
+reading (only links beside: never read so), a backend that pushes filters down, and ``RADSIFT_ENGINE=exact``. What stays linear in the corpus: the ``numpy`` backend's
 matrix-vector product (and the scans of its array), section units when some section is longer than one window
 (every later window scored, as the exact engine, and the backend's scores made a full array), a metadata filter's mask (one SQLite query and one
 pass per new filter; the HNSW backend's masked search), an open-vocabulary phrase's first query (the
 sentences holding its words: an intersection of their postings; then the reader over at most 2,000 of them),
-a query with a side word (the units holding one)
-or several findings (their mentions, on the reading's first query; several findings' ``bm25`` counts, per
+a query with a side word (the units holding one),
+several findings or a link beside the literal reading (their mentions, on the reading's first query; several findings' ``bm25`` counts, per
 query), a ``bm25`` page that reaches units sharing no term (every match read) or, at report level, a
 ``bm25`` search with a section ``target`` (its counts list the matches), a term's bitmaps on its first
 query, popcounts over ``n / 8`` bytes, BM25's top-k where copies tie with the k-th (a corpus repeating its
@@ -73,11 +76,9 @@ import numpy as np
 from radsift.index.reader import IndexStore
 from radsift.index.readings import finding_mentions
 from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
-from radsift.ranking.bands import BandTable, band_of, score_kind
 from radsift.ranking.places import LOCATION_SLOTS, location_tiers, where_tiers
 from radsift.ranking.pool import member
 from radsift.ranking.tiers import (
-    CLASS_NAMES,
     NO_READING,
     OPPOSITE,
     OPPOSITE_TIER,
@@ -110,16 +111,15 @@ def engine_name() -> str:
 
 
 def exact_reason(request, reading: QueryReading, gap, backend=None, store: IndexStore | None = None) -> str | None:
-    """Why this search goes to the exact engine (None: the candidate engine answers it)."""
+    """Why this search goes to the exact engine (None: the candidate engine answers it). ``gap`` (calibrated tier
+    boosts) no longer routes: both engines answer it."""
     opts = request.options
     if opts.mode not in ("hybrid", "dense", "bm25"):
         return f"mode {opts.mode}"
-    if opts.negation == "aware" and reading.active and gap is not None:
-        return "calibrated tier boosts"
     if opts.first_stage is not None or opts.prf:
         return "first stage or prf"
-    if reading.active and any(f.beside for f in reading.findings):
-        return "a link beside the literal reading"
+    if reading.active and reading.findings and all(f.beside for f in reading.findings):
+        return "a link beside no literal reading"
     if backend is not None and getattr(backend, "pushdown", False):
         return "filter pushdown backend"
     if store is not None and not store.units(opts.unit).report_row.shape[0]:
@@ -158,7 +158,9 @@ class ReadingPostings:
         self._labeler = None
         self._lock = threading.Lock()
         self.n_reports = int(report_row.max(initial=-1)) + 1
-        self.reports_with_units = int(np.count_nonzero(np.bincount(report_row, minlength=self.n_reports)))
+        #: Each report's units (whether a report holds a unit that states nothing: :func:`.beside.max_tier`).
+        self.report_units = np.bincount(report_row, minlength=self.n_reports)
+        self.reports_with_units = int(np.count_nonzero(self.report_units))
         #: Each BM25 term's units and reports as bitmaps (a ``bm25`` search's counts).
         self.terms = TermBitmaps(report_row, self.n_reports)
 
@@ -384,7 +386,9 @@ class QueryTiers:
     def _special_tiers(self) -> tuple:
         """(unit_max, report rows, their tiers, the special units' tiers, the default tier)."""
         unit_t = self._unit_tiers(self.special)
-        self.unit_max = int(max(unit_t.max(initial=-1), self.default_unit))
+        # the exact engine's highest unit tier over every unit: a unit outside the special ones holds the default
+        self.unit_max = int(max(unit_t.max(initial=-1), self.default_unit if self.special.size < self.post.n_units
+                                else -1))
         self.rep_rows, self.rep_tier, default = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), \
             self.default_unit
         if self.by_report:
@@ -409,11 +413,13 @@ class QueryTiers:
     def _with_report(self, rows: np.ndarray, unit_t: np.ndarray) -> np.ndarray:
         if not self.by_report:
             return unit_t
-        reps = self.post.report_row[rows]
+        return self._report_tier(self.post.report_row[rows]) * (self.unit_max + 1) + unit_t
+
+    def _report_tier(self, reps: np.ndarray) -> np.ndarray:
+        """The report tier of each of ``reps`` (the default one where no unit of it states anything)."""
         pos = np.minimum(np.searchsorted(self.rep_rows, reps), max(self.rep_rows.size - 1, 0))
         found = (self.rep_rows[pos] == reps) if self.rep_rows.size else np.zeros(reps.size, dtype=bool)
-        rep_t = np.where(found, self.rep_tier[pos] if self.rep_rows.size else 0, self.rep_default)
-        return rep_t * (self.unit_max + 1) + unit_t
+        return np.where(found, self.rep_tier[pos] if self.rep_rows.size else 0, self.rep_default)
 
     def tiers(self, rows: np.ndarray) -> np.ndarray:
         """The tier of each unit of ``rows`` (any order), as the exact engine gives it."""
@@ -424,10 +430,13 @@ class QueryTiers:
         out[found] = self.special_tiers[pos[found]]
         return out
 
-    def lowest_outside(self, inside: Sequence[np.ndarray], eligible) -> int:
+    def lowest_outside(self, inside: Sequence[np.ndarray], eligible, strict: bool = True,
+                       known: np.ndarray | None = None) -> int:
         """A lower bound of the tier of every eligible unit outside ``inside`` (disjoint sorted row arrays; exact
         on the special units; every other unit counts at its report's tier, whether or not one is left).
-        ``eligible`` None: every unit (the special units counted by tier once, then only ``inside`` is read)."""
+        ``eligible`` None: every unit (the special units counted by tier once, then only ``inside`` is read).
+        ``strict`` False (calibrated tier boosts: a lower tier no longer outranks any score): no report is covered.
+        ``known``: the tiers of ``inside``'s rows, concatenated (already computed by the caller)."""
         low = [self.default]
         if eligible is None:
             if ("counts",) + self._key not in self._memo:
@@ -449,19 +458,37 @@ class QueryTiers:
             if out.any():
                 low.append(int(self.special_tiers[out].min()))
         if self.by_report and self.rep_rows.size:
-            low.append(self._uncovered_report_tier(inside) * (self.unit_max + 1) + self.default_unit)
+            low.append(self._uncovered_low(inside, known) if strict else self._uncovered_low(()))
         return min(low)
 
-    def _uncovered_report_tier(self, inside: Sequence[np.ndarray]) -> int:
-        """The best report tier of the reports with a mention whose units left out could still stand for them:
-        a report with a unit inside whose own tier beats the default one is covered (every unit of it left out
-        that states nothing ranks below that unit; those that state something are counted exactly)."""
+    def _uncovered_low(self, inside: Sequence[np.ndarray], known: np.ndarray | None = None) -> int:
+        """The lowest :meth:`plain` tier of the reports with a mention whose plain units left out could still
+        stand for them: a report with a unit inside whose tier beats its plain tier is covered (every plain unit
+        of it left out ranks below that unit). ``known``: the tiers of ``inside``'s rows; the reports' plain tiers
+        are counted per tier once, so a call reads the pool only."""
         rows = np.concatenate([np.asarray(r, dtype=np.int64) for r in inside] + [np.zeros(0, np.int64)])
-        below = rows[self.tiers(rows) % (self.unit_max + 1) < self.default_unit] if rows.size else rows
-        if not below.size:
-            return int(self.rep_tier.min())
-        left = ~member(np.unique(self.post.report_row[below]), self.rep_rows)  # the reports not covered
-        return int(self.rep_tier[left].min()) if left.any() else int(self.rep_tier.max())  # none: any tier
+        reps = self.post.report_row[rows]
+        plain = self.plain(reps)
+        covered = np.unique(reps[(self.tiers(rows) if known is None else known) < plain])
+        covered = covered[member(self.rep_rows, covered)]
+        key = ("plain",) + self._key
+        if key not in self._memo:
+            self._memo[key] = np.unique(self.plain(self.rep_rows), return_counts=True)
+        values, counts = self._memo[key]
+        taken = np.bincount(np.searchsorted(values, self.plain(covered)), minlength=values.size)
+        left = values[counts > taken]
+        return int(left[0]) if left.size else self.default  # none: the default bounds
+
+    def plain(self, reports: np.ndarray) -> np.ndarray:
+        """The tier of a plain unit (stating nothing, no side word, no location) of each of ``reports``."""
+        reports = np.asarray(reports, dtype=np.int64)
+        if not self.by_report:
+            return np.full(reports.size, self.default_unit, dtype=np.int64)
+        return self._report_tier(reports) * (self.unit_max + 1) + self.default_unit
+
+    def states(self, rows: np.ndarray) -> np.ndarray:
+        """Whether each unit of ``rows`` states the query's whole reading (as :meth:`keep_rows`)."""
+        return self.tiers(rows) < self.slots
 
     def stated(self, rows: np.ndarray, eligible=None) -> np.ndarray:
         """What units ``rows`` (sorted) state of each finding (``(len(rows), F)``, :data:`UNSTATED` where nothing)."""
@@ -545,17 +572,6 @@ class QueryTiers:
         return out
 
 
-def band_rows(kind_mode: str, classes: list[int], relative: list[float]) -> list[tuple[str, float]]:
-    """(band, relevance) per page entry from its class and relative score (as :meth:`.counts.Counts.bands`)."""
-    table, kind = BandTable.packaged(), score_kind(kind_mode)
-    out = []
-    for code, rel in zip(classes, relative):
-        name = CLASS_NAMES[code] if code >= 0 else "none"
-        estimate = table.estimate(kind, name, rel)
-        out.append((band_of(name, estimate), round(estimate, 3)))
-    return out
-
-
 __all__ = [
     "DEFAULT_ENGINE",
     "ENGINES",
@@ -563,7 +579,6 @@ __all__ = [
     "NEEDS_DENSE",
     "QueryTiers",
     "ReadingPostings",
-    "band_rows",
     "engine_name",
     "exact_reason",
 ]

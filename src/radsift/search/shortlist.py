@@ -10,10 +10,13 @@ import numpy as np
 
 from radsift.index.reader import IndexStore
 from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
+from radsift.ranking.bands import BandTable, band_of, score_kind
 from radsift.ranking.pool import BM25Side, DenseScores, Sides, member, top_entries
+from radsift.ranking.tiers import CLASS_NAMES
 from radsift.records import QueryReading
 from radsift.search.bm25count import bm25_counts
-from radsift.search.candidates import QueryTiers, ReadingPostings, band_rows
+from radsift.search.beside import query_tiers
+from radsift.search.candidates import ReadingPostings
 from radsift.search.options import SearchRequest
 from radsift.search.plan import eligible_mask, unit_locations, unit_sides
 from radsift.search.rank import rerank_head
@@ -40,8 +43,8 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
     if reading.active:
         sides = unit_sides(store, unit) if reading.side else None
         places = unit_locations(store, unit)[0] if reading.regions else None
-        qt = QueryTiers(store, reading, post, {f: i for i, f in enumerate(store.manifest.findings)},
-                        opts.level == "report", sides, places, index.labeler)
+        qt = query_tiers(store, reading, post, {f: i for i, f in enumerate(store.manifest.findings)},
+                         opts.level == "report", sides, places, index.labeler)
     dense = None
     if NEEDS_DENSE[opts.mode]:
         dense = _dense(index, store, unit, query_vector, mask)
@@ -51,7 +54,7 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
     sides_ = Sides(opts.mode, alpha, dense, bm, n)
     elig = (lambda rows: np.ones(len(rows), dtype=bool)) if mask is None else (lambda rows: mask[rows])
     depth = max(opts.offset + opts.k, opts.rerank)
-    picked, cand, best = _rank(opts, sides_, qt, mask, elig, depth, post)
+    picked, cand, best = _rank(opts, sides_, qt, mask, elig, depth, post, index.tier_gap)
     page_units = unit_texts(store, unit, [u for _, u, _ in picked])
     if opts.rerank:
         picked = rerank_head(request, picked, page_units, None if qt is None else qt.tiers, index.reranker)
@@ -87,7 +90,7 @@ def _dense(index, store: IndexStore, unit: str, query_vector, mask) -> DenseScor
                        got.groups)
 
 
-def _rank(opts, sides_: Sides, qt, mask, elig, depth: int, post: ReadingPostings):
+def _rank(opts, sides_: Sides, qt, mask, elig, depth: int, post: ReadingPostings, gap: float | None = None):
     """The ranked list to ``depth`` from a growing candidate pool, until no unit outside it could enter.
 
     Returns:
@@ -127,25 +130,28 @@ def _rank(opts, sides_: Sides, qt, mask, elig, depth: int, post: ReadingPostings
             best = float(np.float64(base.max()))
         elif whole:
             best = 0.0
-        scores = base
+        scores, known = base, None
         if qt is not None:
             if step is None:  # the tiers' step: the spread of every unit's base score (the pool's best is its top)
-                step = np.float32(sides_.spread(best if mask is None else None) + 1.0)
-            scores = (base - qt.tiers(cand).astype(np.float32) * step).astype(np.float32)
+                spread = sides_.spread(best if mask is None else None)  # as radsift.ranking.apply_tiers
+                step = np.float32(spread + 1.0 if gap is None else gap * max(spread, 1e-6))
+            known = qt.tiers(cand)
+            scores = (base - known.astype(np.float32) * step).astype(np.float32)
         picked = top_entries(opts.level, cand, scores, depth, post.report_row)
-        if whole or _exact(qt, step, picked, depth, (bm_rows, extra), bound, None if mask is None else elig):
+        if whole or _exact(qt, step, picked, depth, (bm_rows, extra), bound, None if mask is None else elig,
+                           gap is None, known):
             return picked, cand, best
         # every scored row and every match taken, and still not exact: only the whole list decides
         k_dense = n_elig if not bm25 and top.size < k_dense and b_k == 0.0 else k_dense * 4
 
 
-def _exact(qt, step, picked, depth, inside, bound, elig) -> bool:
-    """Whether no eligible unit outside ``inside`` (sorted row arrays) could rank within the first ``depth`` entries:
-    such a unit has a base score of at most ``bound``."""
+def _exact(qt, step, picked, depth, inside, bound, elig, strict: bool = True, known=None) -> bool:
+    """Whether no eligible unit outside ``inside`` (sorted row arrays; ``known`` their tiers, concatenated) could rank
+    within the first ``depth`` entries: such a unit has a base score of at most ``bound``."""
     if len(picked) < depth:
         return False
     if qt is not None:
-        bound = np.float32(bound - np.float32(qt.lowest_outside(inside, elig)) * step)
+        bound = np.float32(bound - np.float32(qt.lowest_outside(inside, elig, strict, known)) * step)
     return float(picked[-1][2]) > float(bound)
 
 
@@ -174,3 +180,14 @@ def _counts(opts, qt, post: ReadingPostings, mask, elig, page):
     uniq, inv = np.unique(keys, return_inverse=True)
     best = qt.report_best(uniq, None if every else in_e) if by_report else qt.stated(uniq, None if every else in_e)
     return total, int(matching.size), qt.classes(best)[inv].tolist()
+
+
+def band_rows(kind_mode: str, classes: list[int], relative: list[float]) -> list[tuple[str, float]]:
+    """(band, relevance) per page entry from its class and relative score (as :meth:`.counts.Counts.bands`)."""
+    table, kind = BandTable.packaged(), score_kind(kind_mode)
+    out = []
+    for code, rel in zip(classes, relative):
+        name = CLASS_NAMES[code] if code >= 0 else "none"
+        estimate = table.estimate(kind, name, rel)
+        out.append((band_of(name, estimate), round(estimate, 3)))
+    return out
