@@ -5,7 +5,7 @@ Run (builds what is missing under --workdir with the hashing encoder, then compa
     PYTHONPATH=src .venv/bin/python benchmarks/bench_candidates.py --corpus demo --corpus openi:1 --corpus mtsamples
 
 ``openi:N`` is Open-i (../shared/data/openi/reports.csv) copied N times (report ids suffixed), ``demo`` 2,000
-reports of the demo generator, ``mtsamples`` the distinct MTSamples notes; ``--index DIR`` compares any index.
+reports of the demo generator, ``demo:N`` N reports as ``bench_scale_e2e.py`` makes them (the issue's 45,000), ``mtsamples`` the distinct MTSamples notes; ``--index DIR`` compares any index.
 
 Each index is opened with the hashing encoder (no model: the query encoding is not what is timed; the
 timings are of the rest of the search). For each query (the demo generator's example queries, the
@@ -304,6 +304,10 @@ def corpus_index(spec: str, work: Path) -> str:
     enc = HashingEncoder(work / "model")
     if spec == "demo":
         reports = [d.report for d in generate_reports(n=2000, seed=7)]
+    elif spec.startswith("demo:"):  # the synthetic corpus: bench_scale_e2e's reports (image references)
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_scale_e2e import reports as scale_reports
+        reports = list(scale_reports(int(spec.split(":")[1])))
     elif spec == "mtsamples":
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from bench_negation import mtsamples_index
@@ -321,7 +325,7 @@ def corpus_index(spec: str, work: Path) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--index", action="append", default=[])
-    ap.add_argument("--corpus", action="append", default=[], help="demo, mtsamples or openi:COPIES")
+    ap.add_argument("--corpus", action="append", default=[], help="demo, demo:N (N reports as bench_scale_e2e.py makes them), mtsamples or openi:COPIES")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/cand-bench"))
     ap.add_argument("--backend", default="auto")
     ap.add_argument("--reps", type=int, default=1)
