@@ -325,7 +325,8 @@ def corpus_index(spec: str, work: Path) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--index", action="append", default=[])
-    ap.add_argument("--corpus", action="append", default=[], help="demo, demo:N (N reports as bench_scale_e2e.py makes them), mtsamples or openi:COPIES")
+    ap.add_argument("--corpus", action="append", default=[],
+                    help="demo, demo:N (N reports as bench_scale_e2e.py makes them), mtsamples or openi:COPIES")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/cand-bench"))
     ap.add_argument("--backend", default="auto")
     ap.add_argument("--reps", type=int, default=1)
