@@ -45,6 +45,15 @@ def test_the_phrase_itself_and_a_structure_it_names_are_still_read(labeler) -> N
     assert statuses(labeler, "lesion in the lung", "A cavitary lesion in the right lung.") == ["present"]
 
 
+def test_a_phrase_that_says_nowhere_keeps_the_structures_before_it(labeler) -> None:
+    # MTSamples: a heart murmur is a murmur, a skin rash a rash; only a phrase placing its finding excludes
+    assert statuses(labeler, "murmur", "No heart murmur.") == ["absent"]
+    assert statuses(labeler, "rash", "She has no skin rashes.") == ["absent"]
+    assert statuses(labeler, "shadow", "Bilateral nipple shadows.") == ["present"]
+    # only spaces make a modifier: "Cardiac: Chest pain" is chest pain under a heading
+    assert statuses(labeler, "pain in the chest", "Cardiac: Chest pain and swelling in her feet.") == ["present"]
+
+
 def test_a_negated_statement_keeps_its_negation(labeler) -> None:
     (phrase,) = labeler.query_phrases("lungs are not clear")
     assert (phrase.text, phrase.status, phrase.cue) == ("lungs are clear", "absent", "not")

@@ -12,9 +12,10 @@ know. :class:`PhraseReader` reads it without a lexicon entry:
    the query.
 2. **In a unit**: every occurrence of the head word with the phrase's other content words
    within :data:`WINDOW` tokens is a mention; ConText decides its status from the cues around
-   the head word ("kidneys show no stone formation": stone, absent). A word of the phrase that
-   another structure modifies in the unit is that structure's, not the phrase's
-   (:data:`OTHER_STRUCTURES`: "nipple shadows ... overlie the lung bases" is no shadow on the lung).
+   the head word ("kidneys show no stone formation": stone, absent). When the phrase says where its
+   finding is ("a shadow on the lung"), a word of it that another structure modifies in the unit is
+   that structure's, not the phrase's (:data:`OTHER_STRUCTURES`: "nipple shadows ... overlie the lung
+   bases" is no shadow on the lung); a phrase that says nowhere keeps them ("heart murmur" is a murmur).
 
 A negation between a subject and what is said of it ("lungs are not clear") negates the
 statement: the phrase is read whole ("lungs are clear", absent), not split at the cue.
@@ -50,13 +51,16 @@ OPTIONAL_WORDS = frozenset(
     "chronic new old subtle prominent extensive diffuse focal multiple single few several".split())
 #: Stems of spelling variants folded to one ("disk" and "disc"), as the lexicon's normalizer folds them.
 _STEM_SPELLINGS = {stem(k): stem(v) for k, v in SPELLINGS.items()}
-#: Structures other than the one a phrase names, and words saying a shadow is cast from outside the lung:
-#: directly before a word of the phrase in a unit ("nipple shadows", "overlying breast shadows", "vascular
-#: shadows", "bone lesion"), the word is theirs and no mention of the phrase (unless the phrase names them).
+#: Structures other than the one a phrase places its finding in, and words saying a shadow is cast from
+#: outside the lung: directly before a word of a phrase that says where ("on the lung") in a unit ("nipple
+#: shadows", "overlying breast shadows", "vascular shadows", "bone lesion"), the word is theirs and no mention
+#: of the phrase (unless the phrase names them).
 OTHER_STRUCTURES = tuple(tuple(w.split()) for w in (
     "nipple", "nipples", "breast", "breasts", "soft tissue", "soft tissues", "skin", "vascular", "vessel",
     "vessels", "bone", "bony", "osseous", "rib", "ribs", "costal", "scapular", "clavicular", "cardiac", "heart",
     "thyroid", "overlying", "overlapping", "superimposed"))
+#: Prepositions by which a phrase says where its finding is ("a shadow on the lung", "a lump in the lung").
+LOCATIVE = re.compile(r"\b(?:on|in|within|inside|around|over|under|beneath|behind|along)\s", re.IGNORECASE)
 #: Verbs joining a subject to what is said of it: a negation right after one negates the statement.
 COPULAS = frozenset("is are was were appear appears remain remains".split())
 _SPLIT = frozenset({"and", "or", "with", "plus", ",", ";", "/", "versus", "vs"})
@@ -82,6 +86,11 @@ class Phrase:
     @property
     def head(self) -> str:
         return self.stems[-1]
+
+    @property
+    def located(self) -> bool:
+        """Whether the phrase says where its finding is ("shadow on the lung"): see :data:`OTHER_STRUCTURES`."""
+        return LOCATIVE.search(self.text) is not None
 
 
 def query_side(query: str) -> str | None:
@@ -167,10 +176,12 @@ class PhraseReader:
     def read(self, phrase: Phrase, text: str) -> list[Mention]:
         """Mentions of ``phrase`` in ``text`` (one per occurrence of its head word), with statuses."""
         spans = [(m.start(), m.end(), _stem(m.group().lower())) for m in TOKEN_RE.finditer(text)]
-        words = [text[a:b].lower() for a, b, _ in spans]
-        named = set(phrase.stems)
-        # a word another structure modifies is not the phrase's ("nipple shadows"): no stem to match
-        stems = [None if _other_structure(words, i, named) else s for i, (_, _, s) in enumerate(spans)]
+        stems = [s for _, _, s in spans]
+        if phrase.located:  # a word another structure modifies is not the phrase's ("nipple shadows")
+            words = [text[a:b].lower() for a, b, _ in spans]
+            joined = [i > 0 and not text[spans[i - 1][1]:spans[i][0]].strip() for i in range(len(spans))]
+            named = set(phrase.stems)
+            stems = [None if _other_structure(words, joined, i, named) else s for i, s in enumerate(stems)]
         others = phrase.stems[:-1]
         matches = []
         for i, s in enumerate(stems):
@@ -185,11 +196,13 @@ class PhraseReader:
         return self.detector.read_matches(text, matches)
 
 
-def _other_structure(words: list[str], i: int, named: set[str]) -> bool:
-    """Whether the words right before ``words[i]`` are one of :data:`OTHER_STRUCTURES` the phrase does not name."""
+def _other_structure(words: list[str], joined: list[bool], i: int, named: set[str]) -> bool:
+    """Whether the words right before ``words[i]`` (only spaces between them: "Cardiac: Chest pain" is none)
+    are one of :data:`OTHER_STRUCTURES` the phrase does not name."""
     for structure in OTHER_STRUCTURES:
         n = len(structure)
-        if i >= n and tuple(words[i - n:i]) == structure and not {_stem(w) for w in structure} <= named:
+        if (i >= n and tuple(words[i - n:i]) == structure and all(joined[i - n + 1:i + 1])
+                and not {_stem(w) for w in structure} <= named):
             return True
     return False
 
@@ -218,5 +231,5 @@ def _concept(name: str) -> Concept:
     return Concept(name=name, category="finding", synonyms=(name,))
 
 
-__all__ = ["COPULAS", "OPTIONAL_WORDS", "OTHER_STRUCTURES", "Phrase", "PhraseReader", "SIDE_WORDS", "STOP_WORDS",
+__all__ = ["COPULAS", "LOCATIVE", "OPTIONAL_WORDS", "OTHER_STRUCTURES", "Phrase", "PhraseReader", "SIDE_WORDS", "STOP_WORDS",
            "WINDOW", "query_side"]
