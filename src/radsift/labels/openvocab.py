@@ -12,7 +12,13 @@ know. :class:`PhraseReader` reads it without a lexicon entry:
    the query.
 2. **In a unit**: every occurrence of the head word with the phrase's other content words
    within :data:`WINDOW` tokens is a mention; ConText decides its status from the cues around
-   the head word ("kidneys show no stone formation": stone, absent).
+   the head word ("kidneys show no stone formation": stone, absent). When the phrase says where its
+   finding is ("a shadow on the lung"), a word of it that another structure modifies in the unit is
+   that structure's, not the phrase's (:data:`OTHER_STRUCTURES`: "nipple shadows ... overlie the lung
+   bases" is no shadow on the lung); a phrase that says nowhere keeps them ("heart murmur" is a murmur).
+
+A negation between a subject and what is said of it ("lungs are not clear") negates the
+statement: the phrase is read whole ("lungs are clear", absent), not split at the cue.
 
 Side words (left, right, bilateral, both, bibasilar) are read as the query's side, not as
 content words (:data:`SIDE_WORDS`); locations ("right upper lobe", "RLL", "lingular":
@@ -45,6 +51,18 @@ OPTIONAL_WORDS = frozenset(
     "chronic new old subtle prominent extensive diffuse focal multiple single few several".split())
 #: Stems of spelling variants folded to one ("disk" and "disc"), as the lexicon's normalizer folds them.
 _STEM_SPELLINGS = {stem(k): stem(v) for k, v in SPELLINGS.items()}
+#: Structures other than the one a phrase places its finding in, and words saying a shadow is cast from
+#: outside the lung: directly before a word of a phrase that says where ("on the lung") in a unit ("nipple
+#: shadows", "overlying breast shadows", "vascular shadows", "bone lesion"), the word is theirs and no mention
+#: of the phrase (unless the phrase names them).
+OTHER_STRUCTURES = tuple(tuple(w.split()) for w in (
+    "nipple", "nipples", "breast", "breasts", "soft tissue", "soft tissues", "skin", "vascular", "vessel",
+    "vessels", "bone", "bony", "osseous", "rib", "ribs", "costal", "scapular", "clavicular", "cardiac", "heart",
+    "thyroid", "overlying", "overlapping", "superimposed"))
+#: Prepositions by which a phrase says where its finding is ("a shadow on the lung", "a lump in the lung").
+LOCATIVE = re.compile(r"\b(?:on|in|within|inside|around|over|under|beneath|behind|along)\s", re.IGNORECASE)
+#: Verbs joining a subject to what is said of it: a negation right after one negates the statement.
+COPULAS = frozenset("is are was were appear appears remain remains".split())
 _SPLIT = frozenset({"and", "or", "with", "plus", ",", ";", "/", "versus", "vs"})
 _WORD = re.compile(r"[A-Za-z]")
 
@@ -68,6 +86,11 @@ class Phrase:
     @property
     def head(self) -> str:
         return self.stems[-1]
+
+    @property
+    def located(self) -> bool:
+        """Whether the phrase says where its finding is ("shadow on the lung"): see :data:`OTHER_STRUCTURES`."""
+        return LOCATIVE.search(self.text) is not None
 
 
 def query_side(query: str) -> str | None:
@@ -116,6 +139,8 @@ class PhraseReader:
         doc, in_cue = self._cues(query)
         groups: list[list[int]] = [[]]
         for i, token in enumerate(doc):
+            if i in in_cue and _negated_statement(doc, i, in_cue, groups[-1]):
+                continue  # "lungs are not clear": one phrase, the cue read for its head
             if i in in_cue or token.lower_ in _SPLIT or not _WORD.search(token.text):
                 if groups[-1]:
                     groups.append([])
@@ -131,7 +156,7 @@ class PhraseReader:
                 continue
             head = required[-1]
             status, cue = self._status(doc, head.i)
-            text = doc[words[0].i: words[-1].i + 1].text
+            text = "".join(t.text_with_ws for t in doc[words[0].i: words[-1].i + 1] if t.i not in in_cue).strip()
             out.append(Phrase(text, tuple(_stem(t.lower_) for t in required), status, cue))
         return out
 
@@ -152,6 +177,11 @@ class PhraseReader:
         """Mentions of ``phrase`` in ``text`` (one per occurrence of its head word), with statuses."""
         spans = [(m.start(), m.end(), _stem(m.group().lower())) for m in TOKEN_RE.finditer(text)]
         stems = [s for _, _, s in spans]
+        if phrase.located:  # a word another structure modifies is not the phrase's ("nipple shadows")
+            words = [text[a:b].lower() for a, b, _ in spans]
+            joined = [i > 0 and not text[spans[i - 1][1]:spans[i][0]].strip() for i in range(len(spans))]
+            named = set(phrase.stems)
+            stems = [None if _other_structure(words, joined, i, named) else s for i, s in enumerate(stems)]
         others = phrase.stems[:-1]
         matches = []
         for i, s in enumerate(stems):
@@ -166,6 +196,31 @@ class PhraseReader:
         return self.detector.read_matches(text, matches)
 
 
+def _other_structure(words: list[str], joined: list[bool], i: int, named: set[str]) -> bool:
+    """Whether the words right before ``words[i]`` (only spaces between them: "Cardiac: Chest pain" is none)
+    are one of :data:`OTHER_STRUCTURES` the phrase does not name."""
+    for structure in OTHER_STRUCTURES:
+        n = len(structure)
+        if (i >= n and tuple(words[i - n:i]) == structure and all(joined[i - n + 1:i + 1])
+                and not {_stem(w) for w in structure} <= named):
+            return True
+    return False
+
+
+def _negated_statement(doc, i: int, in_cue: set[int], group: list[int]) -> bool:
+    """Whether cue token ``i`` negates a statement inside a phrase: it follows a copula after the phrase's
+    subject ("lungs are not clear") and a word that is no cue follows it."""
+    j = i
+    while j > 0 and j - 1 in in_cue:  # the cue's first token
+        j -= 1
+    if not group or j == 0 or doc[j - 1].lower_ not in COPULAS:
+        return False
+    k = i
+    while k < len(doc) and k in in_cue:
+        k += 1
+    return k < len(doc) and _WORD.search(doc[k].text) is not None and doc[k].lower_ not in _SPLIT
+
+
 def _stem(word: str) -> str:
     """The Snowball stem of a lower-case word, spelling variants folded ("disks" -> "disc")."""
     s = stem(word)
@@ -176,5 +231,5 @@ def _concept(name: str) -> Concept:
     return Concept(name=name, category="finding", synonyms=(name,))
 
 
-__all__ = ["OPTIONAL_WORDS", "Phrase", "PhraseReader", "SIDE_WORDS", "STOP_WORDS",
+__all__ = ["COPULAS", "LOCATIVE", "OPTIONAL_WORDS", "OTHER_STRUCTURES", "Phrase", "PhraseReader", "SIDE_WORDS", "STOP_WORDS",
            "WINDOW", "query_side"]

@@ -114,8 +114,10 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     if not found and lexicon and link is not None and read_as != "literal":
         text, status, cue = labeler.query_finding_text(query)
         linked = link(text) if text else None
-        if linked is not None and normal_statement(text, query):
-            status = _FLIPPED.get(status, status)  # "lungs are clear" states the linked opacity absent
+        if linked is not None and normal_statement(text):
+            # "lungs are clear" states the linked opacity absent; "lungs are not clear" (the statement read
+            # absent: the labeler keeps the "not") states it present
+            status = _FLIPPED.get(status, status)
         if linked is not None:
             # The user's words stay when the index holds every phrase of them (a phrase it never holds
             # makes a literal reading no unit can state); the link then stands beside them.
