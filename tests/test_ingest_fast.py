@@ -270,3 +270,30 @@ def test_hl7_sections_are_stripped_as_assemble_strips_them(tmp_path):
         ("exam_code", "71046"), ("modality", "XR"), ("status", None)])
     assert report.to_dict() == expected.to_dict()
     assert dict(report.sections) == {"findings": "clear", "impression": "normal"}
+
+
+def test_remembered_exams_modalities_and_categories_are_those_read(tmp_path, monkeypatch):
+    """The exam, modality and category read once per (shape, code and category values) are those read from
+    each report: codes, displays, systems (DICOM among them) and categories varied within one shape."""
+    import json
+
+    items = assign_patients([d.report for d in generate_reports(n=300, seed=21)])
+    rng = random.Random(21)
+    lines = []
+    for item in items:
+        r = fhir_resource(item)
+        coding = r["code"]["coding"][0]
+        coding["system"] = rng.choice([coding["system"], fhir_reader.DICOM])
+        coding["code"] = rng.choice([coding["code"], "CT", "mr", "XR", "US", "zz"])
+        coding["display"] = rng.choice([coding["display"], "CT HEAD", "MRI KNEE", "Chest"])
+        r["code"]["text"] = rng.choice([r["code"]["text"], "CT ABDOMEN", "Ultrasound neck"])
+        cat = r["category"][0]["coding"][0]
+        cat["system"], cat["display"] = rng.choice([(cat["system"], cat["display"]), (fhir_reader.DICOM, "Imaging")])
+        cat["code"] = rng.choice([cat["code"], "MR", "NM"])
+        lines.append(json.dumps(r))
+    path = tmp_path / "varied.ndjson"
+    path.write_text("\n".join(lines) + "\n")
+    fast = [r.to_dict() for r in read_corpus([path], ReaderOptions())]
+    assert len({(r["metadata"]["exam"], r["metadata"].get("modality"), r["metadata"]["category"]) for r in fast}) > 10
+    monkeypatch.setattr(fhir_reader, "ShapeValidator", lambda model, **_: model.model_validate)  # nothing remembered
+    assert [r.to_dict() for r in read_corpus([path], ReaderOptions())] == fast

@@ -51,6 +51,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 #: DICOM's code system (modalities are its codes: CT, MR, US, ...).
 DICOM = "http://dicom.nema.org/resources/ontology/DCM"
 _BLANK = object()  # a blank NDJSON line: passed over
+_MEMO_SIZE = 4096  # exams, modalities and categories remembered per read (a feed has a few hundred exams)
 # orjson reads an integer past 64 bits as a float, json as an int: a line with 19 digits in a row goes to json
 _DIGITS_AS_ZERO, _LONG_NUMBER = bytes.maketrans(b"0123456789", b"0" * 10), b"0" * 19
 
@@ -149,6 +150,11 @@ def _modality(resource: dict, exam: str | None) -> str | None:
     return modality_in(exam)
 
 
+def _concept_path(path: tuple) -> bool:
+    """The leaf paths whose values decide ``exam``, ``modality`` and ``category``."""
+    return path[0] in ("code", "category")
+
+
 def _reference_id(subject: Any) -> str | None:
     if not isinstance(subject, dict):
         return None
@@ -158,13 +164,24 @@ def _reference_id(subject: Any) -> str | None:
     return (subject.get("identifier") or {}).get("value")
 
 
-def report_of(resource: dict, validate) -> tuple[Any, str | None]:
-    """A ``DiagnosticReport`` resource (parsed JSON) as ``(Report, None)``, or ``(None, problem)``."""
+def _concepts(resource: dict) -> tuple[str | None, str | None, str | None]:
+    """``(exam, modality, category)`` of a report, read from its ``code`` and ``category``."""
+    exam = _concept_text(resource.get("code"))
+    category = "; ".join(t for c in resource.get("category") or [] if (t := _concept_text(c))) or None
+    return exam, _modality(resource, exam), category
+
+
+def report_of(resource: dict, validate, memo: dict | None = None) -> tuple[Any, str | None]:
+    """A ``DiagnosticReport`` resource (parsed JSON) as ``(Report, None)``, or ``(None, problem)``.
+
+    ``validate`` raises on an invalid resource; when it returns a tuple (a :class:`ShapeValidator` key of the
+    resource's ``code`` and ``category``), what was read from them is remembered in ``memo`` under it (a feed
+    names the same few exams on every report)."""
     kind = resource.get("resourceType") if isinstance(resource, dict) else None
     if kind != "DiagnosticReport":
         return None, f"a {kind or 'non-FHIR'} resource, not a DiagnosticReport"
     try:
-        validate(resource)
+        key = validate(resource)
     except Exception as exc:  # pydantic's ValidationError: its first error, located
         errors = getattr(exc, "errors", None)
         first = errors()[0] if callable(errors) and errors() else None
@@ -182,13 +199,17 @@ def report_of(resource: dict, validate) -> tuple[Any, str | None]:
     if not text.strip() and not conclusion:
         return None, f"DiagnosticReport {rid}: no report text (no text/plain or text/html presentedForm, no conclusion)"
     when = resource.get("effectiveDateTime") or (resource.get("effectivePeriod") or {}).get("start") or resource.get("issued")
-    exam = _concept_text(resource.get("code"))
+    concepts = memo.get(key) if memo is not None and type(key) is tuple else None
+    if concepts is None:
+        concepts = _concepts(resource)
+        if memo is not None and type(key) is tuple and len(memo) < _MEMO_SIZE:
+            memo[key] = concepts
+    exam, modality, category = concepts
     sections = split_sections(text) if texts else []
     impression = next((body for name, body in sections if name == "impression"), None)
     metadata = [("patient", _reference_id(resource.get("subject"))), ("date", str(when)[:10] if when else None),
-                ("datetime", str(when) if when else None), ("exam", exam), ("modality", _modality(resource, exam)),
-                ("category", "; ".join(t for c in resource.get("category") or [] if (t := _concept_text(c))) or None),
-                ("status", resource.get("status"))]
+                ("datetime", str(when) if when else None), ("exam", exam), ("modality", modality),
+                ("category", category), ("status", resource.get("status"))]
     if conclusion and impression is None:
         sections.append(("impression", conclusion))
     elif conclusion and conclusion != impression and " ".join(conclusion.split()) != " ".join(impression.split()):
@@ -255,11 +276,12 @@ def read_fhir(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
             raise CorpusError(f"{path}: no .json or .ndjson files in this folder")
     else:
         files = [path]
-    validate = ShapeValidator(_validator())  # model_validate's verdicts, the structure checked once per shape
+    # model_validate's verdicts, the structure checked once per shape; its keys name the code and category
+    validate, memo = ShapeValidator(_validator(), keep=_concept_path), {}
     for file in files:
         for where, resource, problem in _resources(file, options):
             if problem:
                 yield Parsed(where, problem=problem)
                 continue
-            report, problem = report_of(resource, validate)
+            report, problem = report_of(resource, validate, memo)
             yield Parsed(where, report, problem)
