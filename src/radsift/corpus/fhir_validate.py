@@ -38,7 +38,6 @@ walked as before.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import re
 import sys
@@ -60,6 +59,10 @@ _OBJECT, _LIST, _END = object(), object(), object()  # markers of _shape: not st
 # leap seconds are not plain ([0-9], not \d: no other digits)
 _PLAIN_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
                          r"(?:Z|[+-](?:(?:0[0-9]|1[0-3]):[0-5][0-9]|14:00))")
+# The same plain form in one regex, for the values a shape holds as strings: every real day but 02-29 (a leap
+# day goes to _plain_time's year check or the validator), no year 0000
+_PLAIN_DAY_TIME = re.compile(r"(?!0000)[0-9]{4}-(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-9]|1[0-2])-"
+                             r"(?:29|30)|(?:0[13578]|1[02])-31)" + _PLAIN_TIME.pattern[len("[0-9]{4}-[0-9]{2}-[0-9]{2}"):])
 # every real "MM-DD" of a year (02-29 too: its year is checked apart)
 _MONTH_DAYS = frozenset(f"{m:02d}-{d:02d}" for m, days in enumerate((31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31), 1)
                         for d in range(1, days + 1))
@@ -125,7 +128,7 @@ def _plain_base64(value: Any) -> bool:
     if type(value) is not str:
         return False
     try:
-        _last_decoded = (value, base64.b64decode(value, validate=True))  # one tuple: read whole or not at all
+        _last_decoded = (value, binascii.a2b_base64(value, strict_mode=True))  # one tuple: read whole or not at all
     except (binascii.Error, ValueError):  # not base64, or not ASCII
         return False
     return True
@@ -141,7 +144,7 @@ def strict_base64(value: str) -> bytes:
     last, data = _last_decoded
     if last is value:
         return data
-    return base64.b64decode(value, validate=True)
+    return binascii.a2b_base64(value, strict_mode=True)  # b64decode(validate=True) without its wrapper
 
 
 # Plain values of the string types a feed writes new on every report (ids, identifiers, references, texts), each
@@ -364,6 +367,8 @@ class ShapeValidator:
         name, full = self._adapters[id(kind)]
         if name in _PLAIN_STR:  # a regex of the plain form, called only on what the shape says is a str
             fast = _PLAIN_STR[name] if python_type is str else None
+        elif name in ("dateTime", "instant") and python_type is str:
+            fast = _PLAIN_DAY_TIME.fullmatch
         else:
             fast = FAST_ACCEPT.get(name)  # these check the value's type themselves
         passed = self._passed.setdefault((id(kind), python_type), set())
