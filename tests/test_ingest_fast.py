@@ -281,7 +281,7 @@ def test_remembered_exams_modalities_and_categories_are_those_read(tmp_path, mon
     rng = random.Random(21)
     lines = []
     for item in items:
-        r = fhir_resource(item)
+        r = copy.deepcopy(fhir_resource(item))  # its code and category are the demo's own objects
         coding = r["code"]["coding"][0]
         coding["system"] = rng.choice([coding["system"], fhir_reader.DICOM])
         coding["code"] = rng.choice([coding["code"], "CT", "mr", "XR", "US", "zz"])

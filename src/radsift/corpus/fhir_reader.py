@@ -31,7 +31,6 @@ from __future__ import annotations
 import binascii
 import html
 import json
-from functools import lru_cache
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Iterator
@@ -51,6 +50,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 #: DICOM's code system (modalities are its codes: CT, MR, US, ...).
 DICOM = "http://dicom.nema.org/resources/ontology/DCM"
 _BLANK = object()  # a blank NDJSON line: passed over
+_CONTENT_TYPES: dict[str, tuple[str, str]] = {}  # contentType -> (media type, charset), see _content_type
 _MEMO_SIZE = 4096  # exams, modalities and categories remembered per read (a feed has a few hundred exams)
 # orjson reads an integer past 64 bits as a float, json as an int: a line with 19 digits in a row goes to json
 _DIGITS_AS_ZERO, _LONG_NUMBER = bytes.maketrans(b"0123456789", b"0" * 10), b"0" * 19
@@ -109,7 +109,8 @@ def _attachment_text(att: dict) -> str | None:
     Raises:
         ValueError: The attachment's ``data`` is not base64 or not text in its charset.
     """
-    kind, charset = _content_type(str(att.get("contentType") or "text/plain"))
+    content_type = att.get("contentType") or "text/plain"
+    kind, charset = _content_type(str(content_type))
     if kind not in ("text/plain", "text/html") or not att.get("data"):
         return None
     try:
@@ -119,15 +120,19 @@ def _attachment_text(att: dict) -> str | None:
     return html_text(text) if kind == "text/html" else text
 
 
-@lru_cache(maxsize=256)  # a feed writes one or two content types on every report
 def _content_type(value: str) -> tuple[str, str]:
-    """``(media type, charset)`` of a ``contentType`` (``text/plain; charset=utf-8``; utf-8 by default)."""
+    """``(media type, charset)`` of a ``contentType`` (``text/plain; charset=utf-8``; utf-8 by default),
+    remembered (a feed writes one or two content types on every report)."""
+    if value in _CONTENT_TYPES:
+        return _CONTENT_TYPES[value]
     kind, _, params = value.lower().partition(";")
     charset = "utf-8"
     for param in params.split(";"):
         key, _, found = param.partition("=")
         if key.strip() == "charset" and found.strip():
             charset = found.strip().strip('"')
+    if len(_CONTENT_TYPES) < 256:
+        _CONTENT_TYPES[value] = (kind.strip(), charset)
     return kind.strip(), charset
 
 
@@ -196,7 +201,7 @@ def report_of(resource: dict, validate, memo: dict | None = None) -> tuple[Any, 
         return None, f"DiagnosticReport {rid}: {exc}"
     conclusion = (resource.get("conclusion") or "").strip()
     text = "\n".join(texts)
-    if not text.strip() and not conclusion:
+    if (not text or text.isspace()) and not conclusion:  # blank (what strip() would empty), without a copy
         return None, f"DiagnosticReport {rid}: no report text (no text/plain or text/html presentedForm, no conclusion)"
     when = resource.get("effectiveDateTime") or (resource.get("effectivePeriod") or {}).get("start") or resource.get("issued")
     concepts = memo.get(key) if memo is not None and type(key) is tuple else None
