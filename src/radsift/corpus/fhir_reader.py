@@ -123,8 +123,9 @@ def _attachment_text(att: dict) -> str | None:
 def _content_type(value: str) -> tuple[str, str]:
     """``(media type, charset)`` of a ``contentType`` (``text/plain; charset=utf-8``; utf-8 by default),
     remembered (a feed writes one or two content types on every report)."""
-    if value in _CONTENT_TYPES:
-        return _CONTENT_TYPES[value]
+    known = _CONTENT_TYPES.get(value)
+    if known is not None:
+        return known
     kind, _, params = value.lower().partition(";")
     charset = "utf-8"
     for param in params.split(";"):
@@ -195,8 +196,11 @@ def report_of(resource: dict, validate, memo: dict | None = None) -> tuple[Any, 
     rid = resource.get("id") or _first(resource.get("identifier")).get("value")
     if not rid:
         return None, "a DiagnosticReport with neither id nor identifier"
+    texts = []
     try:
-        texts = [t for att in resource.get("presentedForm") or [] if (t := _attachment_text(att))]
+        for att in resource.get("presentedForm") or ():  # a loop, not a comprehension: no frame per report
+            if t := _attachment_text(att):
+                texts.append(t)
     except ValueError as exc:
         return None, f"DiagnosticReport {rid}: {exc}"
     conclusion = (resource.get("conclusion") or "").strip()
@@ -211,7 +215,11 @@ def report_of(resource: dict, validate, memo: dict | None = None) -> tuple[Any, 
             memo[key] = concepts
     exam, modality, category = concepts
     sections = split_sections(text) if texts else []
-    impression = next((body for name, body in sections if name == "impression"), None)
+    impression = None
+    for name, body in sections:
+        if name == "impression":
+            impression = body
+            break
     metadata = [("patient", _reference_id(resource.get("subject"))), ("date", str(when)[:10] if when else None),
                 ("datetime", str(when) if when else None), ("exam", exam), ("modality", modality),
                 ("category", category), ("status", resource.get("status"))]
