@@ -21,9 +21,10 @@ Bundle, entries of other types (the Patient a search ``_include``s) are passed o
 only by ``url`` are not fetched (radsift is offline): a report whose only text is a URL has no text.
 
 NDJSON lines are parsed with ``orjson`` when it is installed (not a dependency: about three times faster than
-``json``); a line it refuses (a BOM, bad bytes, ``NaN``, a lone surrogate, a blank line, bad JSON) or one it
-would read otherwise (19 digits in a row: an integer past 64 bits, a float to orjson) goes to ``json``, so
-the records and problems are json's (``tests/test_feeds_fast.py``).
+``json``); a line it refuses (a BOM, bad bytes, ``NaN``, a lone surrogate, a blank line, bad JSON) goes to
+``json``, and so does one it may read otherwise: an integer past 64 bits, a float to orjson, an int to json.
+Such a line has 19 digits in a row; it is looked for only where a float may be (a resource whose validated
+shape holds no float has none), so the records and problems are json's (``tests/test_feeds_fast.py``).
 """
 
 from __future__ import annotations
@@ -177,22 +178,34 @@ def _concepts(resource: dict) -> tuple[str | None, str | None, str | None]:
     return exam, _modality(resource, exam), category
 
 
+def _validated(resource: Any, validate) -> tuple[Any, str | None]:
+    """``(validate's return, None)`` for a valid ``DiagnosticReport``, ``(None, problem)`` for anything else."""
+    kind = resource.get("resourceType") if isinstance(resource, dict) else None
+    if kind != "DiagnosticReport":
+        return None, f"a {kind or 'non-FHIR'} resource, not a DiagnosticReport"
+    try:
+        return validate(resource), None
+    except Exception as exc:  # pydantic's ValidationError: its first error, located
+        errors = getattr(exc, "errors", None)
+        first = errors()[0] if callable(errors) and errors() else None
+        where = ".".join(str(x) for x in first["loc"]) if first else ""
+        return None, f"not a valid FHIR DiagnosticReport ({where + ': ' if where else ''}{first['msg'] if first else exc})"
+
+
 def report_of(resource: dict, validate, memo: dict | None = None) -> tuple[Any, str | None]:
     """A ``DiagnosticReport`` resource (parsed JSON) as ``(Report, None)``, or ``(None, problem)``.
 
     ``validate`` raises on an invalid resource; when it returns a tuple (a :class:`ShapeValidator` key of the
     resource's ``code`` and ``category``), what was read from them is remembered in ``memo`` under it (a feed
     names the same few exams on every report)."""
-    kind = resource.get("resourceType") if isinstance(resource, dict) else None
-    if kind != "DiagnosticReport":
-        return None, f"a {kind or 'non-FHIR'} resource, not a DiagnosticReport"
-    try:
-        key = validate(resource)
-    except Exception as exc:  # pydantic's ValidationError: its first error, located
-        errors = getattr(exc, "errors", None)
-        first = errors()[0] if callable(errors) and errors() else None
-        where = ".".join(str(x) for x in first["loc"]) if first else ""
-        return None, f"not a valid FHIR DiagnosticReport ({where + ': ' if where else ''}{first['msg'] if first else exc})"
+    key, problem = _validated(resource, validate)
+    if problem is not None:
+        return None, problem
+    return _report(resource, key, memo)
+
+
+def _report(resource: dict, key: Any, memo: dict | None) -> tuple[Any, str | None]:
+    """:func:`report_of` of a resource validated, ``key`` being what its validation returned."""
     rid = resource.get("id") or _first(resource.get("identifier")).get("value")
     if not rid:
         return None, "a DiagnosticReport with neither id nor identifier"
@@ -230,41 +243,48 @@ def report_of(resource: dict, validate, memo: dict | None = None) -> tuple[Any, 
     return assemble(str(rid), None, sections, metadata), None
 
 
-def _resources(path: Path, options: ReaderOptions) -> Iterator[tuple[str, Any, str | None]]:
-    """``(location, resource, problem)`` of a ``.ndjson`` file (one per line) or a ``.json`` file
-    (one resource, or a Bundle's entries)."""
+def _resources(path: Path, options: ReaderOptions) -> Iterator[tuple[str, Any, str | None, int, bytes | None]]:
+    """``(location, resource, problem, line number, raw)`` of a ``.ndjson`` file (one per line) or a ``.json``
+    file (one resource, or a Bundle's entries). ``raw`` is the line's bytes when orjson parsed it without
+    looking for long numbers (see :func:`_long_number`), else None."""
     if path.suffix.lower() == ".ndjson":
         with path.open("rb") as handle:
             if orjson is None or not line_wise(options.encoding) or not is_utf8(options.encoding):
-                lines = (_json_line(path, number, line, problem)
+                lines = (_json_line(path, number, line, problem) + (number, None)
                          for number, line, problem in decoded_lines(path, handle, options.encoding))
                 yield from (item for item in lines if item[1] is not _BLANK)
                 return
             name = str(path)
             for number, raw in enumerate(handle, 1):
                 try:  # orjson reads UTF-8 bytes as json reads their text; anything else it refuses goes to json
-                    if raw.translate(_DIGITS_AS_ZERO).find(_LONG_NUMBER) < 0:
-                        yield f"{name} line {number}", orjson.loads(raw), None
-                        continue
+                    yield f"{name} line {number}", orjson.loads(raw), None, number, raw
+                    continue
                 except orjson.JSONDecodeError:  # a blank line, a BOM, bad bytes, NaN, a lone surrogate, bad JSON
                     pass
                 item = _json_line(path, number, *decode_line(number, raw, options.encoding))
                 if item[1] is not _BLANK:
-                    yield item
+                    yield *item, number, None
         return
     try:
         data = json.loads(path.read_bytes().decode(options.encoding).lstrip("\ufeff"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        yield str(path), None, f"invalid JSON ({exc})"
+        yield str(path), None, f"invalid JSON ({exc})", 0, None
         return
     if isinstance(data, dict) and data.get("resourceType") == "Bundle":
         for number, entry in enumerate(data.get("entry") or [], 1):
             resource = entry.get("resource") if isinstance(entry, dict) else None
             if isinstance(resource, dict) and resource.get("resourceType") not in (None, "DiagnosticReport"):
                 continue  # an _include'd Patient, an OperationOutcome: not a report, not an error
-            yield f"{path} entry {number}", resource, None if resource is not None else "a Bundle entry with no resource"
+            problem = None if resource is not None else "a Bundle entry with no resource"
+            yield f"{path} entry {number}", resource, problem, number, None
         return
-    yield str(path), data, None
+    yield str(path), data, None, 0, None
+
+
+def _long_number(raw: bytes) -> bool:
+    """True when a line holds 19 digits in a row: maybe an integer past 64 bits, which orjson reads as a float
+    and json as an int."""
+    return raw.translate(_DIGITS_AS_ZERO).find(_LONG_NUMBER) >= 0
 
 
 def _json_line(path: Path, number: int, line: str, problem: str | None) -> tuple[str, Any, str | None]:
@@ -291,10 +311,22 @@ def read_fhir(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
         files = [path]
     # model_validate's verdicts, the structure checked once per shape; its keys name the code and category
     validate, memo = ShapeValidator(_validator(), keep=_concept_path), {}
+    floats = getattr(validate, "float_shapes", None)  # the shapes with a float (None: not told)
     for file in files:
-        for where, resource, problem in _resources(file, options):
+        for where, resource, problem, number, raw in _resources(file, options):
             if problem:
                 yield Parsed(where, problem=problem)
                 continue
-            report, problem = report_of(resource, validate, memo)
+            key, problem = _validated(resource, validate)
+            # orjson's reading is json's unless it read a long integer as a float: a resource of a shape
+            # without floats has none; any other goes to json when its line has a long number
+            if raw is not None and (floats is None or type(key) is not tuple or key[0] in floats) \
+                    and _long_number(raw):
+                where, resource, problem = _json_line(file, number, *decode_line(number, raw, options.encoding))
+                if problem is None:
+                    key, problem = _validated(resource, validate)
+            if problem is not None:
+                yield Parsed(where, problem=problem)
+                continue
+            report, problem = _report(resource, key, memo)
             yield Parsed(where, report, problem)

@@ -328,6 +328,8 @@ class ShapeValidator:
         self._adapters: dict[int, tuple[Any, Any]] = {}  # by id: an annotation's metadata may not hash
         self._passed: dict[tuple[int, type], set] = {}  # (annotation id, Python type) -> values passed
         self._last: Any = None  # the last planned shape's function
+        #: The numbers (a key's first item) of the planned shapes that hold a float.
+        self.float_shapes: set[int] = set()
 
     def __call__(self, resource: dict) -> tuple | None:
         last = self._last
@@ -346,6 +348,8 @@ class ShapeValidator:
         if plan is _UNSEEN or plan is None:
             self.model.model_validate(resource)  # the first of its shape, or a shape without a plan: whole
             if plan is _UNSEEN and len(self._plans) < MAX_SHAPES:
+                if float in key:  # a leaf's type (keys are strings, markers are objects)
+                    self.float_shapes.add(len(self._plans))
                 self._plans[key] = self._compile(resource)
             return None
         self._last = plan
