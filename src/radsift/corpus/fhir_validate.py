@@ -163,10 +163,19 @@ _PLAIN_STR = {
 _ID_PATTERN = r"^[A-Za-z0-9\-.]+$"  # fhir_core's default: the id check holds only while it is in force
 
 
+# string and markdown as a shape's function checks them first, inline (no call): an ASCII string with a
+# character besides VT and FF, the only ASCII characters outside their patterns' class ([ \r\n\t\S], search)
+_INLINE_TEXT = "({0}.isascii() and {0}.strip('\\x0b\\x0c'))"
+_INLINE = {"string": _INLINE_TEXT, "markdown": _INLINE_TEXT}
+
+
 def _plain_str(name: str):
-    """A check of one :data:`_PLAIN_STR` type for any value (a ``str`` of the plain form)."""
-    match = _PLAIN_STR[name]
-    return lambda value: type(value) is str and match(value) is not None
+    """A check of one :data:`_PLAIN_STR` type for any value (a ``str`` of the plain form, inline or regex)."""
+    match, inline = _PLAIN_STR[name], _INLINE.get(name)
+    if inline is None:
+        return lambda value: type(value) is str and match(value) is not None
+    return lambda value: type(value) is str and (value.isascii() and value.strip("\x0b\x0c") != ""
+                                                 or match(value) is not None)
 
 
 #: For a ``fhir.resources`` type (by its ``__visit_name__``), a check that passes only values its validator
@@ -234,8 +243,8 @@ def matcher(sample: Any, paths: list[tuple], checks: dict | None = None, fixed: 
 
     ``checks`` maps leaf paths to ``(fast, passed, validate)``: once the shape has matched, each such value
     that is not the last one passed at its place (a feed repeats its codes and systems) is checked by ``fast``
-    (None: no fast check), else looked up in the set ``passed``, else given to ``validate`` (which raises on a
-    bad value). ``fixed`` maps leaf paths to values they must equal (else None).
+    (None: no fast check; a function; or an expression of the value, ``{0}``, and a function for what it does
+    not pass), else looked up in the set ``passed``, else given to ``validate`` (which raises on a bad value). ``fixed`` maps leaf paths to values they must equal (else None).
     The function's text is written from the sample's structure; keys, types and checks are its constants
     (never text of the data), so any keys are safe.
     """
@@ -271,7 +280,9 @@ def matcher(sample: Any, paths: list[tuple], checks: dict | None = None, fixed: 
             if path in checks:  # run once the whole shape has matched, unless the value is the last one passed here
                 fast, passed, validate = checks[path]
                 test = f"{var} not in {const(passed)}"
-                if fast is not None:
+                if type(fast) is tuple:  # (an inline expression, a function for what it does not pass)
+                    test = f"not ({fast[0].format(var)} or {const(fast[1])}({var})) and {test}"
+                elif fast is not None:
                     test = f"not {const(fast)}({var}) and {test}"
                 last = const([_UNSEEN])
                 after.extend([f"if {var} != {last}[0]:", f"    if {test}: {const(validate)}({var})",
@@ -371,6 +382,8 @@ class ShapeValidator:
         name, full = self._adapters[id(kind)]
         if name in _PLAIN_STR:  # a regex of the plain form, called only on what the shape says is a str
             fast = _PLAIN_STR[name] if python_type is str else None
+            if fast is not None and name in _INLINE:
+                fast = (_INLINE[name], fast)
         elif name in ("dateTime", "instant") and python_type is str:
             fast = _PLAIN_DAY_TIME.fullmatch
         else:
