@@ -110,12 +110,13 @@ def _attachment_text(att: dict) -> str | None:
     Raises:
         ValueError: The attachment's ``data`` is not base64 or not text in its charset.
     """
-    content_type = att.get("contentType") or "text/plain"
-    kind, charset = _content_type(str(content_type))
-    if kind not in ("text/plain", "text/html") or not att.get("data"):
+    content_type, data = att.get("contentType") or "text/plain", att.get("data")
+    kind, charset = _CONTENT_TYPES.get(content_type) or _content_type(content_type) if type(content_type) is str \
+        else _content_type(str(content_type))
+    if kind not in ("text/plain", "text/html") or not data:
         return None
     try:
-        text = strict_base64(att["data"]).decode(charset)  # the bytes validation decoded, if it did
+        text = strict_base64(data).decode(charset)  # the bytes validation decoded, if it did
     except (binascii.Error, ValueError, LookupError) as exc:
         raise ValueError(f"presentedForm data is not base64 {charset} text ({exc})") from None
     return html_text(text) if kind == "text/html" else text
