@@ -290,10 +290,16 @@ def test_remembered_exams_modalities_and_categories_are_those_read(tmp_path, mon
         cat = r["category"][0]["coding"][0]
         cat["system"], cat["display"] = rng.choice([(cat["system"], cat["display"]), (fhir_reader.DICOM, "Imaging")])
         cat["code"] = rng.choice([cat["code"], "MR", "NM"])
+        patient = rng.choice(["P1", "P2", "x/y"])
+        r["subject"] = rng.choice([{"reference": f"Patient/{patient}"}, {"reference": f"Patient/{patient}/"},
+                                   {"reference": patient}, {"identifier": {"value": patient}}])
         lines.append(json.dumps(r))
     path = tmp_path / "varied.ndjson"
     path.write_text("\n".join(lines) + "\n")
     fast = [r.to_dict() for r in read_corpus([path], ReaderOptions())]
     assert len({(r["metadata"]["exam"], r["metadata"].get("modality"), r["metadata"]["category"]) for r in fast}) > 10
+    model = fhir_reader._validator()  # each report read alone, nothing remembered
+    alone = [fhir_reader.report_of(json.loads(line), model.model_validate)[0].to_dict() for line in lines]
+    assert alone == fast and len({r["metadata"]["patient"] for r in fast}) == 4
     monkeypatch.setattr(fhir_reader, "ShapeValidator", lambda model, **_: model.model_validate)  # nothing remembered
     assert [r.to_dict() for r in read_corpus([path], ReaderOptions())] == fast

@@ -205,8 +205,9 @@ def report_of(resource: dict, validate, memo: dict | None = None) -> tuple[Any, 
     return _report(resource, key, memo)
 
 
-def _report(resource: dict, key: Any, memo: dict | None) -> tuple[Any, str | None]:
-    """:func:`report_of` of a resource validated, ``key`` being what its validation returned."""
+def _report(resource: dict, key: Any, memo: dict | None, patients: dict | None = None) -> tuple[Any, str | None]:
+    """:func:`report_of` of a resource validated, ``key`` being what its validation returned; ``patients``
+    remembers the patient of each ``subject.reference`` (a patient has several reports)."""
     rid = resource.get("id") or _first(resource.get("identifier")).get("value")
     if not rid:
         return None, "a DiagnosticReport with neither id nor identifier"
@@ -234,7 +235,14 @@ def _report(resource: dict, key: Any, memo: dict | None) -> tuple[Any, str | Non
         if name == "impression":
             impression = body
             break
-    metadata = [("patient", _reference_id(resource.get("subject"))), ("date", str(when)[:10] if when else None),
+    subject = resource.get("subject")
+    ref = subject.get("reference") if type(subject) is dict else None
+    patient = patients.get(ref) if patients is not None and type(ref) is str else None
+    if patient is None:
+        patient = _reference_id(subject)
+        if patients is not None and type(ref) is str and ref and len(patients) < _MEMO_SIZE:
+            patients[ref] = patient  # a reference alone decides the patient (see _reference_id)
+    metadata = [("patient", patient), ("date", str(when)[:10] if when else None),
                 ("datetime", str(when) if when else None), ("exam", exam), ("modality", modality),
                 ("category", category), ("status", resource.get("status"))]
     if conclusion and impression is None:
@@ -311,7 +319,7 @@ def read_fhir(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
     else:
         files = [path]
     # model_validate's verdicts, the structure checked once per shape; its keys name the code and category
-    validate, memo = ShapeValidator(_validator(), keep=_concept_path), {}
+    validate, memo, patients = ShapeValidator(_validator(), keep=_concept_path), {}, {}
     floats = getattr(validate, "float_shapes", None)  # the shapes with a float (None: not told)
     for file in files:
         for where, resource, problem, number, raw in _resources(file, options):
@@ -329,5 +337,5 @@ def read_fhir(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
             if problem is not None:
                 yield Parsed(where, problem=problem)
                 continue
-            report, problem = _report(resource, key, memo)
+            report, problem = _report(resource, key, memo, patients)
             yield Parsed(where, report, problem)
