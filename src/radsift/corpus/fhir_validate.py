@@ -345,7 +345,7 @@ class ShapeValidator:
     def __call__(self, resource: dict) -> tuple | None:
         last = self._last
         if last is not None:
-            try:
+            try:  # (_run, inline: this is the path of nearly every resource)
                 key = last(resource)
             except Exception:
                 self.model.model_validate(resource)  # the error as fhir.resources words and locates it
@@ -364,7 +364,18 @@ class ShapeValidator:
                 self._plans[key] = self._compile(resource)
             return None
         self._last = plan
-        return self(resource)  # the plan's function matches it now
+        found = self._run(plan, resource)  # its shape's function: it matches
+        if found is None:  # (not expected: the function and the walk tell shapes alike) validated whole
+            self.model.model_validate(resource)
+        return found
+
+    def _run(self, function, resource: dict) -> tuple | None:
+        """A shape's function on a resource; a value it refuses: the whole validation's error."""
+        try:
+            return function(resource)
+        except Exception:
+            self.model.model_validate(resource)  # the error as fhir.resources words and locates it
+            raise
 
     def _compile(self, resource: dict) -> Any:
         """The function of a resource's shape (:func:`matcher` with each value's check, the resourceType
