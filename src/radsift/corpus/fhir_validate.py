@@ -53,6 +53,7 @@ MAX_SHAPES = 4096
 #: the plain form pass without it; a feed's unusual values, its non-ASCII codes or names, repeat).
 MAX_PASSED, MAX_PASSED_LENGTH = 20_000, 200
 _UNSEEN = object()
+_BY_KEY = 8  # a shape's function reads an object of up to this many keys by key (in any order), else in order
 _NESTED = (dict, list)
 _OBJECT, _LIST, _END = object(), object(), object()  # markers of _shape: not strings, not types
 # A dateTime or instant of the plain form: a day, hh:mm:ss, Z or an offset FHIR allows (to 14:00); year 0000 and
@@ -239,7 +240,9 @@ def _inner(annotation: Any) -> tuple[Any, bool] | None:
 def matcher(sample: Any, paths: list[tuple], checks: dict | None = None, fixed: dict | None = None,
             tag: Any = _UNSEEN) -> Any:
     """A function of one argument that returns the values at ``paths`` (a tuple, in their order; after ``tag``
-    when one is given) of a value whose :func:`_shape` is ``sample``'s, and None for any other value.
+    when one is given) of a value whose :func:`_shape` is ``sample``'s up to the order of the keys of objects
+    of at most ``_BY_KEY`` keys (read by key: faster; what validation decides does not depend on key order),
+    and None for any other value.
 
     ``checks`` maps leaf paths to ``(fast, passed, validate)``: once the shape has matched, each such value
     that is not the last one passed at its place (a feed repeats its codes and systems) is checked by ``fast``
@@ -259,13 +262,17 @@ def matcher(sample: Any, paths: list[tuple], checks: dict | None = None, fixed: 
         return f"c{len(consts) - 1}"
 
     def visit(value: Any, var: str, path: tuple) -> None:
-        if type(value) is dict:
+        if type(value) is dict and len(value) <= _BY_KEY:  # its values by key: a missing one, a KeyError
+            lines.append(f"if type({var}) is not dict or len({var}) != {len(value)}: return None")
+            for i, (k, v) in enumerate(value.items()):
+                lines.append(f"{var}_{i} = {var}[{const(k)}]")
+                visit(v, f"{var}_{i}", path + (k,))
+        elif type(value) is dict:  # its keys in order, its values unpacked: faster for many keys
             lines.append(f"if type({var}) is not dict or tuple({var}) != {const(tuple(value))}: return None")
-            if value:
-                names = [f"{var}_{i}" for i in range(len(value))]
-                lines.append(f"{', '.join(names)}, = {var}.values()")
-                for name, (k, v) in zip(names, value.items()):
-                    visit(v, name, path + (k,))
+            names = [f"{var}_{i}" for i in range(len(value))]
+            lines.append(f"{', '.join(names)}, = {var}.values()")
+            for name, (k, v) in zip(names, value.items()):
+                visit(v, name, path + (k,))
         elif type(value) is list:
             lines.append(f"if type({var}) is not list or len({var}) != {len(value)}: return None")
             if value:
@@ -291,7 +298,9 @@ def matcher(sample: Any, paths: list[tuple], checks: dict | None = None, fixed: 
 
     visit(sample, "v", ())
     head = "" if tag is _UNSEEN else f"{const(tag)}, "
-    body = "\n    ".join(lines + after + [f"return ({head}{''.join(where[p] + ', ' for p in paths)})"])
+    shape = "\n        ".join(lines)
+    body = "\n    ".join([f"try:\n        {shape}\n    except KeyError:\n        return None", *after,
+                           f"return ({head}{''.join(where[p] + ', ' for p in paths)})"])
     namespace: dict = {"C": consts}
     defaults = "".join(f", c{i}=C[{i}]" for i in range(len(consts)))
     exec(f"def match(v{defaults}):\n    {body}\n", namespace)  # noqa: S102 - our own text; data are constants
