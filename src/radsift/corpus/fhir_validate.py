@@ -247,7 +247,9 @@ def matcher(sample: Any, paths: list[tuple], checks: dict | None = None, fixed: 
     ``checks`` maps leaf paths to ``(fast, passed, validate)``: once the shape has matched, each such value
     that is not the last one passed at its place (a feed repeats its codes and systems) is checked by ``fast``
     (None: no fast check; a function; or an expression of the value, ``{0}``, and a function for what it does
-    not pass), else looked up in the set ``passed``, else given to ``validate`` (which raises on a bad value). ``fixed`` maps leaf paths to values they must equal (else None).
+    not pass), else looked up in the set ``passed``, else given to ``validate`` (which raises on a bad value).
+    A string place whose ``fast`` raises on anything but a string (:func:`_str_only`) is not type-checked
+    apart: a value of another type there makes its check raise, and the function returns None. ``fixed`` maps leaf paths to values they must equal (else None).
     The function's text is written from the sample's structure; keys, types and checks are its constants
     (never text of the data), so any keys are safe.
     """
@@ -281,7 +283,9 @@ def matcher(sample: Any, paths: list[tuple], checks: dict | None = None, fixed: 
                 for i, (name, v) in enumerate(zip(names, value)):
                     visit(v, name, path + (i,))
         else:
-            lines.append(f"if type({var}) is not {const(type(value))}: return None")
+            if type(value) is not str or path not in checks or not _str_only(checks[path][0]):
+                lines.append(f"if type({var}) is not {const(type(value))}: return None")
+            # (else the type is told by the check, which raises on anything but a string: not this shape)
             if path in fixed:
                 lines.append(f"if {var} != {const(fixed[path])}: return None")
             if path in checks:  # run once the whole shape has matched, unless the value is the last one passed here
@@ -298,13 +302,20 @@ def matcher(sample: Any, paths: list[tuple], checks: dict | None = None, fixed: 
 
     visit(sample, "v", ())
     head = "" if tag is _UNSEEN else f"{const(tag)}, "
-    shape = "\n        ".join(lines)
-    body = "\n    ".join([f"try:\n        {shape}\n    except KeyError:\n        return None", *after,
+    shape, values = "\n        ".join(lines), "\n        ".join(after or ["pass"])
+    # a string place's check raises on anything else (a regex on a number or a null): not this shape
+    body = "\n    ".join([f"try:\n        {shape}\n    except KeyError:\n        return None",
+                           f"try:\n        {values}\n    except (TypeError, AttributeError):\n        return None",
                            f"return ({head}{''.join(where[p] + ', ' for p in paths)})"])
     namespace: dict = {"C": consts}
     defaults = "".join(f", c{i}=C[{i}]" for i in range(len(consts)))
     exec(f"def match(v{defaults}):\n    {body}\n", namespace)  # noqa: S102 - our own text; data are constants
     return namespace["match"]
+
+
+def _str_only(fast: Any) -> bool:
+    """True for a fast check that raises on anything but a string: a regex's method, an inline expression."""
+    return type(fast) is tuple or isinstance(getattr(fast, "__self__", None), re.Pattern)
 
 
 def _remembering(full, passed: set):
