@@ -224,11 +224,10 @@ def _report(resource: dict, key: Any, memo: dict | None, patients: dict | None =
         return None, f"DiagnosticReport {rid}: no report text (no text/plain or text/html presentedForm, no conclusion)"
     when = resource.get("effectiveDateTime") or (resource.get("effectivePeriod") or {}).get("start") or resource.get("issued")
     concepts = memo.get(key) if memo is not None and type(key) is tuple else None
-    if concepts is None:
-        concepts = _concepts(resource)
+    if concepts is None:  # the metadata pairs, ready to use
+        concepts = tuple(zip(("exam", "modality", "category"), _concepts(resource)))
         if memo is not None and type(key) is tuple and len(memo) < _MEMO_SIZE:
             memo[key] = concepts
-    exam, modality, category = concepts
     sections = split_sections(text) if texts else []
     impression = None
     for name, body in sections:
@@ -242,14 +241,14 @@ def _report(resource: dict, key: Any, memo: dict | None, patients: dict | None =
         patient = _reference_id(subject)
         if patients is not None and type(ref) is str and ref and len(patients) < _MEMO_SIZE:
             patients[ref] = patient  # a reference alone decides the patient (see _reference_id)
-    metadata = [("patient", patient), ("date", str(when)[:10] if when else None),
-                ("datetime", str(when) if when else None), ("exam", exam), ("modality", modality),
-                ("category", category), ("status", resource.get("status"))]
+    when = when if type(when) is str or not when else str(when)  # (a string once validated)
+    metadata = [("patient", patient), ("date", when[:10] if when else None), ("datetime", when or None),
+                *concepts, ("status", resource.get("status"))]
     if conclusion and impression is None:
         sections.append(("impression", conclusion))
     elif conclusion and conclusion != impression and " ".join(conclusion.split()) != " ".join(impression.split()):
         metadata.append(("conclusion", conclusion))
-    return assemble(str(rid), None, sections, metadata), None
+    return assemble(rid if type(rid) is str else str(rid), None, sections, metadata), None
 
 
 def _resources(path: Path, options: ReaderOptions) -> Iterator[tuple[str, Any, str | None, int, bytes | None]]:
