@@ -133,7 +133,8 @@ def test_orjson_and_json_read_awkward_lines_alike(feeds, tmp_path, monkeypatch):
         good[1], good[2] + b"\r",
         # long numbers after the shapes are known: in a Patient, alone, in a report's decimal (a float shape),
         # and in a report's text (a string: orjson reads it as json does)
-        json.dumps({"resourceType": "Patient", "id": "p", "x": 1}).encode().replace(b'"x": 1', b'"x": 123456789012345678901234'),
+        json.dumps({"resourceType": "Patient", "id": "p", "x": 1}).encode()
+        .replace(b'"x": 1', b'"x": 123456789012345678901234'),
         b"123456789012345678901234567890",
         json.dumps({**resource, "id": "big-2", "extension": [{"url": "u", "valueDecimal": 1.5}]}).encode()
         .replace(b'"valueDecimal": 1.5', b'"valueDecimal": 12345678901234567890123.5'),

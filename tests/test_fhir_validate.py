@@ -171,7 +171,8 @@ def _strings(rng):
     """Strings around the edges of the string types' patterns: empty, blank, controls, Unicode spaces, C1
     controls, lone surrogates, non-ASCII, id lengths 64/65/255/256, and random mixes of them."""
     alphabet = list("aZ09-._ /:|") + ["\t", "\n", "\r", "\x0b", "\x0c", "\x00", "\x1c", "\x7f", "\x85", "\x9f",
-                                     "\xa0", "\xe9", "\u2028", "\u3000", "\ud800", "\udfff", "\ufeff", "\U0001f600", "  "]
+                                     "\xa0", "\xe9", "\u2028", "\u3000", "\ud800", "\udfff", "\ufeff", "\U0001f600",
+                                     "  "]
     out = ["", " ", "a", " a", "a ", "a b", "a  b", "a\nb", "\x85a", "a\x85", "\xa0", "\xe9", "\ud800", "a\ud800",
            "x" * 64, "x" * 65, "x" * 255, "x" * 256, "urn:uuid:53fefa32-fcbb-4ff8-8a92-55ee120877b7", 5, None, b"a"]
     out += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(4000)]

@@ -28,9 +28,11 @@ a validator refuses passes, on edges and random values, and that both give the s
 with broken values.
 
 Telling a resource's shape by walking it costs more than validating its new values; so each shape with a
-plan gets one function written for it (:func:`matcher`): it tells whether a resource has exactly that shape
-(the same keys in the same order, list lengths and JSON types, the same ``resourceType``), then checks each
-primitive value that is not the last one passed at its place, and returns a key: the shape's number and the
+plan gets one function written for it (:func:`matcher`): it tells whether a resource has that shape (the
+same keys, in the same order for objects of more than 8 keys, list lengths and JSON types, the same
+``resourceType``; validation does not depend on key order), then checks each primitive value that is not the
+last one passed at its place (a string place checked by a regex has its type told by that check), and
+returns a key: the shape's number and the
 values at the places the caller asked for (the reader's ``code`` and ``category``, whose exam, modality and
 category it then reads once per key). The last shape's function is tried first; a resource it refuses is
 walked as before.
@@ -63,7 +65,8 @@ _PLAIN_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5]
 # The same plain form in one regex, for the values a shape holds as strings: every real day but 02-29 (a leap
 # day goes to _plain_time's year check or the validator), no year 0000
 _PLAIN_DAY_TIME = re.compile(r"(?!0000)[0-9]{4}-(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-9]|1[0-2])-"
-                             r"(?:29|30)|(?:0[13578]|1[02])-31)" + _PLAIN_TIME.pattern[len("[0-9]{4}-[0-9]{2}-[0-9]{2}"):])
+                             r"(?:29|30)|(?:0[13578]|1[02])-31)"
+                             + _PLAIN_TIME.pattern[len("[0-9]{4}-[0-9]{2}-[0-9]{2}"):])  # T and the clock
 # every real "MM-DD" of a year (02-29 too: its year is checked apart)
 _MONTH_DAYS = frozenset(f"{m:02d}-{d:02d}" for m, days in enumerate((31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31), 1)
                         for d in range(1, days + 1))
@@ -249,7 +252,8 @@ def matcher(sample: Any, paths: list[tuple], checks: dict | None = None, fixed: 
     (None: no fast check; a function; or an expression of the value, ``{0}``, and a function for what it does
     not pass), else looked up in the set ``passed``, else given to ``validate`` (which raises on a bad value).
     A string place whose ``fast`` raises on anything but a string (:func:`_str_only`) is not type-checked
-    apart: a value of another type there makes its check raise, and the function returns None. ``fixed`` maps leaf paths to values they must equal (else None).
+    apart: a value of another type there makes its check raise, and the function returns None. ``fixed``
+    maps leaf paths to values they must equal (else None).
     The function's text is written from the sample's structure; keys, types and checks are its constants
     (never text of the data), so any keys are safe.
     """
