@@ -53,7 +53,7 @@ class _WholeMessage:
 def whole():
     """Every FHIR resource validated whole, every HL7 message parsed whole (the readers before)."""
     shape, message = fhir_reader.ShapeValidator, hl7_reader.Message
-    fhir_reader.ShapeValidator, hl7_reader.Message = (lambda model: model.model_validate), _WholeMessage
+    fhir_reader.ShapeValidator, hl7_reader.Message = (lambda model, **_: model.model_validate), _WholeMessage
     try:
         yield
     finally:

@@ -139,7 +139,12 @@ def _times():
 
 
 def test_plain_times_and_base64_pass_only_what_their_validators_pass():
-    from fhir_core.types import Base64BinaryType, DateTimeType, InstantType, StringType
+    from fhir_core.types import (
+        Base64BinaryType,
+        DateTimeType,
+        InstantType,
+        PositiveIntType,
+    )
     from pydantic import TypeAdapter
 
     from radsift.corpus.fhir_validate import fast_accept
@@ -153,7 +158,53 @@ def test_plain_times_and_base64_pass_only_what_their_validators_pass():
         accepted = [v for v in values if check(v)]
         assert len(accepted) > 100  # the check passes the plain form...
         assert all(_full_passes(full, v) for v in accepted)  # ...and only what the validator passes
-    assert fast_accept(StringType) is None  # a type without a check keeps its validator alone
+    assert fast_accept(PositiveIntType) is None  # a type without a check keeps its validator alone
+    # the one regex the shapes' functions call on times held as strings: the plain form less its leap days
+    from radsift.corpus import fhir_validate
+
+    times = [v for v in _times() if isinstance(v, str)]
+    regex = [v for v in times if fhir_validate._PLAIN_DAY_TIME.fullmatch(v)]
+    assert regex == [v for v in times if fhir_validate._plain_time(v) and v[5:10] != "02-29"] and len(regex) > 100
+
+
+def _strings(rng):
+    """Strings around the edges of the string types' patterns: empty, blank, controls, Unicode spaces, C1
+    controls, lone surrogates, non-ASCII, id lengths 64/65/255/256, and random mixes of them."""
+    alphabet = list("aZ09-._ /:|") + ["\t", "\n", "\r", "\x0b", "\x0c", "\x00", "\x1c", "\x7f", "\x85", "\x9f",
+                                     "\xa0", "\xe9", "\u2028", "\u3000", "\ud800", "\udfff", "\ufeff", "\U0001f600",
+                                     "  "]
+    out = ["", " ", "a", " a", "a ", "a b", "a  b", "a\nb", "\x85a", "a\x85", "\xa0", "\xe9", "\ud800", "a\ud800",
+           "x" * 64, "x" * 65, "x" * 255, "x" * 256, "urn:uuid:53fefa32-fcbb-4ff8-8a92-55ee120877b7", 5, None, b"a"]
+    out += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(4000)]
+    return out
+
+
+def test_plain_strings_pass_only_what_their_validators_pass(monkeypatch):
+    from fhir_core.types import CodeType, IdType, MarkdownType, StringType, UriType
+    from pydantic import TypeAdapter
+
+    from radsift.corpus import fhir_validate
+
+    values = _strings(random.Random(5))
+    for kind in (StringType, MarkdownType, CodeType, UriType, IdType):
+        check, full = fhir_validate.fast_accept(kind), TypeAdapter(kind).validator.validate_python
+        name = fhir_validate._fast_name(kind)
+        accepted = [v for v in values if check(v)]
+        assert len(accepted) > 50, kind  # the check passes the plain form...
+        assert all(_full_passes(full, v) for v in accepted), kind  # ...and only what the validator passes
+        # the regex the shapes' functions call on strings, and the expression they try first, pass no more
+        regex = [v for v in values if type(v) is str and fhir_validate._PLAIN_STR[name](v)]
+        inline = fhir_validate._INLINE.get(name)
+        first = [v for v in values if type(v) is str and inline and eval(inline.format("v"))]
+        assert all(_full_passes(full, v) for v in first), kind
+        assert set(regex) | set(first) == set(accepted) and (not inline or len(first) > 50)
+    refused = [v for v in values if isinstance(v, str) and not _full_passes(TypeAdapter(StringType).validator
+                                                                           .validate_python, v)]
+    assert len(refused) > 100  # the random strings reach the refusals too
+    import fhir_core.constraints
+
+    monkeypatch.setattr(fhir_core.constraints, "TYPES_ID_PATTERN", r"^[0-9]+$")  # a patched id: no fast check
+    assert fhir_validate.fast_accept(IdType) is None
 
 
 def test_strict_base64_gives_the_bytes_of_the_value_it_is_given():

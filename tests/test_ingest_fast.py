@@ -198,6 +198,16 @@ def _variants(value, rng):
     return out
 
 
+def _small_sorted(value):
+    """``value`` with the keys of its objects of at most ``_BY_KEY`` keys sorted (a matcher reads those by key)."""
+    if isinstance(value, dict):
+        items = sorted(value.items()) if len(value) <= fhir_validate._BY_KEY else value.items()
+        return {k: _small_sorted(v) for k, v in items}
+    if isinstance(value, list):
+        return [_small_sorted(v) for v in value]
+    return value
+
+
 def test_a_matcher_matches_exactly_its_shape():
     resources = [fhir_resource(item) for item in assign_patients([d.report for d in generate_reports(n=20, seed=9)])]
     resources += [{"a": "x", "b": [{"c": 1}, None], "d": {"e": True}, "": [], "k y'\"\\": {}}]
@@ -209,7 +219,7 @@ def test_a_matcher_matches_exactly_its_shape():
         match = fhir_validate.matcher(sample, chosen)
         for _ in range(300):
             other = _variants(sample, rng)
-            same = fhir_validate._shape(other) == fhir_validate._shape(sample)
+            same = fhir_validate._shape(_small_sorted(other)) == fhir_validate._shape(_small_sorted(sample))
             got = match(other)
             assert (got is not None) == same, other
             if same:
@@ -238,6 +248,16 @@ def test_the_matcher_path_keeps_the_whole_validations_verdicts():
             validator(bad)
         assert str(ours.value) == str(whole.value)
     validator(good[3])  # still passes after the refusals
+    # an object's keys in another order: the same plan (its small objects are read by key), the same verdicts
+    flipped = {**good[4], "identifier": [dict(reversed(good[4]["identifier"][0].items()))]}
+    assert validator(flipped) is not None  # matched by the plan's function, not validated whole
+    model.model_validate(flipped)
+    bad = {**flipped, "identifier": [{**flipped["identifier"][0], "value": ""}]}
+    with pytest.raises(Exception) as whole:
+        model.model_validate(bad)
+    with pytest.raises(Exception) as ours:
+        validator(bad)
+    assert str(ours.value) == str(whole.value)
 
 
 def test_mllp_frames_and_odd_headers_are_named_as_before(tmp_path):
@@ -270,3 +290,36 @@ def test_hl7_sections_are_stripped_as_assemble_strips_them(tmp_path):
         ("exam_code", "71046"), ("modality", "XR"), ("status", None)])
     assert report.to_dict() == expected.to_dict()
     assert dict(report.sections) == {"findings": "clear", "impression": "normal"}
+
+
+def test_remembered_exams_modalities_and_categories_are_those_read(tmp_path, monkeypatch):
+    """The exam, modality and category read once per (shape, code and category values) are those read from
+    each report: codes, displays, systems (DICOM among them) and categories varied within one shape."""
+    import json
+
+    items = assign_patients([d.report for d in generate_reports(n=300, seed=21)])
+    rng = random.Random(21)
+    lines = []
+    for item in items:
+        r = copy.deepcopy(fhir_resource(item))  # its code and category are the demo's own objects
+        coding = r["code"]["coding"][0]
+        coding["system"] = rng.choice([coding["system"], fhir_reader.DICOM])
+        coding["code"] = rng.choice([coding["code"], "CT", "mr", "XR", "US", "zz"])
+        coding["display"] = rng.choice([coding["display"], "CT HEAD", "MRI KNEE", "Chest"])
+        r["code"]["text"] = rng.choice([r["code"]["text"], "CT ABDOMEN", "Ultrasound neck"])
+        cat = r["category"][0]["coding"][0]
+        cat["system"], cat["display"] = rng.choice([(cat["system"], cat["display"]), (fhir_reader.DICOM, "Imaging")])
+        cat["code"] = rng.choice([cat["code"], "MR", "NM"])
+        patient = rng.choice(["P1", "P2", "x/y"])
+        r["subject"] = rng.choice([{"reference": f"Patient/{patient}"}, {"reference": f"Patient/{patient}/"},
+                                   {"reference": patient}, {"identifier": {"value": patient}}])
+        lines.append(json.dumps(r))
+    path = tmp_path / "varied.ndjson"
+    path.write_text("\n".join(lines) + "\n")
+    fast = [r.to_dict() for r in read_corpus([path], ReaderOptions())]
+    assert len({(r["metadata"]["exam"], r["metadata"].get("modality"), r["metadata"]["category"]) for r in fast}) > 10
+    model = fhir_reader._validator()  # each report read alone, nothing remembered
+    alone = [fhir_reader.report_of(json.loads(line), model.model_validate)[0].to_dict() for line in lines]
+    assert alone == fast and len({r["metadata"]["patient"] for r in fast}) == 4
+    monkeypatch.setattr(fhir_reader, "ShapeValidator", lambda model, **_: model.model_validate)  # nothing remembered
+    assert [r.to_dict() for r in read_corpus([path], ReaderOptions())] == fast

@@ -21,9 +21,10 @@ Bundle, entries of other types (the Patient a search ``_include``s) are passed o
 only by ``url`` are not fetched (radsift is offline): a report whose only text is a URL has no text.
 
 NDJSON lines are parsed with ``orjson`` when it is installed (not a dependency: about three times faster than
-``json``); a line it refuses (a BOM, bad bytes, ``NaN``, a lone surrogate, a blank line, bad JSON) or one it
-would read otherwise (19 digits in a row: an integer past 64 bits, a float to orjson) goes to ``json``, so
-the records and problems are json's (``tests/test_feeds_fast.py``).
+``json``); a line it refuses (a BOM, bad bytes, ``NaN``, a lone surrogate, a blank line, bad JSON) goes to
+``json``, and so does one it may read otherwise: an integer past 64 bits, a float to orjson, an int to json.
+Such a line has 19 digits in a row; it is looked for only where a float may be (a resource whose validated
+shape holds no float has none), so the records and problems are json's (``tests/test_feeds_fast.py``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from __future__ import annotations
 import binascii
 import html
 import json
-from functools import lru_cache
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Iterator
@@ -51,6 +51,8 @@ except ImportError:  # pragma: no cover - depends on the environment
 #: DICOM's code system (modalities are its codes: CT, MR, US, ...).
 DICOM = "http://dicom.nema.org/resources/ontology/DCM"
 _BLANK = object()  # a blank NDJSON line: passed over
+_CONTENT_TYPES: dict[str, tuple[str, str]] = {}  # contentType -> (media type, charset), see _content_type
+_MEMO_SIZE = 4096  # exams, modalities and categories remembered per read (a feed has a few hundred exams)
 # orjson reads an integer past 64 bits as a float, json as an int: a line with 19 digits in a row goes to json
 _DIGITS_AS_ZERO, _LONG_NUMBER = bytes.maketrans(b"0123456789", b"0" * 10), b"0" * 19
 
@@ -108,25 +110,32 @@ def _attachment_text(att: dict) -> str | None:
     Raises:
         ValueError: The attachment's ``data`` is not base64 or not text in its charset.
     """
-    kind, charset = _content_type(str(att.get("contentType") or "text/plain"))
-    if kind not in ("text/plain", "text/html") or not att.get("data"):
+    content_type, data = att.get("contentType") or "text/plain", att.get("data")
+    kind, charset = _CONTENT_TYPES.get(content_type) or _content_type(content_type) if type(content_type) is str \
+        else _content_type(str(content_type))
+    if kind not in ("text/plain", "text/html") or not data:
         return None
     try:
-        text = strict_base64(att["data"]).decode(charset)  # the bytes validation decoded, if it did
+        text = strict_base64(data).decode(charset)  # the bytes validation decoded, if it did
     except (binascii.Error, ValueError, LookupError) as exc:
         raise ValueError(f"presentedForm data is not base64 {charset} text ({exc})") from None
     return html_text(text) if kind == "text/html" else text
 
 
-@lru_cache(maxsize=256)  # a feed writes one or two content types on every report
 def _content_type(value: str) -> tuple[str, str]:
-    """``(media type, charset)`` of a ``contentType`` (``text/plain; charset=utf-8``; utf-8 by default)."""
+    """``(media type, charset)`` of a ``contentType`` (``text/plain; charset=utf-8``; utf-8 by default),
+    remembered (a feed writes one or two content types on every report)."""
+    known = _CONTENT_TYPES.get(value)
+    if known is not None:
+        return known
     kind, _, params = value.lower().partition(";")
     charset = "utf-8"
     for param in params.split(";"):
         key, _, found = param.partition("=")
         if key.strip() == "charset" and found.strip():
             charset = found.strip().strip('"')
+    if len(_CONTENT_TYPES) < 256:
+        _CONTENT_TYPES[value] = (kind.strip(), charset)
     return kind.strip(), charset
 
 
@@ -149,6 +158,11 @@ def _modality(resource: dict, exam: str | None) -> str | None:
     return modality_in(exam)
 
 
+def _concept_path(path: tuple) -> bool:
+    """The leaf paths whose values decide ``exam``, ``modality`` and ``category``."""
+    return path[0] in ("code", "category")
+
+
 def _reference_id(subject: Any) -> str | None:
     if not isinstance(subject, dict):
         return None
@@ -158,79 +172,127 @@ def _reference_id(subject: Any) -> str | None:
     return (subject.get("identifier") or {}).get("value")
 
 
-def report_of(resource: dict, validate) -> tuple[Any, str | None]:
-    """A ``DiagnosticReport`` resource (parsed JSON) as ``(Report, None)``, or ``(None, problem)``."""
+def _concepts(resource: dict) -> tuple[str | None, str | None, str | None]:
+    """``(exam, modality, category)`` of a report, read from its ``code`` and ``category``."""
+    exam = _concept_text(resource.get("code"))
+    category = "; ".join(t for c in resource.get("category") or [] if (t := _concept_text(c))) or None
+    return exam, _modality(resource, exam), category
+
+
+def _validated(resource: Any, validate) -> tuple[Any, str | None]:
+    """``(validate's return, None)`` for a valid ``DiagnosticReport``, ``(None, problem)`` for anything else."""
     kind = resource.get("resourceType") if isinstance(resource, dict) else None
     if kind != "DiagnosticReport":
         return None, f"a {kind or 'non-FHIR'} resource, not a DiagnosticReport"
     try:
-        validate(resource)
+        return validate(resource), None
     except Exception as exc:  # pydantic's ValidationError: its first error, located
         errors = getattr(exc, "errors", None)
         first = errors()[0] if callable(errors) and errors() else None
         where = ".".join(str(x) for x in first["loc"]) if first else ""
         return None, f"not a valid FHIR DiagnosticReport ({where + ': ' if where else ''}{first['msg'] if first else exc})"
+
+
+def report_of(resource: dict, validate, memo: dict | None = None) -> tuple[Any, str | None]:
+    """A ``DiagnosticReport`` resource (parsed JSON) as ``(Report, None)``, or ``(None, problem)``.
+
+    ``validate`` raises on an invalid resource; when it returns a tuple (a :class:`ShapeValidator` key of the
+    resource's ``code`` and ``category``), what was read from them is remembered in ``memo`` under it (a feed
+    names the same few exams on every report)."""
+    key, problem = _validated(resource, validate)
+    if problem is not None:
+        return None, problem
+    return _report(resource, key, memo)
+
+
+def _report(resource: dict, key: Any, memo: dict | None, patients: dict | None = None) -> tuple[Any, str | None]:
+    """:func:`report_of` of a resource validated, ``key`` being what its validation returned; ``patients``
+    remembers the patient of each ``subject.reference`` (a patient has several reports)."""
     rid = resource.get("id") or _first(resource.get("identifier")).get("value")
     if not rid:
         return None, "a DiagnosticReport with neither id nor identifier"
+    texts = []
     try:
-        texts = [t for att in resource.get("presentedForm") or [] if (t := _attachment_text(att))]
+        for att in resource.get("presentedForm") or ():  # a loop, not a comprehension: no frame per report
+            if t := _attachment_text(att):
+                texts.append(t)
     except ValueError as exc:
         return None, f"DiagnosticReport {rid}: {exc}"
     conclusion = (resource.get("conclusion") or "").strip()
     text = "\n".join(texts)
-    if not text.strip() and not conclusion:
+    if (not text or text.isspace()) and not conclusion:  # blank (what strip() would empty), without a copy
         return None, f"DiagnosticReport {rid}: no report text (no text/plain or text/html presentedForm, no conclusion)"
     when = resource.get("effectiveDateTime") or (resource.get("effectivePeriod") or {}).get("start") or resource.get("issued")
-    exam = _concept_text(resource.get("code"))
+    concepts = memo.get(key) if memo is not None and type(key) is tuple else None
+    if concepts is None:  # the metadata pairs, ready to use
+        concepts = tuple(zip(("exam", "modality", "category"), _concepts(resource)))
+        if memo is not None and type(key) is tuple and len(memo) < _MEMO_SIZE:
+            memo[key] = concepts
     sections = split_sections(text) if texts else []
-    impression = next((body for name, body in sections if name == "impression"), None)
-    metadata = [("patient", _reference_id(resource.get("subject"))), ("date", str(when)[:10] if when else None),
-                ("datetime", str(when) if when else None), ("exam", exam), ("modality", _modality(resource, exam)),
-                ("category", "; ".join(t for c in resource.get("category") or [] if (t := _concept_text(c))) or None),
-                ("status", resource.get("status"))]
+    impression = None
+    for name, body in sections:
+        if name == "impression":
+            impression = body
+            break
+    subject = resource.get("subject")
+    ref = subject.get("reference") if type(subject) is dict else None
+    patient = patients.get(ref) if patients is not None and type(ref) is str else None
+    if patient is None:
+        patient = _reference_id(subject)
+        if patients is not None and type(ref) is str and ref and len(patients) < _MEMO_SIZE:
+            patients[ref] = patient  # a reference alone decides the patient (see _reference_id)
+    when = when if type(when) is str or not when else str(when)  # (a string once validated)
+    metadata = [("patient", patient), ("date", when[:10] if when else None), ("datetime", when or None),
+                *concepts, ("status", resource.get("status"))]
     if conclusion and impression is None:
         sections.append(("impression", conclusion))
     elif conclusion and conclusion != impression and " ".join(conclusion.split()) != " ".join(impression.split()):
         metadata.append(("conclusion", conclusion))
-    return assemble(str(rid), None, sections, metadata), None
+    return assemble(rid if type(rid) is str else str(rid), None, sections, metadata), None
 
 
-def _resources(path: Path, options: ReaderOptions) -> Iterator[tuple[str, Any, str | None]]:
-    """``(location, resource, problem)`` of a ``.ndjson`` file (one per line) or a ``.json`` file
-    (one resource, or a Bundle's entries)."""
+def _resources(path: Path, options: ReaderOptions) -> Iterator[tuple[str, Any, str | None, int, bytes | None]]:
+    """``(location, resource, problem, line number, raw)`` of a ``.ndjson`` file (one per line) or a ``.json``
+    file (one resource, or a Bundle's entries). ``raw`` is the line's bytes when orjson parsed it without
+    looking for long numbers (see :func:`_long_number`), else None."""
     if path.suffix.lower() == ".ndjson":
         with path.open("rb") as handle:
             if orjson is None or not line_wise(options.encoding) or not is_utf8(options.encoding):
-                lines = (_json_line(path, number, line, problem)
+                lines = (_json_line(path, number, line, problem) + (number, None)
                          for number, line, problem in decoded_lines(path, handle, options.encoding))
                 yield from (item for item in lines if item[1] is not _BLANK)
                 return
             name = str(path)
             for number, raw in enumerate(handle, 1):
                 try:  # orjson reads UTF-8 bytes as json reads their text; anything else it refuses goes to json
-                    if raw.translate(_DIGITS_AS_ZERO).find(_LONG_NUMBER) < 0:
-                        yield f"{name} line {number}", orjson.loads(raw), None
-                        continue
+                    yield f"{name} line {number}", orjson.loads(raw), None, number, raw
+                    continue
                 except orjson.JSONDecodeError:  # a blank line, a BOM, bad bytes, NaN, a lone surrogate, bad JSON
                     pass
                 item = _json_line(path, number, *decode_line(number, raw, options.encoding))
                 if item[1] is not _BLANK:
-                    yield item
+                    yield *item, number, None
         return
     try:
         data = json.loads(path.read_bytes().decode(options.encoding).lstrip("\ufeff"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        yield str(path), None, f"invalid JSON ({exc})"
+        yield str(path), None, f"invalid JSON ({exc})", 0, None
         return
     if isinstance(data, dict) and data.get("resourceType") == "Bundle":
         for number, entry in enumerate(data.get("entry") or [], 1):
             resource = entry.get("resource") if isinstance(entry, dict) else None
             if isinstance(resource, dict) and resource.get("resourceType") not in (None, "DiagnosticReport"):
                 continue  # an _include'd Patient, an OperationOutcome: not a report, not an error
-            yield f"{path} entry {number}", resource, None if resource is not None else "a Bundle entry with no resource"
+            problem = None if resource is not None else "a Bundle entry with no resource"
+            yield f"{path} entry {number}", resource, problem, number, None
         return
-    yield str(path), data, None
+    yield str(path), data, None, 0, None
+
+
+def _long_number(raw: bytes) -> bool:
+    """True when a line holds 19 digits in a row: maybe an integer past 64 bits, which orjson reads as a float
+    and json as an int."""
+    return raw.translate(_DIGITS_AS_ZERO).find(_LONG_NUMBER) >= 0
 
 
 def _json_line(path: Path, number: int, line: str, problem: str | None) -> tuple[str, Any, str | None]:
@@ -255,11 +317,24 @@ def read_fhir(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
             raise CorpusError(f"{path}: no .json or .ndjson files in this folder")
     else:
         files = [path]
-    validate = ShapeValidator(_validator())  # model_validate's verdicts, the structure checked once per shape
+    # model_validate's verdicts, the structure checked once per shape; its keys name the code and category
+    validate, memo, patients = ShapeValidator(_validator(), keep=_concept_path), {}, {}
+    floats = getattr(validate, "float_shapes", None)  # the shapes with a float (None: not told)
     for file in files:
-        for where, resource, problem in _resources(file, options):
+        for where, resource, problem, number, raw in _resources(file, options):
             if problem:
                 yield Parsed(where, problem=problem)
                 continue
-            report, problem = report_of(resource, validate)
+            key, problem = _validated(resource, validate)
+            # orjson's reading is json's unless it read a long integer as a float: a resource of a shape
+            # without floats has none; any other goes to json when its line has a long number
+            if raw is not None and (floats is None or type(key) is not tuple or key[0] in floats) \
+                    and _long_number(raw):
+                where, resource, problem = _json_line(file, number, *decode_line(number, raw, options.encoding))
+                if problem is None:
+                    key, problem = _validated(resource, validate)
+            if problem is not None:
+                yield Parsed(where, problem=problem)
+                continue
+            report, problem = _report(resource, key, memo, patients)
             yield Parsed(where, report, problem)

@@ -15,57 +15,61 @@ So :class:`ShapeValidator` validates the first resource of each shape whole (``M
 then records, for that shape, each primitive value's place and its ``fhir.resources`` type; a later
 resource of the same shape has its primitive values validated by those types alone. A shape it cannot map
 to types (a contained resource, a primitive's ``_extension``, anything unexpected) is validated whole every
-time. A value its type has passed before is not validated again (a feed repeats its codes, systems and
-statuses on every report; the types are pure functions of the value). A value that fails is validated whole
-again, so the error is ``fhir.resources``' own, located.
+time. A value its type's validator has passed before is not validated again (the types are pure functions
+of the value). A value that fails is validated whole again, so the error is ``fhir.resources``' own, located.
 
-Three types a feed writes new on every report are the costly ones (``dateTime``, ``instant``: a regex, a
-leap-second check and pydantic's date-time parse; ``base64Binary``: a decode): a value of the plain form
-that their validators are known to pass (a real calendar day, ``YYYY-MM-DDThh:mm:ss`` and ``Z`` or an offset
-within FHIR's range, no fraction, no leap second; base64 that decodes strictly) passes without them
-(:func:`fast_accept`); any other value goes to the validator.
-``tests/test_fhir_validate.py`` checks that both give the same verdict on resources with broken values.
+The values a feed writes new on every report are checked without pydantic when they have the plain form
+its validators are known to pass (:func:`fast_accept`): ``dateTime``, ``instant`` (a real calendar day,
+``YYYY-MM-DDThh:mm:ss`` and ``Z`` or an offset within FHIR's range, no fraction, no leap second),
+``base64Binary`` (base64 that decodes strictly), and, by one regex each, ``id``, ``string``, ``markdown``,
+``code`` and ``uri`` (printable ASCII of the type's form; texts may hold non-ASCII that is neither a C1 control
+nor a surrogate); any other value goes to the validator. ``tests/test_fhir_validate.py`` checks that no value
+a validator refuses passes, on edges and random values, and that both give the same verdict on resources
+with broken values.
 
 Telling a resource's shape by walking it costs more than validating its new values; so each shape with a
-plan also gets a *matcher* (:func:`matcher`): a function written for that shape, which returns the plan's
-values when a resource has exactly that shape (the same keys in the same order, list lengths and JSON
-types, the same ``resourceType``) and None otherwise. The last shape's matcher is tried first; a resource
-it refuses is walked as before.
+plan gets one function written for it (:func:`matcher`): it tells whether a resource has that shape (the
+same keys, in the same order for objects of more than 8 keys, list lengths and JSON types, the same
+``resourceType``; validation does not depend on key order), then checks each primitive value that is not the
+last one passed at its place (a string place checked by a regex has its type told by that check), and
+returns a key: the shape's number and the
+values at the places the caller asked for (the reader's ``code`` and ``category``, whose exam, modality and
+category it then reads once per key). The last shape's function is tried first; a resource it refuses is
+walked as before.
 """
 
 from __future__ import annotations
 
-import base64
 import binascii
 import re
+import sys
 import types
 import typing
-from itertools import compress
-from operator import itemgetter, not_
 from typing import Any
 
 from pydantic import TypeAdapter
 
 #: Shapes remembered at most (a feed has a handful; a hostile file cannot grow memory past this).
 MAX_SHAPES = 4096
-#: Values a type has passed, remembered per type at most, and the longest remembered (a feed repeats its
-#: codes, systems and statuses on every report; its ids, times and texts are new each time).
+#: Values a type's validator has passed, remembered per type at most, and the longest remembered (values of
+#: the plain form pass without it; a feed's unusual values, its non-ASCII codes or names, repeat).
 MAX_PASSED, MAX_PASSED_LENGTH = 20_000, 200
 _UNSEEN = object()
+_BY_KEY = 8  # a shape's function reads an object of up to this many keys by key (in any order), else in order
 _NESTED = (dict, list)
 _OBJECT, _LIST, _END = object(), object(), object()  # markers of _shape: not strings, not types
 # A dateTime or instant of the plain form: a day, hh:mm:ss, Z or an offset FHIR allows (to 14:00); year 0000 and
 # leap seconds are not plain ([0-9], not \d: no other digits)
 _PLAIN_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
                          r"(?:Z|[+-](?:(?:0[0-9]|1[0-3]):[0-5][0-9]|14:00))")
-_SECOND = itemgetter(1)  # a check's passed values
+# The same plain form in one regex, for the values a shape holds as strings: every real day but 02-29 (a leap
+# day goes to _plain_time's year check or the validator), no year 0000
+_PLAIN_DAY_TIME = re.compile(r"(?!0000)[0-9]{4}-(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-9]|1[0-2])-"
+                             r"(?:29|30)|(?:0[13578]|1[02])-31)"
+                             + _PLAIN_TIME.pattern[len("[0-9]{4}-[0-9]{2}-[0-9]{2}"):])  # T and the clock
 # every real "MM-DD" of a year (02-29 too: its year is checked apart)
 _MONTH_DAYS = frozenset(f"{m:02d}-{d:02d}" for m, days in enumerate((31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31), 1)
                         for d in range(1, days + 1))
-# A plan: for each primitive value the whole validation checks, its type's validator and passed values; the
-# shape's matcher; and each value's index among the resource's leaves (its primitive values in document
-# order, as _walk lists them).
-_Plan = tuple[list[tuple[Any, set]], tuple, list[int]]
 
 
 def _shape(value: Any) -> tuple:
@@ -128,7 +132,7 @@ def _plain_base64(value: Any) -> bool:
     if type(value) is not str:
         return False
     try:
-        _last_decoded = (value, base64.b64decode(value, validate=True))  # one tuple: read whole or not at all
+        _last_decoded = (value, binascii.a2b_base64(value, strict_mode=True))  # one tuple: read whole or not at all
     except (binascii.Error, ValueError):  # not base64, or not ASCII
         return False
     return True
@@ -144,31 +148,72 @@ def strict_base64(value: str) -> bytes:
     last, data = _last_decoded
     if last is value:
         return data
-    return base64.b64decode(value, validate=True)
+    return binascii.a2b_base64(value, strict_mode=True)  # b64decode(validate=True) without its wrapper
+
+
+# Plain values of the string types a feed writes new on every report (ids, identifiers, references, texts), each
+# a subset of what its fhir.resources pattern passes (pydantic reads them with Rust's regex: unanchored, Unicode
+# \s): string and markdown: a printable ASCII character after optional ASCII whitespace, then printable ASCII,
+# tab, CR, LF or non-ASCII that is neither a C1 control nor a surrogate (the Rust side refuses a lone surrogate);
+# code: printable ASCII words, one space between; uri: printable ASCII; id: FHIR's id alphabet, 1 to 64 long.
+_TEXT_TAIL = r"[\t\n\r -~\u00a0-\ud7ff\ue000-\U0010ffff]*"
+_PLAIN_STR = {
+    "string": re.compile(r"[\t\n\r ]*[!-~]" + _TEXT_TAIL).fullmatch,
+    "markdown": re.compile(r"[\t\n\r ]*[!-~]" + _TEXT_TAIL).fullmatch,
+    "code": re.compile(r"[!-~]+(?: [!-~]+)*").fullmatch,
+    "uri": re.compile(r"[!-~]+").fullmatch,
+    "id": re.compile(r"[A-Za-z0-9.\-]{1,64}").fullmatch,
+}
+_ID_PATTERN = r"^[A-Za-z0-9\-.]+$"  # fhir_core's default: the id check holds only while it is in force
+
+
+# string and markdown as a shape's function checks them first, inline (no call): an ASCII string with a
+# character besides VT and FF, the only ASCII characters outside their patterns' class ([ \r\n\t\S], search)
+_INLINE_TEXT = "({0}.isascii() and {0}.strip('\\x0b\\x0c'))"
+_INLINE = {"string": _INLINE_TEXT, "markdown": _INLINE_TEXT}
+
+
+def _plain_str(name: str):
+    """A check of one :data:`_PLAIN_STR` type for any value (a ``str`` of the plain form, inline or regex)."""
+    match, inline = _PLAIN_STR[name], _INLINE.get(name)
+    if inline is None:
+        return lambda value: type(value) is str and match(value) is not None
+    return lambda value: type(value) is str and (value.isascii() and value.strip("\x0b\x0c") != ""
+                                                 or match(value) is not None)
 
 
 #: For a ``fhir.resources`` type (by its ``__visit_name__``), a check that passes only values its validator
 #: passes (``tests/test_fhir_validate.py`` compares them); a value it does not pass goes to the validator.
-FAST_ACCEPT = {"dateTime": _plain_time, "instant": _plain_time, "base64Binary": _plain_base64}
+FAST_ACCEPT = {"dateTime": _plain_time, "instant": _plain_time, "base64Binary": _plain_base64,
+               **{name: _plain_str(name) for name in _PLAIN_STR}}
+
+
+def _string_check(kind: Any, name: str | None) -> bool:
+    """True when ``kind`` is ``Annotated[str, <one fhir_core type>]`` whose constraints are fhir_core's
+    defaults (an id's pattern and length limit can be patched before the models are built)."""
+    args = typing.get_args(kind)
+    if name not in _PLAIN_STR or len(args) != 2 or args[0] is not str:
+        return False
+    if name != "id":
+        return True
+    constraints = sys.modules.get("fhir_core.constraints")
+    limit = getattr(constraints, "TYPES_ID_MAX_LENGTH", 0)
+    return getattr(constraints, "TYPES_ID_PATTERN", None) == _ID_PATTERN and (limit is None or limit >= 64)
+
+
+def _fast_name(kind: Any) -> str | None:
+    """The ``__visit_name__`` of the type in ``kind`` that has a :data:`FAST_ACCEPT` check usable here."""
+    for meta in typing.get_args(kind)[1:]:
+        name = getattr(meta, "__visit_name__", None)
+        if name in FAST_ACCEPT and (name not in _PLAIN_STR or _string_check(kind, name)):
+            return name
+    return None
 
 
 def fast_accept(kind: Any):
     """The :data:`FAST_ACCEPT` check of a type annotation (``Annotated[..., DateTime()]``), or None."""
-    for meta in typing.get_args(kind)[1:]:
-        check = FAST_ACCEPT.get(getattr(meta, "__visit_name__", None))
-        if check is not None:
-            return check
-    return None
-
-
-def _checked(check, full):
-    """A validator that passes what ``check`` passes without calling ``full``, and calls ``full`` on the rest."""
-
-    def validate(value: Any) -> None:
-        if not check(value):
-            full(value)
-
-    return validate
+    name = _fast_name(kind)
+    return None if name is None else FAST_ACCEPT[name]
 
 
 def _leaf_paths(value: Any, path: tuple = ()) -> list[tuple]:
@@ -195,29 +240,45 @@ def _inner(annotation: Any) -> tuple[Any, bool] | None:
     return annotation, False
 
 
-def matcher(sample: Any, paths: list[tuple]) -> Any:
-    """A function of one argument that returns the values at ``paths`` (a tuple, in their order) of a value
-    whose :func:`_shape` is ``sample``'s, and None for any other value.
+def matcher(sample: Any, paths: list[tuple], checks: dict | None = None, fixed: dict | None = None,
+            tag: Any = _UNSEEN) -> Any:
+    """A function of one argument that returns the values at ``paths`` (a tuple, in their order; after ``tag``
+    when one is given) of a value whose :func:`_shape` is ``sample``'s up to the order of the keys of objects
+    of at most ``_BY_KEY`` keys (read by key: faster; what validation decides does not depend on key order),
+    and None for any other value.
 
-    The function's text is written from the sample's structure; keys and types are its constants (never text
-    of the data), so any keys are safe.
+    ``checks`` maps leaf paths to ``(fast, passed, validate)``: once the shape has matched, each such value
+    that is not the last one passed at its place (a feed repeats its codes and systems) is checked by ``fast``
+    (None: no fast check; a function; or an expression of the value, ``{0}``, and a function for what it does
+    not pass), else looked up in the set ``passed``, else given to ``validate`` (which raises on a bad value).
+    A string place whose ``fast`` raises on anything but a string (:func:`_str_only`) is not type-checked
+    apart: a value of another type there makes its check raise, and the function returns None. ``fixed``
+    maps leaf paths to values they must equal (else None).
+    The function's text is written from the sample's structure; keys, types and checks are its constants
+    (never text of the data), so any keys are safe.
     """
     consts: list = []
     lines: list[str] = []
+    after: list[str] = []
     where: dict[tuple, str] = {}
+    checks, fixed = checks or {}, fixed or {}
 
-    def const(value: Any) -> str:
+    def const(value: Any) -> str:  # a default argument of the function: read as a local, the fastest
         consts.append(value)
-        return f"C[{len(consts) - 1}]"
+        return f"c{len(consts) - 1}"
 
     def visit(value: Any, var: str, path: tuple) -> None:
-        if type(value) is dict:
+        if type(value) is dict and len(value) <= _BY_KEY:  # its values by key: a missing one, a KeyError
+            lines.append(f"if type({var}) is not dict or len({var}) != {len(value)}: return None")
+            for i, (k, v) in enumerate(value.items()):
+                lines.append(f"{var}_{i} = {var}[{const(k)}]")
+                visit(v, f"{var}_{i}", path + (k,))
+        elif type(value) is dict:  # its keys in order, its values unpacked: faster for many keys
             lines.append(f"if type({var}) is not dict or tuple({var}) != {const(tuple(value))}: return None")
-            if value:
-                names = [f"{var}_{i}" for i in range(len(value))]
-                lines.append(f"{', '.join(names)}, = {var}.values()")
-                for name, (k, v) in zip(names, value.items()):
-                    visit(v, name, path + (k,))
+            names = [f"{var}_{i}" for i in range(len(value))]
+            lines.append(f"{', '.join(names)}, = {var}.values()")
+            for name, (k, v) in zip(names, value.items()):
+                visit(v, name, path + (k,))
         elif type(value) is list:
             lines.append(f"if type({var}) is not list or len({var}) != {len(value)}: return None")
             if value:
@@ -226,79 +287,144 @@ def matcher(sample: Any, paths: list[tuple]) -> Any:
                 for i, (name, v) in enumerate(zip(names, value)):
                     visit(v, name, path + (i,))
         else:
-            lines.append(f"if type({var}) is not {const(type(value))}: return None")
+            if type(value) is not str or path not in checks or not _str_only(checks[path][0]):
+                lines.append(f"if type({var}) is not {const(type(value))}: return None")
+            # (else the type is told by the check, which raises on anything but a string: not this shape)
+            if path in fixed:
+                lines.append(f"if {var} != {const(fixed[path])}: return None")
+            if path in checks:  # run once the whole shape has matched, unless the value is the last one passed here
+                fast, passed, validate = checks[path]
+                test = f"{var} not in {const(passed)}"
+                if type(fast) is tuple:  # (an inline expression, a function for what it does not pass)
+                    test = f"not ({fast[0].format(var)} or {const(fast[1])}({var})) and {test}"
+                elif fast is not None:
+                    test = f"not {const(fast)}({var}) and {test}"
+                last = const([_UNSEEN])
+                after.extend([f"if {var} != {last}[0]:", f"    if {test}: {const(validate)}({var})",
+                              f"    {last}[0] = {var}"])
             where[path] = var
 
     visit(sample, "v", ())
-    body = "\n    ".join(lines + [f"return ({''.join(where[p] + ', ' for p in paths)})"])
+    head = "" if tag is _UNSEEN else f"{const(tag)}, "
+    shape, values = "\n        ".join(lines), "\n        ".join(after or ["pass"])
+    # a string place's check raises on anything else (a regex on a number or a null): not this shape
+    body = "\n    ".join([f"try:\n        {shape}\n    except KeyError:\n        return None",
+                           f"try:\n        {values}\n    except (TypeError, AttributeError):\n        return None",
+                           f"return ({head}{''.join(where[p] + ', ' for p in paths)})"])
     namespace: dict = {"C": consts}
-    exec(f"def match(v):\n    {body}\n", namespace)  # noqa: S102 - our own text; the data are constants
+    defaults = "".join(f", c{i}=C[{i}]" for i in range(len(consts)))
+    exec(f"def match(v{defaults}):\n    {body}\n", namespace)  # noqa: S102 - our own text; data are constants
     return namespace["match"]
+
+
+def _str_only(fast: Any) -> bool:
+    """True for a fast check that raises on anything but a string: a regex's method, an inline expression."""
+    return type(fast) is tuple or isinstance(getattr(fast, "__self__", None), re.Pattern)
+
+
+def _remembering(full, passed: set):
+    """A validator that calls ``full`` and remembers a short value it passed in ``passed`` (bounded)."""
+
+    def validate(value: Any) -> None:
+        full(value)
+        if len(passed) < MAX_PASSED and (type(value) is not str or len(value) <= MAX_PASSED_LENGTH):
+            passed.add(value)
+
+    return validate
+
+
+def _at(value: Any, path: tuple) -> Any:
+    for step in path:
+        value = value[step]
+    return value
 
 
 class ShapeValidator:
     """Validate resources as ``model.model_validate`` does (see the module docstring), raising its errors.
 
     A value its type has passed before passes again without being validated (the types are pure functions
-    of the value; at most ``MAX_PASSED`` values of up to ``MAX_PASSED_LENGTH`` characters per type).
+    of the value; at most ``MAX_PASSED`` values of up to ``MAX_PASSED_LENGTH`` characters per type and Python
+    type); a value of a type's plain form (:data:`FAST_ACCEPT`) passes without its validator.
+
+    Calling it returns None for a resource validated whole (the first of its shape, or a shape without a
+    plan), else a key: the shape's number and the values at the paths ``keep`` selects (its primitive
+    values, in document order). Equal keys mean equal structures and values under those paths, so a caller
+    can remember what it read there.
 
     Args:
         model: A ``fhir.resources`` model class (e.g. R4B's ``DiagnosticReport``).
+        keep: Which leaf paths (tuples of keys and list indexes) the key holds; none by default.
     """
 
-    def __init__(self, model) -> None:
+    def __init__(self, model, keep=None) -> None:
         self.model = model
-        self._plans: dict[Any, _Plan | None] = {}
-        self._adapters: dict[int, tuple[Any, set]] = {}  # by id: an annotation's metadata may not hash
-        self._last: tuple | None = None  # the last planned shape's (matcher, checks, resourceType)
+        self.keep = keep or (lambda path: False)
+        self._plans: dict[Any, Any] = {}  # shape -> its function (None: no plan)
+        self._adapters: dict[int, tuple[Any, Any]] = {}  # by id: an annotation's metadata may not hash
+        self._passed: dict[tuple[int, type], set] = {}  # (annotation id, Python type) -> values passed
+        self._last: Any = None  # the last planned shape's function
+        #: The numbers (a key's first item) of the planned shapes that hold a float.
+        self.float_shapes: set[int] = set()
 
-    def __call__(self, resource: dict) -> None:
+    def __call__(self, resource: dict) -> tuple | None:
         last = self._last
-        if last is not None and last[2] == resource.get("resourceType"):  # the type's value: part of the shape
-            values = last[0](resource)
-            if values is not None:  # the last plan's shape exactly: its values, without a walk
-                self._check(resource, last[1], values)
-                return
+        if last is not None:
+            try:  # (_run, inline: this is the path of nearly every resource)
+                key = last(resource)
+            except Exception:
+                self.model.model_validate(resource)  # the error as fhir.resources words and locates it
+                raise
+            if key is not None:  # the last plan's shape exactly
+                return key
         shape: list = [resource.get("resourceType")]  # the type's value decides: part of the shape
-        leaves: list = []
-        _walk(resource, shape, leaves)
+        _walk(resource, shape, [])
         key = tuple(shape)
         plan = self._plans.get(key, _UNSEEN)
         if plan is _UNSEEN or plan is None:
             self.model.model_validate(resource)  # the first of its shape, or a shape without a plan: whole
             if plan is _UNSEEN and len(self._plans) < MAX_SHAPES:
+                if float in key:  # a leaf's type (keys are strings, markers are objects)
+                    self.float_shapes.add(len(self._plans))
                 self._plans[key] = self._compile(resource)
-            return
-        self._last = plan[1]
-        self._check(resource, plan[0], [leaves[index] for index in plan[2]])
+            return None
+        self._last = plan
+        found = self._run(plan, resource)  # its shape's function: it matches
+        if found is None:  # (not expected: the function and the walk tell shapes alike) validated whole
+            self.model.model_validate(resource)
+        return found
 
-    def _check(self, resource: dict, checks: list, values) -> None:
-        """Validate ``values`` (a plan's, in its order) with the plan's types; a failure: the whole
-        validation's error."""
-        # the values not passed before, told apart without a Python step per value (most were passed before)
-        unseen = compress(zip(values, checks), map(not_, map(set.__contains__, map(_SECOND, checks),
-                                                             zip(map(type, values), values))))
+    def _run(self, function, resource: dict) -> tuple | None:
+        """A shape's function on a resource; a value it refuses: the whole validation's error."""
         try:
-            for value, (validate, passed) in unseen:
-                validate(value)
-                if len(passed) < MAX_PASSED and (type(value) is not str or len(value) <= MAX_PASSED_LENGTH):
-                    passed.add((type(value), value))
+            return function(resource)
         except Exception:
             self.model.model_validate(resource)  # the error as fhir.resources words and locates it
             raise
 
-    def _compile(self, resource: dict) -> _Plan | None:
-        """The plan of a resource's shape: each value's check (its type's validator and passed values), the
-        shape's matcher with the same (plan, resourceType) and the values' leaf indexes; None when the
-        shape has no plan."""
+    def _compile(self, resource: dict) -> Any:
+        """The function of a resource's shape (:func:`matcher` with each value's check, the resourceType
+        fixed, the shape's number as tag), or None when the shape has no plan."""
         plan = self._plan(self.model, resource, (), root=True)
         if plan is None:
             return None
-        index = {path: i for i, path in enumerate(_leaf_paths(resource))}
-        checks = [self._adapters[id(kind)] for _, kind in plan]
-        paths = [path for path, _ in plan]
-        match = (matcher(resource, paths), checks, resource.get("resourceType"))
-        return checks, match, [index[path] for path in paths]
+        checks = {path: self._check(kind, type(_at(resource, path))) for path, kind in plan}
+        fixed = {("resourceType",): resource["resourceType"]} if "resourceType" in resource else {}
+        kept = [path for path, _ in plan if self.keep(path)]
+        return matcher(resource, kept, checks, fixed, tag=len(self._plans))
+
+    def _check(self, kind: Any, python_type: type) -> tuple:
+        """``(fast, passed, validate)`` of a value of type ``kind`` that the shape holds as ``python_type``."""
+        name, full = self._adapters[id(kind)]
+        if name in _PLAIN_STR:  # a regex of the plain form, called only on what the shape says is a str
+            fast = _PLAIN_STR[name] if python_type is str else None
+            if fast is not None and name in _INLINE:
+                fast = (_INLINE[name], fast)
+        elif name in ("dateTime", "instant") and python_type is str:
+            fast = _PLAIN_DAY_TIME.fullmatch
+        else:
+            fast = FAST_ACCEPT.get(name)  # these check the value's type themselves
+        passed = self._passed.setdefault((id(kind), python_type), set())
+        return fast, passed, _remembering(full, passed)
 
     # -- the plan of a shape: each primitive value's place and type -------------------------------------
     def _plan(self, model, data: dict, path: tuple, root: bool = False) -> list[tuple[tuple, Any]] | None:
@@ -337,5 +463,4 @@ class ShapeValidator:
     def _adapter(self, kind: Any) -> None:
         """Build ``kind``'s validator once (pydantic's own, without TypeAdapter's per-call wrapper)."""
         if id(kind) not in self._adapters:
-            full, check = TypeAdapter(kind).validator.validate_python, fast_accept(kind)
-            self._adapters[id(kind)] = (full if check is None else _checked(check, full), set())
+            self._adapters[id(kind)] = (_fast_name(kind), TypeAdapter(kind).validator.validate_python)
