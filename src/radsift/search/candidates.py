@@ -116,8 +116,8 @@ def exact_reason(request, reading: QueryReading, gap, backend=None, store: Index
     opts = request.options
     if opts.mode not in ("hybrid", "dense", "bm25"):
         return f"mode {opts.mode}"
-    if opts.first_stage is not None or opts.prf:
-        return "first stage or prf"
+    if opts.first_stage is not None:
+        return "first stage"
     if reading.active and reading.findings and all(f.beside for f in reading.findings):
         return "a link beside no literal reading"
     if backend is not None and getattr(backend, "pushdown", False):
