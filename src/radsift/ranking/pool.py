@@ -231,30 +231,41 @@ class BM25Side:
                 rows, vals = rows[mask[rows]], vals[mask[rows]]
             return _best(rows, vals, k)
         orders = [self.retriever.impact_order(t) for t, _, _, _ in self.terms]
-        longest, depth, read = max(g.size for _, g, _, _ in self.terms), max(k, 64), 0
+        sizes = [g.size for _, g, _, _ in self.terms]
+        depth, read = max(k, 64), [0] * len(self.terms)
         rows, vals = np.zeros(0, np.int64), np.zeros(0, np.float32)
         while True:
+            ends = [min(depth, size) for size in sizes]
             # the units first reached in this round (each scored once, over every term)
-            new = np.unique(np.concatenate([g[o[read:depth]] for (_, g, _, _), o in zip(self.terms, orders)]))
+            new = np.unique(np.concatenate([g[o[r:e]] for (_, g, _, _), o, r, e in zip(self.terms, orders, read, ends)]))
             new = new[(new < self.n) & ~member(rows, new)]
             score = self.at(new)
             keep = score > 0 if mask is None else (score > 0) & mask[new]
             rows, vals = np.concatenate([rows, new[keep]]), np.concatenate([vals, score[keep]])
             order = np.argsort(rows, kind="stable")
-            rows, vals, read = rows[order], vals[order], depth
-            if depth >= longest:  # every match read
+            rows, vals, read = rows[order], vals[order], ends
+            if all(e >= size for e, size in zip(ends, sizes)):  # every match read
                 return _best(rows, vals, k)
-            # a unit not read scores at most the sum of each term's next weight (float32, in order: a bound)
-            bound = np.float32(0)
-            for i, ((_, g, w, idf), o) in enumerate(zip(self.terms, orders)):
-                if depth < g.size:
-                    bound = np.float32(bound + _impact(idf, w[o[depth]], self._factor(i)))
+            bound = self._next_bound(ends, orders)
             if rows.size >= k:
                 got = _best(rows, vals, k)
                 # strictly below the k-th: no unit left unread ties with it (ties go to the lower row)
                 if got[1].min() > bound:
                     return got[0], got[1], max(got[2], float(bound))
             depth *= 4
+
+    def _next_impact(self, i: int, order: np.ndarray, pos: int) -> np.float32:
+        """Term ``i``'s impact at position ``pos`` of its ``order`` (0 past its last posting)."""
+        _, g, w, idf = self.terms[i]
+        return _impact(idf, w[order[pos]], self._factor(i)) if pos < g.size else np.float32(0)
+
+    def _next_bound(self, ends: list, orders: list) -> np.float32:
+        """The highest score of a unit not read: the sum of each term's next impact (float32, in order: a bound)."""
+        bound = np.float32(0)
+        for i, (e, o) in enumerate(zip(ends, orders)):
+            if e < self.terms[i][1].size:
+                bound = np.float32(bound + self._next_impact(i, o, e))
+        return bound
 
 
 def _best(rows: np.ndarray, vals: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, float]:
