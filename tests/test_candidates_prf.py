@@ -152,3 +152,39 @@ def test_without_the_coverage_rule_switched_off_the_first_pass_can_stop_early(in
     real = shortlist._exact
     monkeypatch.setattr(shortlist, "_exact", lambda *a, **k: real(*a[:6], a[6], True, *a[8:], **k))
     assert _differ(index, monkeypatch, [SETTINGS[0], SETTINGS[2]]) > 0
+
+
+@pytest.fixture(scope="module")
+def hnsw_index(index):
+    """The same index searched through an HNSW graph scoring 150 rows per query: a filter's units mostly at the
+    graph's floor in the second pass, which the exact engine scores without the filter's mask."""
+    pytest.importorskip("faiss")
+    from radsift.search import Index
+
+    out = Index.open(index.store.index_dir, encoder=index.encoder, backend="hnsw")
+    out._backend(out.store, "sentence").candidates = 150
+    return out
+
+
+#: Filters with paging through the HNSW graph, every mode.
+HNSW_SETTINGS = [{"mode": "hybrid", "level": "report", "where": ["site=south"]},
+                 {"mode": "dense", "level": "report", "where": ["site=south"], "offset": 5},
+                 {"mode": "hybrid", "level": "sentence", "where": ["site=north"]}, SETTINGS[0], SETTINGS[2]]
+
+
+def test_prf_through_an_hnsw_graph_with_a_filter_is_exact(hnsw_index, monkeypatch):
+    calls = _answered(monkeypatch)
+    assert _differ(hnsw_index, monkeypatch, HNSW_SETTINGS) == 0
+    assert len(calls) == len(HNSW_SETTINGS) * len(QUERIES)
+
+
+def test_with_the_filters_mask_in_the_second_dense_pass_pages_differ(hnsw_index, monkeypatch):
+    """The exact engine scores the moved vector over every unit (no mask): an HNSW graph searched within the
+    filter's units instead finds others, and pages differ."""
+    real, masks = shortlist._dense, []
+
+    def dense(index, store, unit, vector, mask, check=True):
+        masks.append(mask) if check else None
+        return real(index, store, unit, vector, mask if check else masks[-1], check)
+    monkeypatch.setattr(shortlist, "_dense", dense)
+    assert _differ(hnsw_index, monkeypatch, HNSW_SETTINGS[:3]) > 0
