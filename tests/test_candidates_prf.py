@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_candidates import BM25_SETTINGS, QUERIES, SETTINGS
 
 from radsift.ranking import pool, prf
 from radsift.search import candidates, shortlist
-
-from test_candidates import BM25_SETTINGS, QUERIES, SETTINGS
 
 #: Every mode at both levels, a filter, paging, a section target, a filter with paging.
 PRF_SETTINGS = SETTINGS + [{"mode": "dense", "level": "sentence"},

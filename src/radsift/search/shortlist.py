@@ -17,8 +17,8 @@ from radsift.ranking.pool import BM25Side, DenseScores, Sides, member, top_entri
 from radsift.ranking.prf import FB_DOCS, rm3_weights, rocchio
 from radsift.ranking.tiers import CLASS_NAMES
 from radsift.records import QueryReading
-from radsift.search.bm25count import bm25_counts
 from radsift.search.beside import query_tiers
+from radsift.search.bm25count import bm25_counts
 from radsift.search.candidates import ReadingPostings
 from radsift.search.options import SearchRequest
 from radsift.search.plan import eligible_mask, unit_locations, unit_sides
