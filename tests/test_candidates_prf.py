@@ -15,9 +15,11 @@ from test_candidates import BM25_SETTINGS, QUERIES, SETTINGS
 from radsift.ranking import pool, prf
 from radsift.search import candidates, shortlist
 
-#: Every mode at both levels, a filter, paging, a section target, a filter with paging.
+#: Every mode at both levels, a filter, paging, a section target, a filter with paging, section units.
 PRF_SETTINGS = SETTINGS + [{"mode": "dense", "level": "sentence"},
-                           {"mode": "dense", "level": "report", "where": ["site=south"], "offset": 5}] + BM25_SETTINGS
+                           {"mode": "dense", "level": "report", "where": ["site=south"], "offset": 5},
+                           {"mode": "hybrid", "level": "report", "unit": "section"},
+                           {"mode": "bm25", "level": "sentence", "unit": "section"}] + BM25_SETTINGS
 
 
 @pytest.fixture(scope="module")
