@@ -29,9 +29,9 @@ def bm25_sparse(retriever, query: str, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _sparse(posts: list, n: int, factors: list | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(sorted rows, scores) of every unit in ``posts`` (``(rows, weights, idf)`` per term, in query order): each
-    term adds ``idf * weight`` (times its factor, a weighted query's: :func:`radsift.ranking.prf.weighted_bm25_scores`),
-    in float32 and in order, as the exact engine's array over every unit."""
+    """(sorted rows, scores) of every unit in ``posts`` (``(rows, w, idf)`` per term, in query order): each term adds
+    ``idf * w`` (times its factor, a weighted query's weight: :func:`radsift.ranking.prf.weighted_bm25_scores`), in
+    float32 and in order, as the exact engine's array over every unit."""
     factors = [None] * len(posts) if factors is None else factors
     posts = [(np.asarray(g, dtype=np.int64), w, idf, f) for (g, w, idf), f in zip(posts, factors) if idf]
     if not posts or n == 0:
