@@ -20,7 +20,8 @@ section units (``unit="section"``) in every setting and timing; ``--kind beside`
 outside the lexicon (:data:`WORDED`) and the description benchmark's queries (``benchmarks/data/description_queries.tsv``) with the right concept
 linked (forced: the hashing encoder links nothing), those whose link stands beside the literal reading, over
 :data:`BESIDE_SETTINGS` (``bm25`` never links; ``--read-as literal``: the same queries without the link).
-``--gap G`` runs every search with calibrated tier boosts (``Index.tier_gap``). ``--alternate``
+``--gap G`` runs every search with calibrated tier boosts (``Index.tier_gap``); ``--prf`` with pseudo-relevance
+feedback (scores, fused scores and relevance compared unrounded). ``--alternate``
 times the indexes in turn, query by query, in one run (no agreement runs) and gives each index's p50 over
 the first's (Open-i x10 over x1: the target of issue 33 item 1):
     PYTHONPATH=src .venv/bin/python benchmarks/bench_candidates.py --corpus openi:1 --corpus openi:10 \
@@ -147,14 +148,18 @@ def force_links(index, links: dict) -> None:
 
 #: ``--read-as``: how a linked query is read (``literal`` drops the link: the same queries without it).
 READ_AS = ["both"]
+#: ``--prf``: every search with pseudo-relevance feedback.
+PRF = [False]
 
 
 def run(index, q: str, engine: str, **kw):
     os.environ["RADSIFT_ENGINE"] = engine
     t = time.perf_counter()
-    res = index.search(q, k=10, mentions=False, include_report=False, read_as=READ_AS[0], **kw)
+    res = index.search(q, k=10, mentions=False, include_report=False, read_as=READ_AS[0], prf=PRF[0], **kw)
     ms = (time.perf_counter() - t) * 1000
     page = [(h.report_id, h.sentence.text, h.band, round(h.score, 5)) for h in res]
+    if PRF[0]:  # the scores unrounded: bit for bit
+        page = [(h.report_id, h.sentence.text, h.band, h.score, h.fused, h.relevance) for h in res]
     return page, (res.total, res.matching, res.lower_bound), ms
 
 
@@ -220,7 +225,7 @@ def alternate(paths: list[str], backend: str, reps: int, model: Path, kind: str 
                     for eng in ("exact", "candidates"):
                         got.setdefault(f"{kw['mode']}/{eng}", []).append(run(index, q, eng, **kw)[2])
     p50 = [{k: float(np.percentile(v, 50)) for k, v in got.items()} for got in times]
-    return [{"index": path, "alternate": True, "kind": kind, "gap": gap, "queries": len(qs), "reps": reps,
+    return [{"index": path, "alternate": True, "kind": kind, "gap": gap, "prf": PRF[0], "queries": len(qs), "reps": reps,
              "p50_ms": {k: round(v, 2) for k, v in mine.items()},
              f"p50_over_{Path(paths[0]).name}": {k: round(v / p50[0][k], 2) for k, v in mine.items()},
              "load": tuple(round(x, 2) for x in os.getloadavg())} for path, mine in zip(paths, p50)]
@@ -276,7 +281,7 @@ def compare(path: str, backend: str, settings=SETTINGS, reps: int = 1, model: Pa
             t = time.perf_counter()
             vector_backend.scores(v)
             by_mode.setdefault("backend.scores", []).append((time.perf_counter() - t) * 1000)
-    return {"index": path, "kind": kind, "gap": gap, "queries": len(qs), "backend": backend, "units": int(index.store.units("sentence").report_row.shape[0]) if hasattr(index, "store") else None,
+    return {"index": path, "kind": kind, "gap": gap, "prf": PRF[0], "queries": len(qs), "backend": backend, "units": int(index.store.units("sentence").report_row.shape[0]) if hasattr(index, "store") else None,
             "runs": n, "top10_same": round(same / max(n, 1), 4), "counts_same": round(counts_same / max(n, 1), 4),
             "scores_bands_same": round(full / max(n, 1), 4), "answered_by_candidates": answered,
             "p50_exact_ms": round(float(np.percentile(times["exact"], 50)), 2),
@@ -339,6 +344,8 @@ def main(argv=None) -> int:
                     help="calibrated tier boosts: each reading tier costs GAP times the score spread (default strict)")
     ap.add_argument("--read-as", choices=("both", "literal"), default="both",
                     help="literal: the queries read without their link (--kind beside: the same queries, no link)")
+    ap.add_argument("--prf", action="store_true",
+                    help="every search with pseudo-relevance feedback (scores and relevance compared unrounded)")
     ap.add_argument("--timing-only", action="store_true", help="skip the agreement runs")
     ap.add_argument("--cached-dense", action="store_true",
                     help="time without the vector backend: each query's dense scores computed once, then kept")
@@ -346,6 +353,7 @@ def main(argv=None) -> int:
                     help="time the indexes in turn, query by query, and give each one's p50 over the first's")
     args = ap.parse_args(argv)
     READ_AS[0] = args.read_as
+    PRF[0] = args.prf
     args.workdir.mkdir(parents=True, exist_ok=True)
     paths = [corpus_index(spec, args.workdir) for spec in args.corpus] + args.index
     if args.alternate:

@@ -96,7 +96,7 @@ def test_bm25_over_postings_is_the_dense_array_nonzeros(index):
         assert np.array_equal(vals, full[rows])
 
 
-@pytest.mark.parametrize("kw", [{"mode": "hybrid-rrf"}, {"prf": True}])
+@pytest.mark.parametrize("kw", [{"mode": "hybrid-rrf"}, {"mode": "hybrid-rrf", "prf": True}])
 def test_searches_it_cannot_answer_exactly_go_to_the_exact_engine(index, monkeypatch, kw):
     monkeypatch.setattr("radsift.search.walk.candidate_page", lambda *a, **k: pytest.fail("not routed"))
     monkeypatch.setenv(candidates.ENV, "candidates")

@@ -25,26 +25,40 @@ def bm25_sparse(retriever, query: str, n: int) -> tuple[np.ndarray, np.ndarray]:
     :func:`radsift.ranking.bm25_scores`, bit for bit (float32, summed in query-token order)."""
     vocab = retriever.vocab_dict
     tokens = [t for t in tokenize(query) if t in vocab]
-    posts = [retriever.postings(t) for t in tokens]
-    posts = [(np.asarray(g, dtype=np.int64), w, idf) for g, w, idf in posts if idf]
+    return _sparse([retriever.postings(t) for t in tokens], n)
+
+
+def _sparse(posts: list, n: int, factors: list | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted rows, scores) of every unit in ``posts`` (``(rows, w, idf)`` per term, in query order): each term adds
+    ``idf * w`` (times its factor, a weighted query's weight: :func:`radsift.ranking.prf.weighted_bm25_scores`), in
+    float32 and in order, as the exact engine's array over every unit."""
+    factors = [None] * len(posts) if factors is None else factors
+    posts = [(np.asarray(g, dtype=np.int64), w, idf, f) for (g, w, idf), f in zip(posts, factors) if idf]
     if not posts or n == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-    size = sum(g.shape[0] for g, _, _ in posts)
+    size = sum(g.shape[0] for g, _, _, _ in posts)
     if len(posts) > 1 and size * DENSE_SHARE > n:
         # Long postings: a scatter into one array over every unit beats sorting them (as the exact engine).
-        full = np.zeros(max(n, int(max(int(g.max(initial=-1)) for g, _, _ in posts)) + 1), dtype=np.float32)
-        for g, w, idf in posts:
-            full[g] += np.float32(idf) * w
+        full = np.zeros(max(n, int(max(int(g.max(initial=-1)) for g, _, _, _ in posts)) + 1), dtype=np.float32)
+        for g, w, idf, f in posts:
+            full[g] += _impact(idf, w, f)
         rows = np.flatnonzero(full[:n])
         return rows, full[rows]
-    rows = posts[0][0] if len(posts) == 1 else np.unique(np.concatenate([g for g, _, _ in posts]))
+    rows = posts[0][0] if len(posts) == 1 else np.unique(np.concatenate([g for g, _, _, _ in posts]))
     out = np.zeros(rows.shape[0], dtype=np.float32)
-    for g, w, idf in posts:
-        out[np.searchsorted(rows, g)] += np.float32(idf) * w
+    for g, w, idf, f in posts:
+        out[np.searchsorted(rows, g)] += _impact(idf, w, f)
     keep = rows < n
     rows, out = rows[keep], out[keep]
     nonzero = out > 0  # as the exact engine: a unit scoring 0 is no match
     return rows[nonzero], out[nonzero]
+
+
+def _impact(idf, w: np.ndarray, factor=None) -> np.ndarray:
+    """A term's score at its postings ``w``: ``idf * w`` in float32 (BM25's :meth:`get_scores`), times a weighted
+    query's ``factor`` (float32) after it, as :func:`radsift.ranking.prf.weighted_bm25_scores` multiplies."""
+    out = np.float32(idf) * w
+    return out if factor is None else factor * out
 
 
 def min_max_with(values: np.ndarray, low: float, high: float) -> np.ndarray:
@@ -155,14 +169,24 @@ class BM25Side:
 
     The best matches come from each term's postings read best weight first (:meth:`top`, a threshold
     top-k: a unit not read scores at most the sum of each term's next weight), so the work follows the
-    matches asked for; every match (:meth:`matches`) only when a caller needs them all.
+    matches asked for; every match (:meth:`matches`) only when a caller needs them all. With ``weights`` (term ->
+    weight, RM3's after pseudo-relevance feedback) it is the weighted query's
+    (:func:`radsift.ranking.prf.weighted_bm25_scores`, bit for bit): each term's impact is weight x BM25 and a unit
+    not read scores at most the weighted sum of each term's next impact.
     """
 
-    def __init__(self, retriever, query: str, n: int, first: int = 1) -> None:
+    def __init__(self, retriever, query: str, n: int, first: int = 1, weights=None) -> None:
         self.retriever, self.query, self.n = retriever, query, n
         vocab = retriever.vocab_dict
-        posts = [(t, *retriever.postings(t)) for t in tokenize(query) if t in vocab] if n else []
-        self.terms = [(t, np.asarray(g, dtype=np.int64), w, np.float32(idf)) for t, g, w, idf in posts if idf]
+        if weights is None:
+            posts = [(t, None, *retriever.postings(t)) for t in tokenize(query) if t in vocab] if n else []
+        else:  # a weighted term query (RM3): weight x BM25 per term, in the weights' order
+            posts = [(t, np.float32(f), *retriever.postings(t)) for t, f in weights.items()
+                     if t in vocab and f] if n else []
+        posts = [p for p in posts if p[4]]
+        self.terms = [(t, np.asarray(g, dtype=np.int64), w, np.float32(idf)) for t, _, g, w, idf in posts]
+        #: Each term's factor (a weighted query's weight, float32), or None.
+        self.factors = None if weights is None else [f for _, f, _, _, _ in posts]
         self.size = sum(g.shape[0] for _, g, _, _ in self.terms)  # postings, at least the matches
         self._all: tuple[np.ndarray, np.ndarray] | None = None
         if self.size <= SMALL_POSTINGS or self.size >= n:  # small, or perhaps every unit matches
@@ -177,7 +201,7 @@ class BM25Side:
     def matches(self) -> tuple[np.ndarray, np.ndarray]:
         """(sorted rows, scores) of every unit holding a query term (:func:`bm25_sparse`), computed once."""
         if self._all is None:
-            self._all = bm25_sparse(self.retriever, self.query, self.n)
+            self._all = _sparse([(g, w, idf) for _, g, w, idf in self.terms], self.n, self.factors)
         return self._all
 
     def at(self, rows: np.ndarray) -> np.ndarray:
@@ -186,12 +210,15 @@ class BM25Side:
         if self._all is not None:
             return _at(*self._all, rows, np.float32(0))
         out = np.zeros(rows.size, dtype=np.float32)
-        for _, g, w, idf in self.terms:
+        for i, (_, g, w, idf) in enumerate(self.terms):
             if g.size:
                 pos = np.minimum(np.searchsorted(g, rows), g.size - 1)
                 hit = g[pos] == rows
-                out[hit] += idf * w[pos[hit]]
+                out[hit] += _impact(idf, w[pos[hit]], self._factor(i))
         return out
+
+    def _factor(self, i: int):
+        return None if self.factors is None else self.factors[i]
 
     def top(self, k: int, mask=None) -> tuple[np.ndarray, np.ndarray, float]:
         """(sorted rows, scores) of the ``k`` best eligible matches and every one tied with the k-th, and the
@@ -204,30 +231,41 @@ class BM25Side:
                 rows, vals = rows[mask[rows]], vals[mask[rows]]
             return _best(rows, vals, k)
         orders = [self.retriever.impact_order(t) for t, _, _, _ in self.terms]
-        longest, depth, read = max(g.size for _, g, _, _ in self.terms), max(k, 64), 0
+        sizes = [g.size for _, g, _, _ in self.terms]
+        depth, read = max(k, 64), [0] * len(self.terms)
         rows, vals = np.zeros(0, np.int64), np.zeros(0, np.float32)
         while True:
+            ends = [min(depth, size) for size in sizes]
             # the units first reached in this round (each scored once, over every term)
-            new = np.unique(np.concatenate([g[o[read:depth]] for (_, g, _, _), o in zip(self.terms, orders)]))
+            new = np.unique(np.concatenate([g[o[r:e]] for (_, g, _, _), o, r, e in zip(self.terms, orders, read, ends)]))
             new = new[(new < self.n) & ~member(rows, new)]
             score = self.at(new)
             keep = score > 0 if mask is None else (score > 0) & mask[new]
             rows, vals = np.concatenate([rows, new[keep]]), np.concatenate([vals, score[keep]])
             order = np.argsort(rows, kind="stable")
-            rows, vals, read = rows[order], vals[order], depth
-            if depth >= longest:  # every match read
+            rows, vals, read = rows[order], vals[order], ends
+            if all(e >= size for e, size in zip(ends, sizes)):  # every match read
                 return _best(rows, vals, k)
-            # a unit not read scores at most the sum of each term's next weight (float32, in order: a bound)
-            bound = np.float32(0)
-            for (_, g, w, idf), o in zip(self.terms, orders):
-                if depth < g.size:
-                    bound = np.float32(bound + idf * w[o[depth]])
+            bound = self._next_bound(ends, orders)
             if rows.size >= k:
                 got = _best(rows, vals, k)
                 # strictly below the k-th: no unit left unread ties with it (ties go to the lower row)
                 if got[1].min() > bound:
                     return got[0], got[1], max(got[2], float(bound))
             depth *= 4
+
+    def _next_impact(self, i: int, order: np.ndarray, pos: int) -> np.float32:
+        """Term ``i``'s impact at position ``pos`` of its ``order`` (0 past its last posting)."""
+        _, g, w, idf = self.terms[i]
+        return _impact(idf, w[order[pos]], self._factor(i)) if pos < g.size else np.float32(0)
+
+    def _next_bound(self, ends: list, orders: list) -> np.float32:
+        """The highest score of a unit not read: the sum of each term's next impact (float32, in order: a bound)."""
+        bound = np.float32(0)
+        for i, (e, o) in enumerate(zip(ends, orders)):
+            if e < self.terms[i][1].size:
+                bound = np.float32(bound + self._next_impact(i, o, e))
+        return bound
 
 
 def _best(rows: np.ndarray, vals: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, float]:

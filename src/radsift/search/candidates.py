@@ -46,14 +46,21 @@ A concept linked beside the literal reading: :mod:`.beside` (the same bound over
 Calibrated tier boosts (``gap``: a tier costs ``gap`` times the spread, as :func:`radsift.ranking.apply_tiers`)
 keep the bound (it holds for any step), but a lower tier no longer outranks every score: no report is covered.
 
+Pseudo-relevance feedback (``prf``, :func:`radsift.search.shortlist._feedback`): the first pass's ``FB_DOCS`` best
+units come from this engine's ranking of units (the exact engine's ``rank(mode, FB_DOCS)``: units at either level, so no
+report is covered; ``bm25`` keeps no unit sharing no term, as there); the second pass ranks as above with Rocchio's
+moved vector (scored without the filter's mask, as there) and RM3's weighted BM25 query
+(:class:`~radsift.ranking.pool.BM25Side` with weights: weight x BM25 per term, float32 in the weights' order as
+``weighted_bm25_scores``; a unit not read scores at most the weighted sum of each term's next impact): bit-equal.
+
 Routed to the exact engine (:func:`exact_reason`): ``hybrid-rrf`` (a rank fusion needs every
-unit's rank: what it would take, ``docs/measurements.md``), a first stage, ``prf``, a link beside no literal
+unit's rank: what it would take, ``docs/measurements.md``), a first stage, a link beside no literal
 reading (only links beside: never read so), a backend that pushes filters down, and ``RADSIFT_ENGINE=exact``. What stays linear in the corpus: the ``numpy`` backend's
 matrix-vector product (and the scans of its array), section units when some section is longer than one window
 (every later window scored, as the exact engine, and the backend's scores made a full array), a metadata filter's mask (one SQLite query and one
 pass per new filter; the HNSW backend's masked search), an open-vocabulary phrase's first query (the
 sentences holding its words: an intersection of their postings; then the reader over at most 2,000 of them),
-a query with a side word (the units holding one),
+a query with a side word (the units holding one), a BM25 query (RM3's, often) whose terms' postings outnumber the units (every match scored),
 several findings or a link beside the literal reading (their mentions, on the reading's first query; several findings' ``bm25`` counts, per
 query), a ``bm25`` page that reaches units sharing no term (every match read) or, at report level, a
 ``bm25`` search with a section ``target`` (its counts list the matches), a term's bitmaps on its first
@@ -116,8 +123,8 @@ def exact_reason(request, reading: QueryReading, gap, backend=None, store: Index
     opts = request.options
     if opts.mode not in ("hybrid", "dense", "bm25"):
         return f"mode {opts.mode}"
-    if opts.first_stage is not None or opts.prf:
-        return "first stage or prf"
+    if opts.first_stage is not None:
+        return "first stage"
     if reading.active and reading.findings and all(f.beside for f in reading.findings):
         return "a link beside no literal reading"
     if backend is not None and getattr(backend, "pushdown", False):

@@ -70,7 +70,8 @@ def bm25_query(query: str, reading: QueryReading, expansion: Expansion) -> str:
 
 def feedback(store: IndexStore, request: SearchRequest, scores: dict, tiers, reading: QueryReading, *, query_vector,
              backends: Backends, expansion: Expansion, gap: float | None) -> dict:
-    """Scores again after pseudo-relevance feedback from the first pass's top units (:mod:`radsift.ranking.prf`)."""
+    """Scores again after pseudo-relevance feedback from the first pass's top units (:mod:`radsift.ranking.prf`).
+    The candidate engine gives the same from its pool (:func:`radsift.search.shortlist._feedback`): keep both in step."""
     opts = request.options
     rows, vals = rank(opts.mode, FB_DOCS, tiers=tiers, gap=gap, **scores)
     if not len(rows):

@@ -6,16 +6,19 @@ same), or None when the search is one the exact engine must answer.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from radsift.index.reader import IndexStore
 from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
 from radsift.ranking.bands import BandTable, band_of, score_kind
 from radsift.ranking.pool import BM25Side, DenseScores, Sides, member, top_entries
+from radsift.ranking.prf import FB_DOCS, rm3_weights, rocchio
 from radsift.ranking.tiers import CLASS_NAMES
 from radsift.records import QueryReading
-from radsift.search.bm25count import bm25_counts
 from radsift.search.beside import query_tiers
+from radsift.search.bm25count import bm25_counts
 from radsift.search.candidates import ReadingPostings
 from radsift.search.options import SearchRequest
 from radsift.search.plan import eligible_mask, unit_locations, unit_sides
@@ -23,6 +26,7 @@ from radsift.search.rank import rerank_head
 from radsift.search.results import SearchResult, hits_of
 from radsift.search.scoring import best_window, bm25_query, checked_cosines
 from radsift.search.units import unit_texts
+from radsift.text.tokens import tokenize
 
 #: Dense candidates drawn first (widened x4 until the page is exact).
 FIRST_DEPTH = 1000
@@ -48,11 +52,14 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
     dense = None
     if NEEDS_DENSE[opts.mode]:
         dense = _dense(index, store, unit, query_vector, mask)
-    bm = BM25Side(store.bm25(unit), bm25_query(request.query, reading, expansion), n,
-                  BM25_FIRST if opts.mode == "bm25" else FIRST_DEPTH) if NEEDS_BM25[opts.mode] else None
+    text = bm25_query(request.query, reading, expansion)
+    bm = BM25Side(store.bm25(unit), text, n, BM25_FIRST if opts.mode == "bm25" else FIRST_DEPTH) \
+        if NEEDS_BM25[opts.mode] else None
     alpha = opts.alpha if opts.alpha is not None else index.settings.dense_weight
     sides_ = Sides(opts.mode, alpha, dense, bm, n)
     elig = (lambda rows: np.ones(len(rows), dtype=bool)) if mask is None else (lambda rows: mask[rows])
+    if opts.prf:
+        sides_ = _feedback(index, store, opts, sides_, (qt, mask, elig, post), query_vector, text)
     depth = max(opts.offset + opts.k, opts.rerank)
     picked, cand, best = _rank(opts, sides_, qt, mask, elig, depth, post, index.tier_gap)
     page_units = unit_texts(store, unit, [u for _, u, _ in picked])
@@ -79,19 +86,47 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
                         lower_bound=qt is not None and qt.capped)
 
 
-def _dense(index, store: IndexStore, unit: str, query_vector, mask) -> DenseScores:
+def _dense(index, store: IndexStore, unit: str, query_vector, mask, check: bool = True) -> DenseScores:
     """The query's cosines of ``unit`` units: the scored rows only (every other row holds the backend's fill,
     below them: no pass over every unit), or, for sections longer than one window, every section scored by its
-    best window (:func:`radsift.search.scoring.best_window`: a product over every later window, as the exact engine)."""
+    best window (:func:`radsift.search.scoring.best_window`: a product over every later window, as the exact engine).
+    ``check`` False: not checked (:func:`~radsift.search.scoring.checked_cosines`; feedback's second pass, as there)."""
     got = index._backend(store, unit).sparse_scores(query_vector, mask)
+    checked = (lambda v: checked_cosines(v, store, unit)) if check else (lambda v: v)
     if store.units(unit).windows is not None:
-        return DenseScores(got.n, checked_cosines(best_window(got.full(), store, unit, query_vector), store, unit))
-    return DenseScores(got.n, checked_cosines(got.values, store, unit), got.rows, got.fill, got.node_of_row,
-                       got.groups)
+        return DenseScores(got.n, checked(best_window(got.full(), store, unit, query_vector)))
+    return DenseScores(got.n, checked(got.values), got.rows, got.fill, got.node_of_row, got.groups)
 
 
-def _rank(opts, sides_: Sides, qt, mask, elig, depth: int, post: ReadingPostings, gap: float | None = None):
+def _feedback(index, store: IndexStore, opts, sides_: Sides, ranked: tuple, query_vector, text: str) -> Sides:
+    """Both sides after pseudo-relevance feedback, as :func:`radsift.search.scoring.feedback` gives them: the first
+    pass's :data:`~radsift.ranking.prf.FB_DOCS` best units (its ranking of units, by tier then score, at either
+    level; no unit sharing no term kept, as there), then Rocchio's moved vector (scored without the filter's mask,
+    as there) and RM3's weighted BM25 query (:class:`~radsift.ranking.pool.BM25Side` with weights).
+    ``ranked``: ``(query tiers, mask, eligible, reading postings)`` as :func:`_rank` takes them."""
+    qt, mask, elig, post = ranked
+    picked = _rank(replace(opts, level="sentence"), sides_, qt, mask, elig, FB_DOCS, post, index.tier_gap,
+                   keep=False)[0]
+    if not picked:
+        return sides_
+    rows = np.asarray([u for _, u, _ in picked], dtype=np.int64)
+    dense = bm = None
+    if sides_.dense is not None:
+        moved = rocchio(query_vector, np.asarray(store.units(opts.unit).vectors[np.sort(rows)]))
+        dense = _dense(index, store, opts.unit, moved, None, check=False)
+    if sides_.bm is not None:
+        texts = unit_texts(store, opts.unit, rows.tolist())
+        weights = rm3_weights(tokenize(text), [tokenize(texts[r].text) for r in rows.tolist()],
+                              np.asarray([s for _, _, s in picked], dtype=np.float64))
+        bm = BM25Side(sides_.bm.retriever, text, sides_.n, BM25_FIRST if opts.mode == "bm25" else FIRST_DEPTH,
+                      weights=weights)
+    return Sides(opts.mode, sides_.alpha, dense, bm, sides_.n)
+
+
+def _rank(opts, sides_: Sides, qt, mask, elig, depth: int, post: ReadingPostings, gap: float | None = None,
+          keep: bool = True):
     """The ranked list to ``depth`` from a growing candidate pool, until no unit outside it could enter.
+    ``keep`` False: ``bm25`` ranks its matches only (feedback's first pass: no unit stating the reading joins).
 
     Returns:
         ``(picked, candidate rows, best)``: the ranked entries (report row, unit row, score), the pool (eligible
@@ -106,7 +141,7 @@ def _rank(opts, sides_: Sides, qt, mask, elig, depth: int, post: ReadingPostings
         if sides_.bm is not None:
             bm_rows, bm_vals, b_k = sides_.bm.top(k_dense, mask)
         extra, d_k, top = [np.zeros(0, np.int64)], None, np.zeros(0, np.int64)
-        if bm25 and b_k == 0.0 and qt is not None and qt.statuses:
+        if keep and bm25 and b_k == 0.0 and qt is not None and qt.statuses:
             # every match taken: the units stating the reading that share no term join (BM25 0, ranked by tier)
             extra.append(qt.keep_rows())
         if sides_.dense is not None and not bm25:
@@ -139,7 +174,7 @@ def _rank(opts, sides_: Sides, qt, mask, elig, depth: int, post: ReadingPostings
             scores = (base - known.astype(np.float32) * step).astype(np.float32)
         picked = top_entries(opts.level, cand, scores, depth, post.report_row)
         if whole or _exact(qt, step, picked, depth, (bm_rows, extra), bound, None if mask is None else elig,
-                           gap is None, known):
+                           gap is None and opts.level == "report", known):
             return picked, cand, best
         # every scored row and every match taken, and still not exact: only the whole list decides
         k_dense = n_elig if not bm25 and top.size < k_dense and b_k == 0.0 else k_dense * 4
