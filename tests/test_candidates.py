@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from engine_pages import engine_page as _page
 
 from radsift.demo import generate_reports
 from radsift.index import build_index
@@ -52,13 +53,6 @@ def hnsw_index(tmp_path_factory):
     reports = [r.__class__(f"{r.id}-{c}", r.sections, r.metadata) for c in range(3) for r in base]
     build_index(root / "idx", reports, encoder=enc, progress=False)
     return Index.open(root / "idx", encoder=enc, backend="hnsw")
-
-
-def _page(index, monkeypatch, engine, query, **kw):
-    monkeypatch.setenv(candidates.ENV, engine)
-    res = index.search(query, k=10, **kw)
-    return [(h.report_id, h.sentence.text, h.band, h.relevance, round(h.score, 5)) for h in res], \
-        (res.total, res.matching, res.more)
 
 
 @pytest.mark.parametrize("kw", SETTINGS, ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()))

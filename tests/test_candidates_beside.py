@@ -13,6 +13,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from engine_pages import answered as _answered
+from engine_pages import engine_page as _page
 
 from radsift.records import QueryReading, ReadFinding
 from radsift.search import beside, candidates, shortlist
@@ -76,20 +78,6 @@ def linked(monkeypatch):
     """Every search (both engines) reads its query with the links above."""
     monkeypatch.setattr("radsift.search.walk.read_query",
                         lambda query, labeler, **kw: _reading(query, labeler, **kw))
-
-
-def _page(index, monkeypatch, engine, query, **kw):
-    monkeypatch.setenv(candidates.ENV, engine)
-    res = index.search(query, **{"k": 10, **kw})
-    return [(h.report_id, h.sentence.text, h.band, h.relevance, round(h.score, 5)) for h in res], \
-        (res.total, res.matching, res.lower_bound, res.more)
-
-
-def _answered(monkeypatch) -> list:
-    calls: list = []
-    real = shortlist.candidate_page
-    monkeypatch.setattr("radsift.search.walk.candidate_page", lambda *a, **k: calls.append(1) or real(*a, **k))
-    return calls
 
 
 def test_every_query_is_read_with_a_link_beside_its_literal_reading(index, linked):

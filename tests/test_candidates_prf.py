@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from engine_pages import answered as _answered
 from test_candidates import BM25_SETTINGS, QUERIES, SETTINGS
 
 from radsift.ranking import pool, prf
@@ -37,13 +38,6 @@ def _page(index, monkeypatch, engine, query, **kw):
 def _differ(index, monkeypatch, settings) -> int:
     return sum(_page(index, monkeypatch, "candidates", q, **kw) != _page(index, monkeypatch, "exact", q, **kw)
                for kw in settings for q in QUERIES)
-
-
-def _answered(monkeypatch) -> list:
-    calls = []
-    real = shortlist.candidate_page
-    monkeypatch.setattr("radsift.search.walk.candidate_page", lambda *a, **k: calls.append(1) or real(*a, **k))
-    return calls
 
 
 @pytest.mark.parametrize("kw", PRF_SETTINGS, ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()))

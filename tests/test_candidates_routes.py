@@ -7,6 +7,8 @@ engine's pages, scores, bands and counts (``total``, ``matching``, ``lower_bound
 from __future__ import annotations
 
 import pytest
+from engine_pages import answered as _answered
+from engine_pages import engine_page as _page
 
 from radsift.demo import generate_reports
 from radsift.index import build_index
@@ -39,21 +41,6 @@ SECTION_SETTINGS = [{**kw, "unit": "section"} for kw in SETTINGS]
 @pytest.fixture(scope="module")
 def index(tmp_path_factory, sited_demo_index_at):
     return sited_demo_index_at(tmp_path_factory.mktemp("routes"))
-
-
-def _page(index, monkeypatch, engine, query, **kw):
-    monkeypatch.setenv(candidates.ENV, engine)
-    kw = {"k": 10, **kw}
-    res = index.search(query, **kw)
-    return [(h.report_id, h.sentence.text, h.band, h.relevance, round(h.score, 5)) for h in res], \
-        (res.total, res.matching, res.lower_bound, res.more)
-
-
-def _answered(monkeypatch) -> list:
-    calls: list = []
-    real = shortlist.candidate_page
-    monkeypatch.setattr("radsift.search.walk.candidate_page", lambda *a, **k: calls.append(1) or real(*a, **k))
-    return calls
 
 
 def _forget_open(index) -> None:

@@ -1,0 +1,25 @@
+"""What the candidate engine's tests compare: a page searched on one engine, and which searches it answered.
+
+Imported by the ``test_candidates*.py`` files (the tests folder is on ``sys.path`` under pytest).
+"""
+
+from __future__ import annotations
+
+from radsift.search import candidates, shortlist
+
+
+def engine_page(index, monkeypatch, engine: str, query: str, **kw) -> tuple[list, tuple]:
+    """The page of ``query`` on ``engine`` (``candidates`` or ``exact``): each hit's report, unit text, band,
+    relevance and score (5 places), and the counts (``total``, ``matching``, ``lower_bound``, ``more``)."""
+    monkeypatch.setenv(candidates.ENV, engine)
+    res = index.search(query, **{"k": 10, **kw})
+    return [(h.report_id, h.sentence.text, h.band, h.relevance, round(h.score, 5)) for h in res], \
+        (res.total, res.matching, res.lower_bound, res.more)
+
+
+def answered(monkeypatch) -> list:
+    """A list that gains an item each time the candidate engine answers a search (from now on)."""
+    calls: list = []
+    real = shortlist.candidate_page
+    monkeypatch.setattr("radsift.search.walk.candidate_page", lambda *a, **k: calls.append(1) or real(*a, **k))
+    return calls
