@@ -19,8 +19,8 @@ the radiologist said it once without doubt. Other findings have no observations 
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import replace
-from typing import Hashable, Sequence
 
 from radsift.labels.lexicon import Lexicon
 from radsift.records import Mention

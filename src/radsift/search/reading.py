@@ -22,18 +22,19 @@ use it, so what is measured is what users get.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from radsift.errors import ConfigError
-from radsift.search.concepts import normal_statement
 from radsift.labels.openvocab import query_side
 from radsift.ranking import STATUS_CODES, side_tiers, stated_tiers, unit_tiers
 from radsift.ranking.places import LOCATION_SLOTS, location_tiers, where_tiers
 from radsift.ranking.tiers import SIDE_SLOTS, reading_classes
 from radsift.records import QueryReading, ReadFinding
+from radsift.search.concepts import normal_statement
 from radsift.text import locations
 
 if TYPE_CHECKING:
