@@ -170,8 +170,9 @@ ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", metavar="N", hel
 BatchOpt = Annotated[int, typer.Option("--batch-size", metavar="N", help="Encoding batch size.")]
 EncoderOpt = Annotated[str, typer.Option(
     "--encoder", metavar="NAME", help="How reports are encoded: torch (reference), onnx (ONNX Runtime: same vectors, "
-    "~2.6x faster on 2 cores) or onnx-int8 (~5x, vectors within 0.008 in cosine); onnx needs the 'fast' extra. "
-    "Queries are always encoded by torch.")]
+    "~2.6x faster on 2 cores), onnx-int8 (~5x, vectors within 0.008 in cosine; onnx needs the 'fast' extra) or "
+    "cuda (torch on a GPU in float16: build on a GPU machine, search anywhere). Queries are always encoded by "
+    "torch on CPU.")]
 EncoderCacheOpt = Annotated[Optional[Path], typer.Option(
     "--encoder-cache", metavar="DIR", help="Where ONNX exports of the model are kept (default: "
     "$RADSIFT_CACHE_DIR/onnx or ~/.cache/radsift/onnx).")]

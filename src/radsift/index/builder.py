@@ -21,7 +21,7 @@ from radsift.index.reader import IndexStore
 from radsift.index.segment_data import segment_data
 from radsift.index.spread import write_shares
 from radsift.index.writer import commit_generation, live_counts, write_segment
-from radsift.models.encoder import model_fingerprint, resolve_model_path
+from radsift.models.encoder import check_device, model_fingerprint, resolve_model_path
 from radsift.models.onnx_encoder import BUILD_ENCODERS, load_build_encoder
 from radsift.models.onnx_encoder import encoder_kind as kind_of_encoder
 from radsift.models.ray_encode import check_ray_address
@@ -108,6 +108,8 @@ class BuildOptions:
         if self.encoder_kind not in BUILD_ENCODERS:
             raise ConfigError(f"--encoder {self.encoder_kind!r}: unknown encoder; choose one of "
                               f"{', '.join(BUILD_ENCODERS)}")
+        if self.encoder_kind == "cuda" and self.encoder is None:
+            check_device("cuda")  # a GPU that is not there: refused before anything is written
         if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
             raise ConfigError(f"--workers: must be a whole number of 1 or more, not {self.workers!r}")
         if self.ray is not None:

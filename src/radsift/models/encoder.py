@@ -36,6 +36,9 @@ if os.environ.get("RADSIFT_OMP_DEFAULTS", "1") != "0":
     os.environ.setdefault("KMP_BLOCKTIME", "0")
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
+#: Smallest encoding batch on a GPU (benchmarks/bench_gpu_build.py: throughput levels off around it).
+GPU_BATCH = 512
+DEVICES = ("cpu", "cuda")
 
 
 def default_model_path() -> Path:
@@ -79,9 +82,28 @@ def _check_modules(path: Path) -> None:
                           "is damaged or not a sentence-transformers model")
 
 
+def check_device(device: str) -> str:
+    """``device`` when it is one radsift encodes on and is there (``cuda``: torch sees a GPU), else a ConfigError."""
+    if device not in DEVICES:
+        raise ConfigError(f"device {device!r}: choose one of {', '.join(DEVICES)}")
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError("--encoder cuda: torch sees no CUDA GPU here (torch.cuda.is_available() is False; "
+                              f"torch {torch.__version__}, built for CUDA {torch.version.cuda or 'none'}): "
+                              "build with --encoder torch or onnx, or on a machine with a GPU and a CUDA build "
+                              "of torch")
+    return device
+
+
 def model_display_name(path: Path) -> str:
     """A readable name for a model folder (the default model's canonical name)."""
-    return DEFAULT_MODEL_NAME if path == default_model_path().resolve() else path.name
+    try:
+        default = default_model_path().resolve()
+    except ConfigError:  # the packaged model is not installed (a GPU build machine given --model)
+        return path.name
+    return DEFAULT_MODEL_NAME if path == default else path.name
 
 
 def set_threads(threads: int | None) -> None:
@@ -143,24 +165,47 @@ class Encoder:
     name: str
     model: object
     threads: int | None = None  # fixed by the caller; None: chosen chunk by chunk (encode_threads)
+    device: str = "cpu"  # "cuda": a build's encoding on a GPU, in half precision (see load)
 
     @classmethod
     def load(
-        cls, model: str | Path | None = None, *, threads: int | None = None, max_seq_length: int | None = None
+        cls, model: str | Path | None = None, *, threads: int | None = None, max_seq_length: int | None = None,
+        device: str = "cpu",
     ) -> "Encoder":
+        """Load a model folder (None = the packaged model).
+
+        Args:
+            model: Model folder, or None for the packaged all-MiniLM-L6-v2.
+            threads: torch intra-op threads (None = chosen chunk by chunk).
+            max_seq_length: Truncation length in tokens (None = the model's own).
+            device: ``cpu`` (float32, the reference) or ``cuda`` (float16 on the first GPU: a build's encoding
+                on a GPU machine; the vectors are stored as float32 and searched on CPU like any others).
+
+        Raises:
+            ConfigError: The folder is missing or damaged, or ``cuda`` where torch sees no GPU.
+        """
         path = resolve_model_path(model)
+        device = check_device(device)
         set_threads(threads)
         from sentence_transformers import SentenceTransformer
 
         try:
-            st = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+            # float32 on CPU even from a half-precision folder (CPU half-precision products are slow and round
+            # more); float16 on a GPU (tensor cores; cosine to float32 > 0.9999, benchmarks/bench_gpu_build.py).
+            kwargs = {"dtype": "float16" if device == "cuda" else "float32"}
+            st = SentenceTransformer(str(path), device=device, local_files_only=True, model_kwargs=kwargs)
         except Exception as exc:  # a damaged or foreign folder: transformers raises many kinds
             raise ConfigError(f"{path}: cannot be loaded as a sentence-transformers model "
                               f"({type(exc).__name__}: {str(exc)[:200]})") from None
         if max_seq_length:
             st.max_seq_length = int(max_seq_length)
+        if device == "cuda":  # modules outside the transformer (a Dense layer) follow too
+            st.half()
+        else:
+            st.float()
         st.eval()
-        return cls(path=path, name=model_display_name(path), model=st, threads=int(threads) if threads else None)
+        return cls(path=path, name=model_display_name(path), model=st, threads=int(threads) if threads else None,
+                   device=device)
 
     @property
     def dim(self) -> int:
@@ -174,6 +219,8 @@ class Encoder:
             return np.zeros((0, self.dim), dtype=np.float32)
         if len(texts) == 1 and not progress:
             return self.encode_query(texts[0])[None, :]
+        if self.device != "cpu":  # a GPU is fed in large batches: small ones leave it idle between launches
+            batch_size = max(batch_size, GPU_BATCH)
         return self._encode_chunks(list(texts), batch_size, desc, progress)
 
     def _encode_chunks(self, texts: list[str], batch_size: int, desc: str, progress: bool) -> np.ndarray:
@@ -189,13 +236,17 @@ class Encoder:
             task = bar.add_task(desc, total=len(texts))
             for i in range(0, len(texts), chunk):
                 idx = order[i : i + chunk]
-                if len(texts) > batch_size or self.threads:  # a few texts (a search's) skip the sampling
+                if self.device == "cpu" and (len(texts) > batch_size or self.threads):  # a search's few skip it
                     with _QUERY_LOCK:  # torch's thread count is process-wide: not while a query switched it
                         torch.set_num_threads(encode_threads(self.threads))
-                out[idx] = self.model.encode(
+                vecs = self.model.encode(
                     [texts[j] for j in idx], batch_size=batch_size, convert_to_numpy=True,
-                    normalize_embeddings=True, show_progress_bar=False,
+                    normalize_embeddings=self.device == "cpu", show_progress_bar=False,
                 )
+                if self.device != "cpu":  # half-precision output: made unit length in float32, not float16
+                    vecs = vecs.astype(np.float32)
+                    vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+                out[idx] = vecs
                 bar.advance(task, len(idx))
         return out
 
@@ -246,10 +297,12 @@ def _encode_one(encoder: Encoder, text: str) -> np.ndarray:
 
     st = encoder.model
     features = st.preprocess([text])
+    if encoder.device != "cpu":
+        features = {k: v.to(encoder.device) if hasattr(v, "to") else v for k, v in features.items()}
     with query_threads(), torch.inference_mode():
         vec = st(features)["sentence_embedding"][0]
-        vec = torch.nn.functional.normalize(vec, dim=0)
-    return vec.numpy().astype(np.float32, copy=False)
+        vec = torch.nn.functional.normalize(vec.float(), dim=0)
+    return vec.cpu().numpy().astype(np.float32, copy=False)
 
 
 @lru_cache(maxsize=4)

@@ -502,9 +502,10 @@ class OnnxEncoder:
 
 
 #: Build-time encoders ``radsift index build|add --encoder`` names: torch (the reference), ONNX
-#: Runtime fp32 (same vectors, ~2.6x faster on 2 cores) and ONNX Runtime int8 (~5x, vectors within
-#: 0.008 in cosine). Queries are always encoded by torch: the stored vectors are what changes.
-BUILD_ENCODERS = {"torch": None, "onnx": "fp32", "onnx-int8": "int8"}
+#: Runtime fp32 (same vectors, ~2.6x faster on 2 cores), ONNX Runtime int8 (~5x, vectors within
+#: 0.008 in cosine) and torch on a GPU in float16 (``cuda``; benchmarks/bench_gpu_build.py). Queries are
+#: always encoded by torch on CPU: the stored vectors are what changes.
+BUILD_ENCODERS = {"torch": None, "onnx": "fp32", "onnx-int8": "int8", "cuda": None}
 
 
 def load_build_encoder(kind: str = "torch", model: str | Path | None = None, *, threads: int | None = None,
@@ -526,12 +527,14 @@ def load_build_encoder(kind: str = "torch", model: str | Path | None = None, *, 
         raise ConfigError(f"--encoder {kind!r}: unknown encoder; choose one of {', '.join(BUILD_ENCODERS)}")
     variant = BUILD_ENCODERS[kind]
     if variant is None:
-        return Encoder.load(model, threads=threads)
+        return Encoder.load(model, threads=threads, device="cuda" if kind == "cuda" else "cpu")
     return OnnxEncoder.load(model, variant=variant, threads=threads, cache_dir=cache_dir, log=log)
 
 
 def encoder_kind(encoder) -> str:
-    """The :data:`BUILD_ENCODERS` key of a loaded encoder (``torch`` for anything not ONNX)."""
+    """The :data:`BUILD_ENCODERS` key of a loaded encoder (``torch`` for anything not ONNX or on a GPU)."""
+    if getattr(encoder, "device", "cpu") == "cuda":
+        return "cuda"
     if isinstance(encoder, OnnxEncoder):
         return {v: k for k, v in BUILD_ENCODERS.items()}.get(encoder.variant, encoder.backend)
     return "torch"

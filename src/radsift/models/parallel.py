@@ -60,7 +60,8 @@ def worker_loader(encoder: Any, threads: int | None = None) -> Callable[[], Any]
                                  cache_dir=encoder.onnx_path.parent, export=False)
     if isinstance(encoder, Encoder):
         seq = getattr(encoder.model, "max_seq_length", None)
-        return functools.partial(Encoder.load, encoder.path, threads=threads, max_seq_length=seq)
+        return functools.partial(Encoder.load, encoder.path, threads=threads, max_seq_length=seq,
+                                 device=encoder.device)
     return functools.partial(_itself, encoder)
 
 
