@@ -19,6 +19,7 @@ import functools
 import multiprocessing
 import os
 import signal
+import time
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -166,13 +167,23 @@ def describe_exits(procs: Iterable[Any]) -> str:
     one dies the pool terminates the others (SIGTERM), so the first death is the status that is not SIGTERM.
     """
     procs = list(procs)
-    for p in procs:
-        p.join(timeout=5)
-    codes = sorted({p.exitcode for p in procs if p.exitcode not in (None, 0)})
+    codes = sorted({code for code in map(_exit_code, procs) if code not in (None, 0)})
     codes = [c for c in codes if c != -signal.SIGTERM] or codes
     if not codes:
         return "exit status unknown"
     return ", ".join(f"killed by signal {-c}" if c < 0 else f"exit status {c}" for c in codes)
+
+
+def _exit_code(proc: Any, settle: float = 2.0) -> int | None:
+    """``proc``'s exit code once it has ended. The pool's own thread reaps its dead workers at the same moment
+    (both wake on the process's sentinel): when it wins the ``waitpid``, our join sees no child and the code
+    appears on the shared process object a moment later, so it is awaited briefly rather than read as
+    unknown (a SIGKILLed worker was once reported by the other worker's SIGTERM alone)."""
+    proc.join(timeout=5)
+    deadline = time.monotonic() + settle
+    while proc.exitcode is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return proc.exitcode
 
 
 def ignore_interrupts() -> None:
