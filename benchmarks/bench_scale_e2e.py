@@ -69,9 +69,10 @@ def reports(n: int, seed: int = 11):
         return _END.sub(one, text)
 
     out = []
-    for d in generate_reports(n, seed=seed):
-        r = d.report
-        out.append(replace(r, sections={k: refer(v) for k, v in r.sections.items()}))
+    for i, d in enumerate(generate_reports(n, seed=seed)):
+        r = d.report  # a ward of 100: a metadata filter keeping 1% of the reports (issue 33, item 3)
+        out.append(replace(r, sections={k: refer(v) for k, v in r.sections.items()},
+                           metadata={**r.metadata, "ward": f"w{i % 100:02d}"}))
     return out
 
 
@@ -98,6 +99,66 @@ def agreement(a, b, mode: str) -> float:
     return round(float(np.mean(shares)), 4)
 
 
+FIRST = r"""
+import json, os, sys, time
+t = time.perf_counter()
+from radsift.search import Index
+index = Index.open(sys.argv[1], backend="hnsw", threads=1)
+opened = time.perf_counter() - t
+t = time.perf_counter(); index.encoder, index.labeler; models = time.perf_counter() - t  # what a server loads first
+t = time.perf_counter(); index.search(sys.argv[2], k=10); first = time.perf_counter() - t
+t = time.perf_counter(); index.search(sys.argv[3], k=10); second = time.perf_counter() - t
+rss = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmRSS:")][0] / 1024
+print(json.dumps({"import_open_s": round(opened, 2), "models_s": round(models, 2), "first_query_ms": round(first * 1000, 1),
+                  "second_query_ms": round(second * 1000, 1), "rss_mib": round(rss)}))
+"""
+
+
+def engines(idx_dir: Path, threads: int) -> dict:
+    """HNSW searches on both engines, in turn query by query (a change of load hits both alike), a 1% filter,
+    and a fresh process's first query after opening (its models loaded first, as a server does; then a second
+    query)."""
+    import subprocess
+
+    from radsift.search import Index
+
+    index = Index.open(idx_dir, backend="hnsw", threads=threads)
+    cases = [(m, ()) for m in ("hybrid", "dense", "bm25")] + [("hybrid", ("ward=w07",))]
+    times: dict = {}
+    for engine in ("candidates", "exact"):  # warm-up, both
+        os.environ["RADSIFT_ENGINE"] = engine
+        for mode, where in cases:
+            index.search(QUERIES[0], k=10, mode=mode, where=list(where))
+    same = {}
+    for rep in range(3):
+        for q in QUERIES:
+            for mode, where in cases:
+                name = f"{mode}{' where ward=w07 (1%)' if where else ''}"
+                pages = []
+                for engine in ("candidates", "exact"):
+                    os.environ["RADSIFT_ENGINE"] = engine
+                    t = time.perf_counter()
+                    hits = index.search(q, k=10, mode=mode, where=list(where))
+                    times.setdefault((name, engine), []).append((time.perf_counter() - t) * 1000)
+                    pages.append([(h.report_id, round(h.score, 6)) for h in hits])
+                if rep == 0:
+                    same.setdefault(name, []).append(pages[0] == pages[1])
+    os.environ.pop("RADSIFT_ENGINE", None)
+    out: dict = {"rss_mib": round(rss_mib())}
+    for (name, engine), ts in times.items():
+        out[f"{name} / {engine}"] = {"p50_ms": round(float(np.percentile(ts, 50)), 2),
+                                      "p99_ms": round(float(np.percentile(ts, 99)), 2), "searches": len(ts)}
+    out["same_page"] = {name: f"{sum(v)}/{len(v)}" for name, v in same.items()}
+    del index
+    firsts = []
+    for q in (QUERIES[0], QUERIES[5]):  # two fresh processes; the page cache holds the files after the first
+        done = subprocess.run([sys.executable, "-c", FIRST, str(idx_dir), q, QUERIES[3]], capture_output=True,
+                              text=True, check=True)
+        firsts.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    out["fresh_process"] = firsts
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reports", type=int, default=150_000)
@@ -109,6 +170,10 @@ def main(argv=None) -> int:
     ap.add_argument("--query-threads", type=int, default=1,
                     help="torch threads of the query encoder (1: a short query gains nothing from more, and "
                          "torch's spinning threads cost ~0.5 s a query when other jobs share the cores)")
+    ap.add_argument("--build-only", action="store_true", help="build the index and its graphs, time no search")
+    ap.add_argument("--engines", action="store_true",
+                    help="time only the HNSW searches, on the candidate engine and the exact one (RADSIFT_ENGINE), "
+                         "with a 1%% metadata filter and the first query of a fresh process")
     ap.add_argument("--out", default="")
     args = ap.parse_args(argv)
 
@@ -147,6 +212,16 @@ def main(argv=None) -> int:
         save()
     size = sum(f.stat().st_size for f in idx_dir.rglob("*") if f.is_file())
     result["index_mib"] = round(size / 2**20)
+    if args.build_only:
+        save()
+        print(json.dumps(result, indent=1))
+        return 0
+    if args.engines:
+        result["engines"] = engines(idx_dir, args.query_threads)
+        result["load_end"] = os.getloadavg()
+        save()
+        print(json.dumps(result, indent=1))
+        return 0
 
     before = rss_mib()
     exact = Index.open(idx_dir, backend="numpy", threads=args.query_threads)
