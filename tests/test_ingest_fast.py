@@ -18,7 +18,8 @@ import radsift.corpus.fhir_reader as fhir_reader
 import radsift.corpus.fhir_validate as fhir_validate
 from radsift.corpus.hl7_reader import _regex_time, hl7_time, split_messages
 from radsift.corpus.options import ReaderOptions
-from radsift.corpus.rows import _unix_newlines, assemble
+import radsift.corpus.rows as rows
+from radsift.corpus.rows import _unix_newlines, assemble, fresh_report
 from radsift.corpus.stats import ReadStats
 from radsift.demo import generate_reports
 from radsift.demo.feeds import assign_patients, fhir_resource
@@ -410,7 +411,7 @@ def test_fhir_reports_are_assembles_reports():
 
 def test_a_fresh_report_is_a_report():
     sections, metadata = {"findings": "a"}, {"patient": "P1"}
-    ours = fhir_reader._fresh_report("r1", dict(sections), dict(metadata))
+    ours = fresh_report("r1", dict(sections), dict(metadata))
     assert ours == Report("r1", sections, metadata) and type(ours) is Report
     assert vars(ours) == vars(Report("r1", sections, metadata))
     assert {k: type(v) for k, v in vars(ours).items()} == {k: type(v) for k, v in vars(Report("r1", {}, {})).items()}
@@ -418,4 +419,4 @@ def test_a_fresh_report_is_a_report():
         ours.id = "r2"
     with pytest.raises(TypeError):  # and its mappings read-only
         ours.sections["findings"] = "b"
-    assert fhir_reader._PLAIN_REPORT  # a Report is still id, sections, metadata: the fast path is in use
+    assert rows._PLAIN_REPORT  # a Report is still id, sections, metadata: the fast path is in use

@@ -30,19 +30,17 @@ shape holds no float has none), so the records and problems are json's (``tests/
 from __future__ import annotations
 
 import binascii
-import dataclasses
 import html
 import json
 from html.parser import HTMLParser
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Iterator
 
 from radsift.corpus.fhir_validate import ShapeValidator, strict_base64
 from radsift.corpus.options import ReaderOptions
-from radsift.corpus.rows import Parsed, _unix_newlines, decode_line, decoded_lines, is_utf8, line_wise, list_files
+from radsift.corpus.rows import (Parsed, _unix_newlines, decode_line, decoded_lines, fresh_report, is_utf8, line_wise,
+                                 list_files)
 from radsift.errors import ConfigError, CorpusError
-from radsift.records import Report
 from radsift.text import split_sections
 from radsift.text.modalities import MODALITIES, modality_in
 
@@ -58,10 +56,6 @@ _CONTENT_TYPES: dict[str, tuple[str, str]] = {}  # contentType -> (media type, c
 _MEMO_SIZE = 4096  # exams, modalities and categories remembered per read (a feed has a few hundred exams)
 # orjson reads an integer past 64 bits as a float, json as an int: a line with 19 digits in a row goes to json
 _DIGITS_AS_ZERO, _LONG_NUMBER = bytes.maketrans(b"0123456789", b"0" * 10), b"0" * 19
-# A Report is its id, sections and metadata, set by __post_init__ as _fresh_report sets them
-_PLAIN_REPORT = tuple(f.name for f in dataclasses.fields(Report)) == ("id", "sections", "metadata") \
-    and not hasattr(Report, "__slots__")
-_new_object = object.__new__
 
 
 def _validator():
@@ -194,10 +188,15 @@ def _validated(resource: Any, validate) -> tuple[Any, str | None]:
     try:
         return validate(resource), None
     except Exception as exc:  # pydantic's ValidationError: its first error, located
-        errors = getattr(exc, "errors", None)
-        first = errors()[0] if callable(errors) and errors() else None
-        where = ".".join(str(x) for x in first["loc"]) if first else ""
-        return None, f"not a valid FHIR DiagnosticReport ({where + ': ' if where else ''}{first['msg'] if first else exc})"
+        return None, _invalid(exc)
+
+
+def _invalid(exc: Exception) -> str:
+    """The problem of a resource that does not validate: pydantic's first error, located."""
+    errors = getattr(exc, "errors", None)
+    first = errors()[0] if callable(errors) and errors() else None
+    where = ".".join(str(x) for x in first["loc"]) if first else ""
+    return f"not a valid FHIR DiagnosticReport ({where + ': ' if where else ''}{first['msg'] if first else exc})"
 
 
 def report_of(resource: dict, validate, memo: dict | None = None) -> tuple[Any, str | None]:
@@ -265,27 +264,16 @@ def _report(resource: dict, key: Any, memo: dict | None, patients: dict | None =
         conclusion = None
     metadata = {"patient": patient} if patient else {}  # in assemble's order: patient, times, concepts, ...
     if when:
-        if day := _clean(when[:10]):
+        if day := (_unix_newlines(day) if "\r" in (day := when[:10]) else day).strip():  # (_clean, inline)
             metadata["date"] = day
-        if when := _clean(when):
+        if when := (_unix_newlines(when) if "\r" in when else when).strip():
             metadata["datetime"] = when
     metadata.update(concepts)
-    for name, value in (("status", get("status")), ("conclusion", conclusion)):
-        if value := _clean(value):
-            metadata[name] = value
-    return _fresh_report(rid if type(rid) is str else str(rid), sections, metadata), None
-
-
-def _fresh_report(rid: str, sections: dict[str, str], metadata: dict[str, str]) -> Report:
-    """``Report(rid, sections, metadata)`` for a ``str`` id and two dicts made for it alone: the same record
-    (``__post_init__`` would make the id a ``str`` and wrap copies of the dicts; these dicts are used nowhere
-    else, so they are wrapped as they are). About 1 µs less a report; ``tests/test_ingest_fast.py`` compares
-    it with ``Report``. Should ``Report`` get other fields, it is called as it is."""
-    if not _PLAIN_REPORT:
-        return Report(rid, sections, metadata)
-    report = _new_object(Report)
-    report.__dict__.update(id=rid, sections=MappingProxyType(sections), metadata=MappingProxyType(metadata))
-    return report
+    if status := _clean(get("status")):
+        metadata["status"] = status
+    if conclusion:
+        metadata["conclusion"] = _clean(conclusion)  # (stripped: not blank)
+    return fresh_report(rid if type(rid) is str else str(rid), sections, metadata), None
 
 
 def _clean(value: str | None) -> str | None:
@@ -379,7 +367,13 @@ def _read_ndjson(file: Path, options: ReaderOptions, validate, memo: dict, patie
                     yield Parsed(where, problem=problem)
                     continue
                 raw = None  # json read it: nothing to look for
-            key, problem = _validated(resource, validate)
+            if type(resource) is dict and resource.get("resourceType") == "DiagnosticReport":
+                try:  # (_validated, inline: this is the path of nearly every resource)
+                    key, problem = validate(resource), None
+                except Exception as exc:
+                    key, problem = None, _invalid(exc)
+            else:
+                key, problem = _validated(resource, validate)
             # orjson's reading is json's unless it read a long integer as a float: a resource of a shape
             # without floats has none; any other goes to json when its line has a long number
             if raw is not None and (floats is None or type(key) is not tuple or key[0] in floats) \
