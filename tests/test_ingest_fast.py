@@ -232,6 +232,20 @@ def test_a_matcher_matches_exactly_its_shape():
     assert min(seen.values()) > 500
 
 
+def test_a_matcher_tells_empty_containers_and_look_alikes_apart():
+    """Small objects are not type-checked (anything else raises at len() or at a key) and lists are unpacked
+    without their length (another length raises): a string, list or null of an object's length, a longer or
+    shorter list, a non-empty list or object where the shape has an empty one, are other shapes."""
+    sample = {"a": [], "b": {}, "c": {"d": "x"}, "e": ["y"]}
+    match = fhir_validate.matcher(sample, [("c", "d"), ("e", 0)])
+    assert match({"e": ["w"], "c": {"d": "z"}, "b": {}, "a": []}) == ("z", "w")
+    others = [{"a": [1]}, {"a": {}}, {"a": ""}, {"b": []}, {"b": {"k": 1}}, {"b": None}, {"c": "d"}, {"c": ["d"]},
+              {"c": None}, {"c": {"k": "x"}}, {"c": {"d": "x", "k": 1}}, {"e": "y"}, {"e": {"y": 1}},
+              {"e": ["y", "y"]}, {"e": []}, {"e": None}]
+    for other in others:
+        assert match({**sample, **other}) is None, other
+
+
 def test_the_matcher_path_keeps_the_whole_validations_verdicts():
     model = fhir_reader._validator()
     items = assign_patients([d.report for d in generate_reports(n=5, seed=9)])
