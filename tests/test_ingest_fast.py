@@ -18,7 +18,7 @@ import radsift.corpus.fhir_reader as fhir_reader
 import radsift.corpus.fhir_validate as fhir_validate
 from radsift.corpus.hl7_reader import _regex_time, hl7_time, split_messages
 from radsift.corpus.options import ReaderOptions
-import radsift.corpus.rows as rows
+from radsift.corpus import rows
 from radsift.corpus.rows import _unix_newlines, assemble, fresh_report
 from radsift.corpus.stats import ReadStats
 from radsift.demo import generate_reports
@@ -390,7 +390,7 @@ def test_fhir_reports_are_assembles_reports():
     memo, patients, memo_before, patients_before, seen = {}, {}, {}, {}, 0
     for n in range(3000):
         r = copy.deepcopy(fhir_resource(rng.choice(items), as_html=rng.random() < 0.2))
-        s = lambda: rng.choice(spaces)  # noqa: E731
+        s = lambda: rng.choice(spaces)
         if rng.random() < 0.7:
             forms = [{"contentType": rng.choice(["text/plain", "text/plain; charset=utf-8", "text/html"]),
                       "data": _b64(rng.choice(texts).format(s=s()))} for _ in range(rng.choice((0, 1, 1, 2)))]

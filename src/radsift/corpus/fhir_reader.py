@@ -370,7 +370,7 @@ def _read_ndjson(file: Path, options: ReaderOptions, validate, memo: dict, patie
             if type(resource) is dict and resource.get("resourceType") == "DiagnosticReport":
                 try:  # (_validated, inline: this is the path of nearly every resource)
                     key, problem = validate(resource), None
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - as _validated: pydantic's ValidationError, worded
                     key, problem = None, _invalid(exc)
             else:
                 key, problem = _validated(resource, validate)
