@@ -352,8 +352,8 @@ def read_fhir(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
 
 
 def _read_ndjson(file: Path, options: ReaderOptions, validate, memo: dict, patients: dict) -> Iterator[Parsed]:
-    """:func:`read_fhir` of a bulk export read by orjson (the lines it refuses by json), in one loop: no
-    generator per line between the file and the reports (this runs for every report of a feed)."""
+    """:func:`read_fhir` of a bulk export read by orjson (the lines it refuses by json), in one loop: no second
+    generator between the file and the reports, no tuple a line (this runs for every report of a feed)."""
     name, floats = str(file), getattr(validate, "float_shapes", None)  # the shapes with a float (None: not told)
     with file.open("rb") as handle:
         for number, raw in enumerate(handle, 1):
