@@ -327,7 +327,11 @@ def _json_line(path: Path, number: int, line: str, problem: str | None) -> tuple
 
 def read_fhir(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
     """Yield the ``DiagnosticReport`` s of a FHIR file (``.json``: one resource or a Bundle; ``.ndjson``:
-    a bulk export) or of every such file under a folder (see the module docstring)."""
+    a bulk export) or of every such file under a folder (see the module docstring).
+
+    Raises:
+        CorpusError: A folder with no ``.json`` or ``.ndjson`` file (when called, not when read).
+    """
     if path.is_dir():
         files = [p for p in list_files(path, "*") if p.suffix.lower() in (".json", ".ndjson")]
         if not files:
@@ -335,10 +339,23 @@ def read_fhir(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
     else:
         files = [path]
     # model_validate's verdicts, the structure checked once per shape; its keys name the code and category
-    validate, memo, patients = ShapeValidator(_validator(), keep=_concept_path), {}, {}
+    validate = ShapeValidator(_validator(), keep=_concept_path)
+    if len(files) == 1 and _by_orjson(files[0], options):  # a bulk export: its reports straight from its loop
+        return _read_ndjson(files[0], options, validate, {}, {})
+    return _read_files(files, options, validate)
+
+
+def _by_orjson(file: Path, options: ReaderOptions) -> bool:
+    """True for an NDJSON file that orjson reads (in UTF-8, line by line)."""
+    return orjson is not None and file.suffix.lower() == ".ndjson" and line_wise(options.encoding) \
+        and is_utf8(options.encoding)
+
+
+def _read_files(files: list[Path], options: ReaderOptions, validate) -> Iterator[Parsed]:
+    """:func:`read_fhir` of several files, or of a file that is not a bulk export orjson reads."""
+    memo, patients = {}, {}
     for file in files:
-        if orjson is not None and file.suffix.lower() == ".ndjson" and line_wise(options.encoding) \
-                and is_utf8(options.encoding):
+        if _by_orjson(file, options):
             yield from _read_ndjson(file, options, validate, memo, patients)
             continue
         for where, resource, problem in _resources(file, options):
