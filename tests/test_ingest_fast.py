@@ -18,7 +18,8 @@ import radsift.corpus.fhir_reader as fhir_reader
 import radsift.corpus.fhir_validate as fhir_validate
 from radsift.corpus.hl7_reader import _regex_time, hl7_time, split_messages
 from radsift.corpus.options import ReaderOptions
-from radsift.corpus.rows import _unix_newlines, assemble
+from radsift.corpus import rows
+from radsift.corpus.rows import _unix_newlines, assemble, fresh_report
 from radsift.corpus.stats import ReadStats
 from radsift.demo import generate_reports
 from radsift.demo.feeds import assign_patients, fhir_resource
@@ -231,6 +232,20 @@ def test_a_matcher_matches_exactly_its_shape():
     assert min(seen.values()) > 500
 
 
+def test_a_matcher_tells_empty_containers_and_look_alikes_apart():
+    """Small objects are not type-checked (anything else raises at len() or at a key) and lists are unpacked
+    without their length (another length raises): a string, list or null of an object's length, a longer or
+    shorter list, a non-empty list or object where the shape has an empty one, are other shapes."""
+    sample = {"a": [], "b": {}, "c": {"d": "x"}, "e": ["y"]}
+    match = fhir_validate.matcher(sample, [("c", "d"), ("e", 0)])
+    assert match({"e": ["w"], "c": {"d": "z"}, "b": {}, "a": []}) == ("z", "w")
+    others = [{"a": [1]}, {"a": {}}, {"a": ""}, {"b": []}, {"b": {"k": 1}}, {"b": None}, {"c": "d"}, {"c": ["d"]},
+              {"c": None}, {"c": {"k": "x"}}, {"c": {"d": "x", "k": 1}}, {"e": "y"}, {"e": {"y": 1}},
+              {"e": ["y", "y"]}, {"e": []}, {"e": None}]
+    for other in others:
+        assert match({**sample, **other}) is None, other
+
+
 def test_the_matcher_path_keeps_the_whole_validations_verdicts():
     model = fhir_reader._validator()
     items = assign_patients([d.report for d in generate_reports(n=5, seed=9)])
@@ -323,3 +338,99 @@ def test_remembered_exams_modalities_and_categories_are_those_read(tmp_path, mon
     assert alone == fast and len({r["metadata"]["patient"] for r in fast}) == 4
     monkeypatch.setattr(fhir_reader, "ShapeValidator", lambda model, **_: model.model_validate)  # nothing remembered
     assert [r.to_dict() for r in read_corpus([path], ReaderOptions())] == fast
+
+
+def _fhir_report_before(resource, memo_key, memo, patients):
+    """The FHIR reader's report as it was built before: the pairs handed to ``assemble``."""
+    f = fhir_reader
+    rid = resource.get("id") or f._first(resource.get("identifier")).get("value")
+    if not rid:
+        return None, "a DiagnosticReport with neither id nor identifier"
+    try:
+        texts = [t for att in resource.get("presentedForm") or () if (t := f._attachment_text(att))]
+    except ValueError as exc:
+        return None, f"DiagnosticReport {rid}: {exc}"
+    conclusion = (resource.get("conclusion") or "").strip()
+    text = "\n".join(texts)
+    if (not text or text.isspace()) and not conclusion:
+        return None, f"DiagnosticReport {rid}: no report text (no text/plain or text/html presentedForm, no conclusion)"
+    when = resource.get("effectiveDateTime") or (resource.get("effectivePeriod") or {}).get("start") \
+        or resource.get("issued")
+    concepts = memo.setdefault(memo_key, tuple(zip(("exam", "modality", "category"), f._concepts(resource))))
+    sections = split_sections(text) if texts else []
+    impression = next((body for name, body in sections if name == "impression"), None)
+    subject = resource.get("subject")
+    ref = subject.get("reference") if type(subject) is dict else None
+    patient = patients.setdefault(ref, f._reference_id(subject)) if type(ref) is str and ref else f._reference_id(subject)
+    when = when if type(when) is str or not when else str(when)
+    metadata = [("patient", patient), ("date", when[:10] if when else None), ("datetime", when or None),
+                *concepts, ("status", resource.get("status"))]
+    if conclusion and impression is None:
+        sections.append(("impression", conclusion))
+    elif conclusion and conclusion != impression and " ".join(conclusion.split()) != " ".join(impression.split()):
+        metadata.append(("conclusion", conclusion))
+    return assemble(rid if type(rid) is str else str(rid), None, sections, metadata), None
+
+
+def _b64(text):
+    import base64
+
+    return base64.b64encode(text.encode()).decode()
+
+
+def test_fhir_reports_are_assembles_reports():
+    """The FHIR reader builds its report in one pass (values cleaned as ``assemble`` cleans them, exam, modality
+    and category cleaned once per key, a patient once per reference, the record wrapped without copies): the
+    same reports, keys in the same order, and the same problems as the pairs handed to ``assemble``."""
+    rng = random.Random(34)
+    spaces = ["", " ", "\u2003", "\r", "\r\n", "\x0c", "\u00a0", ","]
+    texts = ["FINDINGS: clear lungs.{s}\nIMPRESSION:{s} normal{s}", "no heading at all{s}", "{s}",
+             "FINDINGS:{s}\r\nIMPRESSION: a\r\nb{s}", "HISTORY: cough{s}IMPRESSION: z{s}", "IMPRESSION: {s}"]
+    items = assign_patients([d.report for d in generate_reports(n=40, seed=34)])
+    memo, patients, memo_before, patients_before, seen = {}, {}, {}, {}, 0
+    for n in range(3000):
+        r = copy.deepcopy(fhir_resource(rng.choice(items), as_html=rng.random() < 0.2))
+        s = lambda: rng.choice(spaces)
+        if rng.random() < 0.7:
+            forms = [{"contentType": rng.choice(["text/plain", "text/plain; charset=utf-8", "text/html"]),
+                      "data": _b64(rng.choice(texts).format(s=s()))} for _ in range(rng.choice((0, 1, 1, 2)))]
+            r["presentedForm"] = forms
+        r["conclusion"] = rng.choice([None, "", s(), f"{s()}normal{s()}", "a\r\nb", "a  b", "z", "other",
+                                      r.get("conclusion")])
+        r["subject"] = rng.choice([{"reference": f"Patient/{s()}P{rng.randrange(5)}{s()}"}, {"reference": "/"},
+                                   {"identifier": {"value": f"{s()}Q{s()}"}}, None, {"reference": "P1"}])
+        r["code"]["text"] = rng.choice([r["code"]["text"], f"{s()}CT HEAD{s()}", s(), None])
+        r["category"][0]["coding"][0]["display"] = rng.choice(["Radiology", f"{s()}Rad{s()}", s()])
+        r["status"] = rng.choice(["final", f"{s()}final{s()}", s(), None])
+        when = rng.choice([r["effectiveDateTime"], f"{s()}2025-01-02T10:00:00Z", f"2025-01-0{s()}", None])
+        r["effectiveDateTime"] = when
+        if when is None and rng.random() < 0.5:
+            r["effectivePeriod"] = {"start": f"2024-12-3{rng.randrange(2)}{s()}"}
+        if rng.random() < 0.1:
+            r["id"] = rng.choice([None, "", 123])
+        r = {k: v for k, v in r.items() if v is not None}
+        key = (0, repr(r.get("code")), repr(r.get("category")))  # what a ShapeValidator key stands for
+        ours, problem = fhir_reader._report(r, key, memo, patients)
+        before, problem_before = _fhir_report_before(r, key, memo_before, patients_before)
+        assert problem == problem_before, r
+        if ours is None:
+            assert before is None
+            continue
+        seen += 1
+        assert ours == before and ours.to_dict() == before.to_dict(), r
+        assert list(ours.sections) == list(before.sections) and list(ours.metadata) == list(before.metadata), r
+        assert vars(ours) == vars(before) and type(ours.sections) is type(before.sections), r
+    assert seen > 2000 and len(memo) > 10 and len(patients) > 5
+
+
+def test_a_fresh_report_is_a_report():
+    sections, metadata = {"findings": "a"}, {"patient": "P1"}
+    ours = fresh_report("r1", dict(sections), dict(metadata))
+    assert ours == Report("r1", sections, metadata) and type(ours) is Report
+    assert vars(ours) == vars(Report("r1", sections, metadata))
+    assert {k: type(v) for k, v in vars(ours).items()} == {k: type(v) for k, v in vars(Report("r1", {}, {})).items()}
+    with pytest.raises(AttributeError):  # frozen as a Report is (dataclasses.FrozenInstanceError)
+        ours.id = "r2"
+    with pytest.raises(TypeError):  # and its mappings read-only
+        ours.sections["findings"] = "b"
+    assert rows._PLAIN_REPORT  # a Report is still id, sections, metadata: the fast path is in use

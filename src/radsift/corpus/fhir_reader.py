@@ -38,7 +38,8 @@ from typing import Any, Iterator
 
 from radsift.corpus.fhir_validate import ShapeValidator, strict_base64
 from radsift.corpus.options import ReaderOptions
-from radsift.corpus.rows import Parsed, assemble, decode_line, decoded_lines, is_utf8, line_wise, list_files
+from radsift.corpus.rows import (Parsed, _unix_newlines, decode_line, decoded_lines, fresh_report, is_utf8, line_wise,
+                                 list_files)
 from radsift.errors import ConfigError, CorpusError
 from radsift.text import split_sections
 from radsift.text.modalities import MODALITIES, modality_in
@@ -187,10 +188,15 @@ def _validated(resource: Any, validate) -> tuple[Any, str | None]:
     try:
         return validate(resource), None
     except Exception as exc:  # pydantic's ValidationError: its first error, located
-        errors = getattr(exc, "errors", None)
-        first = errors()[0] if callable(errors) and errors() else None
-        where = ".".join(str(x) for x in first["loc"]) if first else ""
-        return None, f"not a valid FHIR DiagnosticReport ({where + ': ' if where else ''}{first['msg'] if first else exc})"
+        return None, _invalid(exc)
+
+
+def _invalid(exc: Exception) -> str:
+    """The problem of a resource that does not validate: pydantic's first error, located."""
+    errors = getattr(exc, "errors", None)
+    first = errors()[0] if callable(errors) and errors() else None
+    where = ".".join(str(x) for x in first["loc"]) if first else ""
+    return f"not a valid FHIR DiagnosticReport ({where + ': ' if where else ''}{first['msg'] if first else exc})"
 
 
 def report_of(resource: dict, validate, memo: dict | None = None) -> tuple[Any, str | None]:
@@ -207,76 +213,87 @@ def report_of(resource: dict, validate, memo: dict | None = None) -> tuple[Any, 
 
 def _report(resource: dict, key: Any, memo: dict | None, patients: dict | None = None) -> tuple[Any, str | None]:
     """:func:`report_of` of a resource validated, ``key`` being what its validation returned; ``patients``
-    remembers the patient of each ``subject.reference`` (a patient has several reports)."""
-    rid = resource.get("id") or _first(resource.get("identifier")).get("value")
+    remembers the patient of each ``subject.reference`` (a patient has several reports).
+
+    The report is what ``assemble(rid, None, sections, metadata)`` builds, in one pass: split_sections gives
+    each name once and the conclusion is added only where it gives no impression, so what assemble would
+    still do is make CRs line breaks, strip each value and drop the blank ones (``tests/test_ingest_fast.py``
+    compares the reports with assemble's)."""
+    get = resource.get
+    rid = get("id") or _first(get("identifier")).get("value")
     if not rid:
         return None, "a DiagnosticReport with neither id nor identifier"
     texts = []
     try:
-        for att in resource.get("presentedForm") or ():  # a loop, not a comprehension: no frame per report
+        for att in get("presentedForm") or ():  # a loop, not a comprehension: no frame per report
             if t := _attachment_text(att):
                 texts.append(t)
     except ValueError as exc:
         return None, f"DiagnosticReport {rid}: {exc}"
-    conclusion = (resource.get("conclusion") or "").strip()
+    conclusion = (get("conclusion") or "").strip()
     text = "\n".join(texts)
     if (not text or text.isspace()) and not conclusion:  # blank (what strip() would empty), without a copy
         return None, f"DiagnosticReport {rid}: no report text (no text/plain or text/html presentedForm, no conclusion)"
-    when = resource.get("effectiveDateTime") or (resource.get("effectivePeriod") or {}).get("start") or resource.get("issued")
+    when = get("effectiveDateTime") or (get("effectivePeriod") or {}).get("start") or get("issued")
     concepts = memo.get(key) if memo is not None and type(key) is tuple else None
-    if concepts is None:  # the metadata pairs, ready to use
-        concepts = tuple(zip(("exam", "modality", "category"), _concepts(resource)))
+    if concepts is None:  # the metadata pairs, ready to use: cleaned, the blank ones left out
+        pairs = zip(("exam", "modality", "category"), map(_clean, _concepts(resource)))
+        concepts = tuple((name, value) for name, value in pairs if value)
         if memo is not None and type(key) is tuple and len(memo) < _MEMO_SIZE:
             memo[key] = concepts
-    sections = split_sections(text) if texts else []
+    sections: dict[str, str] = {}
     impression = None
-    for name, body in sections:
+    for name, body in split_sections(text) if texts else ():
         if name == "impression":
-            impression = body
-            break
-    subject = resource.get("subject")
+            impression = body  # as split: what the conclusion is compared with
+        if body := (_unix_newlines(body) if "\r" in body else body).strip():
+            sections[name] = body
+    subject = get("subject")
     ref = subject.get("reference") if type(subject) is dict else None
     patient = patients.get(ref) if patients is not None and type(ref) is str else None
     if patient is None:
-        patient = _reference_id(subject)
+        patient = _clean(_reference_id(subject)) or ""  # (cleaned: "" when blank)
         if patients is not None and type(ref) is str and ref and len(patients) < _MEMO_SIZE:
             patients[ref] = patient  # a reference alone decides the patient (see _reference_id)
     when = when if type(when) is str or not when else str(when)  # (a string once validated)
-    metadata = [("patient", patient), ("date", when[:10] if when else None), ("datetime", when or None),
-                *concepts, ("status", resource.get("status"))]
     if conclusion and impression is None:
-        sections.append(("impression", conclusion))
-    elif conclusion and conclusion != impression and " ".join(conclusion.split()) != " ".join(impression.split()):
-        metadata.append(("conclusion", conclusion))
-    return assemble(rid if type(rid) is str else str(rid), None, sections, metadata), None
+        if body := (_unix_newlines(conclusion) if "\r" in conclusion else conclusion).strip():
+            sections["impression"] = body
+        conclusion = None
+    elif conclusion and (conclusion == impression or " ".join(conclusion.split()) == " ".join(impression.split())):
+        conclusion = None
+    metadata = {"patient": patient} if patient else {}  # in assemble's order: patient, times, concepts, ...
+    if when:
+        if day := (_unix_newlines(day) if "\r" in (day := when[:10]) else day).strip():  # (_clean, inline)
+            metadata["date"] = day
+        if when := (_unix_newlines(when) if "\r" in when else when).strip():
+            metadata["datetime"] = when
+    metadata.update(concepts)
+    if status := _clean(get("status")):
+        metadata["status"] = status
+    if conclusion:
+        metadata["conclusion"] = _clean(conclusion)  # (stripped: not blank)
+    return fresh_report(rid if type(rid) is str else str(rid), sections, metadata), None
 
 
-def _resources(path: Path, options: ReaderOptions) -> Iterator[tuple[str, Any, str | None, int, bytes | None]]:
-    """``(location, resource, problem, line number, raw)`` of a ``.ndjson`` file (one per line) or a ``.json``
-    file (one resource, or a Bundle's entries). ``raw`` is the line's bytes when orjson parsed it without
-    looking for long numbers (see :func:`_long_number`), else None."""
+def _clean(value: str | None) -> str | None:
+    """A metadata value as ``assemble`` keeps it: CRs made line breaks, stripped; None (or "") when blank."""
+    return value and (_unix_newlines(value) if "\r" in value else value).strip()
+
+
+def _resources(path: Path, options: ReaderOptions) -> Iterator[tuple[str, Any, str | None]]:
+    """``(location, resource, problem)`` of a ``.ndjson`` file read by json (one per line; orjson's path is
+    :func:`_read_ndjson`) or a ``.json`` file (one resource, or a Bundle's entries)."""
     if path.suffix.lower() == ".ndjson":
         with path.open("rb") as handle:
-            if orjson is None or not line_wise(options.encoding) or not is_utf8(options.encoding):
-                lines = (_json_line(path, number, line, problem) + (number, None)
-                         for number, line, problem in decoded_lines(path, handle, options.encoding))
-                yield from (item for item in lines if item[1] is not _BLANK)
-                return
-            name = str(path)
-            for number, raw in enumerate(handle, 1):
-                try:  # orjson reads UTF-8 bytes as json reads their text; anything else it refuses goes to json
-                    yield f"{name} line {number}", orjson.loads(raw), None, number, raw
-                    continue
-                except orjson.JSONDecodeError:  # a blank line, a BOM, bad bytes, NaN, a lone surrogate, bad JSON
-                    pass
-                item = _json_line(path, number, *decode_line(number, raw, options.encoding))
-                if item[1] is not _BLANK:
-                    yield *item, number, None
+            lines = (_json_line(path, number, line, problem)
+                     for number, line, problem in decoded_lines(path, handle, options.encoding))
+            yield from (item for item in lines if item[1] is not _BLANK)
         return
     try:
         data = json.loads(path.read_bytes().decode(options.encoding).lstrip("\ufeff"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        yield str(path), None, f"invalid JSON ({exc})", 0, None
+        yield str(path), None, f"invalid JSON ({exc})"
         return
     if isinstance(data, dict) and data.get("resourceType") == "Bundle":
         for number, entry in enumerate(data.get("entry") or [], 1):
@@ -284,9 +301,9 @@ def _resources(path: Path, options: ReaderOptions) -> Iterator[tuple[str, Any, s
             if isinstance(resource, dict) and resource.get("resourceType") not in (None, "DiagnosticReport"):
                 continue  # an _include'd Patient, an OperationOutcome: not a report, not an error
             problem = None if resource is not None else "a Bundle entry with no resource"
-            yield f"{path} entry {number}", resource, problem, number, None
+            yield f"{path} entry {number}", resource, problem
         return
-    yield str(path), data, None, 0, None
+    yield str(path), data, None
 
 
 def _long_number(raw: bytes) -> bool:
@@ -310,7 +327,11 @@ def _json_line(path: Path, number: int, line: str, problem: str | None) -> tuple
 
 def read_fhir(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
     """Yield the ``DiagnosticReport`` s of a FHIR file (``.json``: one resource or a Bundle; ``.ndjson``:
-    a bulk export) or of every such file under a folder (see the module docstring)."""
+    a bulk export) or of every such file under a folder (see the module docstring).
+
+    Raises:
+        CorpusError: A folder with no ``.json`` or ``.ndjson`` file (when called, not when read).
+    """
     if path.is_dir():
         files = [p for p in list_files(path, "*") if p.suffix.lower() in (".json", ".ndjson")]
         if not files:
@@ -318,14 +339,58 @@ def read_fhir(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
     else:
         files = [path]
     # model_validate's verdicts, the structure checked once per shape; its keys name the code and category
-    validate, memo, patients = ShapeValidator(_validator(), keep=_concept_path), {}, {}
-    floats = getattr(validate, "float_shapes", None)  # the shapes with a float (None: not told)
+    validate = ShapeValidator(_validator(), keep=_concept_path)
+    if len(files) == 1 and _by_orjson(files[0], options):  # a bulk export: its reports straight from its loop
+        return _read_ndjson(files[0], options, validate, {}, {})
+    return _read_files(files, options, validate)
+
+
+def _by_orjson(file: Path, options: ReaderOptions) -> bool:
+    """True for an NDJSON file that orjson reads (in UTF-8, line by line)."""
+    return orjson is not None and file.suffix.lower() == ".ndjson" and line_wise(options.encoding) \
+        and is_utf8(options.encoding)
+
+
+def _read_files(files: list[Path], options: ReaderOptions, validate) -> Iterator[Parsed]:
+    """:func:`read_fhir` of several files, or of a file that is not a bulk export orjson reads."""
+    memo, patients = {}, {}
     for file in files:
-        for where, resource, problem, number, raw in _resources(file, options):
-            if problem:
+        if _by_orjson(file, options):
+            yield from _read_ndjson(file, options, validate, memo, patients)
+            continue
+        for where, resource, problem in _resources(file, options):
+            if problem is None:
+                key, problem = _validated(resource, validate)
+            if problem is not None:
                 yield Parsed(where, problem=problem)
                 continue
-            key, problem = _validated(resource, validate)
+            report, problem = _report(resource, key, memo, patients)
+            yield Parsed(where, report, problem)
+
+
+def _read_ndjson(file: Path, options: ReaderOptions, validate, memo: dict, patients: dict) -> Iterator[Parsed]:
+    """:func:`read_fhir` of a bulk export read by orjson (the lines it refuses by json), in one loop: no second
+    generator between the file and the reports, no tuple a line (this runs for every report of a feed)."""
+    name, floats = str(file), getattr(validate, "float_shapes", None)  # the shapes with a float (None: not told)
+    with file.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            try:  # orjson reads UTF-8 bytes as json reads their text; anything else it refuses goes to json
+                resource, where = orjson.loads(raw), f"{name} line {number}"
+            except orjson.JSONDecodeError:  # a blank line, a BOM, bad bytes, NaN, a lone surrogate, bad JSON
+                where, resource, problem = _json_line(file, number, *decode_line(number, raw, options.encoding))
+                if resource is _BLANK:
+                    continue
+                if problem:
+                    yield Parsed(where, problem=problem)
+                    continue
+                raw = None  # json read it: nothing to look for
+            if type(resource) is dict and resource.get("resourceType") == "DiagnosticReport":
+                try:  # (_validated, inline: this is the path of nearly every resource)
+                    key, problem = validate(resource), None
+                except Exception as exc:  # noqa: BLE001 - as _validated: pydantic's ValidationError, worded
+                    key, problem = None, _invalid(exc)
+            else:
+                key, problem = _validated(resource, validate)
             # orjson's reading is json's unless it read a long integer as a float: a resource of a shape
             # without floats has none; any other goes to json when its line has a long number
             if raw is not None and (floats is None or type(key) is not tuple or key[0] in floats) \

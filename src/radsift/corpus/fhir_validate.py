@@ -268,20 +268,23 @@ def matcher(sample: Any, paths: list[tuple], checks: dict | None = None, fixed: 
         return f"c{len(consts) - 1}"
 
     def visit(value: Any, var: str, path: tuple) -> None:
-        if type(value) is dict and len(value) <= _BY_KEY:  # its values by key: a missing one, a KeyError
-            lines.append(f"if type({var}) is not dict or len({var}) != {len(value)}: return None")
+        if type(value) is dict and 0 < len(value) <= _BY_KEY:  # its values by key: a missing one, a KeyError
+            # (not type-checked: anything but a dict raises TypeError at len() or at the first key, a JSON
+            # list or string being indexed by a string)
+            lines.append(f"if len({var}) != {len(value)}: return None")
             for i, (k, v) in enumerate(value.items()):
                 lines.append(f"{var}_{i} = {var}[{const(k)}]")
                 visit(v, f"{var}_{i}", path + (k,))
-        elif type(value) is dict:  # its keys in order, its values unpacked: faster for many keys
+        elif type(value) is dict:  # its keys in order, its values unpacked: faster for many keys (and {})
             lines.append(f"if type({var}) is not dict or tuple({var}) != {const(tuple(value))}: return None")
             names = [f"{var}_{i}" for i in range(len(value))]
-            lines.append(f"{', '.join(names)}, = {var}.values()")
+            if names:
+                lines.append(f"{', '.join(names)}, = {var}.values()")
             for name, (k, v) in zip(names, value.items()):
                 visit(v, name, path + (k,))
         elif type(value) is list:
-            lines.append(f"if type({var}) is not list or len({var}) != {len(value)}: return None")
-            if value:
+            lines.append(f"if type({var}) is not list{'' if value else f' or {var}'}: return None")
+            if value:  # unpacked: another length raises ValueError
                 names = [f"{var}_{i}" for i in range(len(value))]
                 lines.append(f"{', '.join(names)}, = {var}")
                 for i, (name, v) in enumerate(zip(names, value)):
@@ -308,7 +311,7 @@ def matcher(sample: Any, paths: list[tuple], checks: dict | None = None, fixed: 
     head = "" if tag is _UNSEEN else f"{const(tag)}, "
     shape, values = "\n        ".join(lines), "\n        ".join(after or ["pass"])
     # a string place's check raises on anything else (a regex on a number or a null): not this shape
-    body = "\n    ".join([f"try:\n        {shape}\n    except KeyError:\n        return None",
+    body = "\n    ".join([f"try:\n        {shape}\n    except (KeyError, TypeError, ValueError):\n        return None",
                            f"try:\n        {values}\n    except (TypeError, AttributeError):\n        return None",
                            f"return ({head}{''.join(where[p] + ', ' for p in paths)})"])
     namespace: dict = {"C": consts}
