@@ -18,8 +18,7 @@ import radsift.corpus.fhir_reader as fhir_reader
 import radsift.corpus.fhir_validate as fhir_validate
 from radsift.corpus.hl7_reader import _regex_time, hl7_time, split_messages
 from radsift.corpus.options import ReaderOptions
-from radsift.corpus import rows
-from radsift.corpus.rows import _unix_newlines, assemble, fresh_report
+from radsift.corpus.rows import _unix_newlines, assemble
 from radsift.corpus.stats import ReadStats
 from radsift.demo import generate_reports
 from radsift.demo.feeds import assign_patients, fhir_resource
@@ -425,7 +424,7 @@ def test_fhir_reports_are_assembles_reports():
 
 def test_a_fresh_report_is_a_report():
     sections, metadata = {"findings": "a"}, {"patient": "P1"}
-    ours = fresh_report("r1", dict(sections), dict(metadata))
+    ours = Report.fresh("r1", dict(sections), dict(metadata))
     assert ours == Report("r1", sections, metadata) and type(ours) is Report
     assert vars(ours) == vars(Report("r1", sections, metadata))
     assert {k: type(v) for k, v in vars(ours).items()} == {k: type(v) for k, v in vars(Report("r1", {}, {})).items()}
@@ -433,4 +432,4 @@ def test_a_fresh_report_is_a_report():
         ours.id = "r2"
     with pytest.raises(TypeError):  # and its mappings read-only
         ours.sections["findings"] = "b"
-    assert rows._PLAIN_REPORT  # a Report is still id, sections, metadata: the fast path is in use
+    assert Report.fresh(7, {}, {}).id == "7"  # an id made a str, as the constructor makes it

@@ -38,9 +38,10 @@ from typing import Any, Iterator
 
 from radsift.corpus.fhir_validate import ShapeValidator, strict_base64
 from radsift.corpus.options import ReaderOptions
-from radsift.corpus.rows import (Parsed, _unix_newlines, decode_line, decoded_lines, fresh_report, is_utf8, line_wise,
+from radsift.corpus.rows import (Parsed, _unix_newlines, decode_line, decoded_lines, is_utf8, line_wise,
                                  list_files)
 from radsift.errors import ConfigError, CorpusError
+from radsift.records import Report
 from radsift.text import split_sections
 from radsift.text.modalities import MODALITIES, modality_in
 
@@ -273,7 +274,7 @@ def _report(resource: dict, key: Any, memo: dict | None, patients: dict | None =
         metadata["status"] = status
     if conclusion:
         metadata["conclusion"] = _clean(conclusion)  # (stripped: not blank)
-    return fresh_report(rid if type(rid) is str else str(rid), sections, metadata), None
+    return Report.fresh(rid if type(rid) is str else str(rid), sections, metadata), None
 
 
 def _clean(value: str | None) -> str | None:

@@ -28,7 +28,7 @@ from typing import Any, Iterator
 import hl7
 
 from radsift.corpus.options import ReaderOptions
-from radsift.corpus.rows import Parsed, fresh_report, list_files
+from radsift.corpus.rows import Parsed, list_files
 from radsift.errors import CorpusError
 from radsift.records import Report
 from radsift.text import split_sections
@@ -216,7 +216,7 @@ def _report(rid: str, text: str, metadata: list[tuple[str, str | None]]) -> Repo
     stripped or None, and split_sections gives each name once; so what assemble would still do is strip the
     sections and drop the empty ones (``tests/test_feeds_fast.py`` compares the reports with assemble's)."""
     sections = {name: body for name, text in split_sections(text) if (body := text.strip())}
-    return fresh_report(rid, sections, {key: value for key, value in metadata if value})  # (fresh dicts)
+    return Report.fresh(rid, sections, {key: value for key, value in metadata if value})  # (fresh dicts)
 
 
 def message_reports(message: Message, where: str) -> list[Parsed]:

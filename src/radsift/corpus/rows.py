@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import codecs
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import IO, Iterable, Iterator
 
 from radsift.errors import CorpusError
@@ -13,9 +12,6 @@ from radsift.records import Report
 from radsift.text import split_sections
 
 _BOM = b"\xef\xbb\xbf"
-# A Report is its id, sections and metadata, which __post_init__ sets as fresh_report sets them
-_PLAIN_REPORT = tuple(f.name for f in fields(Report)) == ("id", "sections", "metadata") \
-    and not hasattr(Report, "__slots__")
 
 
 def list_files(folder: Path, pattern: str) -> list[Path]:
@@ -134,16 +130,5 @@ def assemble(
     for key, value in metadata:  # stripped once: blank after stripping is blank before
         if value is not None and (value := (_unix_newlines(value) if "\r" in value else value).strip()):
             meta[key] = value
-    return Report(report_id, merged, meta)
+    return Report.fresh(report_id, merged, meta)  # fresh dicts: wrapped, not copied
 
-
-def fresh_report(report_id: str, sections: dict[str, str], metadata: dict[str, str]) -> Report:
-    """``Report(report_id, sections, metadata)`` for a ``str`` id and two dicts made for this report alone: the
-    same record, about 1 µs sooner (``__post_init__`` would make the id a ``str`` and wrap copies of the dicts;
-    these are used nowhere else, so they are wrapped as they are; ``tests/test_ingest_fast.py`` compares it
-    with ``Report``). Should ``Report`` get other fields, it is called as it is."""
-    if not _PLAIN_REPORT:
-        return Report(report_id, sections, metadata)
-    report = object.__new__(Report)
-    report.__dict__.update(id=report_id, sections=MappingProxyType(sections), metadata=MappingProxyType(metadata))
-    return report
