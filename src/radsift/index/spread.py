@@ -20,7 +20,10 @@ the error is one line. A worker's own :class:`~radsift.errors.RadsiftError` reac
 
 from __future__ import annotations
 
+import json
 import multiprocessing
+import pickle
+import warnings
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -37,12 +40,10 @@ from radsift.index.verify import check_segment, check_small_arrays
 from radsift.index.writer import segment_names, write_segment
 from radsift.models.parallel import (EncodeWorkerError, describe_exits, ignore_interrupts, worker_loader,
                                      worker_threads)
-from radsift.models.ray_encode import first_line, ray_session, ray_tasks
+from radsift.models.ray_encode import first_line, ray_data, ray_session, ray_tasks, require_ray, task_error
 from radsift.progress import progress_bar
 from radsift.records import Report
 
-#: Seconds a failed Ray build waits for its cancelled tasks to stop before it removes their segments.
-CANCEL_WAIT_S = 30.0
 NOTHING_COMMITTED = "the build stopped and committed nothing; the index is as it was"
 
 
@@ -188,34 +189,65 @@ def _stop(pool: ProcessPoolExecutor, procs: dict, failed: bool) -> None:
         p.join(timeout=10)
 
 
+def _write_batch(batch: dict[str, np.ndarray], job: ShareJob, names: list[str], shares: list) -> dict[str, np.ndarray]:
+    """Ray Data worker side (``map_batches``, one share a batch): the share's reports from the object store,
+    written as its segment by :func:`write_share`. The entry travels back as JSON; an error as data (pickled,
+    hex): raised, Ray Data would add lines of retry advice to its message and wrap it in its own types."""
+    i = int(batch["share"][0])
+    entry, encoded, error = {}, 0, ""
+    try:
+        entry, encoded = write_share(job, names[i], require_ray().get(shares[i]))
+    except Exception as exc:  # noqa: BLE001 - whatever the share writer raised goes back to the driver
+        error = _pickled_error(exc)
+    return {"share": np.array([i]), "entry": np.array([json.dumps(entry)]), "encoded": np.array([encoded]),
+            "error": np.array([error])}
+
+
+def _pickled_error(exc: Exception) -> str:
+    """A worker's error for the driver: a radsift error as itself, any other as one line of
+    :class:`EncodeWorkerError`."""
+    if isinstance(exc, RadsiftError):
+        try:
+            return pickle.dumps(exc).hex()
+        except Exception:  # noqa: BLE001 - an error that does not pickle is said in words
+            pass
+    failed = EncodeWorkerError(f"a Ray build task failed ({type(exc).__name__}: {first_line(exc)}): "
+                               f"{NOTHING_COMMITTED}")
+    return pickle.dumps(failed).hex()
+
+
 def _run_ray(job: ShareJob, reports: list[Report], address: str, workers: int, threads: int,
              progress: bool) -> list[tuple[dict, int]]:
-    """Each share written by a Ray task (``threads`` CPUs each, never retried)."""
+    """Each share written by a Ray Data ``map_batches`` task (one share a batch and a block, ``threads`` CPUs
+    each, as many at once as shares, never retried: a second try could write a second copy of a segment)."""
     with ray_session(address) as ray:
         shares = cut_shares(reports, ray_tasks(ray, workers, threads))
         names = segment_names(Path(job.index_dir), len(shares))
-        remote = ray.remote(num_cpus=threads, max_retries=0)(write_share)
-        refs = {remote.remote(job, names[i], [r.to_dict() for r in share]): i for i, share in enumerate(shares)}
+        refs = [ray.put([r.to_dict() for r in share]) for share in shares]  # each task fetches its own share
         results: list[Any] = [None] * len(shares)
-        pending = list(refs)
         try:
-            with progress_bar(disable=None if progress else True) as bar:
+            with ray_data(ray) as data, progress_bar(disable=None if progress else True) as bar:
                 task = bar.add_task(f"writing {len(shares)} segments (Ray {address})", total=len(reports))
-                while pending:
-                    done, pending = ray.wait(pending, num_returns=1)
-                    for ref in done:
-                        results[refs[ref]] = ray.get(ref)
-                        bar.advance(task, len(shares[refs[ref]]))
+                ds = data.from_items([{"share": i} for i in range(len(shares))], override_num_blocks=len(shares))
+                with warnings.catch_warnings():  # max_retries has no named parameter (Ray 2.60; the extra pins < 2.64)
+                    warnings.filterwarnings("ignore", "`ray_remote_args` is deprecated")
+                    ds = ds.map_batches(_write_batch, batch_size=1, batch_format="numpy", concurrency=len(shares),
+                                        fn_kwargs={"job": job, "names": names, "shares": refs}, num_cpus=threads,
+                                        max_retries=0)
+                for row in ds.iter_rows():
+                    if row["error"]:  # the first error stops the build (Ray Data cancels the other tasks)
+                        raise pickle.loads(bytes.fromhex(str(row["error"])))
+                    i = int(row["share"])
+                    results[i] = (json.loads(str(row["entry"])), int(row["encoded"]))
+                    bar.advance(task, len(shares[i]))
         except Exception as exc:  # noqa: BLE001 - Ray wraps a task's error in its own exception types
-            for ref in pending:
-                ray.cancel(ref, force=True)
-            if pending:  # let them stop before their segments are removed
-                ray.wait(pending, num_returns=len(pending), timeout=CANCEL_WAIT_S)
-            cause = getattr(exc, "cause", None) or exc
+            cause = task_error(exc)
             if isinstance(cause, RadsiftError):  # one line already, and what the caller knows how to handle
                 raise cause from None
             raise EncodeWorkerError(f"a Ray build task failed ({type(cause).__name__}: {first_line(cause)}): "
                                     f"{NOTHING_COMMITTED}") from None
+    if any(r is None for r in results):  # cannot happen unless Ray Data dropped a block: never commit a gap
+        raise EncodeWorkerError(f"a Ray build task returned no segment: {NOTHING_COMMITTED}")
     return results
 
 
