@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -233,6 +234,52 @@ def test_ray_local_builds_one_segment_a_task_as_one_process(tmp_path, enc, monke
     assert not (tmp_path / "bad" / "CURRENT").exists() and not list((tmp_path / "bad").glob("segments/*"))
     assert sorted(p.name for p in (viaray / "segments").iterdir()) == sorted(
         s["name"] for s in json.loads((read_current(viaray) / "manifest.json").read_text())["segments"])
+
+
+class DiesOnceEncoder(HashingEncoder):
+    """Kills the first worker that encodes (SIGKILL), then encodes: a build that retried the killed share
+    would succeed."""
+
+    def __init__(self, folder, marker: Path) -> None:
+        super().__init__(folder)
+        self.parent, self.marker = os.getpid(), str(marker)
+
+    def encode(self, texts, **kw):
+        if os.getpid() != self.parent:
+            try:
+                os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL))
+            except FileExistsError:
+                pass
+            else:
+                os.kill(os.getpid(), signal.SIGKILL)
+        return super().encode(texts, **kw)
+
+
+class LateEncoder(HashingEncoder):
+    """The share with report r0 fails at once; the other writes its segment seconds later unless stopped."""
+
+    def encode(self, texts, **kw):
+        if any("Report 0 " in t for t in texts):
+            raise ValueError("first share broken")
+        time.sleep(4)
+        return super().encode(texts, **kw)
+
+
+@pytest.mark.slow
+def test_ray_never_retries_a_share_and_leaves_no_late_segment(tmp_path, monkeypatch):
+    if not _ray_installed():
+        pytest.skip("ray is not installed (pip install 'radsift[ray]'): the Ray local-mode build is not tested here")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), *sys.path]))
+    once = DiesOnceEncoder(tmp_path / "model", tmp_path / "died")
+    with pytest.raises(EncodeWorkerError, match="a Ray build task failed .*committed nothing"):
+        build_index(tmp_path / "once", _reports(20), encoder=once, progress=False, ray="local", workers=2, threads=1)
+    assert (tmp_path / "died").exists() and not (tmp_path / "once" / "CURRENT").exists()
+    assert not list((tmp_path / "once").glob("segments/*"))
+    with pytest.raises(EncodeWorkerError, match="ValueError: first share broken"):
+        build_index(tmp_path / "late", _reports(20), encoder=LateEncoder(tmp_path / "model"), progress=False,
+                    ray="local", workers=2, threads=1)
+    time.sleep(8)  # the other share's task, had it gone on, would have written its segment by now
+    assert not (tmp_path / "late" / "CURRENT").exists() and not list((tmp_path / "late").glob("segments/*"))
 
 
 # --------------------------------------------------------------------- thread policy (item 6)
