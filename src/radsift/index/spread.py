@@ -1,16 +1,17 @@
 """A build spread over workers, each writing its own segment; the parent commits them as one generation.
 
-``radsift index build|add --workers N`` (N > 1) cuts the new reports into N contiguous shares of about
-equal text (:func:`cut_shares`), and N spawned worker processes each split, encode, label and tokenise
-their share and write it as a segment (:func:`write_share`: :func:`radsift.index.segment_data.segment_data`
-and :func:`radsift.index.writer.write_segment`, what a one-process build runs for all its reports).
-``--ray ADDRESS`` runs the same function as Ray tasks (one task a share, never retried: a task that
-fails fails the build). The parent holds the write lock throughout: it names the segments beforehand
-(:func:`radsift.index.writer.segment_names`), checks every file of each against the checksums its worker
-recorded, its arrays and small arrays (:mod:`radsift.index.verify`), and the caller commits them in share
-order as one generation: a reader sees all of them or none. The shares are contiguous and their segments
-listed in order, so the rows are a one-process build's rows and a search gives the same hits and scores
-(up to float noise where a text shared by two shares is encoded in two batches).
+``radsift index build|add --workers N`` (N > 1) cuts the new reports into N contiguous shares of about equal
+text (:func:`cut_shares`), and N spawned worker processes each split, encode, label and tokenise their share
+and write it as a segment (:func:`write_share`: :func:`radsift.index.segment_data.segment_data` and
+:func:`radsift.index.writer.write_segment`, what a one-process build runs for all its reports). ``--ray
+ADDRESS`` runs the same function on Ray Data (``map_batches`` over one item a share, one share a batch and a
+block, as many tasks at once as shares, never retried: a task that fails fails the build, and a second try
+could write a second copy of a segment already named). The parent holds the write lock throughout: it names
+the segments beforehand (:func:`radsift.index.writer.segment_names`), checks every file of each against the
+checksums its worker recorded, its arrays and small arrays (:mod:`radsift.index.verify`), and the caller
+commits them in share order as one generation: a reader sees all of them or none. The shares are contiguous
+and their segments listed in order, so the rows are a one-process build's rows and a search gives the same
+hits and scores (up to float noise where a text shared by two shares is encoded in two batches).
 
 A worker that dies, a worker that raises or a Ray task that fails stops the build: the other workers
 are stopped, the segments written so far and the temp folders are removed (nothing lists them; the
@@ -20,15 +21,17 @@ the error is one line. A worker's own :class:`~radsift.errors.RadsiftError` reac
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import pickle
 import warnings
+from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -207,10 +210,8 @@ def _pickled_error(exc: Exception) -> str:
     """A worker's error for the driver: a radsift error as itself, any other as one line of
     :class:`EncodeWorkerError`."""
     if isinstance(exc, RadsiftError):
-        try:
+        with contextlib.suppress(Exception):  # one that does not pickle is said in words below
             return pickle.dumps(exc).hex()
-        except Exception:  # noqa: BLE001 - an error that does not pickle is said in words
-            pass
     failed = EncodeWorkerError(f"a Ray build task failed ({type(exc).__name__}: {first_line(exc)}): "
                                f"{NOTHING_COMMITTED}")
     return pickle.dumps(failed).hex()
@@ -229,7 +230,7 @@ def _run_ray(job: ShareJob, reports: list[Report], address: str, workers: int, t
             with ray_data(ray) as data, progress_bar(disable=None if progress else True) as bar:
                 task = bar.add_task(f"writing {len(shares)} segments (Ray {address})", total=len(reports))
                 ds = data.from_items([{"share": i} for i in range(len(shares))], override_num_blocks=len(shares))
-                with warnings.catch_warnings():  # max_retries has no named parameter (Ray 2.60; the extra pins < 2.64)
+                with warnings.catch_warnings():  # max_retries has no named parameter (Ray 2.60: the extra pins < 2.64)
                     warnings.filterwarnings("ignore", "`ray_remote_args` is deprecated")
                     ds = ds.map_batches(_write_batch, batch_size=1, batch_format="numpy", concurrency=len(shares),
                                         fn_kwargs={"job": job, "names": names, "shares": refs}, num_cpus=threads,
