@@ -232,15 +232,17 @@ def _run_ray(job: ShareJob, reports: list[Report], address: str, workers: int, t
                 ds = data.from_items([{"share": i} for i in range(len(shares))], override_num_blocks=len(shares))
                 with warnings.catch_warnings():  # max_retries has no named parameter (Ray 2.60: the extra pins < 2.64)
                     warnings.filterwarnings("ignore", "`ray_remote_args` is deprecated")
-                    ds = ds.map_batches(_write_batch, batch_size=1, batch_format="numpy", concurrency=len(shares),
-                                        fn_kwargs={"job": job, "names": names, "shares": refs}, num_cpus=threads,
-                                        max_retries=0)
-                for row in ds.iter_rows():
-                    if row["error"]:  # the first error stops the build (Ray Data cancels the other tasks)
-                        raise pickle.loads(bytes.fromhex(str(row["error"])))
-                    i = int(row["share"])
-                    results[i] = (json.loads(str(row["entry"])), int(row["encoded"]))
-                    bar.advance(task, len(shares[i]))
+                    ds = ds.map_batches(_write_batch, batch_size=1, batch_format="numpy",
+                                        compute=data.TaskPoolStrategy(size=len(shares)), num_cpus=threads,
+                                        fn_kwargs={"job": job, "names": names, "shares": refs}, max_retries=0)
+                # each block as it comes (iter_rows holds finished blocks back while others run: an error would
+                # wait for the slowest share)
+                for out in ds.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=0):
+                    for i, entry, encoded, error in zip(out["share"], out["entry"], out["encoded"], out["error"]):
+                        if error:  # the first error stops the build (Ray Data cancels the other tasks)
+                            raise pickle.loads(bytes.fromhex(str(error)))
+                        results[int(i)] = (json.loads(str(entry)), int(encoded))
+                        bar.advance(task, len(shares[int(i)]))
         except Exception as exc:  # noqa: BLE001 - Ray wraps a task's error in its own exception types
             cause = task_error(exc)
             if isinstance(cause, RadsiftError):  # one line already, and what the caller knows how to handle
