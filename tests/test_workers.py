@@ -218,10 +218,12 @@ def test_ray_local_builds_one_segment_a_task_as_one_process(tmp_path, enc, monke
             add_to_index(viaray, _reports(5, 30), encoder=FailingEncoder(tmp_path / "model"), progress=False,
                          ray="local", workers=2, threads=1)
         assert "\n" not in str(err.value) and read_current(viaray) == before
-        with pytest.raises(EncodeWorkerError, match="a Ray build task failed .*committed nothing") as err:  # killed
+        killed = "a Ray build task failed .WorkerCrashedError: .*committed nothing"
+        with pytest.raises(EncodeWorkerError, match=killed) as err:
             add_to_index(viaray, _reports(5, 30), encoder=DyingEncoder(tmp_path / "model"), progress=False,
                          ray="local", workers=2, threads=1)
-        assert "\n" not in str(err.value) and sorted(p.name for p in (viaray / "segments").iterdir()) == sorted(
+        assert "\n" not in str(err.value) and read_current(viaray) == before
+        assert sorted(p.name for p in (viaray / "segments").iterdir()) == sorted(
             s["name"] for s in json.loads((before / "manifest.json").read_text())["segments"])  # none of it left
         with pytest.raises(EncodeWorkerError, match="a Ray build task failed .ValueError: tokenizer exploded") as err:
             build_index(tmp_path / "bad", _reports(5), encoder=PlainFailingEncoder(tmp_path / "m2"), progress=False,
@@ -231,7 +233,7 @@ def test_ray_local_builds_one_segment_a_task_as_one_process(tmp_path, enc, monke
     # each task renames its segment into place, then dies; a Ray started for the build: its workers see the
     # variable (the held Ray's workers started before it was set)
     monkeypatch.setenv("RADSIFT_FAULT", "segment-written")
-    with pytest.raises(EncodeWorkerError, match="a Ray build task failed .*committed nothing"):
+    with pytest.raises(EncodeWorkerError, match=killed):
         add_to_index(viaray, _reports(5, 30), encoder=enc, progress=False, ray="local", workers=2, threads=1)
     monkeypatch.delenv("RADSIFT_FAULT")
     assert read_current(viaray) == before and sorted(p.name for p in (viaray / "segments").iterdir()) == sorted(
@@ -279,7 +281,7 @@ def test_ray_never_retries_a_share_and_leaves_no_late_segment(tmp_path, monkeypa
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), *sys.path]))
     once = DiesOnceEncoder(tmp_path / "model", tmp_path / "died")
     with ray_encode.ray_session("local"):  # held up: the late task is stopped by the build, not by Ray's end
-        with pytest.raises(EncodeWorkerError, match="a Ray build task failed .*committed nothing"):
+        with pytest.raises(EncodeWorkerError, match="a Ray build task failed .WorkerCrashedError: .*committed nothing"):
             build_index(tmp_path / "once", _reports(20), encoder=once, progress=False, ray="local", workers=2,
                         threads=1)
         assert (tmp_path / "died").exists() and not (tmp_path / "once" / "CURRENT").exists()

@@ -145,14 +145,15 @@ def ray_data(ray) -> Iterator[Any]:
 
 def task_error(exc: BaseException) -> BaseException:
     """The error a Ray task itself raised, out of the wrappers Ray and Ray Data put around it (a task's
-    ``cause``, an exception's ``__cause__``); ``exc`` when it wraps none."""
+    ``cause``, an exception's ``__cause__``); ``exc`` when it wraps none. A cause with no message is a marker
+    (Ray Data's ``SystemException`` under a crashed worker's error): the error above it says more."""
     seen: set[int] = set()
     while id(exc) not in seen:
         seen.add(id(exc))
         inner = getattr(exc, "cause", None)
         if not isinstance(inner, BaseException):
             inner = exc.__cause__
-        if not isinstance(inner, BaseException):
+        if not isinstance(inner, BaseException) or not str(inner).strip():
             break
         exc = inner
     return exc
