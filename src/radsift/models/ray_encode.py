@@ -1,11 +1,11 @@
 """Ray for a build (``radsift index build|add --ray ADDRESS``): the address check and the session.
 
-The build runs one Ray task per share of the reports, each writing its own segment
-(:mod:`radsift.index.spread`); this module refuses an address that does not answer before anything is
-written (:func:`check_ray_address`), joins the cluster for the build (:func:`ray_session`) and says how
-many tasks the cluster takes (:func:`ray_tasks`). Every node needs radsift installed, the model folder
-(and an ONNX export, for ``--encoder onnx``) and the index folder at the same path as on this machine;
-a shared file system or the same installation does it.
+The build runs Ray Data's ``map_batches`` over the shares of the reports, one share a batch, each task writing
+its own segment (:mod:`radsift.index.spread`); this module refuses an address that does not answer before
+anything is written (:func:`check_ray_address`), joins the cluster for the build (:func:`ray_session`), sets
+Ray Data up for it (:func:`ray_data`) and says how many tasks the cluster takes (:func:`ray_tasks`). Every
+node needs radsift installed, the model folder (and an ONNX export, for ``--encoder onnx``) and the index
+folder at the same path as on this machine; a shared file system or the same installation does it.
 
 Addresses: ``host:port`` (the head node's GCS, default port 6379), ``ray://host:port`` (Ray Client,
 default port 10001), ``auto`` (the cluster ``ray start`` runs on this machine) and ``local`` (a Ray
@@ -18,9 +18,10 @@ from __future__ import annotations
 import logging
 import os
 import socket
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from radsift.errors import ConfigError
 
@@ -39,6 +40,7 @@ def require_ray():
     """The ``ray`` module, or :class:`RayUnavailable` naming what to install."""
     try:
         import ray
+        import ray.data  # the build runs on Ray Data: its own dependencies (pyarrow, pandas) too
     except ImportError as exc:
         raise RayUnavailable(f"--ray needs the package ray, which is not installed ({exc}): "
                              f"{INSTALL_HINT}; or encode on this machine with --workers N") from None
@@ -117,6 +119,46 @@ def ray_session(address: str) -> Iterator[Any]:
             ray.shutdown()
 
 
+@contextmanager
+def ray_data(ray) -> Iterator[Any]:
+    """``ray.data`` set up for a build while the block runs, its earlier settings restored after: a block
+    that fails fails the dataset (``max_errored_blocks = 0``: never a build with a share missing), and no
+    progress bars or execution logs of Ray Data's own on the console (radsift shows its own). A dataset
+    takes the settings when it is made: make it inside the block."""
+    context = ray.data.DataContext.get_current()
+    settings = {"max_errored_blocks": 0, "enable_progress_bars": False, "print_on_execution_start": False,
+                "enable_auto_log_stats": False}
+    settings = {name: value for name, value in settings.items() if hasattr(context, name)}  # older Rays lack some
+    before = {name: getattr(context, name) for name in settings}
+    log = logging.getLogger("ray.data")
+    level = log.level
+    for name, value in settings.items():
+        setattr(context, name, value)
+    log.setLevel(logging.CRITICAL)  # Ray Data logs a failed task's traceback itself: the build says one line
+    try:
+        yield ray.data
+    finally:
+        for name, value in before.items():
+            setattr(context, name, value)
+        log.setLevel(level)
+
+
+def task_error(exc: BaseException) -> BaseException:
+    """The error a Ray task itself raised, out of the wrappers Ray and Ray Data put around it (a task's
+    ``cause``, an exception's ``__cause__``); ``exc`` when it wraps none. A cause with no message is a marker
+    (Ray Data's ``SystemException`` under a crashed worker's error): the error above it says more."""
+    seen: set[int] = set()
+    while id(exc) not in seen:
+        seen.add(id(exc))
+        inner = getattr(exc, "cause", None)
+        if not isinstance(inner, BaseException):
+            inner = exc.__cause__
+        if not isinstance(inner, BaseException) or not str(inner).strip():
+            break
+        exc = inner
+    return exc
+
+
 def ray_tasks(ray, workers: int | None, threads: int) -> int:
     """How many Ray tasks a build runs: ``workers`` when given (> 1), else as many as the cluster's CPUs
     allow at ``threads`` CPUs each."""
@@ -132,5 +174,5 @@ def first_line(exc: BaseException) -> str:
     return (text.splitlines() or [""])[0][:300]
 
 
-__all__ = ["INSTALL_HINT", "RayUnavailable", "check_ray_address", "first_line", "ray_session", "ray_tasks",
-           "require_ray"]
+__all__ = ["INSTALL_HINT", "RayUnavailable", "check_ray_address", "first_line", "ray_data", "ray_session",
+           "ray_tasks", "require_ray", "task_error"]
