@@ -94,16 +94,18 @@ class DenseScores:
     def expanded(self) -> tuple[np.ndarray, np.ndarray]:
         """(sorted rows, values) of every scored row (a group's rows listed; kept)."""
         if self._rows is None:
-            if self.groups is None:
-                self._rows = (self.rows, self.values)
-            else:
-                order, offsets = self.groups
-                starts, lens = offsets[self.rows], self.sizes
-                within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
-                rows = np.asarray(order[np.repeat(starts, lens) + within], dtype=np.int64)
-                by_row = np.argsort(rows, kind="stable")
-                self._rows = (rows[by_row], np.repeat(self.values, lens)[by_row])
+            self._rows = (self.rows, self.values) if self.groups is None else self._listed(slice(None))
         return self._rows
+
+    def _listed(self, which) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted rows, values) of the scored groups ``which`` selects (an index into :attr:`rows`), their rows
+        listed: the work follows those groups, not every group scored."""
+        order, offsets = self.groups
+        nodes, lens = self.rows[which], self.sizes[which]
+        within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+        rows = np.asarray(order[np.repeat(offsets[nodes], lens) + within], dtype=np.int64)
+        by_row = np.argsort(rows, kind="stable")
+        return rows[by_row], np.repeat(self.values[which], lens)[by_row]
 
     def at(self, rows: np.ndarray) -> np.ndarray:
         """The cosines of ``rows``."""
@@ -123,9 +125,7 @@ class DenseScores:
         if mask is None and self.groups is not None and self.scored > k:
             order = np.argsort(-self.values, kind="stable")
             last = int(np.searchsorted(np.cumsum(self.sizes[order]), k))  # the group that reaches k rows
-            taken = order[:last + 1]
-            picked = DenseScores(self.n, self.values[taken], self.rows[taken], self.fill, self.node_of_row, self.groups)
-            return picked.expanded()[0], float(self.values[order[last]])
+            return self._listed(order[:last + 1])[0], float(self.values[order[last]])
         rows, vals = self.expanded()
         if mask is not None:
             rows, vals = rows[mask[rows]], vals[mask[rows]]
@@ -141,6 +141,8 @@ class DenseScores:
             return np.array([int(np.argmin(self.values))])
         if self.fill <= np.float32(self.lo) and self.n - self.scored > more_than:
             return None
+        if self.groups is not None and self._rows is None:  # only the groups at the lowest cosine listed
+            return self._listed(np.flatnonzero(self.values == np.float32(self.lo)))[0]
         rows, vals = self.expanded()
         return rows[vals == np.float32(self.lo)]
 
