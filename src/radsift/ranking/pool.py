@@ -223,8 +223,15 @@ class BM25Side:
         return None if self.factors is None else self.factors[i]
 
     def top(self, k: int, mask=None) -> tuple[np.ndarray, np.ndarray, float]:
-        """(sorted rows, scores) of the ``k`` best eligible matches and every one tied with the k-th, and the
-        highest score any other eligible unit can have, below the k-th's (0.0: every eligible match is returned)."""
+        """(sorted rows, scores) of at least ``k`` best eligible matches (or all there are), and the highest score
+        any other eligible unit can have, at most the k-th's (0.0: every eligible match is returned).
+
+        A threshold top-k: each term's postings are read best weight first; a unit not read scores at most the
+        sum of each term's next impact (:meth:`_next_bound`), and reading stops once the k-th best read scores
+        at least that. Every term reads its ``max(k, 64)`` best first; then the term whose next impact is the
+        highest (the one holding the bound up) reads on, doubling what it has read. Units tied with the k-th are
+        left out past ``k`` (the lower rows kept; the bound then equals the k-th): a corpus repeating its
+        sentences does not read every copy of the k-th's tie."""
         if mask is None and self._first is not None and self._first[0] == k:
             return self._first[1]
         if self._all is not None or not self.terms:
@@ -232,42 +239,53 @@ class BM25Side:
             if mask is not None:
                 rows, vals = rows[mask[rows]], vals[mask[rows]]
             return _best(rows, vals, k)
-        orders = [self.retriever.impact_order(t) for t, _, _, _ in self.terms]
+        lists = [self.retriever.impact_postings(t) for t, _, _, _ in self.terms]
         sizes = [g.size for _, g, _, _ in self.terms]
-        depth, read = max(k, 64), [0] * len(self.terms)
+        read, ends = [0] * len(sizes), [min(max(k, 64), size) for size in sizes]
         rows, vals = np.zeros(0, np.int64), np.zeros(0, np.float32)
         while True:
-            ends = [min(depth, size) for size in sizes]
             # the units first reached in this round (each scored once, over every term)
-            new = np.unique(np.concatenate([g[o[r:e]] for (_, g, _, _), o, r, e in zip(self.terms, orders, read, ends)]))
+            new = np.unique(np.concatenate([g[r:e] for (g, _), r, e in zip(lists, read, ends)]))
             new = new[(new < self.n) & ~member(rows, new)]
             score = self.at(new)
             keep = score > 0 if mask is None else (score > 0) & mask[new]
             rows, vals = np.concatenate([rows, new[keep]]), np.concatenate([vals, score[keep]])
-            order = np.argsort(rows, kind="stable")
+            order = np.argsort(rows, kind="stable")  # two sorted runs: a merge
             rows, vals, read = rows[order], vals[order], ends
             if all(e >= size for e, size in zip(ends, sizes)):  # every match read
                 return _best(rows, vals, k)
-            bound = self._next_bound(ends, orders)
-            if rows.size >= k:
-                got = _best(rows, vals, k)
-                # strictly below the k-th: no unit left unread ties with it (ties go to the lower row)
-                if got[1].min() > bound:
-                    return got[0], got[1], max(got[2], float(bound))
-            depth *= 4
+            bound = self._next_bound(ends, lists)
+            if rows.size >= k and -np.partition(-vals, k - 1)[k - 1] >= bound:
+                return _first_k(rows, vals, k, bound)
+            nexts = [self._next_impact(i, w, e) if e < size else np.float32(-1)
+                     for i, ((_, w), e, size) in enumerate(zip(lists, ends, sizes))]
+            i = int(np.argmax(nexts))
+            ends = list(ends)
+            ends[i] = min(sizes[i], ends[i] + max(k, 64, ends[i]))
 
-    def _next_impact(self, i: int, order: np.ndarray, pos: int) -> np.float32:
-        """Term ``i``'s impact at position ``pos`` of its ``order`` (0 past its last posting)."""
-        _, g, w, idf = self.terms[i]
-        return _impact(idf, w[order[pos]], self._factor(i)) if pos < g.size else np.float32(0)
+    def _next_impact(self, i: int, weights: np.ndarray, pos: int) -> np.float32:
+        """Term ``i``'s impact at position ``pos`` of its ``weights`` in impact order (0 past its last posting)."""
+        _, g, _, idf = self.terms[i]
+        return _impact(idf, weights[pos], self._factor(i)) if pos < g.size else np.float32(0)
 
-    def _next_bound(self, ends: list, orders: list) -> np.float32:
+    def _next_bound(self, ends: list, lists: list) -> np.float32:
         """The highest score of a unit not read: the sum of each term's next impact (float32, in order: a bound)."""
         bound = np.float32(0)
-        for i, (e, o) in enumerate(zip(ends, orders)):
+        for i, (e, (_, w)) in enumerate(zip(ends, lists)):
             if e < self.terms[i][1].size:
-                bound = np.float32(bound + self._next_impact(i, o, e))
+                bound = np.float32(bound + self._next_impact(i, w, e))
         return bound
+
+
+def _first_k(rows: np.ndarray, vals: np.ndarray, k: int, bound) -> tuple[np.ndarray, np.ndarray, float]:
+    """The ``k`` best of sorted ``rows`` (ties with the k-th: the lower rows) and the best score of the others or
+    ``bound``, whichever is higher (at most the k-th's)."""
+    kth = -np.partition(-vals, k - 1)[k - 1]
+    taken = vals > kth
+    tied = np.flatnonzero(vals == kth)
+    taken[tied[:k - int(np.count_nonzero(taken))]] = True
+    rest = vals[~taken]
+    return rows[taken], vals[taken], max(float(rest.max()) if rest.size else 0.0, float(bound))
 
 
 def _best(rows: np.ndarray, vals: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, float]:
