@@ -172,9 +172,42 @@ def test_bm25_top_is_the_best_matches_and_bounds_the_rest(index):
                     assert b_k == 0.0 or (got >= b_k).all()
 
 
+def test_bm25_top_leaves_the_k_ths_ties_out(hnsw_index, monkeypatch):
+    """On a corpus of copies the k-th best match ties with many units: the threshold top-k returns ``k`` of them
+    (the lower rows) and bounds the rest by the k-th's score, rather than reading every copy of the tie."""
+    monkeypatch.setattr(pool, "SMALL_POSTINGS", 0)
+    retriever = hnsw_index.store.bm25("sentence")
+    n = hnsw_index.store.units("sentence").report_row.shape[0]
+    cut = 0
+    for q in QUERIES:
+        rows, vals = pool.bm25_sparse(retriever, q, n)
+        for k in (1, 7, 50):
+            top, got, b_k = pool.BM25Side(retriever, q, n).top(k)
+            outside = ~np.isin(rows, top)
+            assert top.size == min(k, rows.size) and np.array_equal(got, vals[np.isin(rows, top)])
+            assert (vals[outside] <= b_k).all() and (b_k == 0.0 or (got >= b_k).all())
+            cut += bool(outside.any() and (vals[outside] == got.min()).any())
+    assert cut > 0, "no tie with the k-th left out: the test proves nothing"
+
+
+def test_hybrid_draws_a_share_of_its_depth_from_bm25(index, monkeypatch):
+    """``hybrid``'s BM25 side draws ``FIRST_DEPTH / HYBRID_BM25_SHARE`` best matches first (``bm25``: its own depth)."""
+    monkeypatch.setattr(pool, "SMALL_POSTINGS", 0)
+    asked = []
+    real = pool.BM25Side.top
+    monkeypatch.setattr(pool.BM25Side, "top", lambda self, k, mask=None: asked.append(k) or real(self, k, mask))
+    for mode, first in (("hybrid", shortlist.FIRST_DEPTH // shortlist.HYBRID_BM25_SHARE),
+                        ("bm25", shortlist.BM25_FIRST)):
+        asked.clear()
+        _page(index, monkeypatch, "candidates", "small left pleural effusion", mode=mode)
+        assert asked and asked[0] == first, (mode, asked)
+    assert shortlist.FIRST_DEPTH // shortlist.HYBRID_BM25_SHARE < shortlist.FIRST_DEPTH
+
+
 def test_hnsw_sparse_scores_are_its_scores_array(hnsw_index, monkeypatch):
     backend = hnsw_index._backend(hnsw_index.store, "sentence")
     monkeypatch.setattr(backend, "candidates", 150)
+    anchored = 0
     for q in QUERIES:
         v = hnsw_index.encoder.encode_query(q)
         sparse = backend.sparse_scores(v)
@@ -188,11 +221,17 @@ def test_hnsw_sparse_scores_are_its_scores_array(hnsw_index, monkeypatch):
         assert np.array_equal(dense.at(rows), full) and dense.hi == full.max() and dense.lo == full.min()
         assert np.array_equal(np.concatenate(dense.expanded()), np.concatenate([np.flatnonzero(full != sparse.fill),
                                                                                 full[full != sparse.fill]]))
+        fresh = pool.DenseScores(sparse.n, sparse.values, sparse.rows, sparse.fill, sparse.node_of_row, sparse.groups)
+        lowest = fresh.lowest_rows(sparse.n)  # the groups at the lowest cosine listed, not every group scored
+        assert fresh._rows is None and np.array_equal(lowest, np.flatnonzero(
+            (full == dense.lo) & np.isin(rows, dense.expanded()[0])))
+        anchored += bool(lowest.size)
         for k in (1, 10, 100, 5000):
             top, d_k = dense.top(k, None, sparse.n)
             rest = np.setdiff1d(rows, top)
             assert top.size >= min(k, sparse.n) and (d_k is None or (full[rest] <= d_k).all())
             assert d_k is None or (full[top] >= d_k).all() or top.size < k
+    assert anchored, "no query's lowest cosine is a scored row (the anchor): lowest_rows untested"
 
 
 @pytest.mark.parametrize("first", [1, 256])
