@@ -172,24 +172,6 @@ def test_bm25_top_is_the_best_matches_and_bounds_the_rest(index):
                     assert b_k == 0.0 or (got >= b_k).all()
 
 
-def test_bm25_top_leaves_the_k_ths_ties_out(hnsw_index, monkeypatch):
-    """On a corpus of copies the k-th best match ties with many units: the threshold top-k returns ``k`` of them
-    (the lower rows) and bounds the rest by the k-th's score, rather than reading every copy of the tie."""
-    monkeypatch.setattr(pool, "SMALL_POSTINGS", 0)
-    retriever = hnsw_index.store.bm25("sentence")
-    n = hnsw_index.store.units("sentence").report_row.shape[0]
-    cut = 0
-    for q in QUERIES:
-        rows, vals = pool.bm25_sparse(retriever, q, n)
-        for k in (1, 7, 50):
-            top, got, b_k = pool.BM25Side(retriever, q, n).top(k)
-            outside = ~np.isin(rows, top)
-            assert top.size == min(k, rows.size) and np.array_equal(got, vals[np.isin(rows, top)])
-            assert (vals[outside] <= b_k).all() and (b_k == 0.0 or (got >= b_k).all())
-            cut += bool(outside.any() and (vals[outside] == got.min()).any())
-    assert cut > 0, "no tie with the k-th left out: the test proves nothing"
-
-
 def test_hybrid_draws_a_share_of_its_depth_from_bm25(index, monkeypatch):
     """``hybrid``'s BM25 side draws ``FIRST_DEPTH / HYBRID_BM25_SHARE`` best matches first (``bm25``: its own depth)."""
     monkeypatch.setattr(pool, "SMALL_POSTINGS", 0)

@@ -223,15 +223,14 @@ class BM25Side:
         return None if self.factors is None else self.factors[i]
 
     def top(self, k: int, mask=None) -> tuple[np.ndarray, np.ndarray, float]:
-        """(sorted rows, scores) of at least ``k`` best eligible matches (or all there are), and the highest score
-        any other eligible unit can have, at most the k-th's (0.0: every eligible match is returned).
+        """(sorted rows, scores) of the ``k`` best eligible matches and every one tied with the k-th, and the
+        highest score any other eligible unit can have, below the k-th's (0.0: every eligible match is returned).
 
         A threshold top-k: each term's postings are read best weight first; a unit not read scores at most the
         sum of each term's next impact (:meth:`_next_bound`), and reading stops once the k-th best read scores
-        at least that. Every term reads its ``max(k, 64)`` best first; then the term whose next impact is the
-        highest (the one holding the bound up) reads on, doubling what it has read. Units tied with the k-th are
-        left out past ``k`` (the lower rows kept; the bound then equals the k-th): a corpus repeating its
-        sentences does not read every copy of the k-th's tie."""
+        above that. Every term reads its ``max(k, 64)`` best first; then only the term whose next impact is the
+        highest (the one holding the bound up) reads on, doubling what it has read: a common term of low weight
+        (``no``) is not read as deep as the rare ones."""
         if mask is None and self._first is not None and self._first[0] == k:
             return self._first[1]
         if self._all is not None or not self.terms:
@@ -255,8 +254,12 @@ class BM25Side:
             if all(e >= size for e, size in zip(ends, sizes)):  # every match read
                 return _best(rows, vals, k)
             bound = self._next_bound(ends, lists)
-            if rows.size >= k and -np.partition(-vals, k - 1)[k - 1] >= bound:
-                return _first_k(rows, vals, k, bound)
+            if rows.size >= k:
+                got = _best(rows, vals, k)
+                # strictly below the k-th: no unit left unread ties with it (ties go to the lower row), so a page
+                # tied with the k-th (copies) stops without widening
+                if got[1].min() > bound:
+                    return got[0], got[1], max(got[2], float(bound))
             nexts = [self._next_impact(i, w, e) if e < size else np.float32(-1)
                      for i, ((_, w), e, size) in enumerate(zip(lists, ends, sizes))]
             i = int(np.argmax(nexts))
@@ -275,17 +278,6 @@ class BM25Side:
             if e < self.terms[i][1].size:
                 bound = np.float32(bound + self._next_impact(i, w, e))
         return bound
-
-
-def _first_k(rows: np.ndarray, vals: np.ndarray, k: int, bound) -> tuple[np.ndarray, np.ndarray, float]:
-    """The ``k`` best of sorted ``rows`` (ties with the k-th: the lower rows) and the best score of the others or
-    ``bound``, whichever is higher (at most the k-th's)."""
-    kth = -np.partition(-vals, k - 1)[k - 1]
-    taken = vals > kth
-    tied = np.flatnonzero(vals == kth)
-    taken[tied[:k - int(np.count_nonzero(taken))]] = True
-    rest = vals[~taken]
-    return rows[taken], vals[taken], max(float(rest.max()) if rest.size else 0.0, float(bound))
 
 
 def _best(rows: np.ndarray, vals: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, float]:

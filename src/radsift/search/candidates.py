@@ -451,9 +451,10 @@ class QueryTiers:
                                                                 return_counts=True)
             uniq, inverse, counts = self._memo[("counts",) + self._key]
             taken = np.zeros(uniq.size, dtype=np.int64)
-            for rows in inside:
-                hit = member(self.special, rows)
-                taken += np.bincount(inverse[np.searchsorted(self.special, rows[hit])], minlength=uniq.size)
+            for rows in inside:  # one search of the pool's rows in the special ones
+                if rows.size and self.special.size:
+                    pos = np.minimum(np.searchsorted(self.special, rows), self.special.size - 1)
+                    taken += np.bincount(inverse[pos[self.special[pos] == rows]], minlength=uniq.size)
             left = uniq[counts > taken]
             low += [int(left[0])] if left.size else []
         else:
