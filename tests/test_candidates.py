@@ -150,7 +150,10 @@ def test_bm25_read_best_weight_first_gives_the_exact_page(request, monkeypatch, 
             assert _page(index, monkeypatch, "candidates", q, **kw) == _page(index, monkeypatch, "exact", q, **kw), q
 
 
-def test_bm25_top_is_the_best_matches_and_bounds_the_rest(index):
+def test_bm25_top_is_the_best_matches_and_bounds_the_rest(index, monkeypatch):
+    """The threshold top-k (every term's best, then the term holding the bound up reads on) returns the best
+    matches, every one tied with the k-th, and bounds every unit left out."""
+    monkeypatch.setattr(pool, "SMALL_POSTINGS", 0)  # the threshold top-k, not every match scored
     retriever = index.store.bm25("sentence")
     n = index.store.units("sentence").report_row.shape[0]
     mask = np.arange(n) % 3 != 0
@@ -169,7 +172,8 @@ def test_bm25_top_is_the_best_matches_and_bounds_the_rest(index):
                     outside = ~np.isin(want_rows, top)
                     assert np.array_equal(got, s.at(top)) and np.all(np.diff(top) > 0)
                     assert (want_vals[outside] <= b_k).all() and (top.size >= min(k, want_rows.size))
-                    assert b_k == 0.0 or (got >= b_k).all()
+                    assert b_k == 0.0 or (got > b_k).all()
+                    assert not (want_vals[outside] >= got.min(initial=np.inf)).any()  # the k-th's ties all in
 
 
 def test_hybrid_draws_a_share_of_its_depth_from_bm25(index, monkeypatch):
