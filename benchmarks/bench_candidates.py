@@ -21,7 +21,7 @@ outside the lexicon (:data:`WORDED`) and the description benchmark's queries (``
 linked (forced: the hashing encoder links nothing), those whose link stands beside the literal reading, over
 :data:`BESIDE_SETTINGS` (``bm25`` never links; ``--read-as literal``: the same queries without the link).
 ``--gap G`` runs every search with calibrated tier boosts (``Index.tier_gap``); ``--prf`` with pseudo-relevance
-feedback (scores, fused scores and relevance compared unrounded). ``--alternate``
+feedback. Scores, fused scores and relevance are compared unrounded (bit for bit), with the bands. ``--alternate``
 times the indexes in turn, query by query, in one run (no agreement runs) and gives each index's p50 over
 the first's (Open-i x10 over x1: the target of issue 33 item 1):
     PYTHONPATH=src .venv/bin/python benchmarks/bench_candidates.py --corpus openi:1 --corpus openi:10 \
@@ -157,9 +157,8 @@ def run(index, q: str, engine: str, **kw):
     t = time.perf_counter()
     res = index.search(q, k=10, mentions=False, include_report=False, read_as=READ_AS[0], prf=PRF[0], **kw)
     ms = (time.perf_counter() - t) * 1000
-    page = [(h.report_id, h.sentence.text, h.band, round(h.score, 5)) for h in res]
-    if PRF[0]:  # the scores unrounded: bit for bit
-        page = [(h.report_id, h.sentence.text, h.band, h.score, h.fused, h.relevance) for h in res]
+    # the scores unrounded (score, fused score before tiers, relevance): bit for bit
+    page = [(h.report_id, h.sentence.text, h.band, h.score, h.fused, h.relevance) for h in res]
     return page, (res.total, res.matching, res.lower_bound), ms
 
 
@@ -345,7 +344,7 @@ def main(argv=None) -> int:
     ap.add_argument("--read-as", choices=("both", "literal"), default="both",
                     help="literal: the queries read without their link (--kind beside: the same queries, no link)")
     ap.add_argument("--prf", action="store_true",
-                    help="every search with pseudo-relevance feedback (scores and relevance compared unrounded)")
+                    help="every search with pseudo-relevance feedback")
     ap.add_argument("--timing-only", action="store_true", help="skip the agreement runs")
     ap.add_argument("--cached-dense", action="store_true",
                     help="time without the vector backend: each query's dense scores computed once, then kept")

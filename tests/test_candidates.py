@@ -150,7 +150,10 @@ def test_bm25_read_best_weight_first_gives_the_exact_page(request, monkeypatch, 
             assert _page(index, monkeypatch, "candidates", q, **kw) == _page(index, monkeypatch, "exact", q, **kw), q
 
 
-def test_bm25_top_is_the_best_matches_and_bounds_the_rest(index):
+def test_bm25_top_is_the_best_matches_and_bounds_the_rest(index, monkeypatch):
+    """The threshold top-k (every term's best, then the term holding the bound up reads on) returns the best
+    matches, every one tied with the k-th, and bounds every unit left out."""
+    monkeypatch.setattr(pool, "SMALL_POSTINGS", 0)  # the threshold top-k, not every match scored
     retriever = index.store.bm25("sentence")
     n = index.store.units("sentence").report_row.shape[0]
     mask = np.arange(n) % 3 != 0
@@ -169,12 +172,28 @@ def test_bm25_top_is_the_best_matches_and_bounds_the_rest(index):
                     outside = ~np.isin(want_rows, top)
                     assert np.array_equal(got, s.at(top)) and np.all(np.diff(top) > 0)
                     assert (want_vals[outside] <= b_k).all() and (top.size >= min(k, want_rows.size))
-                    assert b_k == 0.0 or (got >= b_k).all()
+                    assert b_k == 0.0 or (got > b_k).all()
+                    assert not (want_vals[outside] >= got.min(initial=np.inf)).any()  # the k-th's ties all in
+
+
+def test_hybrid_draws_a_share_of_its_depth_from_bm25(index, monkeypatch):
+    """``hybrid``'s BM25 side draws ``FIRST_DEPTH / HYBRID_BM25_SHARE`` best matches first (``bm25``: its own depth)."""
+    monkeypatch.setattr(pool, "SMALL_POSTINGS", 0)
+    asked = []
+    real = pool.BM25Side.top
+    monkeypatch.setattr(pool.BM25Side, "top", lambda self, k, mask=None: asked.append(k) or real(self, k, mask))
+    for mode, first in (("hybrid", shortlist.FIRST_DEPTH // shortlist.HYBRID_BM25_SHARE),
+                        ("bm25", shortlist.BM25_FIRST)):
+        asked.clear()
+        _page(index, monkeypatch, "candidates", "small left pleural effusion", mode=mode)
+        assert asked and asked[0] == first, (mode, asked)
+    assert shortlist.FIRST_DEPTH // shortlist.HYBRID_BM25_SHARE < shortlist.FIRST_DEPTH
 
 
 def test_hnsw_sparse_scores_are_its_scores_array(hnsw_index, monkeypatch):
     backend = hnsw_index._backend(hnsw_index.store, "sentence")
     monkeypatch.setattr(backend, "candidates", 150)
+    anchored = 0
     for q in QUERIES:
         v = hnsw_index.encoder.encode_query(q)
         sparse = backend.sparse_scores(v)
@@ -188,11 +207,17 @@ def test_hnsw_sparse_scores_are_its_scores_array(hnsw_index, monkeypatch):
         assert np.array_equal(dense.at(rows), full) and dense.hi == full.max() and dense.lo == full.min()
         assert np.array_equal(np.concatenate(dense.expanded()), np.concatenate([np.flatnonzero(full != sparse.fill),
                                                                                 full[full != sparse.fill]]))
+        fresh = pool.DenseScores(sparse.n, sparse.values, sparse.rows, sparse.fill, sparse.node_of_row, sparse.groups)
+        lowest = fresh.lowest_rows(sparse.n)  # the groups at the lowest cosine listed, not every group scored
+        assert fresh._rows is None and np.array_equal(lowest, np.flatnonzero(
+            (full == dense.lo) & np.isin(rows, dense.expanded()[0])))
+        anchored += bool(lowest.size)
         for k in (1, 10, 100, 5000):
             top, d_k = dense.top(k, None, sparse.n)
             rest = np.setdiff1d(rows, top)
             assert top.size >= min(k, sparse.n) and (d_k is None or (full[rest] <= d_k).all())
             assert d_k is None or (full[top] >= d_k).all() or top.size < k
+    assert anchored, "no query's lowest cosine is a scored row (the anchor): lowest_rows untested"
 
 
 @pytest.mark.parametrize("first", [1, 256])

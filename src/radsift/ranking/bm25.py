@@ -163,6 +163,7 @@ class BM25:
                 self.vocab_dict.setdefault(t, len(self.vocab_dict))
         self._postings: dict[str, tuple[np.ndarray, np.ndarray, float]] = {}
         self._impacts: dict[str, np.ndarray] = {}
+        self._impact_postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._cached = 0
 
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray, float]:
@@ -193,7 +194,7 @@ class BM25:
         idf = math.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5)) if df else 0.0
         hit = (g, w, idf)
         if self._cached + df > self.CACHE_POSTINGS:
-            self._postings, self._impacts, self._cached = {}, {}, 0
+            self._postings, self._impacts, self._impact_postings, self._cached = {}, {}, {}, 0
         self._postings[term] = hit
         self._cached += df
         return hit
@@ -206,6 +207,18 @@ class BM25:
             hit = np.argsort(-self.postings(term)[1], kind="stable")
             if term in self._postings:
                 self._impacts[term] = hit
+        return hit
+
+    def impact_postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, weights) of :meth:`postings` of ``term`` in :meth:`impact_order` (kept with the postings): a
+        top-k search reads a term's best documents as slices, without a gather per read."""
+        hit = self._impact_postings.get(term)
+        if hit is None:
+            g, w, _ = self.postings(term)
+            order = self.impact_order(term)
+            hit = (np.asarray(g, dtype=np.int64)[order], np.asarray(w)[order])
+            if term in self._postings:
+                self._impact_postings[term] = hit
         return hit
 
     def idf(self, term: str) -> float:

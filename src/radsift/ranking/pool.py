@@ -94,16 +94,18 @@ class DenseScores:
     def expanded(self) -> tuple[np.ndarray, np.ndarray]:
         """(sorted rows, values) of every scored row (a group's rows listed; kept)."""
         if self._rows is None:
-            if self.groups is None:
-                self._rows = (self.rows, self.values)
-            else:
-                order, offsets = self.groups
-                starts, lens = offsets[self.rows], self.sizes
-                within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
-                rows = np.asarray(order[np.repeat(starts, lens) + within], dtype=np.int64)
-                by_row = np.argsort(rows, kind="stable")
-                self._rows = (rows[by_row], np.repeat(self.values, lens)[by_row])
+            self._rows = (self.rows, self.values) if self.groups is None else self._listed(slice(None))
         return self._rows
+
+    def _listed(self, which) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted rows, values) of the scored groups ``which`` selects (an index into :attr:`rows`), their rows
+        listed: the work follows those groups, not every group scored."""
+        order, offsets = self.groups
+        nodes, lens = self.rows[which], self.sizes[which]
+        within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+        rows = np.asarray(order[np.repeat(offsets[nodes], lens) + within], dtype=np.int64)
+        by_row = np.argsort(rows, kind="stable")
+        return rows[by_row], np.repeat(self.values[which], lens)[by_row]
 
     def at(self, rows: np.ndarray) -> np.ndarray:
         """The cosines of ``rows``."""
@@ -123,9 +125,7 @@ class DenseScores:
         if mask is None and self.groups is not None and self.scored > k:
             order = np.argsort(-self.values, kind="stable")
             last = int(np.searchsorted(np.cumsum(self.sizes[order]), k))  # the group that reaches k rows
-            taken = order[:last + 1]
-            picked = DenseScores(self.n, self.values[taken], self.rows[taken], self.fill, self.node_of_row, self.groups)
-            return picked.expanded()[0], float(self.values[order[last]])
+            return self._listed(order[:last + 1])[0], float(self.values[order[last]])
         rows, vals = self.expanded()
         if mask is not None:
             rows, vals = rows[mask[rows]], vals[mask[rows]]
@@ -141,6 +141,8 @@ class DenseScores:
             return np.array([int(np.argmin(self.values))])
         if self.fill <= np.float32(self.lo) and self.n - self.scored > more_than:
             return None
+        if self.groups is not None and self._rows is None:  # only the groups at the lowest cosine listed
+            return self._listed(np.flatnonzero(self.values == np.float32(self.lo)))[0]
         rows, vals = self.expanded()
         return rows[vals == np.float32(self.lo)]
 
@@ -222,7 +224,13 @@ class BM25Side:
 
     def top(self, k: int, mask=None) -> tuple[np.ndarray, np.ndarray, float]:
         """(sorted rows, scores) of the ``k`` best eligible matches and every one tied with the k-th, and the
-        highest score any other eligible unit can have, below the k-th's (0.0: every eligible match is returned)."""
+        highest score any other eligible unit can have, below the k-th's (0.0: every eligible match is returned).
+
+        A threshold top-k: each term's postings are read best weight first; a unit not read scores at most the
+        sum of each term's next impact (:meth:`_next_bound`), and reading stops once the k-th best read scores
+        above that. Every term reads its ``max(k, 64)`` best first; then only the term whose next impact is the
+        highest (the one holding the bound up) reads on, doubling what it has read: a common term of low weight
+        (``no``) is not read as deep as the rare ones."""
         if mask is None and self._first is not None and self._first[0] == k:
             return self._first[1]
         if self._all is not None or not self.terms:
@@ -230,41 +238,45 @@ class BM25Side:
             if mask is not None:
                 rows, vals = rows[mask[rows]], vals[mask[rows]]
             return _best(rows, vals, k)
-        orders = [self.retriever.impact_order(t) for t, _, _, _ in self.terms]
+        lists = [self.retriever.impact_postings(t) for t, _, _, _ in self.terms]
         sizes = [g.size for _, g, _, _ in self.terms]
-        depth, read = max(k, 64), [0] * len(self.terms)
+        read, ends = [0] * len(sizes), [min(max(k, 64), size) for size in sizes]
         rows, vals = np.zeros(0, np.int64), np.zeros(0, np.float32)
         while True:
-            ends = [min(depth, size) for size in sizes]
             # the units first reached in this round (each scored once, over every term)
-            new = np.unique(np.concatenate([g[o[r:e]] for (_, g, _, _), o, r, e in zip(self.terms, orders, read, ends)]))
+            new = np.unique(np.concatenate([g[r:e] for (g, _), r, e in zip(lists, read, ends)]))
             new = new[(new < self.n) & ~member(rows, new)]
             score = self.at(new)
             keep = score > 0 if mask is None else (score > 0) & mask[new]
             rows, vals = np.concatenate([rows, new[keep]]), np.concatenate([vals, score[keep]])
-            order = np.argsort(rows, kind="stable")
+            order = np.argsort(rows, kind="stable")  # two sorted runs: a merge
             rows, vals, read = rows[order], vals[order], ends
             if all(e >= size for e, size in zip(ends, sizes)):  # every match read
                 return _best(rows, vals, k)
-            bound = self._next_bound(ends, orders)
+            bound = self._next_bound(ends, lists)
             if rows.size >= k:
                 got = _best(rows, vals, k)
-                # strictly below the k-th: no unit left unread ties with it (ties go to the lower row)
+                # strictly below the k-th: no unit left unread ties with it (ties go to the lower row), so a page
+                # tied with the k-th (copies) stops without widening
                 if got[1].min() > bound:
                     return got[0], got[1], max(got[2], float(bound))
-            depth *= 4
+            nexts = [self._next_impact(i, w, e) if e < size else np.float32(-1)
+                     for i, ((_, w), e, size) in enumerate(zip(lists, ends, sizes))]
+            i = int(np.argmax(nexts))
+            ends = list(ends)
+            ends[i] = min(sizes[i], ends[i] + max(k, 64, ends[i]))
 
-    def _next_impact(self, i: int, order: np.ndarray, pos: int) -> np.float32:
-        """Term ``i``'s impact at position ``pos`` of its ``order`` (0 past its last posting)."""
-        _, g, w, idf = self.terms[i]
-        return _impact(idf, w[order[pos]], self._factor(i)) if pos < g.size else np.float32(0)
+    def _next_impact(self, i: int, weights: np.ndarray, pos: int) -> np.float32:
+        """Term ``i``'s impact at position ``pos`` of its ``weights`` in impact order (0 past its last posting)."""
+        _, g, _, idf = self.terms[i]
+        return _impact(idf, weights[pos], self._factor(i)) if pos < g.size else np.float32(0)
 
-    def _next_bound(self, ends: list, orders: list) -> np.float32:
+    def _next_bound(self, ends: list, lists: list) -> np.float32:
         """The highest score of a unit not read: the sum of each term's next impact (float32, in order: a bound)."""
         bound = np.float32(0)
-        for i, (e, o) in enumerate(zip(ends, orders)):
+        for i, (e, (_, w)) in enumerate(zip(ends, lists)):
             if e < self.terms[i][1].size:
-                bound = np.float32(bound + self._next_impact(i, o, e))
+                bound = np.float32(bound + self._next_impact(i, w, e))
         return bound
 
 

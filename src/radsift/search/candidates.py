@@ -5,12 +5,13 @@ min-max normalisation, reading tiers and counts over every unit of the corpus. T
 (:func:`radsift.search.shortlist.candidate_page`, ranking with :mod:`radsift.ranking.pool`) computes
 the same page from:
 
-- the **BM25 matches** (:class:`radsift.ranking.pool.BM25Side`): ``hybrid`` and ``bm25`` read their
-  ``depth`` best from each term's postings best weight first (a threshold top-k; a unit not read scores at
-  most the sum of each term's next weight, and the k-th's ties are read whole), every other unit scored on
-  demand from the postings; ``bm25`` adds the units stating the reading that share no term (BM25 0) only
-  once every match is taken, and counts from bitmaps (:mod:`.bm25count`: each term's reports, those stating
-  the reading, the filter's), never from its matches;
+- the **BM25 matches** (:class:`radsift.ranking.pool.BM25Side`): ``hybrid`` (a quarter of its dense depth,
+  :data:`~radsift.search.shortlist.HYBRID_BM25_SHARE`) and ``bm25`` read their ``depth`` best from each term's
+  postings best weight first (a threshold top-k: every term's best, then the term holding the bound up reads
+  on; a unit not read scores at most the sum of each term's next weight, and the k-th's ties are read whole),
+  every other unit scored on demand from the postings; ``bm25`` adds the units stating the reading that share
+  no term (BM25 0) only once every match is taken, and counts from bitmaps (:mod:`.bm25count`: each term's
+  reports, those stating the reading, the filter's), never from its matches;
 - the **dense candidates**: the ``depth`` best eligible units by the backend's cosine, from the rows (or
   duplicate groups) the backend scored (:meth:`~radsift.index.backends.base.VectorBackend.sparse_scores`:
   every other row holds one fill value, never written out);
@@ -451,9 +452,10 @@ class QueryTiers:
                                                                 return_counts=True)
             uniq, inverse, counts = self._memo[("counts",) + self._key]
             taken = np.zeros(uniq.size, dtype=np.int64)
-            for rows in inside:
-                hit = member(self.special, rows)
-                taken += np.bincount(inverse[np.searchsorted(self.special, rows[hit])], minlength=uniq.size)
+            for rows in inside:  # one search of the pool's rows in the special ones
+                if rows.size and self.special.size:
+                    pos = np.minimum(np.searchsorted(self.special, rows), self.special.size - 1)
+                    taken += np.bincount(inverse[pos[self.special[pos] == rows]], minlength=uniq.size)
             left = uniq[counts > taken]
             low += [int(left[0])] if left.size else []
         else:

@@ -32,6 +32,21 @@ from radsift.text.tokens import tokenize
 FIRST_DEPTH = 1000
 #: BM25 matches drawn first by a ``bm25`` search (widened x4 until the page is exact).
 BM25_FIRST = 256
+#: ``hybrid`` draws this share of its dense depth from BM25's best matches (widened with it): a unit left out
+#: of both is bounded by the two sides' last scores, and the dense side's bounds the hybrid page. A quarter of
+#: the dense depth widens the pool as rarely as the whole depth (Open-i, Open-i x10: 2.08 calls of
+#: BM25's top-k a search, against 2.06) while BM25's top-k reads far fewer postings (``docs/measurements.md``).
+HYBRID_BM25_SHARE = 4
+
+
+def first_depth(mode: str) -> int:
+    """The first pool's depth: dense candidates (``bm25``: BM25 matches)."""
+    return BM25_FIRST if mode == "bm25" else FIRST_DEPTH
+
+
+def bm25_depth(mode: str, depth: int) -> int:
+    """How many of BM25's best matches a pool of ``depth`` (dense candidates; ``bm25``: matches) draws."""
+    return depth if mode == "bm25" else max(1, depth // HYBRID_BM25_SHARE)
 
 
 def candidate_page(index, store: IndexStore, request: SearchRequest, reading: QueryReading, query_vector,
@@ -53,7 +68,7 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
     if NEEDS_DENSE[opts.mode]:
         dense = _dense(index, store, unit, query_vector, mask)
     text = bm25_query(request.query, reading, expansion)
-    bm = BM25Side(store.bm25(unit), text, n, BM25_FIRST if opts.mode == "bm25" else FIRST_DEPTH) \
+    bm = BM25Side(store.bm25(unit), text, n, bm25_depth(opts.mode, first_depth(opts.mode))) \
         if NEEDS_BM25[opts.mode] else None
     alpha = opts.alpha if opts.alpha is not None else index.settings.dense_weight
     sides_ = Sides(opts.mode, alpha, dense, bm, n)
@@ -118,8 +133,8 @@ def _feedback(index, store: IndexStore, opts, sides_: Sides, ranked: tuple, quer
         texts = unit_texts(store, opts.unit, rows.tolist())
         weights = rm3_weights(tokenize(text), [tokenize(texts[r].text) for r in rows.tolist()],
                               np.asarray([s for _, _, s in picked], dtype=np.float64))
-        bm = BM25Side(sides_.bm.retriever, text, sides_.n, BM25_FIRST if opts.mode == "bm25" else FIRST_DEPTH,
-                      weights=weights)
+        bm = BM25Side(sides_.bm.retriever, text, sides_.n,
+                      bm25_depth(opts.mode, first_depth(opts.mode)), weights=weights)
     return Sides(opts.mode, sides_.alpha, dense, bm, sides_.n)
 
 
@@ -134,12 +149,12 @@ def _rank(opts, sides_: Sides, qt, mask, elig, depth: int, post: ReadingPostings
     """
     n_elig = sides_.n if mask is None else post.eligible(mask)[0]
     bm25 = opts.mode == "bm25"
-    k_dense, step = BM25_FIRST if bm25 else FIRST_DEPTH, None
+    k_dense, step = first_depth(opts.mode), None
     while True:
         # the best BM25 matches only; the rest score at most the k-th's BM25 (b_k; 0.0: every match taken)
         bm_rows, bm_vals, b_k = np.zeros(0, np.int64), np.zeros(0, np.float32), 0.0
         if sides_.bm is not None:
-            bm_rows, bm_vals, b_k = sides_.bm.top(k_dense, mask)
+            bm_rows, bm_vals, b_k = sides_.bm.top(bm25_depth(opts.mode, k_dense), mask)
         extra, d_k, top = [np.zeros(0, np.int64)], None, np.zeros(0, np.int64)
         if keep and bm25 and b_k == 0.0 and qt is not None and qt.statuses:
             # every match taken: the units stating the reading that share no term join (BM25 0, ranked by tier)
