@@ -19,6 +19,7 @@ from radsift.index.derived import Derived, derive
 from radsift.index.format import GenerationData, LabelRecord, ReportRecord, SectionRecord, SentenceRecord
 from radsift.index.generations import read_current, write_lock
 from radsift.index.lifecycle import remove_leftovers
+from radsift.index.places import current as locations_current
 from radsift.index.manifest import FORMAT_VERSION, MANIFEST_NAME, Manifest
 from radsift.index.reader import IndexStore
 from radsift.index.integrity import verified_for_merge
@@ -41,6 +42,7 @@ class ChangeSummary:
     segments_before: int = 0
     segments: int = 0
     dropped: int = 0  # deleted reports an optimize dropped for good
+    stale: int = 0  # segments an optimize wrote again for their location flags (radsift.index.places)
     seconds: float = 0.0
     derived: Derived = field(default_factory=Derived)  # graphs, Milvus push (see radsift.index.derived)
 
@@ -54,8 +56,9 @@ class ChangeSummary:
         if self.action == "optimize-nothing":
             return (f"nothing to optimize: {self.index_dir} is one segment with no deleted report "
                     f"({self.reports} reports)")
-        return (f"optimized {self.index_dir}: {self.segments_before} segments -> 1, {self.dropped} deleted reports "
-                f"dropped, {self.reports} reports, in {self.seconds:.1f}s")
+        stale = (f" ({self.stale} without this version's location flags, now written)" if self.stale else "")
+        return (f"optimized {self.index_dir}: {self.segments_before} segments -> 1{stale}, {self.dropped} deleted "
+                f"reports dropped, {self.reports} reports, in {self.seconds:.1f}s")
 
 
 def delete_from_index(index_dir: str | Path, report_ids: Iterable[str], *, backend: str | None = None,
@@ -120,8 +123,9 @@ def _merge(index_dir: Path, progress: bool) -> ChangeSummary:
         try:
             segs = old.manifest.segments
             summary = ChangeSummary(index_dir, "optimize", reports=len(old.report_ids), segments_before=len(segs),
-                                    segments=1, dropped=sum(len(s.get("deleted", [])) for s in segs))
-            if len(segs) <= 1 and not summary.dropped:
+                                    segments=1, dropped=sum(len(s.get("deleted", [])) for s in segs),
+                                    stale=sum(not locations_current(s) for s in segs))
+            if len(segs) <= 1 and not summary.dropped and not summary.stale:
                 summary.action = "optimize-nothing"
                 return summary
             # As Lucene verifies segment checksums on merge: a merge must not launder damage into a new segment

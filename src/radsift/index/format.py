@@ -23,6 +23,9 @@ Layout (format version 2)::
         reading_ptr.npy, reading_row.npy, reading_status.npy
                               the same labels grouped by finding (:mod:`radsift.index.readings`;
                               segments written before have none)
+        sentence_regions.npy, sentence_region_sides.npy, section_regions.npy, section_region_sides.npy
+                              uint8 the lung regions each unit names and the sides they imply
+                              (:mod:`radsift.index.places`; segments written before have none)
         bm25_sentence/        BM25 term statistics (:class:`radsift.ranking.bm25.TermStats`)
         bm25_section/
 

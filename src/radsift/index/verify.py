@@ -26,6 +26,7 @@ from radsift.index.format import COLUMNS, segment_dir
 from radsift.index.generations import read_current
 from radsift.index.integrity import MANIFEST_SHA, cache_problems, sha256_file
 from radsift.index.manifest import MANIFEST_NAME, Manifest
+from radsift.index.places import location_problems
 from radsift.index.readings import reading_problems
 from radsift.index.segment import SegmentReader
 
@@ -210,6 +211,7 @@ def check_small_arrays(index_dir: Path, info: dict) -> list[Problem]:
             except IndexStoreError as exc:
                 problems.append(Problem(segment.path / f"bm25_{kind}", _reason(exc)))
         problems += [Problem(Path(path), reason) for path, reason in reading_problems(segment)]
+        problems += [Problem(Path(path), reason) for path, reason in location_problems(segment)]
     finally:
         segment.close()
     return problems

@@ -25,10 +25,13 @@ from radsift.index.integrity import check_values, load_array
 from radsift.index.lifecycle import (referenced_names, remove_leftovers, remove_unread_generations,
                                      remove_unreferenced_segments)
 from radsift.index.manifest import MANIFEST_NAME, Manifest
+from radsift.index.places import KEY as LOCATIONS_KEY
+from radsift.index.places import location_arrays
 from radsift.index.readings import reading_arrays
 from radsift.index.verify import record_files
 from radsift.ranking.bm25 import TermStats
 from radsift.ranking.tiers import STATUS_CODES
+from radsift.text.locations import FINGERPRINT as LOCATIONS_FINGERPRINT
 
 
 def _section_codes(names: Sequence[str], vocab: list[str]) -> np.ndarray:
@@ -106,6 +109,8 @@ def write_segment(index_dir: Path, data: GenerationData, bm25_params: Mapping | 
         "label_status": np.fromiter((STATUS_CODES[lab.status] for lab in labels), dtype=np.int8, count=len(labels)),
     }
     arrays.update(reading_arrays(arrays["label_row"], arrays["label_finding"], arrays["label_status"], len(findings)))
+    arrays.update(location_arrays("sentence", [s.text for s in data.sentences]))
+    arrays.update(location_arrays("section", [s.text for s in data.sections]))
     for key, arr in arrays.items():
         np.save(tmp / f"{key}.npy", arr)
     for kind, terms, tokens in (("sentence", data.sentence_terms, data.sentence_tokens),
@@ -113,7 +118,8 @@ def write_segment(index_dir: Path, data: GenerationData, bm25_params: Mapping | 
         (terms if terms is not None else TermStats.from_tokens(tokens)).save(tmp / f"bm25_{kind}")
     info = {"name": name, "counts": {"reports": len(data.reports), "sentences": len(data.sentences),
                                      "sections": len(data.sections)},
-            "sections": names, "findings": findings, "files": record_files(tmp), "deleted": []}
+            "sections": names, "findings": findings, "files": record_files(tmp), "deleted": [],
+            LOCATIONS_KEY: LOCATIONS_FINGERPRINT}
     _fsync_tree(tmp)
     os.rename(tmp, root / name)
     fsync_dir(root)

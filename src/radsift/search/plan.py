@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from radsift.index.places import store_locations
 from radsift.index.reader import IndexStore
 from radsift.ranking import side_flags, stating, units_with_terms
 from radsift.ranking.places import location_flags, with_implied_sides
@@ -148,8 +149,12 @@ def unit_sides(store: IndexStore, unit: str) -> tuple[np.ndarray, np.ndarray, np
 
 def unit_locations(store: IndexStore, unit: str) -> tuple[np.ndarray, np.ndarray]:
     """Per unit: the regions it names and the sides they imply (:func:`radsift.ranking.places.location_flags`:
-    only the units holding a location word are read); kept per store."""
+    only the units holding a location word are read), or from the segments' files where every segment has
+    them (:func:`radsift.index.places.store_locations`); kept per store."""
     def compute():
+        stored = store_locations(store, unit)
+        if stored is not None:
+            return stored
         retriever = store.bm25(unit)
         n = store.units(unit).report_row.shape[0]
         return location_flags(n, lambda terms: units_with_terms(retriever, terms, n),

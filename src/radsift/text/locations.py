@@ -19,9 +19,11 @@ lobe abbreviations imply), for benchmarks that measure before and after in one r
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 #: Regions (bits of a location mask).
 RUL, RML, RLL, LUL, LING, LLL = 1, 2, 4, 8, 16, 32
@@ -67,6 +69,23 @@ _PATTERNS: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), kind) for p, ki
      r"(?:zones?|fields?))\b(?!\s+(?:ganglia|cell))", "bases"),
     (r"\b(?:biapical|apical|apices|lung\s+apex|apex\s+of\s+the\s+lung)\b", "apices"),
 ]]
+
+
+# Every pattern above holds one of these: a text without any names no location (read in one pass).
+_ANY = re.compile(r"lob|rul|rml|rll|lul|lll|lingul|retrocardiac|apex|apic|bas|lung", re.I)
+
+
+def _fingerprint() -> str:
+    # This module's own text: any change to how locations are read makes flags written before it stale.
+    try:
+        source = Path(__file__).read_bytes()
+    except OSError:  # run without its source: the patterns and tables stand for it
+        source = repr((_PATTERNS, _LOBE, _ABBREV, _UPPER, _BASE)).encode()
+    return hashlib.sha256(source).hexdigest()[:16]
+
+
+#: Identifies how locations are read, for flags stored with an index (:mod:`radsift.index.places`).
+FINGERPRINT = _fingerprint()
 
 
 @dataclass(frozen=True)
@@ -128,6 +147,8 @@ def _regions(kind: str, groups: tuple[str | None, ...]) -> int:
 
 def read_locations(text: str) -> list[Location]:
     """The locations ``text`` names, in text order (each span read once, by its longest phrasing)."""
+    if not _ANY.search(text):
+        return []
     taken: list[tuple[int, int]] = []
     out = []
     for pattern, kind in _PATTERNS:
@@ -163,5 +184,5 @@ TRIGGERS = tuple((w,) for w in ("lobe", "lobes", "lobar", "rul", "rml", "rll", "
                                  "bases", "basilar", "basal", "basally", "basilarly", "bibasilar", "bibasal",
                                  "bibasally", "bibasilarly")) + (("upper", "lung"), ("lower", "lung"))
 
-__all__ = ["ENV", "LEFT", "LING", "LLL", "LUL", "Location", "REGION_NAMES", "RIGHT", "RLL", "RML", "RUL",
+__all__ = ["ENV", "FINGERPRINT", "LEFT", "LING", "LLL", "LUL", "Location", "REGION_NAMES", "RIGHT", "RLL", "RML", "RUL",
            "TRIGGERS", "describe", "enabled", "read_locations", "text_regions"]
