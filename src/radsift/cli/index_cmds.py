@@ -173,8 +173,9 @@ def index_delete(
 
 @command(index_app, "optimize", example="radsift index optimize my-index")
 def index_optimize(index_dir: IndexArg, backend: BackendOpt = "auto") -> None:
-    """Merge an index's segments (one per add) into one and drop deleted reports for good; nothing is
-    re-encoded. Atomic: interrupted, the index stays as it was."""
+    """Merge an index's segments (one per add) into one and drop deleted reports for good (a lone segment
+    written before this version's location flags is written again with them); nothing is re-encoded.
+    Atomic: interrupted, the index stays as it was."""
     summary = optimize_index(index_dir, progress=True, backend=backend, say=say)
     console.print(summary.describe(), highlight=False)
     _print_derived(summary.derived)

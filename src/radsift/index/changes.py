@@ -96,7 +96,8 @@ def delete_from_index(index_dir: str | Path, report_ids: Iterable[str], *, backe
 
 def optimize_index(index_dir: str | Path, *, progress: bool = False, backend: str | None = None,
                    say: Callable[[str], None] | None = None) -> ChangeSummary:
-    """Merge the live rows of all segments into one segment and drop the deleted reports for good.
+    """Merge the live rows of all segments into one segment and drop the deleted reports for good; a lone
+    segment without this version's location flags (:mod:`radsift.index.places`) is written again with them.
 
     Nothing is re-encoded or re-tokenised: records, vectors, labels and BM25 term statistics are
     copied from the segments. An index of format 1 (before segments) is converted into one segment.
