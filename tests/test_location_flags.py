@@ -168,3 +168,15 @@ def test_flags_out_of_range_are_refused(tmp_path, enc, monkeypatch):
             places.store_locations(store, "sentence")
     finally:
         store.close()
+
+
+def test_warm_loads_what_a_first_search_reads(tmp_path, enc):
+    """`Index.warm` (what `radsift serve` runs before it listens) leaves the backend, the readings and the
+    location and side flags loaded, so a first query reads none of them."""
+    path = tmp_path / "idx"
+    build_index(path, _reports(50, 8, "a"), encoder=enc, progress=False)
+    index = Index.open(path, encoder=enc)
+    index.warm()
+    keys = set(index.store._cache)
+    assert {("locations", "sentence"), ("backend", "auto", "sentence")} <= keys
+    assert any(k[0] == "readings" for k in keys) and any(k[0] == "sides" for k in keys)

@@ -720,6 +720,8 @@ def test_workers_share_one_port_and_stop_together(built, tmp_path):
             restarted = os.popen(f"pgrep -P {proc.pid}").read().split()
             time.sleep(0.2)
         assert len(restarted) == 2 and workers[0] not in restarted and proc.poll() is None
+        while time.time() < deadline and log.read_text().count("Started server process") < 3:
+            time.sleep(0.2)  # the new worker warms its index before it serves
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
         assert not os.popen(f"pgrep -P {proc.pid}").read().split()

@@ -29,6 +29,10 @@ from radsift.search.walk import walk
 log = logging.getLogger("radsift.search")
 
 
+#: What :meth:`Index.warm` searches for: a finding, a negation, a side and a lobe, so each reader loads.
+WARM_QUERY = "no left lower lobe consolidation"
+
+
 class Index(IndexResources):
     """A searchable radsift index.
 
@@ -166,6 +170,14 @@ class Index(IndexResources):
         with store.guard():
             return walk(self, store, check_search(query, options, store.manifest.sections,
                                                   store.manifest.metadata_keys))
+
+    def warm(self) -> None:
+        """Load now what a first search would load: the models, the vector backends (imported, graphs read and
+        checked), BM25 statistics, row maps and report ids, by answering throwaway searches (one a level, one
+        reading a finding and a location). A server calls it before it listens, so its first user does not wait."""
+        self.encoder, self.labeler  # noqa: B018
+        for level in ("report", "sentence"):
+            self.search(WARM_QUERY, k=1, level=level)
 
     def mentions_in(self, text: str, reading: QueryReading) -> tuple[HitMention, ...]:
         """What ``text`` (a sentence, a section or a whole report) states about the reading's findings: each

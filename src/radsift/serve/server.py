@@ -440,9 +440,9 @@ def _prepared_server(*, index_dir, token, audit_log, model, reranker, limits, sa
     index = Index.open(index_dir, model=model, reranker=reranker, backend=backend)
     app = create_app(index, token=token, audit_log=audit_log, saved_dir=saved_dir, llm=llm,
                      passage_first_stage=stage, max_body=limits.max_body, body_timeout=limits.body_timeout)
-    with console.status("loading the query encoder"):
-        index.encoder  # load the model now so the first search is not the slow one  # noqa: B018
+    with console.status("loading the models and warming the index"):
         index.reranker  # noqa: B018  (a bad reranker folder fails here, not on the first request)
+        index.warm()  # the models, backends and row maps now, so the first search is not the slow one
         if stage is not None:
             stage.prepare(index.live_store())  # the codes of every segment, before the first passage search
     return _uvicorn_server(app, limits), index
