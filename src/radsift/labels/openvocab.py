@@ -16,6 +16,9 @@ know. :class:`PhraseReader` reads it without a lexicon entry:
    finding is ("a shadow on the lung"), a word of it that another structure modifies in the unit is
    that structure's, not the phrase's (:data:`OTHER_STRUCTURES`: "nipple shadows ... overlie the lung
    bases" is no shadow on the lung); a phrase that says nowhere keeps them ("heart murmur" is a murmur).
+   A phrase calling an organ normal ("lungs are clear") is not met by a statement about part of it
+   ("remaining lungs are clear", "lungs are otherwise clear": :data:`PARTIAL_WORDS`), which names
+   something abnormal beside it.
 
 A negation between a subject and what is said of it ("lungs are not clear") negates the
 statement: the phrase is read whole ("lungs are clear", absent), not split at the cue.
@@ -61,10 +64,18 @@ OTHER_STRUCTURES = tuple(tuple(w.split()) for w in (
     "thyroid", "overlying", "overlapping", "superimposed"))
 #: Prepositions by which a phrase says where its finding is ("a shadow on the lung", "a lump in the lung").
 LOCATIVE = re.compile(r"\b(?:on|in|within|inside|around|over|under|beneath|behind|along)\s", re.IGNORECASE)
+#: Words that call an organ normal: a phrase holding one is a normal statement ("lungs are clear").
+NORMAL_WORDS = frozenset("clear normal unremarkable".split())
+#: Words saying a normal statement holds for part of the organ only ("remaining lungs are clear", "lungs are
+#: otherwise clear", "clear except for ..."): the report names something abnormal beside it, so the statement
+#: is no mention of the whole organ called normal (:data:`PARTIAL_SPAN` tokens before its head, 3 after).
+PARTIAL_WORDS = frozenset("otherwise remaining remainder rest elsewhere except excepting apart aside besides".split())
+PARTIAL_SPAN = 8
 #: Verbs joining a subject to what is said of it: a negation right after one negates the statement.
 COPULAS = frozenset("is are was were appear appears remain remains".split())
 _SPLIT = frozenset({"and", "or", "with", "plus", ",", ";", "/", "versus", "vs"})
 _WORD = re.compile(r"[A-Za-z]")
+_NORMAL_STEMS = frozenset(stem(w) for w in NORMAL_WORDS)
 
 
 @dataclass(frozen=True)
@@ -183,10 +194,13 @@ class PhraseReader:
             named = set(phrase.stems)
             stems = [None if _other_structure(words, joined, i, named) else s for i, s in enumerate(stems)]
         others = phrase.stems[:-1]
+        partial = _normal_phrase(phrase) and [text[a:b].lower() for a, b, _ in spans]
         matches = []
         for i, s in enumerate(stems):
             if s != phrase.head:
                 continue
+            if partial and PARTIAL_WORDS.intersection(partial[max(0, i - PARTIAL_SPAN): i + 4]):
+                continue  # "remaining lungs are clear": something abnormal is named beside it
             near = set(stems[max(0, i - WINDOW): i + WINDOW + 1])
             if all(o in near for o in others):
                 start, end = spans[i][0], spans[i][1]
@@ -205,6 +219,11 @@ def _other_structure(words: list[str], joined: list[bool], i: int, named: set[st
                 and not {_stem(w) for w in structure} <= named):
             return True
     return False
+
+
+def _normal_phrase(phrase: Phrase) -> bool:
+    """Whether a phrase calls an organ normal ("lungs are clear", "normal heart"): one of :data:`NORMAL_WORDS`."""
+    return any(w in phrase.stems for w in _NORMAL_STEMS)
 
 
 def _negated_statement(doc, i: int, in_cue: set[int], group: list[int]) -> bool:
@@ -231,5 +250,5 @@ def _concept(name: str) -> Concept:
     return Concept(name=name, category="finding", synonyms=(name,))
 
 
-__all__ = ["COPULAS", "LOCATIVE", "OPTIONAL_WORDS", "OTHER_STRUCTURES", "Phrase", "PhraseReader", "SIDE_WORDS", "STOP_WORDS",
-           "WINDOW", "query_side"]
+__all__ = ["COPULAS", "LOCATIVE", "NORMAL_WORDS", "OPTIONAL_WORDS", "OTHER_STRUCTURES", "PARTIAL_WORDS", "Phrase",
+           "PhraseReader", "SIDE_WORDS", "STOP_WORDS", "WINDOW", "query_side"]
