@@ -8,7 +8,9 @@ import json
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from radsift.cli import app
 from radsift.demo import generate_reports
 from radsift.errors import IndexDamagedError
 from radsift.index import IndexStore, add_to_index, build_index, delete_from_index, optimize_index, places, writer
@@ -129,11 +131,20 @@ def test_optimize_writes_a_lone_segment_again_for_its_flags(tmp_path, enc, monke
         m.setattr(writer, "location_arrays", lambda kind, texts: {})
         build_index(path, _reports(60, 7, "a"), encoder=enc, progress=False)
     assert not places.current(_segments(path)[0])
+    assert _info_flags(path) == [False]
     before = _pages(path, enc)
     summary = optimize_index(path)
     assert summary.action == "optimize" and summary.stale == 1
     assert _same_as_texts(path) > 0 and _pages(path, enc) == before
     assert optimize_index(path).action == "optimize-nothing"
+    assert _info_flags(path) == [True]
+
+
+def _info_flags(path) -> list[bool]:
+    """What `radsift index info` says of each segment's location flags."""
+    res = CliRunner().invoke(app, ["index", "info", str(path)])
+    assert res.exit_code == 0, res.output
+    return [s["location_flags"] for s in json.loads(res.output)["segments"]]
 
 
 def test_damaged_location_flags_are_named(tmp_path, enc):

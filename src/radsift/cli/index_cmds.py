@@ -19,7 +19,7 @@ from radsift.cli.options import (BackendOpt, BatchOpt, EncoderCacheOpt, EncoderO
                                  PolyOpt, ThreadsOpt, read_reports, reader_flags)
 from radsift.cli.output import console, err_console, report_read_stats, say
 from radsift.errors import ConfigError
-from radsift.index import Derived, add_to_index, build_index, delete_from_index, optimize_index, push_index
+from radsift.index import Derived, add_to_index, build_index, delete_from_index, optimize_index, places, push_index
 from radsift.index.lifecycle import rollback
 from radsift.index.verify import verify_index
 from radsift.search import Index
@@ -195,7 +195,9 @@ def index_info(index_dir: IndexArg) -> None:
     index = Index.open(index_dir)
     stats = index.stats()
     stats["segments"] = [{"name": s["name"], "reports": s["counts"]["reports"], "sentences": s["counts"]["sentences"],
-                          "sections": s["counts"]["sections"], "deleted": len(s.get("deleted", []))}
+                          "sections": s["counts"]["sections"], "deleted": len(s.get("deleted", [])),
+                          # False: written before this version's location flags (`index optimize` writes them)
+                          "location_flags": places.current(s)}
                          for s in index.store.manifest.segments]
     console.print_json(json.dumps(stats))
 

@@ -104,4 +104,5 @@ def location_problems(seg) -> list[tuple[str, str]]:
     return problems
 
 
-__all__ = ["KEY", "current", "file_names", "location_arrays", "location_problems", "segment_locations", "store_locations"]
+__all__ = ["KEY", "current", "file_names", "location_arrays", "location_problems", "segment_locations",
+           "store_locations"]
