@@ -20,10 +20,11 @@ HL7 timestamp is a problem named by the file, the message's number and its first
 
 from __future__ import annotations
 
+import codecs
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator
 
 import hl7
 
@@ -35,6 +36,11 @@ from radsift.text import split_sections
 from radsift.text.modalities import modality_in
 
 _MLLP_START, _MLLP_END = "\x0b", "\x1c"
+_BREAK = re.compile(r"\r\n|\r|\n")
+_CHUNK = 1 << 16  # bytes read at a time: under the size from which malloc maps fresh memory (128 KiB)
+# encodings read in pieces: their incremental decoding gives the whole decoding's text, and ASCII bytes decode
+# as themselves (checked without decoding); files in others are read whole
+_STREAMED = frozenset({"utf-8", "utf-8-sig", "ascii", "iso8859-1", "cp1252"})
 _TS = re.compile(r"^(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2}(?:\.\d+)?)?([+-]\d{4})?$")
 
 
@@ -94,28 +100,126 @@ def _message_segments(text: str) -> Iterator[tuple[int, list[str]]]:
     """:func:`split_messages` with each message as its list of (non-blank) segments: the reader's form, which
     is not joined to be split again."""
     text = text.lstrip("\ufeff")
-    if _MLLP_START in text:
-        line = 1
-        for n, chunk in enumerate(text.split(_MLLP_START)):
-            if n:  # the text before the first frame start is not a message
-                body = chunk.split(_MLLP_END, 1)[0]
-                segments = body.split("\r") if "\n" not in body else re.split(r"\r\n|\r|\n", body)  # the same
-                yield line, [s for s in segments if s.strip()]
+    return _segments([text], _MLLP_START in text)
+
+
+def _segments(pieces: Iterable[str], mllp: bool) -> Iterator[tuple[int, list[str]]]:
+    """:func:`_message_segments` of a text given in pieces (their concatenation, its BOMs stripped), framed for
+    MLLP or not (whether the whole text holds a frame start): the same messages wherever the pieces are cut."""
+    return _mllp_segments(pieces) if mllp else _plain_segments(pieces)
+
+
+def _mllp_segments(pieces: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
+    """:func:`_segments` of MLLP frames: each frame start to its end; what lies outside the frames is skipped,
+    but its lines are counted (LF only)."""
+    line, framed, carry = 1, False, []  # framed: past the first frame start (the text before it is no message)
+    for piece in pieces:
+        chunks = piece.split(_MLLP_START)
+        carry.append(chunks[0])
+        if len(chunks) == 1:  # no frame starts here: the chunk goes on in the next piece
+            continue
+        chunks[0] = "".join(carry)
+        carry = [chunks.pop()]
+        for chunk in chunks:  # the chunks between two frame starts, whole
+            if framed:
+                yield line, _frame_segments(chunk)
+            framed = True
             line += chunk.count("\n")
-        return
+    if framed:
+        yield line, _frame_segments("".join(carry))
+
+
+def _frame_segments(chunk: str) -> list[str]:
+    """The non-blank segments of a frame (the text from a frame start to the next): up to its end, at CR (at
+    CR, LF and CRLF when it holds an LF)."""
+    body = chunk.split(_MLLP_END, 1)[0]
+    segments = body.split("\r") if "\n" not in body else _BREAK.split(body)  # the same where there is no LF
+    return [s for s in segments if s.strip()]
+
+
+def _plain_segments(pieces: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
+    """:func:`_segments` of messages one after another: lines (at CR, LF or CRLF), a message from each line
+    starting ``MSH``, blank lines dropped (but counted)."""
     current: list[str] = []
-    start = 1
-    lines = text.split("\n") if "\r" not in text else re.split(r"\r\n|\r|\n", text)  # the same lines
-    for number, line in enumerate(lines, 1):
-        if line.startswith("MSH") and current:
-            yield start, current
-            current = []
-        if line.strip():
-            if not current:
-                start = number
-            current.append(line)
+    start = number = 0
+    carry: list[str] = []  # the start of a line that goes on in the next piece
+    after_cr = False  # the last piece ended in a CR: an LF starting the next is the same line break
+    for piece in pieces:
+        if after_cr and piece:
+            after_cr = False
+            if piece[0] == "\n":
+                piece = piece[1:]
+        # the three splits give the same lines where they apply (the pattern is the slowest)
+        lines = piece.split("\n") if "\r" not in piece else piece.split("\r") if "\n" not in piece \
+            else _BREAK.split(piece)
+        if len(lines) == 1:  # no line break in this piece
+            carry.append(piece)
+            continue
+        if carry:
+            carry.append(lines[0])
+            lines[0] = "".join(carry)
+        tail = lines.pop()  # after the last break: the start of the next piece's first line
+        carry = [tail] if tail else []
+        after_cr = not tail and piece[-1] == "\r"
+        for number, line in enumerate(lines, number + 1):
+            if line.startswith("MSH") and current:
+                yield start, current
+                current = []
+            if line.strip():
+                if not current:
+                    start = number
+                current.append(line)
+    line = "".join(carry)  # the last line (after the last break; often empty)
+    if line.startswith("MSH") and current:
+        yield start, current
+        current = []
+    if line.strip():
+        if not current:
+            start = number + 1
+        current.append(line)
     if current:
         yield start, current
+
+
+def _file_pieces(handle: BinaryIO, encoding: str) -> tuple[Iterator[str], bool] | None:
+    """The text of an open file (its start's BOMs stripped) in pieces of at most :data:`_CHUNK` bytes, and
+    whether it holds an MLLP frame start; None where it must be read whole (an encoding not streamed, a file
+    that cannot be read twice, undecodable bytes: reading it whole names the first one's byte, as always).
+
+    Read twice: first checked (decodable? MLLP?: both change how every message is read, so they are known
+    before the first report is given), then decoded piece by piece. Reading the whole file at once allocates
+    its bytes, its text and all its lines at once: memory fresh from the system on every read, whose page faults
+    cost more than the second reading."""
+    if codecs.lookup(encoding).name not in _STREAMED or not handle.seekable():
+        return None
+    size, mllp, plain = 0, False, True  # plain: ASCII so far (any of these encodings decodes it, as itself)
+    decoder = codecs.getincrementaldecoder(encoding)()
+    try:
+        while chunk := handle.read(_CHUNK):
+            size += len(chunk)
+            if plain and chunk.isascii():
+                mllp = mllp or b"\x0b" in chunk
+            else:
+                plain = False
+                mllp = _MLLP_START in decoder.decode(chunk) or mllp
+        mllp = _MLLP_START in decoder.decode(b"", True) or mllp
+    except UnicodeDecodeError:
+        return None
+    handle.seek(0)
+    return _decoded_pieces(handle, encoding, size), mllp
+
+
+def _decoded_pieces(handle: BinaryIO, encoding: str, size: int) -> Iterator[str]:
+    """The text of the first ``size`` bytes of a file, decoded piece by piece, its start's BOMs stripped."""
+    decoder, start = codecs.getincrementaldecoder(encoding)(), True
+    while size > 0 and (chunk := handle.read(min(_CHUNK, size))):
+        size -= len(chunk)
+        text = decoder.decode(chunk)
+        if start:  # (BOMs until the first other character)
+            text = text.lstrip("\ufeff")
+            start = not text
+        yield text
+    yield decoder.decode(b"", True).lstrip("\ufeff") if start else decoder.decode(b"", True)
 
 
 class Message:
@@ -291,13 +395,25 @@ def read_hl7(path: Path, options: ReaderOptions) -> Iterator[Parsed]:
     else:
         files = [path]
     for file in files:
-        try:
-            text = file.read_bytes().decode(options.encoding)
-        except UnicodeDecodeError as exc:
-            yield Parsed(str(file), problem=f"undecodable bytes at byte {exc.start} (not valid {options.encoding})")
-            continue
-        name = str(file)
-        for number, (line, segments) in enumerate(_message_segments(text), 1):
+        yield from _file_reports(file, options.encoding)
+
+
+def _file_reports(file: Path, encoding: str) -> Iterator[Parsed]:
+    """The reports of one file, or its problems."""
+    name = str(file)
+    with file.open("rb", buffering=0) as handle:
+        streamed = _file_pieces(handle, encoding)
+        if streamed is None:
+            if handle.seekable():
+                handle.seek(0)
+            try:
+                text = handle.readall().decode(encoding)
+            except UnicodeDecodeError as exc:
+                yield Parsed(name, problem=f"undecodable bytes at byte {exc.start} (not valid {encoding})")
+                return
+            text = text.lstrip("\ufeff")
+            streamed = iter([text]), _MLLP_START in text
+        for number, (line, segments) in enumerate(_segments(*streamed), 1):
             where = f"{name} message {number} (line {line})"
             if not segments or not segments[0].startswith("MSH"):
                 yield Parsed(where, problem="not an HL7 v2 message (it does not start with an MSH segment)")
