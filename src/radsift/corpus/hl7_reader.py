@@ -314,13 +314,14 @@ def _field(segment, index: int, component: int | None = None) -> str:
         return str(value).strip() if component == 0 else ""
 
 
-def _report(rid: str, text: str, metadata: list[tuple[str, str | None]]) -> Report:
-    """``assemble(rid, text, [], metadata)`` for what :func:`message_reports` gives it, in one pass: its text
-    holds no CR (the segments were split at them, unescaped CRs became line breaks), its metadata values are
-    stripped or None, and split_sections gives each name once; so what assemble would still do is strip the
-    sections and drop the empty ones (``tests/test_feeds_fast.py`` compares the reports with assemble's)."""
+def _report(rid: str, text: str, metadata: dict[str, str]) -> Report:
+    """``assemble(rid, text, [], metadata.items())`` for what :func:`message_reports` gives it, in one pass: its
+    text holds no CR (the segments were split at them, unescaped CRs became line breaks), its metadata is made
+    for this report, its values stripped, none empty, and split_sections gives each name once; so what assemble
+    would still do is strip the sections and drop the empty ones (``tests/test_feeds_fast.py`` compares the
+    reports with assemble's)."""
     sections = {name: body for name, text in split_sections(text) if (body := text.strip())}
-    return Report.fresh(rid, sections, {key: value for key, value in metadata if value})  # (fresh dicts)
+    return Report.fresh(rid, sections, metadata)  # (fresh dicts)
 
 
 def message_reports(message: Message, where: str) -> list[Parsed]:
@@ -363,10 +364,12 @@ def message_reports(message: Message, where: str) -> list[Parsed]:
         if not rid:
             out.append(Parsed(here, problem="no report id (OBR-3, OBR-2 and MSH-10 are empty)"))
             continue
-        # python-hl7's unescape returns a value without its escape character as it is: called only for the rest
-        # (and only its text can hold a CR: the segments were split at them)
-        text = "\n".join(line for v in values
-                         if (line := unescape(v).replace("\r", "\n") if escape in v else v).strip())
+        text = "\n".join(values)
+        if escape in text or "" in values:  # (the values are stripped: as they are, they are the lines)
+            # python-hl7's unescape returns a value without its escape character as it is: called only for the
+            # rest (and only its text can hold a CR: the segments were split at them)
+            text = "\n".join([line for v in values
+                              if (line := unescape(v).replace("\r", "\n") if escape in v else v).strip()])
         if not text:  # (its lines are not blank: a text is blank only when it has none)
             out.append(Parsed(here, problem=f"report {rid}: no text (no OBX-5 value)"))
             continue
@@ -378,9 +381,17 @@ def message_reports(message: Message, where: str) -> list[Parsed]:
         exam_parts = obr[4].partition(rep)[0].split(comp)
         code = exam_parts[0].strip()
         exam = (exam_parts[1].strip() if len(exam_parts) > 1 else "") or code
-        metadata = [("patient", patient or None), ("date", when[:10] if when else None), ("datetime", when),
-                    ("exam", exam or None), ("exam_code", code or None), ("modality", modality_in(exam)),
-                    ("status", obr[25].strip() or None)]
+        metadata = {"patient": patient} if patient else {}  # (its values stripped, none empty)
+        if when:
+            metadata["date"], metadata["datetime"] = when[:10], when
+        if exam:
+            metadata["exam"] = exam
+            if code:
+                metadata["exam_code"] = code
+            if modality := modality_in(exam):
+                metadata["modality"] = modality
+        if status := obr[25].strip():
+            metadata["status"] = status
         out.append(Parsed(here, _report(rid, text, metadata)))
     return out
 
