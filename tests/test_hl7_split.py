@@ -114,6 +114,18 @@ def _cut(text, rng):
     return [p for piece in pieces for p in ([piece, ""] if rng.random() < 0.2 else [piece])]
 
 
+def test_lines_are_split_as_the_pattern_splits_them():
+    rng = random.Random(3)
+    used = set()
+    for _ in range(5000):
+        parts = rng.choice([["a", "\r\n"], ["a", "\r"], ["a", "\n"], ["a", "\r\n", "\r"], ["a", "\r\n", "\n"],
+                            ["a", "\r", "\n", "\r\n", ""]])
+        text = "".join(rng.choice(parts) for _ in range(rng.randrange(10)))
+        assert hl7_reader._lines(text) == re.split(r"\r\n|\r|\n", text), repr(text)
+        used.add(tuple(sorted(parts)))
+    assert len(used) == 6
+
+
 def test_a_text_in_pieces_splits_into_the_whole_texts_messages():
     rng = random.Random(5)
     kinds, cut_crlf = set(), 0

@@ -134,10 +134,10 @@ def _mllp_segments(pieces: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
 
 
 def _frame_segments(chunk: str) -> list[str]:
-    """The non-blank segments of a frame (the text from a frame start to the next): up to its end, at CR (at
-    CR, LF and CRLF when it holds an LF)."""
+    """The non-blank segments of a frame (the text from a frame start to the next): up to its end, at CR, LF
+    and CRLF."""
     body = chunk.split(_MLLP_END, 1)[0]
-    segments = body.split("\r") if "\n" not in body else _BREAK.split(body)  # the same where there is no LF
+    segments = _lines(body)
     return [s for s in segments if s.strip()]
 
 
@@ -153,9 +153,7 @@ def _plain_segments(pieces: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
             after_cr = False
             if piece[0] == "\n":
                 piece = piece[1:]
-        # the three splits give the same lines where they apply (the pattern is the slowest)
-        lines = piece.split("\n") if "\r" not in piece else piece.split("\r") if "\n" not in piece \
-            else _BREAK.split(piece)
+        lines = _lines(piece)
         if len(lines) == 1:  # no line break in this piece
             carry.append(piece)
             continue
@@ -183,6 +181,19 @@ def _plain_segments(pieces: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
         current.append(line)
     if current:
         yield start, current
+
+
+def _lines(text: str) -> list[str]:
+    """``text`` split at CR, LF and CRLF: with the pattern where it needs it (it is the slowest), else with the
+    split that gives the same lines: at LF (no CR), at CR (no LF), at CRLF (every CR and LF in a CRLF)."""
+    if "\r" not in text:
+        return text.split("\n")
+    if "\n" not in text:
+        return text.split("\r")
+    crlf = text.count("\r\n")
+    if crlf == text.count("\r") and crlf == text.count("\n"):
+        return text.split("\r\n")
+    return _BREAK.split(text)
 
 
 def _file_pieces(handle: BinaryIO, encoding: str) -> tuple[Iterator[str], bool] | None:
