@@ -124,11 +124,13 @@ def _mllp_segments(pieces: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
             continue
         chunks[0] = "".join(carry)
         carry = [chunks.pop()]
+        lf = "\n" in piece or "\n" in chunks[0]  # (else no chunk has a line to count)
         for chunk in chunks:  # the chunks between two frame starts, whole
             if framed:
                 yield line, _frame_segments(chunk)
             framed = True
-            line += chunk.count("\n")
+            if lf:
+                line += chunk.count("\n")
     if framed:
         yield line, _frame_segments("".join(carry))
 
@@ -136,9 +138,8 @@ def _mllp_segments(pieces: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
 def _frame_segments(chunk: str) -> list[str]:
     """The non-blank segments of a frame (the text from a frame start to the next): up to its end, at CR, LF
     and CRLF."""
-    body = chunk.split(_MLLP_END, 1)[0]
-    segments = _lines(body)
-    return [s for s in segments if s.strip()]
+    end = chunk.find(_MLLP_END)
+    return list(filter(str.strip, _lines(chunk[:end] if end >= 0 else chunk)))  # (those whose strip is not empty)
 
 
 def _plain_segments(pieces: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
