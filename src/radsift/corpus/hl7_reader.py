@@ -237,7 +237,8 @@ def _decoded_pieces(handle: BinaryIO, encoding: str, size: int) -> Iterator[str]
             text = text.lstrip("\ufeff")
             start = not text
         yield text
-    yield decoder.decode(b"", True).lstrip("\ufeff") if start else decoder.decode(b"", True)
+    tail = decoder.decode(b"", True)  # (bytes of an unfinished character at the end: an error the check found)
+    yield tail.lstrip("\ufeff") if start else tail
 
 
 class Message:
