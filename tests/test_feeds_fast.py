@@ -98,6 +98,45 @@ def test_hl7_reports_are_those_of_python_hl7s_full_parse(feeds, tmp_path):
     assert ours[3]["id"] == "ACC" and ours[3]["metadata"]["exam"] == "XR CHEST"
 
 
+_OBX_VALUES = ["", "   ", "text", "FINDINGS: clear", "IMPRESSION: x \\T\\ y", "\\.br\\", " \\.br\\ x", "a\\.br\\b",
+               "\\X0D\\", "line\\X0D\\", "\\E\\", "x~y^z", "FINDINGS:", "HISTORY: \\X0D\\ \\.br\\"]
+
+
+def _random_message(rng, n):
+    """An ORU^R01 message with any of the fields the reader reads present, empty, escaped or absent."""
+    segments = [f"MSH|^~\\&|RIS|SITE|EHR|SITE|{rng.choice(['202501021030', '20250102', ''])}||ORU^R01|C{n}|P|2.5"]
+    if rng.random() < 0.7:
+        segments.append(f"PID|1||{rng.choice(['MRN1', 'MRN2^^^S^MR~X', '', ' M3 '])}")
+    for k in range(rng.randrange(1, 3)):
+        obr = ["OBR", str(k + 1), rng.choice(["", f"PL{n}-{k}^RIS"]), rng.choice(["", f"ACC{n}-{k}", " "]),
+               rng.choice(["", "71046", "71046^XR CHEST", "^CT HEAD", "C1^MR BRAIN~x", " ^ "]), "", "",
+               rng.choice(["", "202501021015", "20250102"])][:rng.randrange(3, 9)]
+        if rng.random() < 0.5:
+            obr += [""] * (25 - len(obr)) + [rng.choice(["F", "P", " ", ""])]
+        segments.append("|".join(obr))
+        for j in range(rng.randrange(4)):
+            segments.append(f"OBX|{j + 1}|TX|||{rng.choice(_OBX_VALUES)}" + rng.choice(["", "||||||F"]))
+    return segments
+
+
+def test_hl7_reports_of_random_messages_are_those_of_python_hl7s_full_parse(tmp_path):
+    """Every way the reader's short cuts could part from the full parse: the text's lines joined as they are
+    (no escape, no empty value) or unescaped one by one, the metadata with fields absent or empty."""
+    rng = random.Random(17)
+    path = tmp_path / "random.hl7"
+    for sep in ("\n", "\r"):
+        path.write_text("\n".join(sep.join(_random_message(rng, n)) for n in range(400)) + "\n")
+        stats = ReadStats()
+        ours = [r.to_dict() for r in read_corpus([path], ReaderOptions(on_error="skip"), stats)]
+        no_text = {why.split(":")[0].removeprefix("report ") for _, why in stats.skipped}
+        assert all(why.endswith("no text (no OBX-5 value)") for _, why in stats.skipped)
+        reference = _reference_hl7(path)
+        assert ours == [r for r in reference if r["id"] not in no_text]
+        assert all(not r["sections"] for r in reference if r["id"] in no_text)
+        assert 100 < len(no_text) < len(ours) and any(not r["sections"] for r in ours)
+        assert len({tuple(r["metadata"]) for r in ours}) > 6
+
+
 def _json_only(monkeypatch):
     monkeypatch.setattr(fhir_reader, "orjson", None)
 
