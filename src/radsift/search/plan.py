@@ -17,7 +17,7 @@ import numpy as np
 from radsift.index.places import store_locations
 from radsift.index.reader import IndexStore
 from radsift.ranking import side_flags, stating, units_with_terms
-from radsift.ranking.places import location_flags, with_implied_sides
+from radsift.ranking.places import location_flags, with_compartments, with_implied_sides
 from radsift.records import QueryReading
 from radsift.search.options import SearchRequest
 from radsift.search.reading import ReadingTiers, reading_tiers
@@ -150,13 +150,14 @@ def unit_sides(store: IndexStore, unit: str) -> tuple[np.ndarray, np.ndarray, np
 def unit_locations(store: IndexStore, unit: str) -> tuple[np.ndarray, np.ndarray]:
     """Per unit: the regions it names and the sides they imply (:func:`radsift.ranking.places.location_flags`:
     only the units holding a location word are read), or from the segments' files where every segment has
-    them (:func:`radsift.index.places.store_locations`); kept per store."""
+    them (:func:`radsift.index.places.store_locations`), with the mediastinal bit from the postings
+    (:func:`radsift.ranking.places.with_compartments`); kept per store."""
     def compute():
-        stored = store_locations(store, unit)
-        if stored is not None:
-            return stored
         retriever = store.bm25(unit)
         n = store.units(unit).report_row.shape[0]
+        stored = store_locations(store, unit)
+        if stored is not None:  # the lobes as stored, the mediastinum from the postings (never stored)
+            return with_compartments(stored[0], lambda terms: units_with_terms(retriever, terms, n)), stored[1]
         return location_flags(n, lambda terms: units_with_terms(retriever, terms, n),
                               lambda rows: {r: u.text for r, u in unit_texts(store, unit, list(rows)).items()})
 
