@@ -63,7 +63,7 @@ def location_flags(n_units: int, units_with: Callable[[Sequence[str]], Sequence[
     if rows:
         for row, text in texts(sorted(rows)).items():
             regions[row], sided[row] = text_regions(text)
-    return with_compartments(regions, units_with), sided
+    return regions, sided
 
 
 def _holding(units_with: Callable[[Sequence[str]], Sequence[int]], groups) -> np.ndarray:
@@ -78,7 +78,8 @@ def with_compartments(regions: np.ndarray, units_with: Callable[[Sequence[str]],
     mediastinum or a hilum and no lobe nor lung word (from their postings: no text is read).
 
     Args:
-        regions: Per-unit lobe masks (:func:`location_flags`, or the index's stored ones); not modified.
+        regions: Per-unit lobe masks (:func:`location_flags`, or the index's stored ones, which hold the lobes
+            alone); not modified.
         units_with: Stems -> the units holding every one of them.
 
     Returns:

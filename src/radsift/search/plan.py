@@ -155,10 +155,14 @@ def unit_locations(store: IndexStore, unit: str) -> tuple[np.ndarray, np.ndarray
     def compute():
         retriever = store.bm25(unit)
         n = store.units(unit).report_row.shape[0]
-        stored = store_locations(store, unit)
-        if stored is not None:  # the lobes as stored, the mediastinum from the postings (never stored)
-            return with_compartments(stored[0], lambda terms: units_with_terms(retriever, terms, n)), stored[1]
-        return location_flags(n, lambda terms: units_with_terms(retriever, terms, n),
-                              lambda rows: {r: u.text for r, u in unit_texts(store, unit, list(rows)).items()})
+
+        def units_with(terms):
+            return units_with_terms(retriever, terms, n)
+
+        lobes = store_locations(store, unit)
+        if lobes is None:
+            lobes = location_flags(n, units_with,
+                                   lambda rows: {r: u.text for r, u in unit_texts(store, unit, list(rows)).items()})
+        return with_compartments(lobes[0], units_with), lobes[1]  # the mediastinum from the postings, never stored
 
     return store.cached(("locations", unit), compute)
