@@ -181,6 +181,7 @@ def main() -> int:
     from radsift.models import Encoder
     from radsift.models.hashing import HashingEncoder
     from radsift.search.plan import unit_locations
+    from radsift.text.compartments import LOBES  # the mediastinal bit is no lobe
 
     args.work.mkdir(parents=True, exist_ok=True)
     encoder = HashingEncoder(args.work / "hashing-model") if args.hashing else Encoder.load(None)
@@ -196,7 +197,7 @@ def main() -> int:
         return 0
     table = figures(queries, runs, judged)
     n = int(regions.shape[0])
-    print(f"Open-i, {n} sentences, {int((regions != 0).sum())} naming a location (read once per index in "
+    print(f"Open-i, {n} sentences, {int(((regions & LOBES) != 0).sum())} naming a lobe (read once per index in "
           f"{first:.2f} s); model: {'hashing test encoder' if args.hashing else encoder.name}; hybrid, report level, "
           f"top {K}\n")
     print("| run | split | queries | P@5 | unjudged | hits naming only another lobe |")

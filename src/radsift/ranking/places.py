@@ -15,6 +15,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from radsift.text.compartments import LOBES, LUNG, LUNG_WORDS, MEDIASTINAL_WORDS, MEDIASTINUM
 from radsift.text.locations import TRIGGERS, text_regions
 from radsift.text.tokens import stem
 
@@ -23,9 +24,19 @@ LOCATION_SLOTS = 3
 
 
 def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
-    """Per-unit location tier for a query's regions: overlapping 0, no location 1, only other regions 2."""
+    """Per-unit location tier for a query's regions: overlapping 0, no location 1, only other regions 2.
+
+    A query of the lung (:data:`~radsift.text.compartments.LUNG`): 2 for a unit of the mediastinum or hila
+    alone (:data:`~radsift.text.compartments.MEDIASTINUM`), 1 for every other (the tier of a unit naming no
+    place, so the candidate engine's default holds). Lobe queries read the units' lobe bits alone.
+    """
     unit_regions = np.asarray(unit_regions)
     tiers = np.ones(len(unit_regions), dtype=np.int64)
+    if regions & LUNG and not regions & LOBES:
+        tiers[(unit_regions & MEDIASTINUM) != 0] = 2
+        return tiers
+    regions &= LOBES
+    unit_regions = unit_regions & LOBES
     named = unit_regions != 0
     tiers[named & ((unit_regions & regions) != 0)] = 0
     tiers[named & ((unit_regions & regions) == 0)] = 2
@@ -55,6 +66,35 @@ def location_flags(n_units: int, units_with: Callable[[Sequence[str]], Sequence[
     return regions, sided
 
 
+def _holding(units_with: Callable[[Sequence[str]], Sequence[int]], groups) -> np.ndarray:
+    rows: set[int] = set()
+    for words in groups:
+        rows.update(int(r) for r in units_with([stem(w) for w in words]))
+    return np.fromiter(sorted(rows), dtype=np.int64, count=len(rows))
+
+
+def with_compartments(regions: np.ndarray, units_with: Callable[[Sequence[str]], Sequence[int]]) -> np.ndarray:
+    """Region masks with :data:`~radsift.text.compartments.MEDIASTINUM` set on the units that name the
+    mediastinum or a hilum and no lobe nor lung word (from their postings: no text is read).
+
+    Args:
+        regions: Per-unit lobe masks (:func:`location_flags`, or the index's stored ones, which hold the lobes
+            alone); not modified.
+        units_with: Stems -> the units holding every one of them.
+
+    Returns:
+        A new uint8 array.
+    """
+    out = np.array(regions, dtype=np.uint8, copy=True)
+    mediastinal = np.zeros(out.shape[0], dtype=bool)
+    mediastinal[_holding(units_with, MEDIASTINAL_WORDS)] = True
+    if mediastinal.any():
+        mediastinal[_holding(units_with, LUNG_WORDS)] = False
+        mediastinal &= (out & LOBES) == 0
+        out[mediastinal] |= MEDIASTINUM
+    return out
+
+
 def with_implied_sides(sides: tuple[np.ndarray, np.ndarray, np.ndarray],
                        locations: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Side flags (:func:`radsift.ranking.tiers.side_flags`) with the sides the units' locations imply."""
@@ -75,4 +115,4 @@ def where_tiers(locations: np.ndarray | None, sides: np.ndarray | None) -> np.nd
     return np.asarray(locations, dtype=np.int64) * LOCATION_SLOTS + side_part
 
 
-__all__ = ["LOCATION_SLOTS", "location_flags", "location_tiers", "where_tiers", "with_implied_sides"]
+__all__ = ["LOCATION_SLOTS", "location_flags", "location_tiers", "where_tiers", "with_compartments", "with_implied_sides"]

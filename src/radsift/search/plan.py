@@ -17,7 +17,7 @@ import numpy as np
 from radsift.index.places import store_locations
 from radsift.index.reader import IndexStore
 from radsift.ranking import side_flags, stating, units_with_terms
-from radsift.ranking.places import location_flags, with_implied_sides
+from radsift.ranking.places import location_flags, with_compartments, with_implied_sides
 from radsift.records import QueryReading
 from radsift.search.options import SearchRequest
 from radsift.search.reading import ReadingTiers, reading_tiers
@@ -150,14 +150,19 @@ def unit_sides(store: IndexStore, unit: str) -> tuple[np.ndarray, np.ndarray, np
 def unit_locations(store: IndexStore, unit: str) -> tuple[np.ndarray, np.ndarray]:
     """Per unit: the regions it names and the sides they imply (:func:`radsift.ranking.places.location_flags`:
     only the units holding a location word are read), or from the segments' files where every segment has
-    them (:func:`radsift.index.places.store_locations`); kept per store."""
+    them (:func:`radsift.index.places.store_locations`), with the mediastinal bit from the postings
+    (:func:`radsift.ranking.places.with_compartments`); kept per store."""
     def compute():
-        stored = store_locations(store, unit)
-        if stored is not None:
-            return stored
         retriever = store.bm25(unit)
         n = store.units(unit).report_row.shape[0]
-        return location_flags(n, lambda terms: units_with_terms(retriever, terms, n),
-                              lambda rows: {r: u.text for r, u in unit_texts(store, unit, list(rows)).items()})
+
+        def units_with(terms):
+            return units_with_terms(retriever, terms, n)
+
+        lobes = store_locations(store, unit)
+        if lobes is None:
+            lobes = location_flags(n, units_with,
+                                   lambda rows: {r: u.text for r, u in unit_texts(store, unit, list(rows)).items()})
+        return with_compartments(lobes[0], units_with), lobes[1]  # the mediastinum from the postings, never stored
 
     return store.cached(("locations", unit), compute)

@@ -25,7 +25,7 @@ from radsift.progress import progress_bar
 from radsift.ranking import (BM25_PARAMS, DENSE_WEIGHT, NEEDS_BM25, NEEDS_DENSE, RRF_K, STATUS_CODES, bm25_scores,
                              build_bm25_texts, rank, rank_groups, side_flags, stating)
 from radsift.ranking import rerank as rerank_core
-from radsift.ranking.places import location_flags, with_implied_sides
+from radsift.ranking.places import location_flags, with_compartments, with_implied_sides
 from radsift.search.reading import read_query, reading_tiers
 from radsift.text import locations
 from radsift.text.tokens import tokenize
@@ -182,7 +182,8 @@ class RankedSystem(System):
 
         def places():
             if "places" not in info:
-                info["places"] = location_flags(n, with_terms, lambda rows: {r: candidates[r] for r in rows})
+                regions, sided = location_flags(n, with_terms, lambda rows: {r: candidates[r] for r in rows})
+                info["places"] = with_compartments(regions, with_terms), sided  # as the search reads them
             return info["places"]
 
         def sides():

@@ -1,0 +1,127 @@
+"""The lung against the mediastinum and hila: a query placing its finding in the lung ranks units that place
+theirs in the mediastinum or a hilum alone below the others, in both search engines; lobe queries unchanged.
+
+Sentences written for these tests, the hashing encoder (the rule acts on the location tier).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from radsift.index import build_index
+from radsift.models.hashing import HashingEncoder
+from radsift.ranking.places import location_tiers, with_compartments
+from radsift.records import Report
+from radsift.search import candidates
+from radsift.text import locations as loc
+from radsift.text.compartments import LUNG, MEDIASTINUM, lung_place
+from radsift.text.locations import LLL, RUL
+from radsift.text.tokens import tokenize
+
+
+@pytest.mark.parametrize("query, lung", [
+    ("lung mass", "lung"), ("pulmonary nodules", "pulmonary"), ("a lump in the lung", "lung"),
+    ("spots on the lungs", "lungs"), ("nodule within the left lung", "lung"), ("no lung mass", "lung"),
+    ("holes in the lungs from smoking", "lungs"), ("Pulmonary Edema", "pulmonary"),
+])
+def test_a_query_placing_its_finding_in_the_lung_names_the_lung(query, lung):
+    assert lung_place(query) == lung
+
+
+@pytest.mark.parametrize("query", [
+    "lungs are clear", "lung is clear", "collapsed lung", "over-inflated lungs",  # the lung is what is stated
+    "fluid around the lungs", "fluid in the lung lining",                          # outside it: the pleura
+    "pulmonary embolism", "pulmonary artery enlargement", "low lung volumes",      # its vessels, its volumes
+    "left lower lobe lung mass", "right lung base opacity",                       # a lobe is the finer place
+    "mediastinal mass", "cardiomegaly",
+])
+def test_other_queries_name_no_lung_place(query):
+    assert lung_place(query) is None
+
+
+def _units_with(texts):
+    stems = [set(tokenize(t)) for t in texts]
+    return lambda terms: [i for i, s in enumerate(stems) if all(t in s for t in terms)]
+
+
+def test_units_of_the_mediastinum_or_hila_alone_are_flagged_from_their_words():
+    texts = ["Right paratracheal mass.", "Left hilar adenopathy.", "Mass in the AP window.",
+             "Right hilar and perihilar opacities.",       # perihilar: the lung around the hilum
+             "Right hilar mass and right upper lobe nodule.",
+             "Mediastinum is normal. Lungs are clear.",     # a section naming both
+             "Mass.", "Widened mediastinum."]
+    lobes = np.array([0, 0, 0, 0, RUL, 0, 0, 0], dtype=np.uint8)
+    got = with_compartments(lobes, _units_with(texts))
+    assert ((got & MEDIASTINUM) != 0).tolist() == [True, True, True, False, False, False, False, True]
+    assert (got & ~np.uint8(MEDIASTINUM)).tolist() == lobes.tolist() and lobes[0] == 0  # lobes kept, input untouched
+
+
+def test_a_lung_query_ranks_mediastinal_units_last_and_lobe_queries_ignore_them():
+    units = np.array([0, MEDIASTINUM, RUL, LLL], dtype=np.uint8)
+    assert location_tiers(LUNG, units).tolist() == [1, 2, 1, 1]  # no place and any lobe alike: the default tier
+    assert location_tiers(LLL, units).tolist() == [1, 1, 2, 0]   # as before the mediastinal bit
+
+
+R = [
+    Report("para", {"findings": "Mass, right paratracheal."}),
+    Report("hilar", {"findings": "Mass, left hilar."}),
+    Report("lung", {"findings": "There is a large rounded mass projecting over the mid right lung."}),
+    Report("plain", {"findings": "There is a large rounded mass seen on the frontal and lateral views."}),
+    Report("rul", {"findings": "There is a large rounded mass in the right upper lobe near the apex."}),
+    Report("none", {"findings": "No mass. Heart size normal."}),
+]
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    from radsift.search import Index
+
+    root = tmp_path_factory.mktemp("lung-place")
+    enc = HashingEncoder(root / "model")
+    build_index(root / "idx", R, encoder=enc, progress=False)
+    return Index.open(root / "idx", encoder=enc)
+
+
+def test_the_query_reads_the_lung_as_its_location(index):
+    reading = index.read("lung mass")
+    assert reading.regions == LUNG and reading.location == "lung" and reading.side is None
+    assert "location lung" in reading.describe()
+    assert index.read("lung mass", reading={"location": "ignore"}).regions == 0
+    assert index.read("lungs are clear").regions == 0
+
+
+@pytest.mark.parametrize("engine", candidates.ENGINES)
+@pytest.mark.parametrize("mode", ["hybrid", "bm25", "dense"])
+def test_mediastinal_and_hilar_masses_rank_below_the_lung_and_unplaced_ones(index, monkeypatch, engine, mode):
+    monkeypatch.setenv(candidates.ENV, engine)
+    for level in ("report", "sentence"):
+        order = [h.report_id for h in index.search("lung mass", k=20, mode=mode, level=level)]
+        placed = [order.index(r) for r in ("lung", "plain", "rul")]
+        assert max(placed) < min(order.index("para"), order.index("hilar")), (level, order)
+        assert order.index("none") > max(order.index("para"), order.index("hilar"))  # the reading comes first
+
+
+def test_without_the_rule_the_short_mediastinal_sentences_lead(index, monkeypatch):
+    monkeypatch.setenv(loc.ENV, "off")
+    assert index.read("lung mass").regions == 0
+    order = [h.report_id for h in index.search("lung mass", k=20, mode="bm25")]
+    assert min(order.index("para"), order.index("hilar")) < order.index("plain")  # what the rule changes
+
+
+def test_the_mediastinal_bit_is_the_same_with_stored_flags_and_with_flags_read_from_texts(index, monkeypatch):
+    from radsift.index import IndexStore
+    from radsift.search import plan
+
+    path, got = index.path, []
+    for stored in (True, False):
+        if not stored:
+            monkeypatch.setattr(plan, "store_locations", lambda store, unit: None)
+        store = IndexStore.open(path)
+        try:
+            got.append([plan.unit_locations(store, unit) for unit in ("sentence", "section")])
+        finally:
+            store.close()
+    for (a_regions, a_sides), (b_regions, b_sides) in zip(*got):
+        assert np.array_equal(a_regions, b_regions) and np.array_equal(a_sides, b_sides)
+    assert any(np.any(regions & MEDIASTINUM) for regions, _ in got[0])
