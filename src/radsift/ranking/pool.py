@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from radsift.ranking.aggregate import best_per_group
+from radsift.ranking.impacts import Impacts
 from radsift.text.tokens import tokenize
 
 #: Postings longer than a ``1 / DENSE_SHARE`` share of the units are summed in one array over every unit.
@@ -238,11 +239,13 @@ class BM25Side:
             if mask is not None:
                 rows, vals = rows[mask[rows]], vals[mask[rows]]
             return _best(rows, vals, k)
-        lists = [self.retriever.impact_postings(t) for t, _, _, _ in self.terms]
+        terms = [Impacts(self.retriever, t, g, w) for t, g, w, _ in self.terms]  # read as far as needed
         sizes = [g.size for _, g, _, _ in self.terms]
         read, ends = [0] * len(sizes), [min(max(k, 64), size) for size in sizes]
         rows, vals = np.zeros(0, np.int64), np.zeros(0, np.float32)
         while True:
+            # each term's postings to its read end, and its next weight (the bound of a unit not read)
+            lists = [(t.upto(e + 1).rows, t.weights) for t, e in zip(terms, ends)]
             # the units first reached in this round (each scored once, over every term)
             new = np.unique(np.concatenate([g[r:e] for (g, _), r, e in zip(lists, read, ends)]))
             new = new[(new < self.n) & ~member(rows, new)]
