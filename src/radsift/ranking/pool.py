@@ -3,7 +3,8 @@
 The candidate engine (:mod:`radsift.search.candidates`) ranks a pool of units (the best BM25 matches,
 the best dense ones) instead of every unit. What it needs of the ranking core, computed the same way
 (float64 normalisation, float32 results, ties by the lower row), is here: the BM25 scores of the units
-holding a query term (:func:`bm25_sparse`) and its best matches read best weight first (:class:`BM25Side`),
+holding a query term (:func:`bm25_sparse`) and its best matches read best weight first (:class:`BM25Side`; a
+term's impact order read as far as needed: :mod:`radsift.ranking.impacts`),
 a backend's cosines at any rows without an array over every row (:class:`DenseScores`), the min-max ends
 of the whole corpus applied to any units (:class:`Sides`), the best dense rows (:func:`dense_top`) and
 the top entries of a pool (:func:`top_entries`).

@@ -18,7 +18,8 @@ the same page from:
 - **reading postings** (:class:`ReadingPostings`): each finding's stated mentions, written with each
   segment (:mod:`radsift.index.readings`) and read per finding on its first query, so a query's tiers,
   counts and classes read only its findings' mentions; a single finding's tiers and tier counts are kept
-  with its view. A finding outside the lexicon (an open-vocabulary phrase, :meth:`ReadingPostings.read_open`)
+  with its view. That first query merges what is already sorted (mentions by unit, units by report, side and
+  location rows: :mod:`.sortedsets`) and counts tiers per value, sorting nothing again. A finding outside the lexicon (an open-vocabulary phrase, :meth:`ReadingPostings.read_open`)
   has its mentions read as the exact engine reads them (:func:`radsift.search.reading.open_mentions`: the
   same reader over the same sentences, those holding the phrase's words, best BM25 match first, at most
   :data:`~radsift.search.reading.OPEN_CANDIDATES`) on its first query, then kept for the last
