@@ -46,3 +46,27 @@ def test_a_term_is_read_as_far_as_asked_then_whole(monkeypatch):
     assert again.rows.shape[0] >= 300  # kept for the next search
     term.upto(len(g))
     assert calls == ["effusion"] and np.array_equal(term.rows, whole[0])
+
+
+def test_a_filtered_top_k_found_deep_scores_every_match_once(monkeypatch):
+    from radsift.ranking import pool
+
+    rng = np.random.default_rng(3)
+    words = ["fluid", "in", "the", "lungs", "left", "base"]
+    texts = [" ".join(rng.choice(words, int(rng.integers(2, 9)))) for _ in range(20000)]
+    bm = build_bm25([t.split() for t in texts])
+    mask = np.zeros(len(texts), dtype=bool)
+    mask[::100] = True  # 1% of the units
+    side = pool.BM25Side(bm, "fluid in the lungs", len(texts), first=10)
+    rows, vals = side.matches()
+    keep = mask[rows]
+    order = np.lexsort((rows[keep], -vals[keep]))
+    calls = []
+    real = side._best_match
+    monkeypatch.setattr(side, "_best_match", lambda k, m: calls.append(k) or real(k, m))
+    side._all = None  # read the postings best weight first
+    got_rows, got_vals, rest = side.top(10, mask)
+    assert calls == [10]  # deep in the postings: every match scored once
+    kth = vals[keep][order][9]
+    assert set(got_rows.tolist()) == set(rows[keep][vals[keep] >= kth].tolist())
+    assert rest == float(vals[keep][vals[keep] < kth].max())

@@ -166,6 +166,9 @@ class DenseScores:
 
 #: A query's BM25 side is scored at every match when its terms' postings hold at most this many entries.
 SMALL_POSTINGS = 4096
+#: With a filter, the threshold top-k scores every match instead once a round would read ``1 / MASKED_DEEP`` of the
+#: postings (a filter keeping 1% of the units reads about a hundred times deeper to find its ``k`` best).
+MASKED_DEEP = 8
 
 
 class BM25Side:
@@ -236,10 +239,7 @@ class BM25Side:
         if mask is None and self._first is not None and self._first[0] == k:
             return self._first[1]
         if self._all is not None or not self.terms:
-            rows, vals = self.matches()
-            if mask is not None:
-                rows, vals = rows[mask[rows]], vals[mask[rows]]
-            return _best(rows, vals, k)
+            return self._best_match(k, mask)
         terms = [Impacts(self.retriever, t, g, w) for t, g, w, _ in self.terms]  # read as far as needed
         sizes = [g.size for _, g, _, _ in self.terms]
         read, ends = [0] * len(sizes), [min(max(k, 64), size) for size in sizes]
@@ -269,6 +269,16 @@ class BM25Side:
             i = int(np.argmax(nexts))
             ends = list(ends)
             ends[i] = min(sizes[i], ends[i] + max(k, 64, ends[i]))
+            if mask is not None and sum(ends) * MASKED_DEEP >= self.size:
+                # a filter's few units are found deep in the postings: every match scored at once, then masked
+                return self._best_match(k, mask)
+
+    def _best_match(self, k: int, mask) -> tuple[np.ndarray, np.ndarray, float]:
+        """:meth:`top` from every (eligible) match: the ``k`` best, their ties and the best of the rest."""
+        rows, vals = self.matches()
+        if mask is not None:
+            rows, vals = rows[mask[rows]], vals[mask[rows]]
+        return _best(rows, vals, k)
 
     def _next_impact(self, i: int, weights: np.ndarray, pos: int) -> np.float32:
         """Term ``i``'s impact at position ``pos`` of its ``weights`` in impact order (0 past its last posting)."""
