@@ -3,7 +3,8 @@
 The candidate engine (:mod:`radsift.search.candidates`) ranks a pool of units (the best BM25 matches,
 the best dense ones) instead of every unit. What it needs of the ranking core, computed the same way
 (float64 normalisation, float32 results, ties by the lower row), is here: the BM25 scores of the units
-holding a query term (:func:`bm25_sparse`) and its best matches read best weight first (:class:`BM25Side`),
+holding a query term (:func:`bm25_sparse`) and its best matches read best weight first (:class:`BM25Side`; a
+term's impact order read as far as needed: :mod:`radsift.ranking.impacts`),
 a backend's cosines at any rows without an array over every row (:class:`DenseScores`), the min-max ends
 of the whole corpus applied to any units (:class:`Sides`), the best dense rows (:func:`dense_top`) and
 the top entries of a pool (:func:`top_entries`).
@@ -14,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from radsift.ranking.aggregate import best_per_group
+from radsift.ranking.impacts import Impacts
 from radsift.text.tokens import tokenize
 
 #: Postings longer than a ``1 / DENSE_SHARE`` share of the units are summed in one array over every unit.
@@ -164,6 +166,9 @@ class DenseScores:
 
 #: A query's BM25 side is scored at every match when its terms' postings hold at most this many entries.
 SMALL_POSTINGS = 4096
+#: With a filter, the threshold top-k scores every match instead once a round would read ``1 / MASKED_DEEP`` of the
+#: postings (a filter keeping 1% of the units reads about a hundred times deeper to find its ``k`` best).
+MASKED_DEEP = 8
 
 
 class BM25Side:
@@ -234,15 +239,14 @@ class BM25Side:
         if mask is None and self._first is not None and self._first[0] == k:
             return self._first[1]
         if self._all is not None or not self.terms:
-            rows, vals = self.matches()
-            if mask is not None:
-                rows, vals = rows[mask[rows]], vals[mask[rows]]
-            return _best(rows, vals, k)
-        lists = [self.retriever.impact_postings(t) for t, _, _, _ in self.terms]
+            return self._best_match(k, mask)
+        terms = [Impacts(self.retriever, t, g, w) for t, g, w, _ in self.terms]  # read as far as needed
         sizes = [g.size for _, g, _, _ in self.terms]
         read, ends = [0] * len(sizes), [min(max(k, 64), size) for size in sizes]
         rows, vals = np.zeros(0, np.int64), np.zeros(0, np.float32)
         while True:
+            # each term's postings to its read end, and its next weight (the bound of a unit not read)
+            lists = [(t.upto(e + 1).rows, t.weights) for t, e in zip(terms, ends)]
             # the units first reached in this round (each scored once, over every term)
             new = np.unique(np.concatenate([g[r:e] for (g, _), r, e in zip(lists, read, ends)]))
             new = new[(new < self.n) & ~member(rows, new)]
@@ -265,6 +269,16 @@ class BM25Side:
             i = int(np.argmax(nexts))
             ends = list(ends)
             ends[i] = min(sizes[i], ends[i] + max(k, 64, ends[i]))
+            if mask is not None and sum(ends) * MASKED_DEEP >= self.size:
+                # a filter's few units are found deep in the postings: every match scored at once, then masked
+                return self._best_match(k, mask)
+
+    def _best_match(self, k: int, mask) -> tuple[np.ndarray, np.ndarray, float]:
+        """:meth:`top` from every (eligible) match: the ``k`` best, their ties and the best of the rest."""
+        rows, vals = self.matches()
+        if mask is not None:
+            rows, vals = rows[mask[rows]], vals[mask[rows]]
+        return _best(rows, vals, k)
 
     def _next_impact(self, i: int, weights: np.ndarray, pos: int) -> np.float32:
         """Term ``i``'s impact at position ``pos`` of its ``weights`` in impact order (0 past its last posting)."""

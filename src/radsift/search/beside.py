@@ -37,7 +37,8 @@ import numpy as np
 
 from radsift.index.reader import IndexStore
 from radsift.records import QueryReading
-from radsift.search.candidates import QueryTiers, ReadingPostings
+from radsift.search.candidates import NOT_SPECIAL, QueryTiers, ReadingPostings
+from radsift.search.sortedsets import lookup, run_counts, union
 from radsift.text import locations
 
 
@@ -59,7 +60,7 @@ def max_tier(qt: QueryTiers) -> int:
         if qt.special.size < post.n_units and not qt.by_report:
             top.append(qt.default_unit)
         elif qt.special.size < post.n_units:
-            reps, count = np.unique(post.report_row[qt.special], return_counts=True)
+            reps, count = run_counts(post.report_row[qt.special])
             top.append(int(qt.plain(reps[post.report_units[reps] > count]).max(initial=0)))
             if reps.size < post.reports_with_units:  # a report with no special unit
                 top.append(qt.default)
@@ -98,8 +99,8 @@ class BesideTiers:
         self._memo = post.memo(("beside", tuple(lit._findings), lit.side if lit.sides is not None else None,
                                 lit.regions, tuple(self.link._findings), locations.enabled()))
         if ("tiers",) + self._key not in self._memo:
-            special = np.union1d(lit.special, self.link.special)
-            reps = (np.union1d(lit.rep_rows, self.link.rep_rows) if self.by_report
+            special = union([lit.special, self.link.special])
+            reps = (union([lit.rep_rows, self.link.rep_rows]) if self.by_report
                     else np.zeros(0, dtype=np.int64))
             self._memo[("tiers",) + self._key] = (special, self._both(special), reps, self._both_plain(reps))
         self.special, self.special_tiers, self.rep_rows, self._rep_plain = self._memo[("tiers",) + self._key]
@@ -115,22 +116,16 @@ class BesideTiers:
         every other unit's its report's :meth:`plain` tier."""
         rows = np.asarray(rows, dtype=np.int64)
         out = self.plain(self.post.report_row[rows])
-        if self.special.size:
-            pos = np.minimum(np.searchsorted(self.special, rows), self.special.size - 1)
-            found = self.special[pos] == rows
-            out[found] = self.special_tiers[pos[found]]
+        got = lookup(self.special, self.special_tiers, rows, NOT_SPECIAL, self.post.n_units, np.int64)
+        found = got != NOT_SPECIAL
+        out[found] = got[found]
         return out
 
     def plain(self, reports: np.ndarray) -> np.ndarray:
         """The tier of a plain unit (special to neither reading) of each of ``reports``: the default one in a
         report with no mention of either reading."""
         reports = np.asarray(reports, dtype=np.int64)
-        out = np.full(reports.size, self.default, dtype=np.int64)
-        if self.rep_rows.size:
-            pos = np.minimum(np.searchsorted(self.rep_rows, reports), self.rep_rows.size - 1)
-            found = self.rep_rows[pos] == reports
-            out[found] = self._rep_plain[pos[found]]
-        return out
+        return lookup(self.rep_rows, self._rep_plain, reports, self.default, self.post.n_reports, np.int64)
 
     def _both(self, rows: np.ndarray) -> np.ndarray:
         """``literal * (L + 1) + link`` at ``rows``: what :meth:`tiers` keeps for the special units."""

@@ -18,7 +18,8 @@ the same page from:
 - **reading postings** (:class:`ReadingPostings`): each finding's stated mentions, written with each
   segment (:mod:`radsift.index.readings`) and read per finding on its first query, so a query's tiers,
   counts and classes read only its findings' mentions; a single finding's tiers and tier counts are kept
-  with its view. A finding outside the lexicon (an open-vocabulary phrase, :meth:`ReadingPostings.read_open`)
+  with its view. That first query merges what is already sorted (mentions by unit, units by report, side and
+  location rows: :mod:`.sortedsets`) and counts tiers per value, sorting nothing again. A finding outside the lexicon (an open-vocabulary phrase, :meth:`ReadingPostings.read_open`)
   has its mentions read as the exact engine reads them (:func:`radsift.search.reading.open_mentions`: the
   same reader over the same sentences, those holding the phrase's words, best BM25 match first, at most
   :data:`~radsift.search.reading.OPEN_CANDIDATES`) on its first query, then kept for the last
@@ -103,6 +104,7 @@ from radsift.records import QueryReading
 from radsift.search.bitmaps import TermBitmaps, bits_of
 from radsift.search.plan import open_candidates, sentence_texts
 from radsift.search.reading import open_mentions
+from radsift.search.sortedsets import best_by, is_sorted, lookup, union, unique, value_counts
 from radsift.search.units import section_of_sentence
 from radsift.text import locations
 
@@ -141,6 +143,10 @@ def exact_reason(request, reading: QueryReading, gap, backend=None, store: Index
 READINGS_KEPT = 64
 #: Open-vocabulary phrases whose mentions (and views) are kept per store.
 OPEN_KEPT = 256
+
+
+#: What :func:`.sortedsets.lookup` gives a unit outside the special ones (no tier is negative).
+NOT_SPECIAL = -1
 
 
 def _key(code):
@@ -182,8 +188,8 @@ class ReadingPostings:
             rows, status = self.mentions(code)
             names = {v: k for k, v in STATUS_CODES.items()}
             table = np.array([TIER_OF[wanted][names[c]] for c in (-1, 0, 1)], dtype=np.int8)
-            urows, best = _best_by(rows, table[status + 1])
-            hit = FindingView(urows, best, *_best_by(self.report_row[rows], table[status + 1]),
+            urows, best = best_by(rows, table[status + 1])
+            hit = FindingView(urows, best, *best_by(self.report_row[rows], table[status + 1]),
                               row_reports=self.report_row[urows])
             with self._lock:
                 self._views[key] = hit
@@ -196,7 +202,7 @@ class ReadingPostings:
             hit = self._eligible.get(id(mask))
         if hit is None or hit[0]() is not mask:
             rows = np.flatnonzero(mask)
-            hit = (weakref.ref(mask), int(rows.size), int(np.unique(self.report_row[rows]).size), {})
+            hit = (weakref.ref(mask), int(rows.size), int(unique(self.report_row[rows]).size), {})
             with self._lock:
                 self._eligible = {k: v for k, v in self._eligible.items() if v[0]() is not None}
                 self._eligible[id(mask)] = hit
@@ -306,6 +312,8 @@ class FindingView:
     @cached_property
     def by_report(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(reports, rows, best tiers) of the units, ordered by report (a report's units found by a search)."""
+        if is_sorted(self.row_reports):  # units follow their reports: already in order
+            return self.row_reports, self.rows, self.best
         order = np.argsort(self.row_reports, kind="stable")
         return self.row_reports[order], self.rows[order], self.best[order]
 
@@ -316,26 +324,6 @@ class FindingView:
         lens = hi - lo
         pos = np.repeat(lo - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
         return np.repeat(np.arange(reports.size), lens), rows[pos], best[pos]
-
-
-def _best_by(keys: np.ndarray, tiers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(sorted unique keys, the lowest tier of each)."""
-    if not keys.size:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int8)
-    order = np.argsort(keys, kind="stable")
-    keys, tiers = keys[order], tiers[order]
-    starts = np.concatenate(([0], np.flatnonzero(np.diff(keys)) + 1))
-    return keys[starts], np.minimum.reduceat(tiers, starts)
-
-
-def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, fill: int) -> np.ndarray:
-    """``values`` of ``wanted`` in sorted ``keys`` (``fill`` where absent)."""
-    out = np.full(wanted.size, fill, dtype=np.int8)
-    if keys.size:
-        pos = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
-        hit = keys[pos] == wanted
-        out[hit] = values[pos[hit]]
-    return out
 
 
 class QueryTiers:
@@ -372,11 +360,11 @@ class QueryTiers:
             (tuple(self._findings), self.side if sides is not None else None, self.regions, locations.enabled()))
         if "special" not in self._memo:
             mentioned = (self.views[0].rows if len(self.views) == 1 else
-                         np.unique(np.concatenate([v.rows for v in self.views] + [np.zeros(0, np.int64)])))
-            special = np.union1d(mentioned, side_rows) if side_rows.size else mentioned
+                         union([v.rows for v in self.views] + [np.zeros(0, np.int64)]))
+            special = union([mentioned, side_rows]) if side_rows.size else mentioned
             if self.regions:
                 place_rows = store.cached(("location_rows", post.unit), lambda: np.flatnonzero(places))
-                special = np.union1d(special, place_rows)
+                special = union([special, place_rows])
             self._memo["special"] = special
         self.special = self._memo["special"]
         self.slots = SIDE_SLOTS * (LOCATION_SLOTS if self.regions else 1)
@@ -401,7 +389,7 @@ class QueryTiers:
             self.default_unit
         if self.by_report:
             self.rep_rows = (self.views[0].reports if len(self.views) == 1 else
-                             np.unique(np.concatenate([v.reports for v in self.views])))
+                             union([v.reports for v in self.views]))
             self.rep_tier = self._report_tiers(self.rep_rows)
             default = self.rep_default * (self.unit_max + 1) + self.default_unit
         return self.unit_max, self.rep_rows, self.rep_tier, self._with_report(self.special, unit_t), default
@@ -425,17 +413,15 @@ class QueryTiers:
 
     def _report_tier(self, reps: np.ndarray) -> np.ndarray:
         """The report tier of each of ``reps`` (the default one where no unit of it states anything)."""
-        pos = np.minimum(np.searchsorted(self.rep_rows, reps), max(self.rep_rows.size - 1, 0))
-        found = (self.rep_rows[pos] == reps) if self.rep_rows.size else np.zeros(reps.size, dtype=bool)
-        return np.where(found, self.rep_tier[pos] if self.rep_rows.size else 0, self.rep_default)
+        return lookup(self.rep_rows, self.rep_tier, reps, self.rep_default, self.post.n_reports, np.int64)
 
     def tiers(self, rows: np.ndarray) -> np.ndarray:
         """The tier of each unit of ``rows`` (any order), as the exact engine gives it."""
         rows = np.asarray(rows, dtype=np.int64)
-        pos = np.minimum(np.searchsorted(self.special, rows), max(self.special.size - 1, 0))
-        found = (self.special[pos] == rows) if self.special.size else np.zeros(rows.size, dtype=bool)
+        got = lookup(self.special, self.special_tiers, rows, NOT_SPECIAL, self.post.n_units, np.int64)
         out = self._with_report(rows, np.full(rows.size, self.default_unit, dtype=np.int64))
-        out[found] = self.special_tiers[pos[found]]
+        found = got != NOT_SPECIAL
+        out[found] = got[found]
         return out
 
     def lowest_outside(self, inside: Sequence[np.ndarray], eligible, strict: bool = True,
@@ -448,8 +434,7 @@ class QueryTiers:
         low = [self.default]
         if eligible is None:
             if ("counts",) + self._key not in self._memo:
-                self._memo[("counts",) + self._key] = np.unique(self.special_tiers, return_inverse=True,
-                                                                return_counts=True)
+                self._memo[("counts",) + self._key] = value_counts(self.special_tiers)
             uniq, inverse, counts = self._memo[("counts",) + self._key]
             taken = np.zeros(uniq.size, dtype=np.int64)
             for rows in inside:  # one search of the pool's rows in the special ones
@@ -460,10 +445,10 @@ class QueryTiers:
             low += [int(left[0])] if left.size else []
         else:
             out = eligible(self.special).copy()
-            for rows in inside:
-                if rows.size:
-                    pos = np.minimum(np.searchsorted(rows, self.special), rows.size - 1)
-                    out &= rows[pos] != self.special
+            for rows in inside:  # the pool's rows searched in the special ones (the fewer)
+                if rows.size and self.special.size:
+                    pos = np.minimum(np.searchsorted(self.special, rows), self.special.size - 1)
+                    out[pos[self.special[pos] == rows]] = False
             if out.any():
                 low.append(int(self.special_tiers[out].min()))
         if self.by_report and self.rep_rows.size:
@@ -482,7 +467,7 @@ class QueryTiers:
         covered = covered[member(self.rep_rows, covered)]
         key = ("plain",) + self._key
         if key not in self._memo:
-            self._memo[key] = np.unique(self.plain(self.rep_rows), return_counts=True)
+            self._memo[key] = value_counts(self.plain(self.rep_rows))[::2]
         values, counts = self._memo[key]
         taken = np.bincount(np.searchsorted(values, self.plain(covered)), minlength=values.size)
         left = values[counts > taken]
@@ -502,7 +487,7 @@ class QueryTiers:
     def stated(self, rows: np.ndarray, eligible=None) -> np.ndarray:
         """What units ``rows`` (sorted) state of each finding (``(len(rows), F)``, :data:`UNSTATED` where nothing)."""
         if eligible is None:
-            return np.stack([_lookup(v.rows, v.best, rows, UNSTATED) for v in self.views], axis=1) \
+            return np.stack([lookup(v.rows, v.best, rows, UNSTATED, self.post.n_units) for v in self.views], axis=1) \
                 if self.views else np.full((rows.size, 0), UNSTATED, dtype=np.int8)
         out = np.full((rows.size, len(self.mentions)), UNSTATED, dtype=np.int8)
         for j, (mrows, mtier) in enumerate(self.mentions):
@@ -537,7 +522,8 @@ class QueryTiers:
     def report_best(self, reports: np.ndarray, eligible=None) -> np.ndarray:
         """Per finding, the best tier any (eligible) unit of ``reports`` (sorted) states (UNSTATED: none)."""
         if eligible is None:
-            return np.stack([_lookup(v.reports, v.report_best, reports, UNSTATED) for v in self.views], axis=1)
+            return np.stack([lookup(v.reports, v.report_best, reports, UNSTATED, self.post.n_reports)
+                             for v in self.views], axis=1)
         out = np.full((reports.size, len(self.mentions)), UNSTATED, dtype=np.int8)
         for j, (mrows, mtier) in enumerate(self.mentions):
             keep = eligible(mrows)

@@ -25,6 +25,7 @@ from radsift.search.plan import eligible_mask, unit_locations, unit_sides
 from radsift.search.rank import rerank_head
 from radsift.search.results import SearchResult, hits_of
 from radsift.search.scoring import best_window, bm25_query, checked_cosines
+from radsift.search.sortedsets import unique
 from radsift.search.units import unit_texts
 from radsift.text.tokens import tokenize
 
@@ -220,10 +221,10 @@ def _counts(opts, qt, post: ReadingPostings, mask, elig, page):
     per = [v.stating[1] if by_report else v.stating[0] for v in qt.views] if every else []
     for mrows, mtier in () if every else qt.mentions:
         ok = mrows[(mtier == 0) & in_e(mrows)]
-        per.append(np.unique(post.report_row[ok]) if by_report else np.unique(ok))
+        per.append(unique(post.report_row[ok]) if by_report else unique(ok))
     matching = per[0]
-    for p in per[1:]:
-        matching = np.intersect1d(matching, p)
+    for p in per[1:]:  # sorted distinct rows: a search, not a sort
+        matching = matching[member(p, matching)]
     if not page:
         return total, int(matching.size), []
     keys = np.asarray([r if by_report else u for r, u, _ in page], dtype=np.int64)
