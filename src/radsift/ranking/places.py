@@ -57,16 +57,15 @@ def location_flags(n_units: int, units_with: Callable[[Sequence[str]], Sequence[
     """
     regions = np.zeros(n_units, dtype=np.uint8)
     sided = np.zeros(n_units, dtype=np.uint8)
-    rows: set[int] = set()
-    for words in TRIGGERS:
-        rows.update(int(r) for r in units_with([stem(w) for w in words]))
-    if rows:
-        for row, text in texts(sorted(rows)).items():
+    rows = _holding(units_with, TRIGGERS)
+    if rows.size:
+        for row, text in texts(rows.tolist()).items():
             regions[row], sided[row] = text_regions(text)
     return regions, sided
 
 
 def _holding(units_with: Callable[[Sequence[str]], Sequence[int]], groups) -> np.ndarray:
+    """The sorted units holding every word of at least one of ``groups`` (words before stemming)."""
     # numpy, not a set of ints: "lung" alone is held by a third of a million sentences at 1M
     found = [np.asarray(units_with([stem(w) for w in words]), dtype=np.int64) for words in groups]
     return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
@@ -114,4 +113,5 @@ def where_tiers(locations: np.ndarray | None, sides: np.ndarray | None) -> np.nd
     return np.asarray(locations, dtype=np.int64) * LOCATION_SLOTS + side_part
 
 
-__all__ = ["LOCATION_SLOTS", "location_flags", "location_tiers", "where_tiers", "with_compartments", "with_implied_sides"]
+__all__ = ["LOCATION_SLOTS", "location_flags", "location_tiers", "where_tiers", "with_compartments",
+           "with_implied_sides"]
