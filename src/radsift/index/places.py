@@ -49,6 +49,11 @@ def location_arrays(kind: str, texts: Sequence[str]) -> dict[str, np.ndarray]:
     return {names[0]: regions, names[1]: sides}
 
 
+def stamp() -> dict[str, str]:
+    """What a segment's manifest entry records of its flags (the key :func:`current` reads)."""
+    return {KEY: FINGERPRINT}
+
+
 def current(info: dict) -> bool:
     """Whether a segment's manifest entry says it holds location flags read as this version reads them."""
     files = info.get("files") or {}
@@ -104,5 +109,5 @@ def location_problems(seg) -> list[tuple[str, str]]:
     return problems
 
 
-__all__ = ["KEY", "current", "file_names", "location_arrays", "location_problems", "segment_locations",
+__all__ = ["KEY", "current", "stamp", "file_names", "location_arrays", "location_problems", "segment_locations",
            "store_locations"]

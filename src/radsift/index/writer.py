@@ -25,13 +25,12 @@ from radsift.index.integrity import check_values, load_array
 from radsift.index.lifecycle import (referenced_names, remove_leftovers, remove_unread_generations,
                                      remove_unreferenced_segments)
 from radsift.index.manifest import MANIFEST_NAME, Manifest
-from radsift.index.places import KEY as LOCATIONS_KEY
 from radsift.index.places import location_arrays
+from radsift.index.places import stamp as locations_stamp
 from radsift.index.readings import reading_arrays
 from radsift.index.verify import record_files
 from radsift.ranking.bm25 import TermStats
 from radsift.ranking.tiers import STATUS_CODES
-from radsift.text.locations import FINGERPRINT as LOCATIONS_FINGERPRINT
 
 
 def _section_codes(names: Sequence[str], vocab: list[str]) -> np.ndarray:
@@ -118,8 +117,7 @@ def write_segment(index_dir: Path, data: GenerationData, bm25_params: Mapping | 
         (terms if terms is not None else TermStats.from_tokens(tokens)).save(tmp / f"bm25_{kind}")
     info = {"name": name, "counts": {"reports": len(data.reports), "sentences": len(data.sentences),
                                      "sections": len(data.sections)},
-            "sections": names, "findings": findings, "files": record_files(tmp), "deleted": [],
-            LOCATIONS_KEY: LOCATIONS_FINGERPRINT}
+            "sections": names, "findings": findings, "files": record_files(tmp), "deleted": [], **locations_stamp()}
     _fsync_tree(tmp)
     os.rename(tmp, root / name)
     fsync_dir(root)
