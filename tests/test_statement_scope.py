@@ -10,19 +10,7 @@ tests (in the style of Open-i); the packaged lexicon and rules, no model.
 from __future__ import annotations
 
 import pytest
-
-from radsift.labels import Labeler
-
-
-@pytest.fixture(scope="module")
-def labeler():
-    return Labeler()
-
-
-def statuses(labeler, query: str, text: str) -> list[str]:
-    (phrase,) = labeler.query_phrases(query)
-    (found,) = labeler.read_phrase(phrase, [text])
-    return [m.status for m in found]
+from test_labels_openvocab import labeler, statuses  # noqa: F401  (the fixture and the reading these tests share)
 
 
 @pytest.mark.parametrize("text", [
