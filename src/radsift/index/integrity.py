@@ -291,6 +291,12 @@ def verified_for_merge(problems: list, index_dir: Path, action: str) -> None:
                                 f"or `radsift index rollback {index_dir}`, or rebuild the index")
 
 
+def file_and_reason(exc: Exception) -> tuple[str, str]:
+    """``(file, reason)`` of an index error whose message reads "FILE: REASON" (as ``index verify`` lists it)."""
+    text = str(exc)
+    return text.split(": ", 1)[0], text.split(": ", 1)[-1]
+
+
 def unknown_store_error(path: Path, exc: Exception) -> IndexStoreError:
     """An unexpected error reading a derived file, as one line naming it."""
     return IndexDamagedError(f"{path}: cannot be read ({type(exc).__name__}: {exc})")

@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from radsift.errors import IndexDamagedError
-from radsift.index.integrity import check_values
+from radsift.index.integrity import check_values, file_and_reason
 from radsift.text.locations import FINGERPRINT, text_regions
 
 #: The segment's manifest entry key naming how its flags were read.
@@ -104,8 +104,7 @@ def location_problems(seg) -> list[tuple[str, str]]:
         try:
             segment_locations(seg, kind)
         except IndexDamagedError as exc:
-            text = str(exc)
-            problems.append((text.split(": ", 1)[0], text.split(": ", 1)[-1]))
+            problems.append(file_and_reason(exc))
     return problems
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from radsift.errors import IndexDamagedError, IndexStoreError
-from radsift.index.integrity import check_indptr
+from radsift.index.integrity import check_indptr, file_and_reason
 
 #: The segment files (without ``.npy``).
 NAMES = ("reading_ptr", "reading_row", "reading_status")
@@ -92,8 +92,7 @@ def reading_problems(seg) -> list[tuple[str, str]]:
         want = reading_arrays(seg.array("label_row"), seg.array("label_finding"), seg.array("label_status"),
                               len(seg.info.get("findings", [])))
     except IndexStoreError as exc:
-        text = str(exc)
-        return [(text.split(": ", 1)[0], text.split(": ", 1)[-1])]
+        return [file_and_reason(exc)]
     for name, got in zip(NAMES, (ptr, rows, status)):
         if not np.array_equal(got, want[name]):
             return [(str(seg.path / f"{name}.npy"), "the reading postings differ from the label arrays")]
