@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from radsift.cli import app
 from radsift.cli.index_cmds import index_build
-from radsift.workflows.adapt import DEFAULT_ADAPT_STEPS, MIN_ADAPT_REPORTS
+from radsift.errors import ConfigError
+from radsift.workflows.adapt import DEFAULT_ADAPT_STEPS, MIN_ADAPT_REPORTS, build_adapted_index
 
 pytestmark = pytest.mark.slow
 
@@ -70,3 +71,26 @@ def test_adapt_refuses_what_cannot_work(tmp_path):
     assert res.exit_code == 2 and "--adapt-steps: must be a positive number of steps" in res.output
     res = CliRunner().invoke(app, [*base, "--no-labels"])
     assert res.exit_code == 2 and "--adapt trains on the sentence labels" in res.output
+
+
+def test_adapt_spreads_the_index_build_over_workers(tmp_path, monkeypatch):
+    """--adapt --workers 2: the tuned model is trained once here, then two processes write the index with it;
+    a bad worker count is refused before any training (no model folder left behind)."""
+    from radsift.search import Index
+
+    corpus = _demo_csv(tmp_path, MIN_ADAPT_REPORTS + 50)
+    base = ["index", "build", str(tmp_path / "idx"), str(corpus.reports_csv), "--id-column", "uid",
+            "--section", "findings=findings", "--section", "impression=impression", "--adapt", "--adapt-steps", "2"]
+    with monkeypatch.context() as m:  # the Python API checks it too, before the model is even loaded
+        m.setattr("radsift.workflows.adapt.Encoder.load", lambda *a, **k: pytest.fail("loaded before the check"))
+        with pytest.raises(ConfigError, match="--workers: must be a whole number"):
+            build_adapted_index(tmp_path / "idx", [], workers=0)
+    assert not (tmp_path / "idx").exists()
+    res = CliRunner().invoke(app, [*base, "--workers", "2"])
+    assert res.exit_code == 0, res.output
+    (model,) = (tmp_path / "idx" / "models").iterdir()
+    idx = Index.open(tmp_path / "idx")
+    assert idx.manifest.model_path == f"models/{model.name}"
+    assert len(idx.manifest.segments) == 2  # one segment a worker's share
+    assert idx.manifest.counts["reports"] == 250
+    assert idx.search("pneumothorax", k=3, mode="hybrid")

@@ -81,11 +81,10 @@ def index_build(
     if adapt:
         if not labels:
             raise ConfigError("--adapt trains on the sentence labels: it cannot be used with --no-labels")
-        if workers != 1 or ray is not None:
-            raise ConfigError("--workers and --ray spread a plain build: not yet with --adapt")
         summary, _ = build_adapted_index(index_dir, reports, steps=adapt_steps, base_model=model, threads=threads,
                                          batch_size=batch_size, overwrite=overwrite, lexicon=lexicon, say=say,
-                                         encoder_kind=encoder, encoder_cache=encoder_cache, **derive)
+                                         encoder_kind=encoder, encoder_cache=encoder_cache, workers=workers, ray=ray,
+                                         **derive)
     else:
         summary = build_index(index_dir, reports, model=model, threads=threads, batch_size=batch_size,
                               overwrite=overwrite, lexicon=lexicon, label=labels, allow_empty=allow_empty,

@@ -26,6 +26,7 @@ from typing import Callable, Iterable
 
 from radsift.errors import ConfigError, CorpusError
 from radsift.index import build_index
+from radsift.index.builder import BuildOptions
 from radsift.index.derived import check_options
 from radsift.index.format import CURRENT
 from radsift.models.encoder import Encoder, free_cores
@@ -69,7 +70,8 @@ def build_adapted_index(index_dir: str | Path, reports: Iterable[Report], *, ste
                         overwrite: bool = False, lexicon: str | Path | None = None,
                         say: Callable[[str], None] = print, progress: bool = True, encoder_kind: str = "torch",
                         encoder_cache: str | Path | None = None, backend: str | None = None,
-                        milvus_uri: str | None = None, poly: str | Path | None = None):
+                        milvus_uri: str | None = None, poly: str | Path | None = None, workers: int = 1,
+                        ray: str | None = None):
     """Train the default recipe on ``reports`` for ``steps`` steps, then build the index with the model.
 
     Args:
@@ -81,6 +83,8 @@ def build_adapted_index(index_dir: str | Path, reports: Iterable[Report], *, ste
         encoder_kind, encoder_cache: How the reports are encoded (see :func:`radsift.index.build_index`).
         backend, milvus_uri, poly: What to derive from the index once built (see :func:`radsift.index.build_index`;
             checked before training); ``say`` is told those steps too.
+        workers, ray: How the index is written once the model is tuned (see :func:`radsift.index.build_index`;
+            checked before training). Training itself runs in this process.
 
     Returns:
         ``(BuildSummary, model folder or None)``: None when the corpus was too small and the general
@@ -90,13 +94,14 @@ def build_adapted_index(index_dir: str | Path, reports: Iterable[Report], *, ste
         ConfigError, CorpusError, IndexStoreError: as ``radsift train`` and ``radsift index build``.
     """
     check_options(index_dir, backend, milvus_uri, poly)
+    BuildOptions(encoder_kind=encoder_kind, workers=workers, ray=ray)  # a wrong --workers / --ray fails before training
     if int(steps) < 1:
         raise ConfigError(f"--adapt-steps: must be a positive number of steps, not {steps}")
     index_dir = Path(index_dir)
     if (index_dir / CURRENT).exists() and not overwrite:  # fail before the long work
         raise ConfigError(f"{index_dir} already holds an index: use --overwrite to rebuild it with --adapt")
     reports = list(reports)
-    derive = {"backend": backend, "milvus_uri": milvus_uri, "poly": poly, "say": say}
+    derive = {"backend": backend, "milvus_uri": milvus_uri, "poly": poly, "say": say, "workers": workers, "ray": ray}
     general = Encoder.load(base_model, threads=threads)
     with_text = sum(1 for r in reports if any(t.strip() for t in r.sections.values()))
     if with_text < MIN_ADAPT_REPORTS:
