@@ -1,6 +1,6 @@
 # radsift: two commands do all set-up on a fresh machine.
 #   make demo   create .venv, install, build an index of the bundled demo corpus, search it, serve it
-#   make test   install the dev extras, check the layering contract (lint-imports), run the tests
+#   make test   install the dev extras, check the layering contract (lint-imports) and pyflakes (ruff), run the tests
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -48,6 +48,8 @@ demo: install
 test: install-dev browser
 	# The layering contract (pyproject.toml [tool.importlinter]): no upward import, no cycle.
 	$(VENV)/bin/lint-imports
+	# pyflakes' rules (pyproject.toml [tool.ruff.lint]): undefined, unused and shadowed names.
+	$(VENV)/bin/ruff check src tests benchmarks
 	@$(PY) -m pytest -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: treating that as a failure"; exit 1; fi; \
 	exit $$rc

@@ -7,7 +7,7 @@ on the Open-i index that benchmarks/bench_negation.py builds (/tmp/radsift-bench
 all-MiniLM-L6-v2): 15 queries x 4, k=10, report level, end to end (query encoding included);
 prints p50 / p95 in ms per mode.
 """
-import sys, time, json
+import sys, time
 import numpy as np
 from radsift.search import Index
 idx = Index.open("/tmp/radsift-bench-negation/openi")

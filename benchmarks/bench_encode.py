@@ -308,7 +308,7 @@ def markdown(result: dict[str, Any]) -> str:
     speed = result["speed"]["variants"]
     agree = result.get("agreement", {})
     ret = result.get("retrieval")
-    lines = [f"Load average (1/5/15 min) per round: "
+    lines = ["Load average (1/5/15 min) per round: "
              + "; ".join(f"{r['load_before']} -> {r['load_after']}" for r in result["speed"]["rounds"]), "",
              "| variant | sentences/s (median) | speedup (median of rounds) | speedup (quietest round) "
              "| cos mean / min vs torch | mAP pos / neg / all, (b) index fast | Δ all (b) | mAP pos / neg / all, (c) both fast | Δ all (c) |",

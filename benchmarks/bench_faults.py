@@ -44,7 +44,7 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 import numpy as np

@@ -205,8 +205,9 @@ def run_hnsw(x, queries, kth, lat_queries, dtype, args, workdir: Path) -> dict:
     for label, threads in (("1thread", 1), ("default", default_threads)):
         faiss.omp_set_num_threads(threads)
         for ef in args.efs:
+            # (noqa F821 below: pyflakes reads a lambda over a name the function deletes later as undefined)
             b.expansion_search = ef
-            rows, t = timed(lambda q: b.top(q, K)[0], lat_queries)
+            rows, t = timed(lambda q: b.top(q, K)[0], lat_queries)  # noqa: F821
             t["recall10"] = mean_recall(x, lat_queries, rows, kth)
             res[f"top10_ef{ef}_{label}"] = t
             log(f"hnsw {dtype} top10 ef={ef} threads={threads}: {t}")
@@ -225,7 +226,7 @@ def run_hnsw(x, queries, kth, lat_queries, dtype, args, workdir: Path) -> dict:
     truths = masked_truths(x, mq, by_sel)
     for sel, mask in by_sel.items():
         before_stats = dict(b.stats)
-        rows, t = timed(lambda q: b.top(q, K, mask)[0], mq)
+        rows, t = timed(lambda q: b.top(q, K, mask)[0], mq)  # noqa: F821
         calls = b.stats["masked"] - before_stats["masked"]
         t |= {"recall10": mean_recall(x, mq, rows, truths[sel], min(K, int(mask.sum()))),
               "masked_rows": int(mask.sum()),
@@ -234,7 +235,7 @@ def run_hnsw(x, queries, kth, lat_queries, dtype, args, workdir: Path) -> dict:
         res["masked"][str(sel)] = t
         log(f"hnsw {dtype} masked top10 selectivity {sel}: {t}")
         # the engine's filtered path: scores(q, mask) draws its candidates from the masked rows
-        best, t = timed(lambda q: b.scores(q, mask), mq, keep=lambda v: _masked_top(v, mask))
+        best, t = timed(lambda q: b.scores(q, mask), mq, keep=lambda v: _masked_top(v, mask))  # noqa: F821
         t["recall10"] = mean_recall(x, mq, best, truths[sel], min(K, int(mask.sum())))
         res["masked"][str(sel)][f"scores_{args.candidates}"] = t
         log(f"hnsw {dtype} masked scores (candidates={args.candidates}) selectivity {sel}: {t}")
@@ -245,12 +246,12 @@ def run_hnsw(x, queries, kth, lat_queries, dtype, args, workdir: Path) -> dict:
     opened = HnswBackend.open(path, x, candidates=args.candidates, expansion_search=args.expansion_search)
     res["open_s"] = round(time.time() - t0, 3)
     res["rss_open_mib"] = delta(memory(), before)
-    rows, t = timed(lambda q: opened.top(q, K)[0], lat_queries)
+    rows, t = timed(lambda q: opened.top(q, K)[0], lat_queries)  # noqa: F821
     res["opened_top10"] = t
     res["rss_opened_after_queries_mib"] = delta(memory(), before)
     log(f"hnsw {dtype} opened (mmap): {res['open_s']}s {res['rss_open_mib']} -> {res['rss_opened_after_queries_mib']} {t}")
     # the same queries again (the graph's pages now cached), then the engine's path on the mapped graph
-    res["opened_top10_warm"] = timed(lambda q: opened.top(q, K)[0], lat_queries)[1]
+    res["opened_top10_warm"] = timed(lambda q: opened.top(q, K)[0], lat_queries)[1]  # noqa: F821
     s, t = timed(opened.scores, lat_queries, keep=lambda v: np.argpartition(-v, K)[:K].copy())
     t["recall10"] = mean_recall(x, lat_queries, s, kth)
     res[f"opened_scores_{args.candidates}"] = t

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import json
 import resource
 import socket
 import sys

@@ -10,7 +10,6 @@ import csv
 import json
 import re
 from collections import Counter
-from pathlib import Path
 
 import pytest
 

@@ -9,7 +9,7 @@ import pytest
 
 from radsift.corpus.medquad import MedQuADDocument, QAPair
 from radsift.labels.note_entities import heading_items, note_entities, noun_phrases
-from radsift.models.training import entity_aspect_data, entity_aspect_notes, load_config
+from radsift.models.training import entity_aspect_data, load_config
 from radsift.models.training.entity_aspect import load_data
 from radsift.models.training.entity_aspect_data import build_entity_aspect_data
 from radsift.models.training.entity_aspect_notes import note_passage_data, note_side, split_notes

@@ -8,8 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -179,8 +179,8 @@ class QueryReading:
     def describe(self) -> str:
         """One line: ``cardiomegaly: absent (lexicon, cue 'no'); side left``."""
         parts = [f"{'also ' if f.beside else ''}{f.finding}: {f.status} ({f.source}"
-                 f"{f', cue ' + repr(f.cue) if f.cue else ''}"
-                 f"{f', understood from ' + repr(f.via) if f.source == 'linked' else ''})" for f in self.findings]
+                 f"{', cue ' + repr(f.cue) if f.cue else ''}"
+                 f"{', understood from ' + repr(f.via) if f.source == 'linked' else ''})" for f in self.findings]
         if self.side:
             parts.append(f"side {self.side}")
         if self.location:
