@@ -1,7 +1,7 @@
 """Search by meaning: queries that describe a finding without naming it, over Open-i.
 
 Run:  .venv/bin/python benchmarks/bench_descriptions.py [--parts link alpha systems] [--trained DIR ...]
-                                                        [--work DIR] [--out results.json]
+                                                        [--splits dev test] [--work DIR] [--out results.json]
 
 The queries, ``benchmarks/data/description_queries.tsv``, were written for this project: 163
 descriptions of 55 lexicon findings in lay, referring-clinician and radiology wording, none naming
@@ -24,6 +24,8 @@ Parts:
 ``systems``  The table: BM25, each model dense and hybrid, with and without concept linking and
              pseudo-relevance feedback, on both splits (mAP, P@10); linking at the threshold the
              ``link`` part chose (or ``--threshold``), the model's own dense weight.
+
+``--splits dev`` leaves the test split out of every part (no test figure computed or printed).
 
 Models: the packaged all-MiniLM-L6-v2 and every ``--trained`` folder (e.g. ``models/default``
 from ``radsift train``). Indexes are built once into ``--work`` and reused.
@@ -178,12 +180,14 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--threshold", type=float, action="append", default=None,
                         help="link threshold per model in order (general first); default: each model's own setting")
+    parser.add_argument("--splits", nargs="+", default=["dev", "test"], choices=["dev", "test"],
+                        help="dev: the development split only, no test figure computed or printed")
     args = parser.parse_args()
     if not args.openi.exists():
         print(f"skipped: {args.openi} absent (../shared/data is not on this machine)")
         return 0
     args.work.mkdir(parents=True, exist_ok=True)
-    queries = read_queries()
+    queries = [q for q in read_queries() if q["split"] in args.splits]
     results: dict = {}
     models = [None] + list(args.trained)
     for i, model in enumerate(models):
@@ -197,9 +201,10 @@ def main() -> int:
             link = run_link(idx, queries, outside_findings())
             chosen = choose_threshold(link["rows"])
             link["chosen"] = chosen
-            link["test"] = test_links(idx, queries, chosen)
+            if "test" in args.splits:
+                link["test"] = test_links(idx, queries, chosen)
             res["link"] = link
-            log(f"  link: {time.perf_counter() - t0:.0f} s; chosen {chosen}; test {link['test']}")
+            log(f"  link: {time.perf_counter() - t0:.0f} s; chosen {chosen}; test {link.get('test', '(not run)')}")
             for row in link["rows"]:
                 log("   " + "  ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
         if "alpha" in args.parts:
@@ -232,9 +237,8 @@ def main() -> int:
             for name, options in systems.items():
                 t0 = time.perf_counter()
                 table[name] = evaluate(idx, queries, qrels, **options)
-                log(f"  {name:32s} dev {table[name]['dev']['map']:.3f} / {table[name]['dev']['p10']:.3f}   "
-                    f"test {table[name]['test']['map']:.3f} / {table[name]['test']['p10']:.3f}  "
-                    f"[{time.perf_counter() - t0:.0f} s]")
+                log(f"  {name:32s} " + "   ".join(f"{s} {table[name][s]['map']:.3f} / {table[name][s]['p10']:.3f}"
+                                                   for s in args.splits) + f"  [{time.perf_counter() - t0:.0f} s]")
             res["systems"] = table
     print(json.dumps(results, indent=1, default=str)[:20000])
     if args.out:

@@ -1,22 +1,28 @@
 """Concept links beside the user's words (issue 35, item 1): link precision, literal readings kept, and the
 description benchmark's ranking, for the checkout on PYTHONPATH (run it on the code before and after a change).
 
-Run:  PYTHONPATH=src .venv/bin/python benchmarks/bench_links.py [--work DIR] [--mtsamples-index DIR] [--out FILE]
+Run:  PYTHONPATH=src .venv/bin/python benchmarks/bench_links.py [--splits dev test] [--work DIR]
+                                                               [--mtsamples-index DIR] [--out FILE]
 
 Measured with the packaged all-MiniLM-L6-v2 on the Open-i index (built once into ``--work``, as
 ``bench_descriptions.py`` builds it):
 
 - link precision and recall on the description queries (``description_queries.tsv``), development and test
-  split, and on the second development batch (``description_queries_dev2.tsv``: its ``none`` rows describe
-  nothing on a chest film, so a link there is wrong), as ``radsift search`` links: the index's link function
-  on the query's finding text; ``link_dev_pooled`` is both development batches together (the figure the
-  linker's parameters are chosen on);
+  split, on the second development batch (``description_queries_dev2.tsv``: its ``none`` rows describe
+  nothing on a chest film, so a link there is wrong) and on the third batch (``description_queries_v3.tsv``,
+  written and committed before any linker run on it, split dev3 / test3 by ``newcomer.split_of``; ``none``
+  rows as in dev2), as ``radsift search`` links: the index's link function on the query's finding text;
+  ``link_dev_pooled`` is the three development batches together (the figure the linker's rules are chosen
+  on), ``link_test_pooled`` the two test splits;
 - the 141 findings outside the lexicon (``open_vocab_findings.tsv``): the share that links to no concept
   (every link there is wrong), and, over an MTSamples index (``--mtsamples-index``: any index of the
   distinct MTSamples notes; its encoder is not used), the share whose literal reading is kept (the phrase
   occurs in those notes, so a link may only stand beside it);
 - mAP / P@10 of the description queries (hybrid + concepts, the default) and of the Open-i weak-label
   queries (hybrid, negation ignored), report level, k = 1000.
+
+``--splits dev`` measures the development data only: no test figure (link or mAP) is computed or printed, so
+the linker can be worked on without looking at the test splits.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from bench_descriptions import (
 )
 
 DEV2 = QUERIES.with_name("description_queries_dev2.tsv")
+V3 = QUERIES.with_name("description_queries_v3.tsv")
 
 
 def link_rows(idx, texts: list[str]) -> list[str | None]:
@@ -54,11 +61,36 @@ def link_rows(idx, texts: list[str]) -> list[str | None]:
 
 
 def precision(queries: list[dict], got: list[str | None]) -> dict:
+    """Link precision and recall; a link on a ``none`` row (it describes nothing on a chest film) is wrong,
+    and recall is over the rows that describe a concept."""
     linked = [(g, q["finding"]) for g, q in zip(got, queries) if g is not None]
     right = sum(g == f for g, f in linked)
-    return {"n": len(queries), "linked": len(linked), "right": right,
-            "precision": round(right / len(linked), 3) if linked else None, "recall": round(right / len(queries), 3),
-            "wrong": sorted({f"{q['query']} -> {g}" for g, q in zip(got, queries) if g is not None and g != q["finding"]})}
+    described = sum(q["finding"] != "none" for q in queries)
+    res = {"n": len(queries), "linked": len(linked), "right": right,
+           "precision": round(right / len(linked), 3) if linked else None,
+           "recall": round(right / described, 3) if described else None,
+           "wrong": sorted({f"{q['query']} -> {g}" for g, q in zip(got, queries) if g is not None and g != q["finding"]})}
+    if described < len(queries):
+        res["none_linked"] = sum(g is not None and q["finding"] == "none" for g, q in zip(got, queries))
+    return res
+
+
+def pooled(parts: list[dict]) -> dict:
+    linked = sum(p["linked"] for p in parts)
+    right = sum(p["right"] for p in parts)
+    return {"linked": linked, "right": right, "precision": round(right / linked, 3) if linked else None}
+
+
+def batches(splits: list[str]) -> dict[str, list[dict]]:
+    """The description batches of ``splits`` by name: dev, dev2, dev3 (and test, test3)."""
+    first = read_queries()
+    third = read_queries(V3)
+    out = {"dev": [q for q in first if q["split"] == "dev"], "dev2": read_queries(DEV2),
+           "dev3": [q for q in third if q["split"] == "dev"]}
+    if "test" in splits:
+        out["test"] = [q for q in first if q["split"] == "test"]
+        out["test3"] = [q for q in third if q["split"] == "test"]
+    return out
 
 
 def literal_kept(idx, notes_dir: Path, findings: list[str]) -> dict:
@@ -93,25 +125,21 @@ def main() -> int:
     parser.add_argument("--openi", type=Path, default=DATA / "openi" / "reports.csv")
     parser.add_argument("--mtsamples-index", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--splits", nargs="+", default=["dev", "test"], choices=["dev", "test"],
+                        help="dev: development data only, no test figure computed or printed")
     args = parser.parse_args()
     if not args.openi.exists():
         print(f"skipped: {args.openi} absent")
         return 0
     t0 = time.perf_counter()
     idx = open_index(args.work, args.openi, None)
-    queries = read_queries()
-    res: dict = {"settings": str(idx.settings)}
-    for split in ("dev", "test"):
-        qs = [q for q in queries if q["split"] == split]
-        res[f"link_{split}"] = precision(qs, link_rows(idx, [q["query"] for q in qs]))
-    dev2 = read_queries(DEV2)
-    got2 = link_rows(idx, [q["query"] for q in dev2])
-    res["link_dev2"] = precision(dev2, got2)
-    res["link_dev2"]["recall"] = round(res["link_dev2"]["right"] / sum(q["finding"] != "none" for q in dev2), 3)
-    res["link_dev2"]["none_linked"] = sum(g is not None and q["finding"] == "none" for g, q in zip(got2, dev2))
-    linked = res["link_dev"]["linked"] + res["link_dev2"]["linked"]
-    right = res["link_dev"]["right"] + res["link_dev2"]["right"]
-    res["link_dev_pooled"] = {"linked": linked, "right": right, "precision": round(right / linked, 3) if linked else None}
+    queries = [q for q in read_queries() if q["split"] in args.splits]
+    res: dict = {"settings": str(idx.settings), "splits": args.splits}
+    for name, qs in batches(args.splits).items():
+        res[f"link_{name}"] = precision(qs, link_rows(idx, [q["query"] for q in qs]))
+    res["link_dev_pooled"] = pooled([res[f"link_{n}"] for n in ("dev", "dev2", "dev3")])
+    if "test" in args.splits:
+        res["link_test_pooled"] = pooled([res[f"link_{n}"] for n in ("test", "test3")])
     outside = outside_findings()
     got = link_rows(idx, outside)
     res["outside"] = {"n": len(outside), "linked": sum(g is not None for g in got),

@@ -179,3 +179,53 @@ def test_dev2_queries_name_no_lexicon_finding(dev2_rows, labeler) -> None:
     bad += [(r["qid"], r["query"], s) for r in dev2_rows if r["finding"] != "none"
             for s in lexicon[r["finding"]].synonyms if synonym_pattern(s).search(r["query"])]
     assert bad == []
+
+
+# -- the third batch (issue 35, item 1): a fresh held-out set for link precision -------------------------------
+V3 = TSV.with_name("description_queries_v3.tsv")
+
+
+@pytest.fixture(scope="module")
+def v3_rows() -> list[dict[str, str]]:
+    with V3.open(encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        assert reader.fieldnames == COLUMNS
+        out = list(reader)
+    for row in out:
+        assert None not in row and all(row[c] is not None for c in COLUMNS), row
+    return out
+
+
+def test_v3_is_split_by_the_fixed_hash_and_repeats_no_earlier_row(v3_rows) -> None:
+    # Written and committed before the linker was run on it; the split is the query's hash, not a choice.
+    from radsift.evaluation.newcomer import split_of
+
+    names = set(load_lexicon().names)
+    assert len(v3_rows) >= 200 and sum(r["finding"] == "none" for r in v3_rows) >= 30
+    assert {r["finding"] for r in v3_rows} - {"none"} <= names
+    qids = [r["qid"] for r in v3_rows]
+    assert len(set(qids)) == len(qids) and all(re.fullmatch(r"v3-\d{3}", q) for q in qids)
+    assert all(r["split"] == split_of(r["query"]) for r in v3_rows)
+    assert {r["split"] for r in v3_rows} == SPLITS
+    earlier = set()
+    for path in (TSV, DEV2):
+        with path.open(encoding="utf-8", newline="") as f:
+            earlier |= {" ".join(r["query"].split()) for r in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)}
+    queries = [" ".join(r["query"].split()) for r in v3_rows]
+    assert len(set(queries)) == len(queries) and not set(queries) & earlier
+    for r in v3_rows:
+        assert r["style"] in STYLES, r
+        assert 3 <= len(r["query"].split()) <= 15, r
+        assert r["query"] == r["query"].lower() == r["query"].strip(), r
+        assert not NEGATION_RE.search(r["query"]), r
+
+
+def test_v3_names_no_lexicon_finding_and_its_test_half_shares_no_wording_with_the_descriptions(v3_rows, labeler):
+    lexicon = labeler.lexicon
+    mentions = labeler.label_many([r["query"] for r in v3_rows])
+    bad = [(r["qid"], r["query"], [m.finding for m in found]) for r, found in zip(v3_rows, mentions) if found]
+    bad += [(r["qid"], r["query"], s) for r in v3_rows if r["finding"] != "none"
+            for s in lexicon[r["finding"]].synonyms if synonym_pattern(s).search(r["query"])]
+    bad += [(r["qid"], c.name, d) for r in v3_rows if r["split"] == "test" for c in lexicon for d in c.descriptions
+            if _shared_wording(r["query"], d)]
+    assert bad == []
