@@ -19,7 +19,7 @@ from radsift.text import locations as loc
 from radsift.text.bodyplaces import (BODY, HUMERUS, SHOULDER, SPINE, SPINE_C, SPINE_L, SPINE_T, STERNUM, SUBCLAVIAN,
                                      query_places)
 from radsift.text.compartments import LUNG, MEDIASTINUM
-from radsift.text.locations import LLL, RUL
+from radsift.text.locations import LING, LLL, LUL, RLL, RUL
 from radsift.text.tokens import tokenize
 
 
@@ -68,11 +68,19 @@ def test_units_name_body_places_from_their_words_a_level_before_the_whole_spine(
 
 
 def test_a_body_place_query_ranks_units_naming_it_first_and_others_alike():
-    units = np.array([0, SPINE, SPINE_C, SHOULDER, RUL, MEDIASTINUM, SPINE_T | SHOULDER], dtype=np.uint32)
-    assert location_tiers(SPINE_T, units).tolist() == [1, 0, 1, 1, 1, 1, 0]
-    assert location_tiers(SPINE_T | LUNG, units).tolist() == [1, 0, 1, 1, 1, 2, 0]  # the lung's rule beside it
-    assert location_tiers(LUNG, units).tolist() == [1, 1, 1, 1, 1, 2, 1]            # as before
-    assert location_tiers(LLL, units).tolist() == [1, 1, 1, 1, 2, 1, 1]             # lobe queries: lobes alone
+    units = np.array([0, SPINE_T, SPINE_C, SHOULDER, RUL, MEDIASTINUM, SPINE_C | SPINE_T, SPINE], dtype=np.uint32)
+    assert location_tiers(SPINE_T, units).tolist() == [1, 0, 1, 1, 1, 1, 0, 1]  # the whole spine: no level named
+    assert location_tiers(SPINE, units).tolist() == [1, 0, 0, 1, 1, 1, 0, 0]    # the spine: every level meets it
+    assert location_tiers(SPINE_T | LUNG, units).tolist() == [1, 0, 1, 1, 1, 2, 0, 1]  # the lung's rule beside it
+    assert location_tiers(LUNG, units).tolist() == [1, 1, 1, 1, 1, 2, 1, 1]            # as before
+    assert location_tiers(LLL, units).tolist() == [1, 1, 1, 1, 2, 1, 1, 1]             # lobe queries: lobes alone
+
+
+def test_a_whole_lobe_does_not_meet_a_query_of_its_part():
+    units = np.array([0, LUL | LING, LING, RUL | LING, LLL], dtype=np.uint8)  # "left upper lobe", "lingula", ...
+    assert location_tiers(LING, units).tolist() == [1, 1, 0, 0, 2]          # the left upper lobe: maybe not lingula
+    assert location_tiers(LUL | LING, units).tolist() == [1, 0, 0, 0, 2]    # the lingula is in the left upper lobe
+    assert location_tiers(LLL, np.array([RLL | LLL, LLL, 0, RUL], dtype=np.uint8)).tolist() == [0, 0, 1, 2]
 
 
 R = [

@@ -19,13 +19,15 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from radsift.text.bodyplaces import BODY, PLACE_WORDS, is_whole, resolve
+from radsift.text.bodyplaces import BODY, FAMILIES, PLACE_WORDS, is_whole, resolve
 from radsift.text.compartments import LOBES, LUNG, LUNG_WORDS, MEDIASTINAL_WORDS, MEDIASTINUM
-from radsift.text.locations import TRIGGERS, text_regions
+from radsift.text.locations import LING, LUL, TRIGGERS, text_regions
 from radsift.text.tokens import stem
 
 #: Location tiers within one reading tier (same, none, another), each holding the side tiers.
 LOCATION_SLOTS = 3
+#: Lobes named whole with a part of them that a query may name alone: "left upper lobe" holds the lingula.
+WHOLE_LOBES = (LUL | LING,)
 
 
 def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
@@ -35,22 +37,37 @@ def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
     alone (:data:`~radsift.text.compartments.MEDIASTINUM`), 1 for every other (the tier of a unit naming no
     place, so the candidate engine's default holds). A query of a body place (:data:`~radsift.text.bodyplaces.BODY`):
     0 for a unit naming it, 1 for every other (before the lung's rule where the query names both). Lobe queries
-    read the units' lobe bits alone.
+    read the units' lobe bits alone. A unit naming only a whole of which the query names a part (the left upper lobe
+    for a lingula query, the spine for a thoracic spine query) counts as naming no place (:func:`_meets`).
     """
     unit_regions = np.asarray(unit_regions)
     tiers = np.ones(len(unit_regions), dtype=np.int64)
     if not regions & LOBES:
         if regions & BODY:
-            tiers[(unit_regions & (regions & BODY)) != 0] = 0
+            tiers[_meets(regions & BODY, unit_regions, FAMILIES)] = 0
         if regions & LUNG:
             tiers[((unit_regions & MEDIASTINUM) != 0) & (tiers == 1)] = 2
         return tiers
     regions &= LOBES
     unit_regions = unit_regions & LOBES
     named = unit_regions != 0
-    tiers[named & ((unit_regions & regions) != 0)] = 0
+    meets = _meets(regions, unit_regions, WHOLE_LOBES)
+    tiers[named & meets] = 0
     tiers[named & ((unit_regions & regions) == 0)] = 2
     return tiers
+
+
+def _meets(regions: int, unit_regions: np.ndarray, wholes: tuple[int, ...]) -> np.ndarray:
+    """The units whose places meet the query's: they overlap, and not only within a whole the unit names where the
+    query names a part of it ("left upper lobe" for a lingula query, "spinal rods" for the thoracic spine: the
+    finding may lie in another part; the unit then counts as naming no place)."""
+    overlap = unit_regions & regions
+    meets = overlap != 0
+    for whole in wholes:
+        part = regions & whole
+        if part and part != whole:
+            meets &= ~(((unit_regions & whole) == whole) & ((overlap & whole) == overlap))
+    return meets
 
 
 def location_flags(n_units: int, units_with: Callable[[Sequence[str]], Sequence[int]],
