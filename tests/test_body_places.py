@@ -80,6 +80,7 @@ def test_a_whole_lobe_does_not_meet_a_query_of_its_part():
     units = np.array([0, LUL | LING, LING, RUL | LING, LLL], dtype=np.uint8)  # "left upper lobe", "lingula", ...
     assert location_tiers(LING, units).tolist() == [1, 1, 0, 0, 2]          # the left upper lobe: maybe not lingula
     assert location_tiers(LUL | LING, units).tolist() == [1, 0, 0, 0, 2]    # the lingula is in the left upper lobe
+    assert location_tiers(LUL, units).tolist() == [1, 0, 2, 2, 2]           # "left apical": the upper lobe meets it
     assert location_tiers(LLL, np.array([RLL | LLL, LLL, 0, RUL], dtype=np.uint8)).tolist() == [0, 0, 1, 2]
 
 

@@ -26,8 +26,9 @@ from radsift.text.tokens import stem
 
 #: Location tiers within one reading tier (same, none, another), each holding the side tiers.
 LOCATION_SLOTS = 3
-#: Lobes named whole with a part of them that a query may name alone: "left upper lobe" holds the lingula.
-WHOLE_LOBES = (LUL | LING,)
+#: (a whole, its parts a query may name alone): "left upper lobe" holds the lingula (the left apex, read as the
+#: upper lobe, is no part of it here: a left upper lobe finding is an apical one for the location tier).
+WHOLE_LOBES = ((LUL | LING, LING),)
 
 
 def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
@@ -44,7 +45,7 @@ def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
     tiers = np.ones(len(unit_regions), dtype=np.int64)
     if not regions & LOBES:
         if regions & BODY:
-            tiers[_meets(regions & BODY, unit_regions, FAMILIES)] = 0
+            tiers[_meets(regions & BODY, unit_regions, tuple((f, f) for f in FAMILIES))] = 0
         if regions & LUNG:
             tiers[((unit_regions & MEDIASTINUM) != 0) & (tiers == 1)] = 2
         return tiers
@@ -57,15 +58,15 @@ def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
     return tiers
 
 
-def _meets(regions: int, unit_regions: np.ndarray, wholes: tuple[int, ...]) -> np.ndarray:
+def _meets(regions: int, unit_regions: np.ndarray, wholes: tuple[tuple[int, int], ...]) -> np.ndarray:
     """The units whose places meet the query's: they overlap, and not only within a whole the unit names where the
     query names a part of it ("left upper lobe" for a lingula query, "spinal rods" for the thoracic spine: the
-    finding may lie in another part; the unit then counts as naming no place)."""
+    finding may lie in another part; the unit then counts as naming no place). ``wholes``: (whole, its parts)."""
     overlap = unit_regions & regions
     meets = overlap != 0
-    for whole in wholes:
+    for whole, parts in wholes:
         part = regions & whole
-        if part and part != whole:
+        if part and part != whole and part & parts == part:
             meets &= ~(((unit_regions & whole) == whole) & ((overlap & whole) == overlap))
     return meets
 
