@@ -16,8 +16,8 @@ from radsift.ranking.places import location_tiers, with_body_places, with_compar
 from radsift.records import Report
 from radsift.search import candidates
 from radsift.text import locations as loc
-from radsift.text.bodyplaces import (BODY, HUMERUS, SHOULDER, SPINE, SPINE_C, SPINE_L, SPINE_T, STERNUM, SUBCLAVIAN,
-                                     query_places)
+from radsift.text.bodyplaces import (BODY, HUMERUS, NECK, SHOULDER, SPINE, SPINE_C, SPINE_L, SPINE_T, STERNUM,
+                                     SUBCLAVIAN, query_places)
 from radsift.text.compartments import LUNG, MEDIASTINUM
 from radsift.text.locations import LING, LLL, LUL, RLL, RUL
 from radsift.text.tokens import tokenize
@@ -115,6 +115,12 @@ def test_the_query_reads_its_body_place_as_its_location(index):
     assert "location thoracic spine" in reading.describe()
     assert index.read("thoracic spine hardware", reading={"location": "ignore"}).regions == 0
     assert index.read("lung mass in the left subclavian region").regions == LUNG | SUBCLAVIAN
+
+
+def test_a_body_place_beside_an_open_phrase_alone_is_not_read(index):
+    # every unit naming the neck would lead, whatever it states: the place ranks beside a lexicon finding only
+    assert index.read("a swollen lump low in the neck").regions == 0
+    assert index.read("hardware in the neck").regions == NECK
 
 
 @pytest.mark.parametrize("engine", candidates.ENGINES)

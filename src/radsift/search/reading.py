@@ -136,6 +136,10 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         for p in phrases:
             found.setdefault(p.text.lower(), ReadFinding(p.text.lower(), p.status, "open", p.cue, side))
     findings = list(found.values())
+    if regions & bodyplaces.BODY and not any(f.labeled for f in findings):
+        # a body place ranks units beside a lexicon device or finding; beside an open phrase alone ("the long iv
+        # line they put in my neck") every unit naming the neck would lead whatever it states
+        location, regions, _ = _query_location(query, body=False)
     note = ""
     if len(findings) > MAX_FINDINGS:
         note = f"read the first {MAX_FINDINGS} of {len(findings)} findings"
@@ -163,14 +167,15 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     return QueryReading(tuple(findings), side, negation, note, location, regions)
 
 
-def _query_location(query: str) -> tuple[str | None, int, str | None]:
-    """(the query's location in its words, its regions, the side it implies) (None, 0, None) for none."""
+def _query_location(query: str, body: bool = True) -> tuple[str | None, int, str | None]:
+    """(the query's location in its words, its regions, the side it implies) (None, 0, None) for none; ``body``:
+    whether body places (:mod:`radsift.text.bodyplaces`) are read."""
     if not locations.enabled():
         return None, 0, None
     locs = locations.read_locations(query)
     if not locs:
         lung = compartments.lung_place(query)  # "lung mass": the lung against the mediastinum and hila
-        body, bits = bodyplaces.query_places(query)  # "thoracic spine hardware": the spine's units first
+        body, bits = bodyplaces.query_places(query) if body else (None, 0)  # "thoracic spine hardware"
         words = ", ".join(w for w in (lung, body) if w)
         return (words, (compartments.LUNG if lung else 0) | bits, None) if words else (None, 0, None)
     regions = 0
