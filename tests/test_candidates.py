@@ -20,7 +20,9 @@ QUERIES = ["no pneumothorax", "pneumothorax", "small left pleural effusion", "no
            "cardiomegaly with pulmonary edema and bilateral effusions",
            # locations (lobes, abbreviations, bases, apices): the location tier
            "right lower lobe consolidation", "LLL atelectasis", "no left lower lobe pneumonia", "lingular opacity",
-           "left base", "apical pneumothorax"]
+           "left base", "apical pneumothorax",
+           # body places beside a device or finding (the spine, the sternum, a vein): the location tier too
+           "thoracic spine hardware", "sternotomy wires", "left subclavian central line"]
 SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
             {"mode": "dense", "level": "report"}, {"mode": "bm25", "level": "report"},
             {"mode": "bm25", "level": "sentence"}, {"mode": "hybrid", "level": "report", "offset": 15},

@@ -7,6 +7,10 @@ the side tier second (:func:`where_tiers`): for "left lower lobe opacity", a uni
 lobe (or left basilar) opacity ranks first, then units naming no lobe (left-sided first), then units
 naming another lobe (a left upper lobe opacity before a right one). A location that lies on one side
 ("RLL", "lingula", "retrocardiac") also gives its unit that side (:func:`with_implied_sides`).
+
+A query naming a body place outside the lung beside its device or finding ("thoracic spine hardware", "left
+subclavian central line": :mod:`radsift.text.bodyplaces`) ranks the units naming that place first, the same way;
+like the mediastinal bit, the units' places are read from their postings (:func:`with_compartments`), never stored.
 """
 
 from __future__ import annotations
@@ -15,12 +19,16 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from radsift.text.bodyplaces import BODY, FAMILIES, PLACE_WORDS, is_whole, resolve
 from radsift.text.compartments import LOBES, LUNG, LUNG_WORDS, MEDIASTINAL_WORDS, MEDIASTINUM
-from radsift.text.locations import TRIGGERS, text_regions
+from radsift.text.locations import LING, LUL, TRIGGERS, text_regions
 from radsift.text.tokens import stem
 
 #: Location tiers within one reading tier (same, none, another), each holding the side tiers.
 LOCATION_SLOTS = 3
+#: (a whole, its parts a query may name alone): "left upper lobe" holds the lingula (the left apex, read as the
+#: upper lobe, is no part of it here: a left upper lobe finding is an apical one for the location tier).
+WHOLE_LOBES = ((LUL | LING, LING),)
 
 
 def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
@@ -28,19 +36,39 @@ def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
 
     A query of the lung (:data:`~radsift.text.compartments.LUNG`): 2 for a unit of the mediastinum or hila
     alone (:data:`~radsift.text.compartments.MEDIASTINUM`), 1 for every other (the tier of a unit naming no
-    place, so the candidate engine's default holds). Lobe queries read the units' lobe bits alone.
+    place, so the candidate engine's default holds). A query of a body place (:data:`~radsift.text.bodyplaces.BODY`):
+    0 for a unit naming it, 1 for every other (before the lung's rule where the query names both). Lobe queries
+    read the units' lobe bits alone. A unit naming only a whole of which the query names a part (the left upper lobe
+    for a lingula query, the spine for a thoracic spine query) counts as naming no place (:func:`_meets`).
     """
     unit_regions = np.asarray(unit_regions)
     tiers = np.ones(len(unit_regions), dtype=np.int64)
-    if regions & LUNG and not regions & LOBES:
-        tiers[(unit_regions & MEDIASTINUM) != 0] = 2
+    if not regions & LOBES:
+        if regions & BODY:
+            tiers[_meets(regions & BODY, unit_regions, tuple((f, f) for f in FAMILIES))] = 0
+        if regions & LUNG:
+            tiers[((unit_regions & MEDIASTINUM) != 0) & (tiers == 1)] = 2
         return tiers
     regions &= LOBES
     unit_regions = unit_regions & LOBES
     named = unit_regions != 0
-    tiers[named & ((unit_regions & regions) != 0)] = 0
+    meets = _meets(regions, unit_regions, WHOLE_LOBES)
+    tiers[named & meets] = 0
     tiers[named & ((unit_regions & regions) == 0)] = 2
     return tiers
+
+
+def _meets(regions: int, unit_regions: np.ndarray, wholes: tuple[tuple[int, int], ...]) -> np.ndarray:
+    """The units whose places meet the query's: they overlap, and not only within a whole the unit names where the
+    query names a part of it ("left upper lobe" for a lingula query, "spinal rods" for the thoracic spine: the
+    finding may lie in another part; the unit then counts as naming no place). ``wholes``: (whole, its parts)."""
+    overlap = unit_regions & regions
+    meets = overlap != 0
+    for whole, parts in wholes:
+        part = regions & whole
+        if part and part != whole and part & parts == part:
+            meets &= ~(((unit_regions & whole) == whole) & ((overlap & whole) == overlap))
+    return meets
 
 
 def location_flags(n_units: int, units_with: Callable[[Sequence[str]], Sequence[int]],
@@ -73,7 +101,8 @@ def _holding(units_with: Callable[[Sequence[str]], Sequence[int]], groups) -> np
 
 def with_compartments(regions: np.ndarray, units_with: Callable[[Sequence[str]], Sequence[int]]) -> np.ndarray:
     """Region masks with :data:`~radsift.text.compartments.MEDIASTINUM` set on the units that name the
-    mediastinum or a hilum and no lobe nor lung word (from their postings: no text is read).
+    mediastinum or a hilum and no lobe nor lung word, and the body places the units name
+    (:func:`with_body_places`); from their postings: no text is read.
 
     Args:
         regions: Per-unit lobe masks (:func:`location_flags`, or the index's stored ones, which hold the lobes
@@ -81,16 +110,30 @@ def with_compartments(regions: np.ndarray, units_with: Callable[[Sequence[str]],
         units_with: Stems -> the units holding every one of them.
 
     Returns:
-        A new uint8 array.
+        A new uint32 array (the body places' bits lie above a byte).
     """
-    out = np.array(regions, dtype=np.uint8, copy=True)
+    out = np.array(regions, dtype=np.uint32, copy=True)
     mediastinal = np.zeros(out.shape[0], dtype=bool)
     mediastinal[_holding(units_with, MEDIASTINAL_WORDS)] = True
     if mediastinal.any():
         mediastinal[_holding(units_with, LUNG_WORDS)] = False
         mediastinal &= (out & LOBES) == 0
         out[mediastinal] |= MEDIASTINUM
-    return out
+    return with_body_places(out, units_with)
+
+
+def with_body_places(regions: np.ndarray, units_with: Callable[[Sequence[str]], Sequence[int]]) -> np.ndarray:
+    """``regions`` (uint32, modified in place and returned) with the body places each unit names
+    (:data:`radsift.text.bodyplaces.PLACE_WORDS`, read as :func:`radsift.text.bodyplaces.resolve` reads them)."""
+    n = regions.shape[0]
+    parts, wholes = np.zeros(n, dtype=np.uint32), np.zeros(n, dtype=np.uint32)
+    for words, bits in PLACE_WORDS:
+        rows = _holding(units_with, (words,))
+        if rows.size:
+            target = wholes if is_whole(bits) else parts
+            target[rows] |= np.uint32(bits)
+    regions |= resolve(parts, wholes).astype(np.uint32)
+    return regions
 
 
 def with_implied_sides(sides: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -113,5 +156,5 @@ def where_tiers(locations: np.ndarray | None, sides: np.ndarray | None) -> np.nd
     return np.asarray(locations, dtype=np.int64) * LOCATION_SLOTS + side_part
 
 
-__all__ = ["LOCATION_SLOTS", "location_flags", "location_tiers", "where_tiers", "with_compartments",
-           "with_implied_sides"]
+__all__ = ["LOCATION_SLOTS", "location_flags", "location_tiers", "where_tiers", "with_body_places",
+           "with_compartments", "with_implied_sides"]

@@ -9,7 +9,8 @@ the query's phrases occur in the index, its literal reading is kept and the link
 beside it (``also``: the literal reading ranks first, the link orders units within it); only a
 query with a phrase the index never holds is read as the concept it links to. Side words
 (left, right, bilateral) and locations (lobes, lingula, apices, bases: :mod:`radsift.text.locations`;
-the lung as a finding's place, against the mediastinum and hila: :mod:`radsift.text.compartments`)
+the lung as a finding's place, against the mediastinum and hila: :mod:`radsift.text.compartments`; a body
+place outside the lung, "thoracic spine", "subclavian": :mod:`radsift.text.bodyplaces`)
 are read on their own; a one-sided location ("RLL", "lingular") gives the query its side. A reading can be overridden finding by finding
 (the page's chips: present / absent / uncertain / ignore).
 
@@ -36,7 +37,7 @@ from radsift.ranking.places import LOCATION_SLOTS, location_tiers, where_tiers
 from radsift.ranking.tiers import SIDE_SLOTS, reading_classes
 from radsift.records import QueryReading, ReadFinding
 from radsift.search.concepts import normal_statement
-from radsift.text import compartments, locations
+from radsift.text import bodyplaces, compartments, locations
 
 if TYPE_CHECKING:
     from radsift.search.concepts import Link
@@ -135,6 +136,10 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         for p in phrases:
             found.setdefault(p.text.lower(), ReadFinding(p.text.lower(), p.status, "open", p.cue, side))
     findings = list(found.values())
+    if regions & bodyplaces.BODY and not any(f.labeled for f in findings):
+        # a body place ranks units beside a lexicon device or finding; beside an open phrase alone ("the long iv
+        # line they put in my neck") every unit naming the neck would lead whatever it states
+        location, regions, _ = _query_location(query, body=False)
     note = ""
     if len(findings) > MAX_FINDINGS:
         note = f"read the first {MAX_FINDINGS} of {len(findings)} findings"
@@ -162,14 +167,17 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     return QueryReading(tuple(findings), side, negation, note, location, regions)
 
 
-def _query_location(query: str) -> tuple[str | None, int, str | None]:
-    """(the query's location in its words, its regions, the side it implies) (None, 0, None) for none."""
+def _query_location(query: str, body: bool = True) -> tuple[str | None, int, str | None]:
+    """(the query's location in its words, its regions, the side it implies) (None, 0, None) for none; ``body``:
+    whether body places (:mod:`radsift.text.bodyplaces`) are read."""
     if not locations.enabled():
         return None, 0, None
     locs = locations.read_locations(query)
     if not locs:
         lung = compartments.lung_place(query)  # "lung mass": the lung against the mediastinum and hila
-        return (lung, compartments.LUNG, None) if lung else (None, 0, None)
+        body, bits = bodyplaces.query_places(query) if body else (None, 0)  # "thoracic spine hardware"
+        words = ", ".join(w for w in (lung, body) if w)
+        return (words, (compartments.LUNG if lung else 0) | bits, None) if words else (None, 0, None)
     regions = 0
     for loc in locs:
         regions |= loc.regions

@@ -1,0 +1,109 @@
+"""Body places outside the lung: the spine and its levels, the shoulder girdle, the sternum and ribs, the neck,
+the abdomen and the veins lines enter by, named in a query beside its device or finding, and in units.
+
+"thoracic spine hardware" is hardware in the thoracic spine, not a shoulder prosthesis; "left subclavian central
+line" a line through the subclavian vein, not one through the jugular. The location tier
+(:mod:`radsift.ranking.places`) ranks the units naming the query's place above the other units of their reading
+tier, as it ranks the query's lobe first (:mod:`radsift.text.locations`) and the lung against the mediastinum
+(:mod:`radsift.text.compartments`). A unit naming no place and one naming another place keep the default tier (a
+"humeral prosthesis" may still be a shoulder's).
+
+A place is a set of bits (:data:`BODY`, above the lobes' bits 1-32, :data:`~radsift.text.compartments.MEDIASTINUM`
+64 and :data:`~radsift.text.compartments.LUNG` 128), read the same way from queries and units: a text names a
+place when it holds every word of one of the place's word groups (:data:`PLACE_WORDS`, words before stemming, in
+any order; a unit's from its BM25 postings at search time, never stored with an index). Two places match when
+their bits overlap: "humeral head" is the shoulder and the humerus. A word group naming a whole family (the spine:
+"spine", "vertebral") gives way to a part of it named in the same text (:func:`resolve`): "thoracic spine" is the
+thoracic spine, "lower cervical spinal fusion" the cervical spine, while "spinal rods" meets every level.
+"""
+
+from __future__ import annotations
+
+from radsift.text import locations
+from radsift.text.tokens import stem, token_spans
+
+#: Place bits: the three levels of the spine, then one bit per place.
+SPINE_C, SPINE_T, SPINE_L = 1 << 8, 1 << 9, 1 << 10
+SHOULDER, SCAPULA, HUMERUS, CLAVICLE, STERNUM, RIBS = 1 << 11, 1 << 12, 1 << 13, 1 << 14, 1 << 15, 1 << 16
+NECK, ABDOMEN, SUBCLAVIAN, JUGULAR, AXILLA = 1 << 17, 1 << 18, 1 << 19, 1 << 20, 1 << 21
+#: The whole spine (a word naming no level).
+SPINE = SPINE_C | SPINE_T | SPINE_L
+#: Every place bit.
+BODY = SPINE | SHOULDER | SCAPULA | HUMERUS | CLAVICLE | STERNUM | RIBS | NECK | ABDOMEN | SUBCLAVIAN | JUGULAR | AXILLA
+#: Places whose whole gives way to a part named beside it (:func:`resolve`).
+FAMILIES = (SPINE,)
+
+
+def _each(bits: int, *words: str) -> tuple[tuple[tuple[str, ...], int], ...]:
+    return tuple(((w,), bits) for w in words)
+
+
+#: (word group, place bits): a text holding every word of a group names its place. "thoracic" alone is no level
+#: of the spine (the thoracic aorta, the thoracic cavity); "cervical" alone is (in chest reports, the cervical spine).
+PLACE_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
+    _each(SPINE, "spine", "spines", "spinal", "vertebra", "vertebrae", "vertebral", "paraspinal", "paravertebral",
+          "scoliosis", "levoscoliosis", "dextroscoliosis", "kyphosis", "vertebroplasty", "kyphoplasty")
+    + _each(SPINE_C, "cervical")
+    + _each(SPINE_C | SPINE_T, "cervicothoracic")
+    + tuple((("thoracic", w), SPINE_T) for w in ("spine", "spinal", "vertebra", "vertebrae", "vertebral", "kyphosis",
+                                                  "scoliosis", "fusion", "vertebroplasty", "kyphoplasty"))
+    + _each(SPINE_T, "midthoracic")
+    + _each(SPINE_T | SPINE_L, "thoracolumbar")
+    + _each(SPINE_L, "lumbar", "lumbosacral")
+    + _each(SHOULDER, "shoulder", "shoulders", "glenohumeral", "glenoid", "acromion", "acromial")
+    + ((("rotator", "cuff"), SHOULDER), (("humeral", "head"), SHOULDER | HUMERUS))
+    + _each(SHOULDER | CLAVICLE, "acromioclavicular")
+    + _each(SCAPULA, "scapula", "scapulae", "scapular")
+    + _each(HUMERUS, "humerus", "humeri", "humeral")
+    + _each(CLAVICLE, "clavicle", "clavicles", "clavicular")
+    + _each(CLAVICLE | STERNUM, "sternoclavicular")
+    + _each(STERNUM, "sternum", "sternal", "sternotomy", "manubrium", "manubrial")
+    + _each(RIBS, "rib", "ribs")
+    + _each(NECK, "neck", "supraclavicular")
+    + _each(ABDOMEN, "abdomen", "abdominal", "quadrant", "ruq", "luq", "epigastric", "epigastrium")
+    + _each(SUBCLAVIAN, "subclavian")
+    + _each(JUGULAR, "jugular", "ij")
+    + _each(AXILLA, "axilla", "axillae", "axillary")
+)
+
+def is_whole(bits: int) -> bool:
+    """Whether a word group's bits are a whole family (:data:`FAMILIES`): they give way to a part named beside."""
+    return bits in FAMILIES
+
+
+def resolve(parts, wholes):
+    """The place bits of texts from the bits of the word groups they hold: ``parts`` (the OR of the groups naming
+    a part or a place) and ``wholes`` (the OR of those naming a whole family); a whole counts only where no part of
+    it is named. Works on ints and on numpy arrays of them alike (the query and the units read one rule)."""
+    out = parts
+    for family in FAMILIES:
+        out = out | (wholes & family) * ((parts & family) == 0)
+    return out
+
+
+def query_places(query: str) -> tuple[str | None, int]:
+    """``(the words naming the query's body place, its bits)``; ``(None, 0)`` for none, or where locations are not
+    read (``RADSIFT_LOCATIONS=off``)."""
+    if not locations.enabled():
+        return None, 0
+    spans = token_spans(query)
+    stems = {s for _, _, s in spans}
+    held = [(words, bits) for words, bits in PLACE_WORDS if all(stem(w) in stems for w in words)]
+    parts = wholes = 0
+    for _, bits in held:
+        if is_whole(bits):
+            wholes |= bits
+        else:
+            parts |= bits
+    found = resolve(parts, wholes)
+    if not found:
+        return None, 0
+    # the words of the groups that count (a whole given way to a part is not shown)
+    used = {stem(w) for words, bits in held if bits & found == bits for w in words}
+    text = " ".join(query[a:b].lower() for a, b, s in spans if s in used)
+    return text, found
+
+
+__all__ = ["ABDOMEN", "AXILLA", "BODY", "CLAVICLE", "FAMILIES", "HUMERUS", "JUGULAR", "NECK", "PLACE_WORDS", "RIBS",
+           "SCAPULA", "SHOULDER", "SPINE", "SPINE_C", "SPINE_L", "SPINE_T", "STERNUM", "SUBCLAVIAN", "is_whole",
+           "query_places", "resolve"]
