@@ -43,7 +43,8 @@ class ReadingOut(BaseModel):
     side: str | None
     negation: str = Field(description="aware (ranked by the reading) or ignore (plain similarity).")
     note: str = Field(description="Why something was left out (too many findings, no finding ...).")
-    location: str | None = Field(None, description="The lobes, base or apices the query names, in its words "
+    location: str | None = Field(None, description="The lobes, base, apices or body places (\"thoracic spine\", "
+                                                   "\"left shoulder\") the query names, in its words "
                                                    "(`location=ignore` in `reading` drops it).")
 
 

@@ -484,7 +484,7 @@
         [asRead.side, "ignore"], asRead.side));
     }
     if (asRead.location) {
-      chips.append(readingChip("location", "lobe, base or apex in the query", null,
+      chips.append(readingChip("location", "lobe, base, apex or body place in the query", null,
         result.reading.location ? asRead.location : "ignore", [asRead.location, "ignore"], asRead.location));
     }
     const notes = [];
