@@ -7,7 +7,8 @@ Rules made from the errors of the newcomer's check (the v3 batch's dev half), ea
   masks "risk" ("high XXXX for", "XXXX factors for");
 - a cancer named for an organ outside the chest ("known breast carcinoma") is its own finding, not lung cancer;
 - "prior tuberculous infection" is one finding (tuberculosis, historical): its "infection" is no pneumonia;
-- "The heart is large." states cardiomegaly, "The heart is not large." denies it;
+- "The heart is large." states cardiomegaly, "The heart is not large." denies it; "masslike opacification" is a mass;
+- "nodule, not seen on prior exams" calls the nodule new: it is there (the current study is not named);
 - a query's "big" is read as reports write it ("large"), a closing "?" asks for the finding itself, and
   "x-ray" is one word of the imaging, not two finding phrases.
 
@@ -100,3 +101,21 @@ def test_query_sizes_questions_and_hyphens(labeler) -> None:
     # "x-ray" is one word of the imaging: the finding phrase is the normal chest, not "x" and "ray"
     assert read(labeler, "normal chest x-ray") == [("normal chest", "present")]
     assert [p.stems for p in labeler.query_phrases("well-defined nodule")] == [("well", "defin", "nodul")]
+
+
+@pytest.mark.parametrize("text, finding", [
+    ("There is a 9 mm right lower lobe pulmonary nodule, not seen on prior exams.", "nodule"),
+    ("Left midlung opacity noted, not visualized on prior.", "lung opacity"),
+    ("New right pleural effusion, not present on the previous study.", "pleural effusion"),
+])
+def test_not_seen_on_a_prior_study_is_new_not_absent(labeler, text, finding) -> None:
+    assert stated(labeler, text)[finding] == "present"
+
+
+@pytest.mark.parametrize("text", ["The nodule seen on CT is not seen on this study.", "Pneumothorax is not seen."])
+def test_not_seen_now_is_still_absent(labeler, text) -> None:
+    assert set(stated(labeler, text).values()) == {"absent"}
+
+
+def test_masslike_opacification_is_a_mass(labeler) -> None:
+    assert stated(labeler, "Masslike opacification of right apex.") == {"mass": "present"}
