@@ -5,7 +5,7 @@ Rules made from the errors of the newcomer's check (the v3 batch's dev half), ea
 - a question ("Does this patient have known risk factors for malignancy?") and a condition about the patient
   ("If patient high risk for pulmonary malignancy, consider CT") ask about a finding, they do not state it; Open-i
   masks "risk" ("high XXXX for", "XXXX factors for");
-- a cancer named for an organ outside the chest ("known breast carcinoma") is its own finding, not lung cancer;
+- a generic tumor word named for an organ outside the lungs ("known breast carcinoma") is no lung cancer;
 - "prior tuberculous infection" is one finding (tuberculosis, historical): its "infection" is no pneumonia;
 - "The heart is large." states cardiomegaly, "The heart is not large." denies it; "masslike opacification" is a mass;
 - "nodule, not seen on prior exams" calls the nodule new: it is there (the current study is not named);
@@ -53,14 +53,18 @@ def test_statements_keep_their_status(labeler, text, finding, status) -> None:
 
 @pytest.mark.parametrize("text", [
     "Redemonstration of right chest wall mass compatible with patient's known breast carcinoma.",
-    "History of prostate cancer.",
+    "History of prostate malignancy.",
     "Patient with thyroid carcinoma.",
     "Known brain tumor.",
+    "History of renal cell carcinoma.",
 ])
 def test_another_organs_cancer_is_no_lung_cancer(labeler, text) -> None:
-    found = stated(labeler, text)
-    assert "lung cancer" not in found
-    assert "extrathoracic cancer" in found
+    assert "lung cancer" not in stated(labeler, text)
+
+
+def test_another_organs_cancer_in_a_query_is_no_lung_cancer(labeler) -> None:
+    assert [m.finding for m in labeler.label_query("breast carcinoma")] == []
+    assert [m.finding for m in labeler.label_query("lung carcinoma")] == ["lung cancer"]
 
 
 def test_lung_cancer_is_still_read(labeler) -> None:
@@ -78,6 +82,7 @@ def test_a_tuberculous_infection_is_tuberculosis_not_pneumonia(labeler) -> None:
 @pytest.mark.parametrize("text, status", [
     ("The heart is large.", "present"),
     ("Heart size remains slightly large.", "present"),
+    ("The heart XXXX is large, unchanged from prior exam.", "present"),
     ("The heart is not large.", "absent"),
 ])
 def test_a_large_heart_is_cardiomegaly(labeler, text, status) -> None:
@@ -87,6 +92,7 @@ def test_a_large_heart_is_cardiomegaly(labeler, text, status) -> None:
 def test_large_elsewhere_is_no_cardiomegaly(labeler) -> None:
     assert stated(labeler, "Normal heart. Large hiatal hernia.") == {"cardiomegaly": "absent", "hiatal hernia": "present"}
     assert "cardiomegaly" not in stated(labeler, "Large left pleural effusion.")
+    assert "cardiomegaly" not in stated(labeler, "The heart is obscured by a large hiatal hernia.")
 
 
 def read(labeler, query: str) -> list[tuple[str, str]]:
@@ -95,7 +101,7 @@ def read(labeler, query: str) -> list[tuple[str, str]]:
 
 def test_query_sizes_questions_and_hyphens(labeler) -> None:
     assert read(labeler, "big heart") == [("cardiomegaly", "present")]
-    assert read(labeler, "heart looks big") == [("cardiomegaly", "present")]
+    assert read(labeler, "heart looks big") == [("heart looks large", "present")]  # the linker reads it further
     assert read(labeler, "pneumonia?") == [("pneumonia", "present")]
     assert read(labeler, "no pneumothorax?") == [("pneumothorax", "absent")]
     # "x-ray" is one word of the imaging: the finding phrase is the normal chest, not "x" and "ray"
