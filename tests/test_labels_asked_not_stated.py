@@ -125,3 +125,11 @@ def test_not_seen_now_is_still_absent(labeler, text) -> None:
 
 def test_masslike_opacification_is_a_mass(labeler) -> None:
     assert stated(labeler, "Masslike opacification of right apex.") == {"mass": "present"}
+
+
+@pytest.mark.parametrize("text, finding", [
+    ("Malignancy cannot be confidently excluded on the available images.", "lung cancer"),
+    ("Pneumonia cannot be definitively ruled out.", "pneumonia"),
+])
+def test_an_adverb_inside_a_hedge_keeps_it_a_hedge(labeler, text, finding) -> None:
+    assert stated(labeler, text)[finding] == "uncertain"
