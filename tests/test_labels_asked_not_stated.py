@@ -18,9 +18,14 @@ Sentences in the style of Open-i written for these tests; the packaged lexicon a
 from __future__ import annotations
 
 import pytest
-from test_labels_openvocab import labeler  # noqa: F401  (the shared fixture)
 
+from radsift.labels import Labeler
 from radsift.search.reading import read_query
+
+
+@pytest.fixture(scope="module")
+def labeler() -> Labeler:
+    return Labeler()
 
 
 def stated(labeler, text: str) -> dict[str, str]:
