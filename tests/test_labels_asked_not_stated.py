@@ -138,3 +138,19 @@ def test_masslike_opacification_is_a_mass(labeler) -> None:
 ])
 def test_an_adverb_inside_a_hedge_keeps_it_a_hedge(labeler, text, finding) -> None:
     assert stated(labeler, text)[finding] == "uncertain"
+
+
+def test_a_question_mark_inside_a_sentence_is_no_question(labeler) -> None:
+    # "? pneumonia" after the findings (an indication's mark) does not make the findings before it asked
+    assert stated(labeler, "Fever, productive cough and crackles, ? pneumonia.") == {"pneumonia": "present"}
+
+
+def test_the_linker_reads_the_users_words() -> None:
+    seen = []
+
+    def link(text):
+        seen.append(text)
+        return None
+
+    read_query("heart looks too big", Labeler(), link=link)
+    assert seen == ["heart looks too big"]
