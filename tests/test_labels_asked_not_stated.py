@@ -142,7 +142,10 @@ def test_an_adverb_inside_a_hedge_keeps_it_a_hedge(labeler, text, finding) -> No
 
 def test_a_question_mark_inside_a_sentence_is_no_question(labeler) -> None:
     # "? pneumonia" after the findings (an indication's mark) does not make the findings before it asked
-    assert stated(labeler, "Fever, productive cough and crackles, ? pneumonia.") == {"pneumonia": "present"}
+    assert stated(labeler, "Cardiomegaly and edema, ? pneumonia.") == {
+        "cardiomegaly": "present", "pulmonary edema": "present", "pneumonia": "present"}
+    assert [p.status for p in labeler.query_phrases("fall on outstretched hand, ? broken collarbone")] == [
+        "present", "present"]
 
 
 def test_the_linker_reads_the_users_words() -> None:

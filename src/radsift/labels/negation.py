@@ -264,7 +264,7 @@ def _terminated_by(cue) -> set[str] | None:
 def _closing(doc: Doc, mod) -> bool:
     """Whether a :data:`QUESTION_RULE` cue closes its sentence (no word after it): "Pneumonia?" asks, while
     "fever and cough, ? pneumonia" (an indication's mark) states the fever and the cough."""
-    if mod.rule.metadata.get("name") != QUESTION_RULE:
+    if not str(mod.rule.metadata.get("name")).endswith(f":{QUESTION_RULE}"):  # names are "CATEGORY:name"
         return True
     return not any(t.is_alpha or t.is_digit for t in doc[mod.modifier_span[1]:])
 
