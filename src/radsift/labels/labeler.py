@@ -12,6 +12,7 @@ from radsift.labels.lexicon import Lexicon, load_lexicon
 from radsift.labels.negation import NegationDetector
 from radsift.labels.observations import doubted_by_impression, questioned_in_sentence
 from radsift.labels.openvocab import Phrase, PhraseReader
+from radsift.labels.organs import drop_other_organs
 from radsift.labels.rules import Rules, load_rules
 from radsift.labels.spotter import Match, Spotter
 from radsift.progress import progress_bar
@@ -102,7 +103,7 @@ class Labeler:
         need_doc = []
         for text in texts:
             tokens = self.spotter.tokens(text)
-            matches = self.spotter.spot(text, tokens)
+            matches = drop_other_organs(text, self.spotter.spot(text, tokens))
             spotted.append((text, tokens, matches))
             if any(m.kind == "synonym" for m in matches):
                 need_doc.append(text)
@@ -137,7 +138,7 @@ class Labeler:
         alternatives keep their status: "pleural effusion or pneumothorax" asks for either, present."""
         with self._lock:
             tokens = self.spotter.tokens(query)
-            matches = self.spotter.spot(query, tokens)
+            matches = drop_other_organs(query, self.spotter.spot(query, tokens))
             mentions = self.detector.mentions(query, tokens, matches, None, differential=False)
             return self._with_parts(_with_inner(mentions, matches))
 

@@ -33,6 +33,8 @@ from radsift.records import Mention
 DEFAULT_RULE = "default"
 NORMAL_FORM_RULE = "normal-form"
 ABSENT_PHRASE_RULE = "absent-phrase"
+#: The rules file's name of the question-mark cue (HYPOTHETICAL, backward): kept only where it closes the sentence.
+QUESTION_RULE = "question mark"
 
 
 @dataclass(frozen=True)
@@ -259,6 +261,14 @@ def _terminated_by(cue) -> set[str] | None:
     return None
 
 
+def _closing(doc: Doc, mod) -> bool:
+    """Whether a :data:`QUESTION_RULE` cue closes its sentence (no word after it): "Pneumonia?" asks, while
+    "fever and cough, ? pneumonia" (an indication's mark) states the fever and the cough."""
+    if not str(mod.rule.metadata.get("name")).endswith(f":{QUESTION_RULE}"):  # names are "CATEGORY:name"
+        return True
+    return not any(t.is_alpha or t.is_digit for t in doc[mod.modifier_span[1]:])
+
+
 def _distance(span, mod) -> int:
     start, end = mod.modifier_span
     if end <= span.start:
@@ -270,7 +280,7 @@ def _distance(span, mod) -> int:
 
 def _decide(doc: Doc, span, differential: bool = True, alternatives: frozenset | set = frozenset()
             ) -> tuple[str, str | None, str]:
-    mods = [m for m in span._.modifiers if m.category in STATUS_OF]
+    mods = [m for m in span._.modifiers if m.category in STATUS_OF and _closing(doc, m)]
     if not differential or any(m.category == NEGATED for m in mods):
         # "No pneumothorax or pleural effusion": a negation of the list beats the alternatives in it.
         mods = [m for m in mods if m.category != DIFFERENTIAL]

@@ -47,7 +47,9 @@ WINDOW = 10
 STOP_WORDS = frozenset(
     "a an the of in on at to for from by with and or any is are was were be been being there this that these "
     "those it its as into onto per patient patients study exam finding findings evidence sign signs "
-    "seen noted present identified demonstrated shows show showing".split())
+    "seen noted present identified demonstrated shows show showing".split()
+    # the imaging, not a finding ("normal chest x-ray": reports write "x-XXXX", "radiograph", "film" or nothing)
+    + "x ray xray x-ray radiograph radiographs radiography film films image images imaging view views".split())
 #: Severity and time words: kept in the phrase text, not required in a unit.
 OPTIONAL_WORDS = frozenset(
     "small large tiny trace minimal mild mildly moderate moderately severe severely marked markedly acute "
@@ -152,6 +154,8 @@ class PhraseReader:
         for i, token in enumerate(doc):
             if i in in_cue and _negated_statement(doc, i, in_cue, groups[-1]):
                 continue  # "lungs are not clear": one phrase, the cue read for its head
+            if _inner_hyphen(doc, i):
+                continue  # "x-ray", "well-defined": one word, not two phrases
             if i in in_cue or token.lower_ in _SPLIT or not _WORD.search(token.text):
                 if groups[-1]:
                     groups.append([])
@@ -208,6 +212,13 @@ class PhraseReader:
         if not matches:
             return []
         return self.detector.read_matches(text, matches)
+
+
+def _inner_hyphen(doc, i: int) -> bool:
+    """Whether token ``i`` is a hyphen inside a word ("x-ray": no space on either side, a word on both)."""
+    token = doc[i]
+    return (token.text == "-" and 0 < i < len(doc) - 1 and not doc[i - 1].whitespace_ and not token.whitespace_
+            and _WORD.search(doc[i - 1].text) is not None and _WORD.search(doc[i + 1].text) is not None)
 
 
 def _other_structure(words: list[str], joined: list[bool], i: int, named: set[str]) -> bool:

@@ -52,6 +52,13 @@ OVERRIDE_STATUSES = ("present", "absent", "uncertain", "ignore")
 #: as reports and the lexicon write them ("overinflated"), so the prefix is neither a phrase of its own nor lost.
 PREFIXES = re.compile(r"\b(hyper|hypo|over|under|non|post|pre|sub|peri|intra|inter|retro)-(?=[^\W\d_]{3,})",
                       re.IGNORECASE)
+#: Lay words for a size that reports write otherwise ("big heart": "the heart is large"): replaced before the
+#: query is read, so that the lexicon's phrases and the open-vocabulary reader meet the reports' word (the
+#: concept linker still reads the user's words: descriptions say "too big").
+LAY_SIZES = re.compile(r"\bbig\b", re.IGNORECASE)
+#: A question mark closing a query: the user asks whether the finding is there, which is no hedge
+#: (in a report "Pneumonia?" is hypothetical: :mod:`radsift.labels` rules).
+QUESTION = re.compile(r"\s*\?+\s*$")
 #: The status a link to a concept takes from a text that calls something normal ("lungs are clear": no opacity).
 _FLIPPED = {"present": "absent", "absent": "present"}
 #: How a query that links to a concept is read: ``both`` (the literal reading, with the link beside it
@@ -105,7 +112,9 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     Raises:
         ConfigError: The override names a finding the query was not read to name.
     """
-    query = PREFIXES.sub(r"\1", query)
+    query = QUESTION.sub("", PREFIXES.sub(r"\1", query)) or query
+    words = query  # what the concept linker compares with descriptions, in the user's own words ("too big")
+    query = LAY_SIZES.sub("large", query)
     side = query_side(query)
     location, regions, implied = _query_location(query)
     side = side or implied
@@ -115,7 +124,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
             found.setdefault(m.finding, ReadFinding(m.finding, m.status, "lexicon", m.cue, side))
     phrases = labeler.query_phrases(query) if not found else []
     if not found and lexicon and link is not None and read_as != "literal":
-        text, status, cue = labeler.query_finding_text(query)
+        text, status, cue = labeler.query_finding_text(words)
         linked = link(text) if text else None
         if linked is not None and normal_statement(text):
             # "lungs are clear" states the linked opacity absent; "lungs are not clear" (the statement read

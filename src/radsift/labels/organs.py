@@ -1,0 +1,46 @@
+"""Another organ's cancer: a generic tumor word named for an organ outside the lungs is no lung finding.
+
+The chest X-ray lexicon names lung cancer by generic words too ("carcinoma", "malignancy", "neoplasm",
+"tumor"), because a chest report's unqualified "malignancy" is the lung's. Named for another organ ("known
+breast carcinoma", "renal cell carcinoma", "history of prostate malignancy", "known brain tumor") the word is
+that organ's cancer, which the chest film does not show: the match is dropped before its status is read
+(:func:`drop_other_organs`), as the newcomer's check judges it ("mentioned for another structure").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from radsift.labels.spotter import Match
+
+#: Generic tumor words (lower case, singular and plural) that take their organ from the word before them.
+TUMOR_WORDS = frozenset("carcinoma carcinomas cancer cancers malignancy malignancies neoplasm neoplasms tumor tumors "
+                        "tumour tumours".split())
+#: Organs (and their adjectives) outside the lungs and pleura whose cancers a chest report names as history.
+OTHER_ORGANS = frozenset(
+    "breast breasts prostate prostatic colon colonic colorectal rectal rectum renal kidney bladder urothelial thyroid "
+    "brain cerebral ovarian ovary pancreatic pancreas gastric stomach cervical cervix uterine uterus endometrial "
+    "testicular laryngeal larynx hepatic hepatocellular liver esophageal esophagus skin head neck tongue tonsillar "
+    "adrenal".split())
+#: Words that may stand between the organ and the tumor word ("renal cell carcinoma", "breast ductal carcinoma").
+BETWEEN = frozenset("cell ductal lobular papillary follicular medullary squamous transitional primary".split())
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+def drop_other_organs(text: str, matches: Sequence[Match]) -> list[Match]:
+    """``matches`` without those whose text is one of :data:`TUMOR_WORDS` right after an organ of
+    :data:`OTHER_ORGANS` (at most one of :data:`BETWEEN` between them)."""
+    out = []
+    for m in matches:
+        if m.text.lower() in TUMOR_WORDS:
+            before = [w.lower() for w in _WORD.findall(text[:m.start])[-2:]]
+            if before and before[-1] in BETWEEN:
+                before = before[:-1]
+            if before and before[-1] in OTHER_ORGANS:
+                continue
+        out.append(m)
+    return out
+
+
+__all__ = ["BETWEEN", "OTHER_ORGANS", "TUMOR_WORDS", "drop_other_organs"]
