@@ -79,3 +79,23 @@ def test_a_python_run_is_recorded_when_it_returns_and_a_peek_never(idx):
     saved.record(run)
     assert recorded(idx)
     assert saved.run(idx, "ptx", new=True).rows == []
+
+
+def test_a_run_recorded_after_its_search_was_removed_or_replaced_records_nothing(idx):
+    """The web service records a run after its answer is sent: a remove (or a replace) that came in between
+    must not be undone by the record (the page showed a removed search again)."""
+    saved = SavedSearches.of_index(idx.path)
+    run = saved.run(idx, "ptx", new=True, mark=False)
+    saved.remove("ptx")
+    saved.record(run)
+    assert saved.names() == [] and not (saved.folder / "ptx.seen.json").exists()
+
+    saved.add(idx, "ptx", "pneumothorax", mode="bm25")
+    run = saved.run(idx, "ptx", new=True, mark=False)
+    replacement = saved.add(idx, "ptx", "right pneumothorax", mode="bm25", replace=True)
+    saved.record(run)
+    assert saved.get("ptx").query == replacement.query and not recorded(idx)
+
+    run = saved.run(idx, "ptx", new=True, mark=False)  # the search as stored: its run is recorded
+    saved.record(run)
+    assert recorded(idx)

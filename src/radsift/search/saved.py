@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -97,6 +98,11 @@ class SavedRun:
     pending: dict[str, Any] | None = field(default=None, repr=False)
 
 
+#: A run is recorded after its answer is sent (the web service's background task), so a remove or a replace may
+#: come between the run and its record: in one process, the two take turns.
+_RECORDING = threading.Lock()
+
+
 class SavedSearches:
     """The saved searches of one index (``INDEX/saved``) or of a folder the user chose."""
 
@@ -152,16 +158,18 @@ class SavedSearches:
         saved = SavedSearch(name=name, query=normalize_query(query), options=plain_options(options), include=include,
                             created=_now(), model=m.model_name, model_fingerprint=m.model_fingerprint)
         self.folder.mkdir(parents=True, exist_ok=True)
-        _atomic_write(path, json.dumps(saved.to_dict(), indent=1, ensure_ascii=False) + "\n")
-        self._path(name, ".seen.json").unlink(missing_ok=True)
+        with _RECORDING:
+            _atomic_write(path, json.dumps(saved.to_dict(), indent=1, ensure_ascii=False) + "\n")
+            self._path(name, ".seen.json").unlink(missing_ok=True)
         return saved
 
     def remove(self, name: str) -> None:
         path = self._path(name)
-        if not path.exists():
-            raise ConfigError(f"no saved search {name!r}")
-        path.unlink()
-        self._path(name, ".seen.json").unlink(missing_ok=True)
+        with _RECORDING:
+            if not path.exists():
+                raise ConfigError(f"no saved search {name!r}")
+            path.unlink()
+            self._path(name, ".seen.json").unlink(missing_ok=True)
 
     def run(self, index, name: str, *, new: bool = False, mark: bool = True,
             max_rows: int | None = None) -> SavedRun:
@@ -211,12 +219,24 @@ class SavedSearches:
             return
         pending, run.pending = run.pending, None
         saved, ids = run.search, pending["ids"]
-        _atomic_write(self._path(saved.name, ".seen.json"), json.dumps(ids, ensure_ascii=False))
-        saved.last_run = {"time": _now(), "generation": pending["generation"],
-                          "model_fingerprint": pending["model_fingerprint"], "reports": len(ids),
-                          "rows": len(run.cohort.rows)}
-        saved.model, saved.model_fingerprint = pending["model"], pending["model_fingerprint"]
-        _atomic_write(self._path(saved.name), json.dumps(saved.to_dict(), indent=1, ensure_ascii=False) + "\n")
+        with _RECORDING:
+            if not self._is_current(saved):  # removed or replaced since the run: writing would bring it back
+                return
+            _atomic_write(self._path(saved.name, ".seen.json"), json.dumps(ids, ensure_ascii=False))
+            saved.last_run = {"time": _now(), "generation": pending["generation"],
+                              "model_fingerprint": pending["model_fingerprint"], "reports": len(ids),
+                              "rows": len(run.cohort.rows)}
+            saved.model, saved.model_fingerprint = pending["model"], pending["model_fingerprint"]
+            _atomic_write(self._path(saved.name), json.dumps(saved.to_dict(), indent=1, ensure_ascii=False) + "\n")
+
+    def _is_current(self, saved: SavedSearch) -> bool:
+        """Whether ``saved`` is still the search stored under its name (the same one saved, not a replacement)."""
+        try:
+            stored = self.get(saved.name)
+        except ConfigError:
+            return False
+        return (stored.created, stored.query, stored.options, stored.include) == (
+            saved.created, saved.query, saved.options, saved.include)
 
 
 def _now() -> str:
