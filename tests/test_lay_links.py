@@ -31,7 +31,8 @@ def _linker(query_near: dict[str, float], devices: set[str]):
 def test_where_a_finding_is_seen_is_not_what_it_is():
     assert link_words("shallow breath on the x ray") == "shallow breath"
     assert link_words("shallow breath on the x-ray") == "shallow breath"
-    assert link_words("fluid seen on my chest x-ray") == "fluid"
+    assert link_words("fluid seen on my chest x-ray") == "fluid on my chest"  # the organ says where
+    assert link_words("white patch on my lung x-ray") == "white patch on my lung"
     assert link_words("a spot in the film") == "a spot"
     assert link_words("no pneumonia on the cxr") == "no pneumonia"
     # no preposition, no place of seeing: the words stay ("normal chest x-ray" is what the user asks for)

@@ -61,10 +61,12 @@ LAY_SIZES = re.compile(r"\bbig\b", re.IGNORECASE)
 QUESTION = re.compile(r"\s*\?+\s*$")
 #: Where everything in a report is seen ("on the x-ray", "in my chest film"): these words say nothing of what the
 #: finding is, so the concept linker compares the finding text without them (an embedding hears "x-ray" and
-#: drifts from the finding toward whatever description names a film).
+#: drifts from the finding toward whatever description names a film). An organ named with the film stays
+#: ("on my lung x-ray" -> "on my lung"): it says where.
 ON_THE_FILM = re.compile(
-    r"\s*\b(?:seen\s+)?(?:on|in|from)\s+(?:(?:the|my|this|a|his|her|their)\s+)?(?:(?:chest|lung)\s+)?"
-    r"(?:x\W?rays?|xrays?|cxr|films?|radiographs?|scans?|images?|pictures?)\b", re.IGNORECASE)
+    r"\s*\b(?:seen\s+)?(?P<where>(?:on|in|from)\s+(?:(?:the|my|this|a|his|her|their)\s+)?)"
+    r"(?P<organ>(?:chest|lungs?)\s+)?(?:x\W?rays?|xrays?|cxr|films?|radiographs?|scans?|images?|pictures?)\b",
+    re.IGNORECASE)
 #: The status a link to a concept takes from a text that calls something normal ("lungs are clear": no opacity).
 _FLIPPED = {"present": "absent", "absent": "present"}
 #: How a query that links to a concept is read: ``both`` (the literal reading, with the link beside it
@@ -75,7 +77,12 @@ READ_AS = ("both", "literal", "linked")
 
 def link_words(query: str) -> str:
     """The words of ``query`` the concept linker reads: the query less where it is seen (:data:`ON_THE_FILM`)."""
-    return ON_THE_FILM.sub("", query).strip() or query
+    return ON_THE_FILM.sub(_organ_seen, query).strip() or query
+
+
+def _organ_seen(m: re.Match) -> str:
+    """What stays of a place of seeing: the organ, if the film was named with one ("on my lung x-ray")."""
+    return f" {m['where']}{m['organ'].strip()}" if m["organ"] else ""
 
 
 def parse_override(items: Iterable[str] | Mapping[str, str] | None) -> dict[str, str]:
