@@ -45,6 +45,8 @@ from bench_descriptions import (
     weak_label_queries,
 )
 
+from radsift.search.reading import link_words
+
 DEV2 = QUERIES.with_name("description_queries_dev2.tsv")
 V3 = QUERIES.with_name("description_queries_v3.tsv")
 
@@ -54,7 +56,7 @@ def link_rows(idx, texts: list[str]) -> list[str | None]:
     link = idx._link_function("hybrid", "", None)
     out = []
     for text in texts:
-        finding_text, _, _ = idx.labeler.query_finding_text(" ".join(text.split()))
+        finding_text, _, _ = idx.labeler.query_finding_text(link_words(" ".join(text.split())))
         got = link(finding_text) if finding_text else None
         out.append(None if got is None else got.concept)
     return out

@@ -58,6 +58,9 @@ These rules keep a link from being a guess between neighbours:
   lexicon ``parts`` (hydropneumothorax and pneumothorax for "collapsed lung"), the part is linked (every
   report stating the compound states the part) and the margin is taken over the next concept, unless the text
   names a substance only the compound holds (the rule above).
+- **A body's shape is no device.** A text calling something sunken, caved in, hollow, dented, hunched or misshapen
+  (:data:`SHAPES`) describes the body's own contour: it links to no concept of the ``device`` category ("a sunken
+  chest" is no chest drain for sharing "chest").
 - **A clear winner.** The best concept must beat the next one by :data:`LINK_MARGIN` (cosine): a query
   halfway between fracture and acute osseous abnormality links to neither.
 
@@ -156,6 +159,9 @@ TONES: dict[str, re.Pattern] = {
     "dark": re.compile(r"\b(?:hyper|radio)?lucen\w*|\bdark\w*|\bblack\w*", re.IGNORECASE),
     "white": re.compile(r"\bwhit(?:e|er|ish|eness|ening)\b|\bopaci\w*|\b(?:radio)?opaque\b", re.IGNORECASE),
 }
+#: Words of the body's own contour: a text naming one links to no device (a device has no such shape in a query).
+SHAPES = re.compile(r"\b(?:sunken|sunk|caved|cave[sd]?\s+in|hollow(?:ed)?|dented|dips?\s+in(?:ward)?|concave|hunched|"
+                    r"humped|hunchback\w*|misshapen|deformed|deformity)\b", re.IGNORECASE)
 
 #: What a patient feels, not what a film shows: a finding text made only of these (with where and how they are
 #: felt, :data:`_FELT`) links to no concept ("chest pain", "back pain", "shortness of breath").
@@ -242,6 +248,12 @@ class ConceptLinker:
         self.tones = [tones_of([c]) for c in self.concepts]  # the name only (:data:`TONES`)
         self.sizes = [sizes_of([c]) for c in self.concepts]  # for_lexicon reads the synonyms too
         self.parts: list[frozenset[int]] = [frozenset()] * len(self.concepts)
+        self.devices = np.zeros(len(self.concepts), dtype=bool)  # for_lexicon reads the categories
+
+    def with_devices(self, devices: Sequence[bool]) -> ConceptLinker:
+        """This linker with each concept's being a device (the lexicon's ``device`` category) or not."""
+        self.devices = np.asarray(devices, dtype=bool)
+        return self
 
     def with_parts(self, parts: Sequence[Sequence[str]]) -> ConceptLinker:
         """This linker with each concept's lexicon ``parts`` (names; names outside the lexicon are left out)."""
@@ -276,6 +288,7 @@ class ConceptLinker:
             [concept_substances(c.name, c.synonyms) for c in lexicon])
         linker.directions = [directions_of([c.name, *c.synonyms]) for c in lexicon]
         linker.sizes = [sizes_of([c.name, *c.synonyms]) for c in lexicon]
+        linker.with_devices([c.category == "device" for c in lexicon])
         return linker.with_parts([c.parts for c in lexicon])
 
     def scores(self, query_vector: np.ndarray, text: str | None = None) -> np.ndarray:
@@ -299,9 +312,12 @@ class ConceptLinker:
         ways = directions_of([text])
         tones = tones_of([text])
         sizes = sizes_of([text])
-        if not named and not stuff and not ways and not tones and not sizes:
+        shaped = bool(SHAPES.search(text))
+        if not named and not stuff and not ways and not tones and not sizes and not shaped:
             return None
         ok = np.ones(len(self.concepts), dtype=bool)
+        if shaped:  # the body's own contour: no device
+            ok &= ~self.devices
         if stuff:  # a concept of another substance is not what the query describes
             ok &= np.array([s <= stuff for s in self.substances], dtype=bool)
         for way in ways:

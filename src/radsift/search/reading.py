@@ -59,12 +59,30 @@ LAY_SIZES = re.compile(r"\bbig\b", re.IGNORECASE)
 #: A question mark closing a query: the user asks whether the finding is there, which is no hedge
 #: (in a report "Pneumonia?" is hypothetical: :mod:`radsift.labels` rules).
 QUESTION = re.compile(r"\s*\?+\s*$")
+#: Where everything in a report is seen ("on the x-ray", "in my chest film"): these words say nothing of what the
+#: finding is, so the concept linker compares the finding text without them (an embedding hears "x-ray" and
+#: drifts from the finding toward whatever description names a film). An organ named with the film stays
+#: ("on my lung x-ray" -> "on my lung"): it says where.
+ON_THE_FILM = re.compile(
+    r"\s*\b(?:seen\s+)?(?P<where>(?:on|in|from)\s+(?:(?:the|my|this|a|his|her|their)\s+)?)"
+    r"(?P<organ>(?:chest|lungs?)\s+)?(?:x\W?rays?|xrays?|cxr|films?|radiographs?|scans?|images?|pictures?)\b",
+    re.IGNORECASE)
 #: The status a link to a concept takes from a text that calls something normal ("lungs are clear": no opacity).
 _FLIPPED = {"present": "absent", "absent": "present"}
 #: How a query that links to a concept is read: ``both`` (the literal reading, with the link beside it
 #: when the query's phrase occurs in the index; the link alone when it occurs nowhere), ``literal`` (never
 #: linked) or ``linked`` (the link in the literal reading's place, whatever the index holds).
 READ_AS = ("both", "literal", "linked")
+
+
+def link_words(query: str) -> str:
+    """The words of ``query`` the concept linker reads: the query less where it is seen (:data:`ON_THE_FILM`)."""
+    return ON_THE_FILM.sub(_organ_seen, query).strip() or query
+
+
+def _organ_seen(m: re.Match) -> str:
+    """What stays of a place of seeing: the organ, if the film was named with one ("on my lung x-ray")."""
+    return f" {m['where']}{m['organ'].strip()}" if m["organ"] else ""
 
 
 def parse_override(items: Iterable[str] | Mapping[str, str] | None) -> dict[str, str]:
@@ -113,7 +131,8 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         ConfigError: The override names a finding the query was not read to name.
     """
     query = QUESTION.sub("", PREFIXES.sub(r"\1", query)) or query
-    words = query  # what the concept linker compares with descriptions, in the user's own words ("too big")
+    # what the concept linker compares with descriptions, in the user's own words ("too big"), less the film
+    words = link_words(query)
     query = LAY_SIZES.sub("large", query)
     side = query_side(query)
     location, regions, implied = _query_location(query)
