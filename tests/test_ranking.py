@@ -7,6 +7,7 @@ import pytest
 
 from radsift.ranking import (apply_tiers, best_per_group, bm25_scores, build_bm25_texts, demote, rank, rank_groups,
                              rerank, side_tiers, stated_tiers, top_k, top_ranking, unit_tiers, units_with_terms)
+from radsift.ranking.tiers import OPPOSITE, PARTIAL, STATES, reading_classes
 
 DENSE = np.array([0.9, 0.1, 0.5, 0.5, 0.3], dtype=np.float32)
 BM25 = np.array([0.0, 2.0, 1.0, 0.0, 0.0], dtype=np.float32)
@@ -184,3 +185,19 @@ def test_best_per_owner_is_each_owners_best_unit():
     for at in (slice(0, 2), slice(2, 5)):
         best_per_owner(scores[at], owner[at], 4, out=out)
     assert out.tolist() == best.tolist()
+
+
+def test_a_denial_the_report_contradicts_ranks_below_a_plain_denial():
+    # report 0 = units 0, 1: "No nodules or masses." and "Multiple small nodules."; report 1 = unit 2:
+    # "No nodules."; report 2 = unit 3: nothing of nodules
+    stated = stated_tiers(4, np.array([0, 1, 2]), np.array([0, 0, 0]), np.array([-1, 1, -1]), [(0, "absent")])
+    group_of = np.array([0, 0, 1, 2])
+    tiers = unit_tiers(stated, ["absent"], group_of=group_of)
+    assert max(tiers[2], tiers[3]) < min(tiers[:2])  # below a plain denial, and below a report silent on it
+    groups, _, _ = rank_groups("dense", 3, group_of, dense=np.array([0.9, 0.8, 0.1, 0.2]), tiers=tiers)
+    assert groups.tolist() == [1, 2, 0]
+    _, reports = reading_classes(stated, ["absent"], group_of)
+    assert reports.tolist() == [PARTIAL, STATES, PARTIAL]  # the contradicted report does not state "no nodules"
+    # asked "nodules", the same report states them: a finding stated anywhere is there
+    present = stated_tiers(4, np.array([0, 1, 2]), np.array([0, 0, 0]), np.array([-1, 1, -1]), [(0, "present")])
+    assert reading_classes(present, ["present"], group_of)[1].tolist() == [STATES, OPPOSITE, PARTIAL]

@@ -269,6 +269,20 @@ def _closing(doc: Doc, mod) -> bool:
     return not any(t.is_alpha or t.is_digit for t in doc[mod.modifier_span[1]:])
 
 
+def _in_later_parenthesis(doc: Doc, span, mod) -> bool:
+    """Whether ``span`` lies in a parenthesis opened after ``mod``'s cue: a parenthesis is a statement of its
+    own, which a negation before it does not reach ("No ... large pleural effusion identified (blunting of
+    costophrenic recesses bilaterally may represent small effusions ..." states the blunting)."""
+    end = mod.modifier_span[1]
+    depth = 0
+    for token in doc[end:span.start] if end <= span.start else ():
+        if token.text == "(":
+            depth += 1
+        elif token.text == ")":
+            depth = max(depth - 1, 0)
+    return depth > 0
+
+
 def _distance(span, mod) -> int:
     start, end = mod.modifier_span
     if end <= span.start:
@@ -280,7 +294,8 @@ def _distance(span, mod) -> int:
 
 def _decide(doc: Doc, span, differential: bool = True, alternatives: frozenset | set = frozenset()
             ) -> tuple[str, str | None, str]:
-    mods = [m for m in span._.modifiers if m.category in STATUS_OF and _closing(doc, m)]
+    mods = [m for m in span._.modifiers if m.category in STATUS_OF and _closing(doc, m)
+            and not (m.category == NEGATED and _in_later_parenthesis(doc, span, m))]
     if not differential or any(m.category == NEGATED for m in mods):
         # "No pneumothorax or pleural effusion": a negation of the list beats the alternatives in it.
         mods = [m for m in mods if m.category != DIFFERENTIAL]

@@ -57,6 +57,8 @@ TIER_OF = {
 }
 NO_READING = {"present": 1, "absent": 1, "uncertain": 2}
 OPPOSITE_TIER = 3
+#: The tier of a report that denies a finding asked absent in one unit and states it in another.
+CONTRADICTED = 2
 #: Side tiers within one reading tier (same, none, opposite).
 SIDE_SLOTS = 3
 
@@ -200,9 +202,7 @@ def unit_tiers(stated: np.ndarray | None, statuses: Sequence[str], sides: np.nda
     if group_of is not None and stated is not None and n:
         # A report is judged on its whole text: per finding, the best reading any of its units states.
         group_of = np.asarray(group_of, dtype=np.int64)
-        best = np.full((int(group_of.max()) + 1, stated.shape[1]), UNSTATED, dtype=np.int8)
-        np.minimum.at(best, group_of, stated)
-        report = combine(_resolve(best, statuses))
+        report = combine(_resolve(report_readings(stated, statuses, group_of, int(group_of.max()) + 1), statuses))
         tiers = report[group_of] * (int(tiers.max()) + 1) + tiers
     return tiers
 
@@ -243,6 +243,45 @@ def reading_classes(stated: np.ndarray, statuses: Sequence[str], group_of: np.nd
         return units, None
     group_of = np.asarray(group_of, dtype=np.int64)
     n = int(group_of.max(initial=-1)) + 1 if n_groups is None else int(n_groups)
+    return units, classify(report_readings(stated, statuses, group_of, n))
+
+
+def report_readings(stated: np.ndarray, statuses: Sequence[str], group_of: np.ndarray, n: int) -> np.ndarray:
+    """Per report and finding, the reading its whole text states (``(n, len(statuses))``, int8).
+
+    The best reading any of its units states, except for a denial the report contradicts: a report
+    asked for "no X" that denies X in one sentence and states X in another ("Multiple small nodules
+    ... No nodules or masses.") does not deny X as a whole, and holds :data:`CONTRADICTED` (the
+    uncertain tier) instead of 0. A report asked for X that also denies it somewhere still states
+    X ("no left effusion, small right effusion"): a finding stated anywhere is there, a denial holds
+    only if nothing in the report states it.
+
+    Args:
+        stated: :func:`stated_tiers` of every unit.
+        statuses: The wanted status of each column.
+        group_of: Report (0 to ``n - 1``) of every unit.
+        n: Number of reports.
+    """
     best = np.full((n, stated.shape[1]), UNSTATED, dtype=np.int8)
     np.minimum.at(best, group_of, stated)
-    return units, classify(best)
+    for j, status in enumerate(statuses):
+        best[:, j] = contradicted(np.arange(n), best[:, j], group_of[stated[:, j] == OPPOSITE_TIER], status)
+    return best
+
+
+def contradicted(reports: np.ndarray, best: np.ndarray, opposite: np.ndarray, wanted: str) -> np.ndarray:
+    """Reports' best tiers for one finding with :data:`CONTRADICTED` where a denial is contradicted.
+
+    Args:
+        reports: Report rows.
+        best: The best tier any unit of each states for a query wanting ``wanted``.
+        opposite: Reports (any order, repeats allowed) with a unit stating the opposite reading.
+        wanted: The wanted status: only a wanted ``absent`` is ever contradicted.
+
+    Returns:
+        A copy of ``best`` (int8) (see :func:`report_readings`).
+    """
+    best = np.array(best, dtype=np.int8)
+    if wanted == "absent" and len(opposite):
+        best[(best == 0) & np.isin(reports, opposite)] = CONTRADICTED
+    return best

@@ -98,6 +98,7 @@ from radsift.ranking.tiers import (
     TIER_OF,
     UNSTATED,
     combine,
+    contradicted,
     side_tiers,
 )
 from radsift.records import QueryReading
@@ -189,8 +190,11 @@ class ReadingPostings:
             names = {v: k for k, v in STATUS_CODES.items()}
             table = np.array([TIER_OF[wanted][names[c]] for c in (-1, 0, 1)], dtype=np.int8)
             urows, best = best_by(rows, table[status + 1])
-            hit = FindingView(urows, best, *best_by(self.report_row[rows], table[status + 1]),
-                              row_reports=self.report_row[urows])
+            reports, report_best = best_by(self.report_row[rows], table[status + 1])
+            # a denial another unit of its report contradicts is no denial of the report (ranking.tiers)
+            report_best = contradicted(reports, report_best, self.report_row[rows][table[status + 1] == OPPOSITE_TIER],
+                                       wanted)
+            hit = FindingView(urows, best, reports, report_best, row_reports=self.report_row[urows])
             with self._lock:
                 self._views[key] = hit
         return hit

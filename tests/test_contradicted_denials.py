@@ -1,0 +1,49 @@
+"""A report that denies a finding in one sentence and states it in another does not deny it (issue 35,
+the newcomer's "no nodules"): it ranks below plain denials on both search engines, and is not exported
+as stating the denial."""
+
+from __future__ import annotations
+
+import pytest
+from engine_pages import engine_page
+
+from radsift.index import build_index
+from radsift.models.hashing import HashingEncoder
+from radsift.records import Report
+from radsift.search import Index
+
+REPORTS = [
+    # the contradicted denial, and the closest words to the query, so that only the rule puts it last
+    Report("mixed", {"impression": "No nodules or masses. No nodules. Multiple small nodules throughout the lungs."}),
+    Report("denies", {"impression": "Heart size is normal. No nodules."}),
+    Report("denies2", {"findings": "The lungs are clear without nodules.", "impression": "Normal chest."}),
+    Report("other", {"impression": "Small right pleural effusion."}),
+]
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    root = tmp_path_factory.mktemp("contradicted")
+    enc = HashingEncoder(root / "model")
+    build_index(root / "idx", REPORTS, encoder=enc, progress=False)
+    return Index.open(root / "idx", encoder=enc)
+
+
+@pytest.mark.parametrize("engine", ["exact", "candidates"])
+@pytest.mark.parametrize("mode", ["hybrid", "dense", "bm25"])
+def test_a_contradicted_denial_ranks_below_plain_denials(index, monkeypatch, engine, mode):
+    hits, _ = engine_page(index, monkeypatch, engine, "no nodules", level="report", mode=mode)
+    ids = [h[0] for h in hits]
+    assert "mixed" in ids and ids.index("mixed") > ids.index("denies")
+    assert ids.index("mixed") > ids.index("denies2")
+
+
+def test_both_engines_give_the_same_page(index, monkeypatch):
+    for q in ["no nodules", "nodules", "no pleural effusion"]:
+        assert engine_page(index, monkeypatch, "candidates", q, level="report") == \
+            engine_page(index, monkeypatch, "exact", q, level="report"), q
+
+
+def test_asked_for_the_finding_the_contradicted_report_states_it(index):
+    hits = index.search("nodules", k=4, level="report")
+    assert hits[0].report_id == "mixed"
