@@ -11,21 +11,14 @@ import numpy as np
 
 from radsift.labels import Labeler
 from radsift.labels.lexicon import load_lexicon
-from radsift.search.concepts import SHAPES, ConceptLinker, concept_places, substances_of
+from radsift.search.concepts import SHAPES, ConceptLinker
 from radsift.search.reading import ON_THE_FILM, link_words, read_query
+from test_literal_reading import _linker as _plain_linker
 
 
 def _linker(query_near: dict[str, float], devices: set[str]):
-    """A linker whose one phrase per concept has the given cosine with the query (unit vector e0)."""
-    names = list(query_near)
-    vectors = []
-    for i, cos in enumerate(query_near.values()):
-        v = np.zeros(len(names) + 1, dtype=np.float32)
-        v[0], v[i + 1] = cos, np.sqrt(1 - cos ** 2)
-        vectors.append(v)
-    places = [concept_places(n, []) for n in names]
-    return ConceptLinker(names, names, np.arange(len(names)), np.stack(vectors), names, places).with_substances(
-        [substances_of([n]) for n in names]).with_devices([n in devices for n in names])
+    """test_literal_reading's linker (one phrase per concept at the given cosine), some concepts devices."""
+    return _plain_linker(query_near).with_devices([n in devices for n in query_near])
 
 
 def test_where_a_finding_is_seen_is_not_what_it_is():
