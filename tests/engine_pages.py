@@ -1,11 +1,24 @@
-"""What the candidate engine's tests compare: a page searched on one engine, and which searches it answered.
+"""What the engine tests share: a small index of hand-written reports, a page searched on one engine, and which
+searches the candidate engine answered.
 
-Imported by the ``test_candidates*.py`` files (the tests folder is on ``sys.path`` under pytest).
+Imported by test files that compare engines or rank hand-written reports (the tests folder is on ``sys.path``
+under pytest).
 """
 
 from __future__ import annotations
 
-from radsift.search import candidates, shortlist
+from pathlib import Path
+
+from radsift.index import build_index
+from radsift.models.hashing import HashingEncoder
+from radsift.search import Index, candidates, shortlist
+
+
+def hashing_index(root: Path, reports) -> Index:
+    """``reports`` indexed in ``root / "idx"`` with the hashing encoder (no model) and opened."""
+    enc = HashingEncoder(root / "model")
+    build_index(root / "idx", reports, encoder=enc, progress=False)
+    return Index.open(root / "idx", encoder=enc)
 
 
 def engine_page(index, monkeypatch, engine: str, query: str, **kw) -> tuple[list, tuple]:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from engine_pages import hashing_index
 
-from radsift.index import build_index
-from radsift.models.hashing import HashingEncoder
 from radsift.ranking.places import location_tiers, with_body_places, with_compartments
 from radsift.records import Report
 from radsift.search import candidates
@@ -101,12 +100,7 @@ R = [
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory):
-    from radsift.search import Index
-
-    root = tmp_path_factory.mktemp("body-place")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", R, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+    return hashing_index(tmp_path_factory.mktemp("body-place"), R)
 
 
 def test_the_query_reads_its_body_place_as_its_location(index):

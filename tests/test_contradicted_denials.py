@@ -5,12 +5,9 @@ as stating the denial."""
 from __future__ import annotations
 
 import pytest
-from engine_pages import engine_page
+from engine_pages import engine_page, hashing_index
 
-from radsift.index import build_index
-from radsift.models.hashing import HashingEncoder
 from radsift.records import Report
-from radsift.search import Index
 
 REPORTS = [
     # the contradicted denial, and the closest words to the query, so that only the rule puts it last
@@ -23,10 +20,7 @@ REPORTS = [
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory):
-    root = tmp_path_factory.mktemp("contradicted")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", REPORTS, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+    return hashing_index(tmp_path_factory.mktemp("contradicted"), REPORTS)
 
 
 @pytest.mark.parametrize("engine", ["exact", "candidates"])
