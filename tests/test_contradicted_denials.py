@@ -15,6 +15,12 @@ REPORTS = [
     Report("denies", {"impression": "Heart size is normal. No nodules."}),
     Report("denies2", {"findings": "The lungs are clear without nodules.", "impression": "Normal chest."}),
     Report("other", {"impression": "Small right pleural effusion."}),
+    # contradicted by a unit that shares no word with the query ("hydrothoraces" is an effusion), and in
+    # another section than the denial: a count judges the whole report, counted units or not
+    Report("words", {"findings": "Small bilateral hydrothoraces.", "impression": "No pleural effusion."}),
+    # a query read as two findings ("feeding tube" states its part, nasogastric tube)
+    Report("tubes", {"findings": "Dobhoff tube tip in the stomach.", "impression": "No feeding tube."}),
+    Report("notube", {"impression": "No feeding tube. Heart size is normal."}),
 ]
 
 
@@ -32,10 +38,23 @@ def test_a_contradicted_denial_ranks_below_plain_denials(index, monkeypatch, eng
     assert ids.index("mixed") > ids.index("denies2")
 
 
-def test_both_engines_give_the_same_page(index, monkeypatch):
-    for q in ["no nodules", "nodules", "no pleural effusion"]:
-        assert engine_page(index, monkeypatch, "candidates", q, level="report") == \
-            engine_page(index, monkeypatch, "exact", q, level="report"), q
+@pytest.mark.parametrize("options", [{}, {"mode": "bm25"}, {"mode": "dense"}, {"target": "impression"},
+                                     {"mode": "bm25", "target": "impression"}])
+def test_both_engines_give_the_same_page_and_counts(index, monkeypatch, options):
+    for q in ["no nodules", "nodules", "no pleural effusion", "no feeding tube"]:
+        assert engine_page(index, monkeypatch, "candidates", q, level="report", **options) == \
+            engine_page(index, monkeypatch, "exact", q, level="report", **options), q
+
+
+@pytest.mark.parametrize("engine", ["exact", "candidates"])
+@pytest.mark.parametrize("options", [{}, {"mode": "bm25"}, {"target": "impression"}])
+def test_a_count_of_denials_leaves_out_a_report_that_states_the_finding(index, monkeypatch, engine, options):
+    for q, contradicted in [("no pleural effusion", "words"), ("no feeding tube", "tubes")]:
+        monkeypatch.setenv("RADSIFT_ENGINE", engine)
+        res = index.search(q, k=10, level="report", **options)
+        stating = [h.report_id for h in res if h.band == "states"]
+        assert contradicted not in stating and "notube" in stating or q != "no feeding tube", (q, stating)
+        assert res.matching == len(stating), (q, engine, options)
 
 
 def test_asked_for_the_finding_the_contradicted_report_states_it(index):

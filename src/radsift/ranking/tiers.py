@@ -213,7 +213,8 @@ CLASS_NAMES = ("states", "partial", "opposite", "none")
 
 
 def reading_classes(stated: np.ndarray, statuses: Sequence[str], group_of: np.ndarray | None = None,
-                    n_groups: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+                    n_groups: int | None = None, opposite: Sequence[np.ndarray] | None = None
+                    ) -> tuple[np.ndarray, np.ndarray | None]:
     """What each unit, and each report, states about the query's findings, as one class each:
 
     ``STATES`` every finding with the wanted status; ``OPPOSITE`` the opposite of any of them (and
@@ -227,6 +228,8 @@ def reading_classes(stated: np.ndarray, statuses: Sequence[str], group_of: np.nd
         statuses: The wanted status of each column.
         group_of: Report of every unit, or None (no report classes).
         n_groups: Number of reports (default: the largest in ``group_of`` plus one).
+        opposite: Per finding, the reports holding a unit that states its opposite, read from all their units
+            (:func:`opposite_reports`) when ``stated`` holds only some (default: read from ``stated``).
 
     Returns:
         ``(unit classes, report classes or None)``, int8.
@@ -243,10 +246,16 @@ def reading_classes(stated: np.ndarray, statuses: Sequence[str], group_of: np.nd
         return units, None
     group_of = np.asarray(group_of, dtype=np.int64)
     n = int(group_of.max(initial=-1)) + 1 if n_groups is None else int(n_groups)
-    return units, classify(report_readings(stated, statuses, group_of, n))
+    return units, classify(report_readings(stated, statuses, group_of, n, opposite))
 
 
-def report_readings(stated: np.ndarray, statuses: Sequence[str], group_of: np.ndarray, n: int) -> np.ndarray:
+def opposite_reports(stated: np.ndarray, group_of: np.ndarray) -> list[np.ndarray]:
+    """Per finding (column of ``stated``), the reports holding a unit whose own best reading is the opposite."""
+    return [np.asarray(group_of)[stated[:, j] == OPPOSITE_TIER] for j in range(stated.shape[1])]
+
+
+def report_readings(stated: np.ndarray, statuses: Sequence[str], group_of: np.ndarray, n: int,
+                    opposite: Sequence[np.ndarray] | None = None) -> np.ndarray:
     """Per report and finding, the reading its whole text states (``(n, len(statuses))``, int8).
 
     The best reading any of its units states, except for a denial the report contradicts: a report
@@ -261,11 +270,14 @@ def report_readings(stated: np.ndarray, statuses: Sequence[str], group_of: np.nd
         statuses: The wanted status of each column.
         group_of: Report (0 to ``n - 1``) of every unit.
         n: Number of reports.
+        opposite: See :func:`reading_classes` (default: :func:`opposite_reports` of ``stated``).
     """
     best = np.full((n, stated.shape[1]), UNSTATED, dtype=np.int8)
     np.minimum.at(best, group_of, stated)
+    if opposite is None:
+        opposite = opposite_reports(stated, group_of)
     for j, status in enumerate(statuses):
-        best[:, j] = contradicted(np.arange(n), best[:, j], group_of[stated[:, j] == OPPOSITE_TIER], status)
+        best[:, j] = contradicted(np.arange(n), best[:, j], opposite[j], status)
     return best
 
 

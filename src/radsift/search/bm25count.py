@@ -83,10 +83,10 @@ def _keep_bits(qt, post, by_report: bool) -> np.ndarray:
 def _matching(qt, post, eligible, by_report: bool) -> int:
     """The reports (units) where, for every finding, an eligible unit states what is wanted: the mentions read."""
     per = []
-    for mrows, mtier in qt.mentions:
+    for j, (mrows, mtier) in enumerate(qt.mentions):
         rows = mrows[mtier == 0]
         ok = rows[eligible(rows)]
-        per.append(np.unique(post.report_row[ok]) if by_report else np.unique(ok))
+        per.append(qt.not_contradicted(j, np.unique(post.report_row[ok])) if by_report else np.unique(ok))
     matching = per[0]
     for p in per[1:]:
         matching = np.intersect1d(matching, p)

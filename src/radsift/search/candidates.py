@@ -192,9 +192,11 @@ class ReadingPostings:
             urows, best = best_by(rows, table[status + 1])
             reports, report_best = best_by(self.report_row[rows], table[status + 1])
             # a denial another unit of its report contradicts is no denial of the report (ranking.tiers)
-            report_best = contradicted(reports, report_best, self.report_row[rows][table[status + 1] == OPPOSITE_TIER],
-                                       wanted)
-            hit = FindingView(urows, best, reports, report_best, row_reports=self.report_row[urows])
+            # (its units' own best readings, as ranking.tiers.stated_tiers takes them)
+            opposite = self.report_row[urows][best == OPPOSITE_TIER] if wanted == "absent" else None
+            report_best = contradicted(reports, report_best, opposite if opposite is not None else reports[:0], wanted)
+            hit = FindingView(urows, best, reports, report_best, row_reports=self.report_row[urows],
+                              opposite=opposite)
             with self._lock:
                 self._views[key] = hit
         return hit
@@ -305,6 +307,8 @@ class FindingView:
     report_best: np.ndarray
     #: The report of each of :attr:`rows`.
     row_reports: np.ndarray | None = None
+    #: For a finding wanted absent, the reports a unit of which states it (a denial there is contradicted).
+    opposite: np.ndarray | None = None
     #: What queries of this finding alone derive from it (:class:`QueryTiers`), kept with it.
     memo: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -536,7 +540,7 @@ class QueryTiers:
             hit = (reports[pos] == mrep) if reports.size else np.zeros(mrep.size, dtype=bool)
             col = out[:, j].copy()
             np.minimum.at(col, pos[hit], mtier[keep][hit])
-            out[:, j] = col
+            out[:, j] = self._contradicted(j, reports, col)
         return out
 
     def keep_rows(self) -> np.ndarray:
@@ -556,8 +560,19 @@ class QueryTiers:
             ok = eligible(rows)
             col = out[:, j].copy()
             np.minimum.at(col, at[ok], best[ok])
-            out[:, j] = col
+            out[:, j] = self._contradicted(j, reports, col)
         return out
+
+    def _contradicted(self, j: int, reports: np.ndarray, best: np.ndarray) -> np.ndarray:
+        """``best`` of finding ``j`` for ``reports`` with a denial any unit of its report contradicts (counted or
+        not: :func:`radsift.ranking.tiers.report_readings`) moved to the uncertain tier."""
+        opposite = self.views[j].opposite
+        return best if opposite is None else contradicted(reports, best, opposite, self.statuses[j])
+
+    def not_contradicted(self, j: int, reports: np.ndarray) -> np.ndarray:
+        """The sorted ``reports`` stating finding ``j`` as wanted without any unit contradicting the denial."""
+        opposite = self.views[j].opposite
+        return reports if opposite is None or not opposite.size else reports[~np.isin(reports, opposite)]
 
     def _report_tiers(self, reports: np.ndarray) -> np.ndarray:
         return combine(self._resolve(self.report_best(reports)))

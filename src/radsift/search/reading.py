@@ -34,7 +34,7 @@ from radsift.errors import ConfigError
 from radsift.labels.openvocab import query_side
 from radsift.ranking import STATUS_CODES, side_tiers, stated_tiers, unit_tiers
 from radsift.ranking.places import LOCATION_SLOTS, location_tiers, where_tiers
-from radsift.ranking.tiers import SIDE_SLOTS, reading_classes
+from radsift.ranking.tiers import SIDE_SLOTS, opposite_reports, reading_classes
 from radsift.records import QueryReading, ReadFinding
 from radsift.search.concepts import normal_statement
 from radsift.text import bodyplaces, compartments, locations
@@ -246,8 +246,10 @@ class ReadingTiers:
         (:func:`~radsift.ranking.tiers.reading_classes`); ``(None, None)`` when no finding is read."""
         if self.stated is None:
             return None, None
+        # a report's denial is contradicted by any of its units, counted or not (ranking.tiers.report_readings)
+        opposite = None if group_of is None else opposite_reports(self.stated, group_of)
         return reading_classes(self.stated[rows], self.statuses, None if group_of is None else group_of[rows],
-                               n_groups)
+                               n_groups, opposite)
 
 
 def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple[np.ndarray, np.ndarray, np.ndarray],

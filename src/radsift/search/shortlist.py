@@ -219,9 +219,9 @@ def _counts(opts, qt, post: ReadingPostings, mask, elig, page):
         return total, None, [-1] * len(page)
     every = mask is None  # every unit eligible: the findings' views hold the answers
     per = [v.stating[1] if by_report else v.stating[0] for v in qt.views] if every else []
-    for mrows, mtier in () if every else qt.mentions:
+    for j, (mrows, mtier) in enumerate(() if every else qt.mentions):
         ok = mrows[(mtier == 0) & in_e(mrows)]
-        per.append(unique(post.report_row[ok]) if by_report else unique(ok))
+        per.append(qt.not_contradicted(j, unique(post.report_row[ok])) if by_report else unique(ok))
     matching = per[0]
     for p in per[1:]:  # sorted distinct rows: a search, not a sort
         matching = matching[member(p, matching)]
