@@ -36,3 +36,25 @@ def answered(monkeypatch) -> list:
     real = shortlist.candidate_page
     monkeypatch.setattr("radsift.search.walk.candidate_page", lambda *a, **k: calls.append(1) or real(*a, **k))
     return calls
+
+
+def locations_both_ways(index, monkeypatch) -> list:
+    """Each unit kind's ``plan.unit_locations`` read with the stored flags, then with the flags read from the texts;
+    asserts the two are equal and returns the stored ones."""
+    import numpy as np
+
+    from radsift.index import IndexStore
+    from radsift.search import plan
+
+    got = []
+    for stored in (True, False):
+        if not stored:
+            monkeypatch.setattr(plan, "store_locations", lambda store, unit: None)
+        store = IndexStore.open(index.path)
+        try:
+            got.append([plan.unit_locations(store, unit) for unit in ("sentence", "section")])
+        finally:
+            store.close()
+    for (a_regions, a_sides), (b_regions, b_sides) in zip(*got):
+        assert np.array_equal(a_regions, b_regions) and np.array_equal(a_sides, b_sides)
+    return got[0]

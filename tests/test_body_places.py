@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from engine_pages import hashing_index
+from engine_pages import hashing_index, locations_both_ways
 
 from radsift.ranking.places import location_tiers, with_body_places, with_compartments
 from radsift.records import Report
@@ -139,18 +139,5 @@ def test_without_the_rule_a_shorter_unit_of_another_place_leads(index, monkeypat
 
 
 def test_the_body_places_are_the_same_with_stored_flags_and_with_flags_read_from_texts(index, monkeypatch):
-    from radsift.index import IndexStore
-    from radsift.search import plan
-
-    path, got = index.path, []
-    for stored in (True, False):
-        if not stored:
-            monkeypatch.setattr(plan, "store_locations", lambda store, unit: None)
-        store = IndexStore.open(path)
-        try:
-            got.append([plan.unit_locations(store, unit) for unit in ("sentence", "section")])
-        finally:
-            store.close()
-    for (a_regions, a_sides), (b_regions, b_sides) in zip(*got):
-        assert np.array_equal(a_regions, b_regions) and np.array_equal(a_sides, b_sides)
+    got = [locations_both_ways(index, monkeypatch)]
     assert all(np.any(regions & SPINE_T) and np.any(regions & SUBCLAVIAN) for regions, _ in got[0])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from engine_pages import hashing_index
+from engine_pages import hashing_index, locations_both_ways
 
 from radsift.ranking.places import location_tiers, with_compartments
 from radsift.records import Report
@@ -104,18 +104,5 @@ def test_without_the_rule_the_short_mediastinal_sentences_lead(index, monkeypatc
 
 
 def test_the_mediastinal_bit_is_the_same_with_stored_flags_and_with_flags_read_from_texts(index, monkeypatch):
-    from radsift.index import IndexStore
-    from radsift.search import plan
-
-    path, got = index.path, []
-    for stored in (True, False):
-        if not stored:
-            monkeypatch.setattr(plan, "store_locations", lambda store, unit: None)
-        store = IndexStore.open(path)
-        try:
-            got.append([plan.unit_locations(store, unit) for unit in ("sentence", "section")])
-        finally:
-            store.close()
-    for (a_regions, a_sides), (b_regions, b_sides) in zip(*got):
-        assert np.array_equal(a_regions, b_regions) and np.array_equal(a_sides, b_sides)
+    got = [locations_both_ways(index, monkeypatch)]
     assert any(np.any(regions & MEDIASTINUM) for regions, _ in got[0])
