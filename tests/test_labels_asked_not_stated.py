@@ -157,3 +157,17 @@ def test_the_linker_reads_the_users_words() -> None:
 
     read_query("heart looks too big", Labeler(), link=link)
     assert seen == ["heart looks too big"]
+
+
+@pytest.mark.parametrize("text", [
+    "Bone density is decreased.",
+    "Small bony density over the lateral aspect of the clavicle.",
+])
+def test_the_bones_density_is_no_lung_opacity(labeler, text) -> None:
+    assert "lung opacity" not in stated(labeler, text)
+
+
+def test_a_lung_density_is_still_an_opacity(labeler) -> None:
+    assert stated(labeler, "Increased density in the right lower lobe.")["lung opacity"] == "present"
+    assert "lung opacity" not in [m.finding for m in labeler.label_query("low bone density")]
+    assert [m.finding for m in labeler.label_query("density in the left base")] == ["lung opacity"]

@@ -5,6 +5,10 @@ The chest X-ray lexicon names lung cancer by generic words too ("carcinoma", "ma
 breast carcinoma", "renal cell carcinoma", "history of prostate malignancy", "known brain tumor") the word is
 that organ's cancer, which the chest film does not show: the match is dropped before its status is read
 (:func:`drop_other_organs`), as the newcomer's check judges it ("mentioned for another structure").
+
+The same holds for the bones' density: "density" alone is a lung opacity in a chest report, but "bone density is
+decreased" and "bony density over the clavicle" are the skeleton's (:data:`BONE_WORDS`), and "low bone density" in
+a query asks for thin bones, not for a lung opacity.
 """
 
 from __future__ import annotations
@@ -25,14 +29,23 @@ OTHER_ORGANS = frozenset(
     "adrenal".split())
 #: Words that may stand between the organ and the tumor word ("renal cell carcinoma", "breast ductal carcinoma").
 BETWEEN = frozenset("cell ductal lobular papillary follicular medullary squamous transitional primary".split())
+#: Words for a shadow on the film that take their organ from the word before them ("bone density").
+DENSITY_WORDS = frozenset("density densities".split())
+#: Words naming the skeleton: a density named for it is no lung opacity.
+BONE_WORDS = frozenset("bone bones bony osseous".split())
 _WORD = re.compile(r"[A-Za-z]+")
 
 
 def drop_other_organs(text: str, matches: Sequence[Match]) -> list[Match]:
     """``matches`` without those whose text is one of :data:`TUMOR_WORDS` right after an organ of
-    :data:`OTHER_ORGANS` (at most one of :data:`BETWEEN` between them)."""
+    :data:`OTHER_ORGANS` (at most one of :data:`BETWEEN` between them), and without a bare density
+    (:data:`DENSITY_WORDS`) right after a word of :data:`BONE_WORDS`."""
     out = []
     for m in matches:
+        if m.text.lower() in DENSITY_WORDS:
+            before = [w.lower() for w in _WORD.findall(text[:m.start])[-1:]]
+            if before and before[-1] in BONE_WORDS:
+                continue
         if m.text.lower() in TUMOR_WORDS:
             before = [w.lower() for w in _WORD.findall(text[:m.start])[-2:]]
             if before and before[-1] in BETWEEN:
@@ -43,4 +56,4 @@ def drop_other_organs(text: str, matches: Sequence[Match]) -> list[Match]:
     return out
 
 
-__all__ = ["BETWEEN", "OTHER_ORGANS", "TUMOR_WORDS", "drop_other_organs"]
+__all__ = ["BETWEEN", "BONE_WORDS", "DENSITY_WORDS", "OTHER_ORGANS", "TUMOR_WORDS", "drop_other_organs"]
