@@ -76,6 +76,8 @@ PARTIAL_SPAN = 8
 #: Verbs joining a subject to what is said of it: a negation right after one negates the statement.
 COPULAS = frozenset("is are was were appear appears remain remains".split())
 _SPLIT = frozenset({"and", "or", "with", "plus", ",", ";", "/", "versus", "vs"})
+#: Separators joining subjects that share what is said after them ("heart and lungs are normal").
+_JOINING = frozenset({"and", ","})
 _WORD = re.compile(r"[A-Za-z]")
 _NORMAL_STEMS = frozenset(stem(w) for w in NORMAL_WORDS)
 
@@ -151,6 +153,7 @@ class PhraseReader:
         """The finding phrases of a query, each with the status the query asks for."""
         doc, in_cue = self._cues(query)
         groups: list[list[int]] = [[]]
+        joined: list[bool] = []  # per finished group: whether "and" or a comma joined it to the next
         for i, token in enumerate(doc):
             if i in in_cue and _negated_statement(doc, i, in_cue, groups[-1]):
                 continue  # "lungs are not clear": one phrase, the cue read for its head
@@ -159,21 +162,28 @@ class PhraseReader:
             if i in in_cue or token.lower_ in _SPLIT or not _WORD.search(token.text):
                 if groups[-1]:
                     groups.append([])
+                    joined.append(token.lower_ in _JOINING)
+                elif joined:
+                    joined[-1] = joined[-1] and token.lower_ in _JOINING
                 continue
             groups[-1].append(i)
         out = []
         places = [(loc.start, loc.end) for loc in locations.read_locations(query)] if locations.enabled() else []
-        for group in groups:
+        bare: list[bool] = []  # per phrase: whether "and" or a comma joins it to the next
+        for g, group in enumerate(groups):
             words = [doc[i] for i in group if doc[i].lower_ not in STOP_WORDS and doc[i].lower_ not in SIDE_WORDS
                      and not any(a <= doc[i].idx < b for a, b in places)]
             required = [t for t in words if t.lower_ not in OPTIONAL_WORDS]
             if not required:
+                if bare:
+                    bare[-1] = bare[-1] and (joined[g] if g < len(joined) else False)
                 continue
             head = required[-1]
             status, cue = self._status(doc, head.i)
             text = "".join(t.text_with_ws for t in doc[words[0].i: words[-1].i + 1] if t.i not in in_cue).strip()
             out.append(Phrase(text, tuple(_stem(t.lower_) for t in required), status, cue))
-        return out
+            bare.append(joined[g] if g < len(joined) else False)
+        return _shared_normal(out, bare)
 
     def _doc(self, text: str):
         doc = self.detector.nlp.make_doc(text)
@@ -230,6 +240,26 @@ def _other_structure(words: list[str], joined: list[bool], i: int, named: set[st
                 and not {_stem(w) for w in structure} <= named):
             return True
     return False
+
+
+def _shared_normal(phrases: list[Phrase], joined: list[bool]) -> list[Phrase]:
+    """Subjects sharing a normal statement's predicate: in "heart and lungs are normal" the heart is called normal
+    too, so the phrase "heart" (a subject with no word of its own saying anything of it) takes the statement's
+    normal word, status and cue; in "normal heart and lungs" the lungs take it. ``joined[i]``: whether "and" or a comma joins phrase ``i`` to the next."""
+    out = list(phrases)
+    for i in range(len(out) - 2, -1, -1):
+        after = out[i + 1]
+        if (joined[i] and len(out[i].stems) <= 2 and not _normal_phrase(out[i])
+                and _normal_phrase(after) and after.head in _NORMAL_STEMS):
+            word = after.text.split()[-1]
+            out[i] = Phrase(f"{out[i].text} {word}", (*out[i].stems, after.head), after.status, after.cue)
+    for i in range(1, len(out)):  # "normal heart and lungs": the lungs are called normal too
+        before = out[i - 1]
+        if (joined[i - 1] and len(out[i].stems) <= 2 and not _normal_phrase(out[i])
+                and _normal_phrase(before) and before.stems[0] in _NORMAL_STEMS):
+            word = before.text.split()[0]
+            out[i] = Phrase(f"{word} {out[i].text}", (before.stems[0], *out[i].stems), before.status, before.cue)
+    return out
 
 
 def _normal_phrase(phrase: Phrase) -> bool:

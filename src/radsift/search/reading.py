@@ -56,6 +56,15 @@ PREFIXES = re.compile(r"\b(hyper|hypo|over|under|non|post|pre|sub|peri|intra|int
 #: query is read, so that the lexicon's phrases and the open-vocabulary reader meet the reports' word (the
 #: concept linker still reads the user's words: descriptions say "too big").
 LAY_SIZES = re.compile(r"\bbig\b", re.IGNORECASE)
+#: Lay words calling an organ normal ("lungs look fine", "healthy lungs", "heart is okay"): reports write "normal"
+#: or "clear", so they are replaced before the query is read, the linker's words included (a normal statement's
+#: link states its concept absent: ``normal_statement``). "fine" and "good" only after a verb ("fine nodules").
+LAY_NORMALS = (
+    (re.compile(r"\b(?:looks?|looked|seems?|appears?)\s+(?:to\s+be\s+)?(okay|ok|fine|alright|all\s+right|good|healthy|"
+                r"normal|clear|unremarkable)\b", re.IGNORECASE), r"are \1"),
+    (re.compile(r"\b(okay|ok|fine|alright|all\s+right|good|healthy)\b(?=\W*$)", re.IGNORECASE), "normal"),
+    (re.compile(r"\b(?:healthy|normal[\s-]looking|healthy[\s-]looking)\b", re.IGNORECASE), "normal"),
+)
 #: A question mark closing a query: the user asks whether the finding is there, which is no hedge
 #: (in a report "Pneumonia?" is hypothetical: :mod:`radsift.labels` rules).
 QUESTION = re.compile(r"\s*\?+\s*$")
@@ -73,6 +82,14 @@ _FLIPPED = {"present": "absent", "absent": "present"}
 #: when the query's phrase occurs in the index; the link alone when it occurs nowhere), ``literal`` (never
 #: linked) or ``linked`` (the link in the literal reading's place, whatever the index holds).
 READ_AS = ("both", "literal", "linked")
+
+
+def lay_normals(query: str) -> str:
+    """``query`` with its lay words for normal written as reports write them (:data:`LAY_NORMALS`):
+    "lungs look fine" -> "lungs are normal", "healthy lungs" -> "normal lungs"."""
+    for pattern, repl in LAY_NORMALS:
+        query = pattern.sub(repl, query)
+    return query
 
 
 def link_words(query: str) -> str:
@@ -131,6 +148,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         ConfigError: The override names a finding the query was not read to name.
     """
     query = QUESTION.sub("", PREFIXES.sub(r"\1", query)) or query
+    query = lay_normals(query)
     # what the concept linker compares with descriptions, in the user's own words ("too big"), less the film
     words = link_words(query)
     query = LAY_SIZES.sub("large", query)

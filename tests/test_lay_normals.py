@@ -1,0 +1,59 @@
+"""Lay words for normal and subjects sharing a normal statement (issue 35, item 6; queries_v5 dev).
+
+- "lungs look fine", "healthy lungs", "heart is okay" are read as reports write them ("lungs are normal",
+  "normal lungs"), so the open-vocabulary reader and the lexicon's normal forms meet the reports' words;
+- "fine" and "good" are lay normals only after a verb or closing the query ("fine nodules" stays);
+- in "heart and lungs are normal" the heart is called normal too, and in "normal heart and lungs" the lungs:
+  a subject joined by "and" or a comma to a normal statement, with nothing said of it, shares its predicate.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from radsift.labels import Labeler
+from radsift.search.reading import lay_normals, read_query
+
+
+@pytest.fixture(scope="module")
+def labeler() -> Labeler:
+    return Labeler()
+
+
+@pytest.mark.parametrize("query, read", [
+    ("lungs look fine", "lungs are normal"),
+    ("the lungs seem to be clear", "the lungs are clear"),
+    ("healthy lungs", "normal lungs"),
+    ("heart is okay", "heart is normal"),
+    ("heart looks ok", "heart are normal"),
+    ("normal-looking chest", "normal chest"),
+    ("fine nodules in the lungs", "fine nodules in the lungs"),
+    ("good inspiration", "good inspiration"),
+])
+def test_lay_normal_words_are_written_as_reports_write_them(query, read) -> None:
+    assert lay_normals(query) == read
+
+
+def phrases(labeler, query: str) -> list[tuple[str, ...]]:
+    return [p.stems for p in labeler.query_phrases(query)]
+
+
+def test_subjects_share_a_normal_predicate(labeler) -> None:
+    assert phrases(labeler, "heart and lungs are normal") == [("heart", "normal"), ("lung", "normal")]
+    assert phrases(labeler, "heart, lungs and bones are unremarkable") == [
+        ("heart", "unremark"), ("lung", "unremark"), ("bone", "unremark")]
+    assert phrases(labeler, "normal heart and lungs") == [("normal", "heart"), ("normal", "lung")]
+
+
+def test_only_joined_bare_subjects_share_it(labeler) -> None:
+    # "or" offers alternatives, it does not say the predicate of both
+    assert phrases(labeler, "heart or lungs are normal") == [("heart",), ("lung", "normal")]
+    # a subject with something said of it keeps its own words
+    assert phrases(labeler, "pleural thickening and scarring") == [("pleural", "thicken"), ("scar",)]
+
+
+def test_a_lay_normal_query_reads_as_a_normal_statement(labeler) -> None:
+    reading = read_query("heart and lungs are okay", labeler)
+    assert [f.finding for f in reading.findings] == ["heart normal", "lungs are normal"]
+    assert [f.finding for f in read_query("the heart looks ok", labeler).findings] == ["cardiomegaly"]
+    assert [f.status for f in read_query("the heart looks ok", labeler).findings] == ["absent"]
