@@ -33,6 +33,10 @@ CASES = [
     ("The patient denies a history of tuberculosis.", [("tuberculosis", A)]),
     ("He denied pneumonia, but reports a rib fracture last year.", [("pneumonia", A), ("rib fracture", P)]),
     ("She has never had pneumonia.", [("pneumonia", A)]),
+    # "nothing" alone denies what follows it (a lay denial, a dictated one)
+    ("Nothing supportive of pneumonia.", [("pneumonia", A)]),
+    ("Nothing growing in the lungs, no mass.", [("mass", A)]),
+    ("There is nothing like a pneumothorax.", [("pneumothorax", A)]),
     # "and there is" (a clause end) must not swallow the "no" of "there is no"
     ("No fever, and there is no pneumothorax.", [("pneumothorax", A)]),
     # technique words are no negation: "without contrast"
