@@ -14,7 +14,7 @@ from radsift.ranking.places import location_tiers, with_compartments
 from radsift.records import Report
 from radsift.search import candidates
 from radsift.text import locations as loc
-from radsift.text.compartments import LUNG, MEDIASTINUM, lung_place
+from radsift.text.compartments import HILA, LUNG, MEDIASTINUM, MIDDLE, lung_place, mediastinal_place
 from radsift.text.locations import LLL, RUL
 from radsift.text.tokens import tokenize
 
@@ -53,7 +53,9 @@ def test_units_of_the_mediastinum_or_hila_alone_are_flagged_from_their_words():
     lobes = np.array([0, 0, 0, 0, RUL, 0, 0, 0], dtype=np.uint8)
     got = with_compartments(lobes, _units_with(texts))
     assert ((got & MEDIASTINUM) != 0).tolist() == [True, True, True, False, False, False, False, True]
-    assert (got & ~np.uint8(MEDIASTINUM)).tolist() == lobes.tolist() and lobes[0] == 0  # lobes kept, input untouched
+    assert (got & ~np.uint32(MEDIASTINUM | HILA | MIDDLE)).tolist() == lobes.tolist() and lobes[0] == 0  # lobes kept
+    assert ((got & HILA) != 0).tolist() == [False, True, False, False, False, False, False, False]  # which of them
+    assert ((got & MIDDLE) != 0).tolist() == [True, False, True, False, False, False, False, True]
 
 
 def test_a_lung_query_ranks_mediastinal_units_last_and_lobe_queries_ignore_them():
@@ -106,3 +108,59 @@ def test_without_the_rule_the_short_mediastinal_sentences_lead(index, monkeypatc
 def test_the_mediastinal_bit_is_the_same_with_stored_flags_and_with_flags_read_from_texts(index, monkeypatch):
     got = [locations_both_ways(index, monkeypatch)]
     assert any(np.any(regions & MEDIASTINUM) for regions, _ in got[0])
+
+
+@pytest.mark.parametrize("query, place", [
+    ("right hilar mass", "hilar"), ("mediastinal mass", "mediastinal"), ("paratracheal lymph nodes", "paratracheal"),
+    ("mass in the AP window", "ap window"), ("no mediastinal lymphadenopathy", "mediastinal"),
+])
+def test_a_query_placing_its_finding_in_the_mediastinum_or_a_hilum_names_it(query, place):
+    assert mediastinal_place(query) == place
+
+
+@pytest.mark.parametrize("query", ["perihilar opacity", "right hilar and right upper lobe masses", "lung mass",
+                                   "left lower lobe mass", "pneumomediastinum"])
+def test_a_lung_or_lobe_query_names_no_mediastinal_place(query):
+    assert mediastinal_place(query) is None
+
+
+def test_a_hilar_query_ranks_the_hilar_units_first_and_a_mediastinal_one_the_mediastinal_units():
+    units = np.array([0, MEDIASTINUM | HILA, MEDIASTINUM | MIDDLE, RUL], dtype=np.uint32)
+    assert location_tiers(HILA, units).tolist() == [1, 0, 1, 1]
+    assert location_tiers(MIDDLE, units).tolist() == [1, 1, 0, 1]
+
+
+def test_the_query_reads_the_hilum_and_the_mediastinum_as_locations(index):
+    assert index.read("left hilar mass").regions == HILA and index.read("left hilar mass").location == "hilar"
+    assert index.read("mediastinal mass").regions == MIDDLE
+    assert index.read("mediastinal mass", reading={"location": "ignore"}).regions == 0
+
+
+R2 = [
+    Report("hilum", {"findings": "A mass is seen at the left hilum on the frontal and the lateral views today."}),
+    Report("window", {"findings": "A lobulated mass is seen in the aortopulmonary window on the frontal view today."}),
+    Report("bare", {"findings": "Mass."}),
+    Report("large", {"findings": "Large mass."}),
+]
+
+
+@pytest.fixture(scope="module")
+def index2(tmp_path_factory):
+    return hashing_index(tmp_path_factory.mktemp("hilar-place"), R2)
+
+
+@pytest.mark.parametrize("engine", candidates.ENGINES)
+@pytest.mark.parametrize("mode", ["hybrid", "bm25", "dense"])
+def test_hilar_and_mediastinal_masses_lead_their_own_queries(index2, monkeypatch, engine, mode):
+    monkeypatch.setenv(candidates.ENV, engine)
+    for level in ("report", "sentence"):
+        order = [h.report_id for h in index2.search("hilar mass", k=20, mode=mode, level=level)]
+        assert order[0] == "hilum", (level, order)
+        order = [h.report_id for h in index2.search("mediastinal mass", k=20, mode=mode, level=level)]
+        assert order[0] == "window" and order.index("hilum") > order.index("bare"), (level, order)
+
+
+def test_without_the_place_the_short_masses_lead(index2, monkeypatch):
+    monkeypatch.setenv(loc.ENV, "off")
+    order = [h.report_id for h in index2.search("mediastinal mass", k=20, mode="bm25")]
+    assert order.index("window") > order.index("bare")  # what the rule changes

@@ -20,7 +20,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from radsift.text.bodyplaces import BODY, FAMILIES, PLACE_WORDS, is_whole, resolve
-from radsift.text.compartments import LOBES, LUNG, LUNG_WORDS, MEDIASTINAL_WORDS, MEDIASTINUM
+from radsift.text.compartments import HILA, HILAR_WORDS, LOBES, LUNG, LUNG_WORDS, MEDIASTINAL_WORDS, MEDIASTINUM, MIDDLE
 from radsift.text.locations import LING, LUL, TRIGGERS, text_regions
 from radsift.text.tokens import stem
 
@@ -36,7 +36,9 @@ def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
 
     A query of the lung (:data:`~radsift.text.compartments.LUNG`): 2 for a unit of the mediastinum or hila
     alone (:data:`~radsift.text.compartments.MEDIASTINUM`), 1 for every other (the tier of a unit naming no
-    place, so the candidate engine's default holds). A query of a body place (:data:`~radsift.text.bodyplaces.BODY`):
+    place, so the candidate engine's default holds). A query of a hilum or of the mediastinum
+    (:data:`~radsift.text.compartments.HILA`, :data:`~radsift.text.compartments.MIDDLE`): 0 for a unit of the mediastinum
+    or hila alone naming that one, 1 for every other. A query of a body place (:data:`~radsift.text.bodyplaces.BODY`):
     0 for a unit naming it, 1 for every other (before the lung's rule where the query names both). Lobe queries
     read the units' lobe bits alone. A unit naming only a whole of which the query names a part (the left upper lobe
     for a lingula query, the spine for a thoracic spine query) counts as naming no place (:func:`_meets`).
@@ -46,6 +48,8 @@ def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
     if not regions & LOBES:
         if regions & BODY:
             tiers[_meets(regions & BODY, unit_regions, tuple((f, f) for f in FAMILIES))] = 0
+        if regions & (HILA | MIDDLE):
+            tiers[(unit_regions & regions & (HILA | MIDDLE)) != 0] = 0
         if regions & LUNG:
             tiers[((unit_regions & MEDIASTINUM) != 0) & (tiers == 1)] = 2
         return tiers
@@ -101,7 +105,8 @@ def _holding(units_with: Callable[[Sequence[str]], Sequence[int]], groups) -> np
 
 def with_compartments(regions: np.ndarray, units_with: Callable[[Sequence[str]], Sequence[int]]) -> np.ndarray:
     """Region masks with :data:`~radsift.text.compartments.MEDIASTINUM` set on the units that name the
-    mediastinum or a hilum and no lobe nor lung word, and the body places the units name
+    mediastinum or a hilum and no lobe nor lung word (with :data:`~radsift.text.compartments.HILA` or
+    :data:`~radsift.text.compartments.MIDDLE` saying which), and the body places the units name
     (:func:`with_body_places`); from their postings: no text is read.
 
     Args:
@@ -119,6 +124,12 @@ def with_compartments(regions: np.ndarray, units_with: Callable[[Sequence[str]],
         mediastinal[_holding(units_with, LUNG_WORDS)] = False
         mediastinal &= (out & LOBES) == 0
         out[mediastinal] |= MEDIASTINUM
+        hilar = np.zeros(out.shape[0], dtype=bool)
+        hilar[_holding(units_with, HILAR_WORDS)] = True
+        other = np.zeros(out.shape[0], dtype=bool)
+        other[_holding(units_with, tuple(g for g in MEDIASTINAL_WORDS if g not in HILAR_WORDS))] = True
+        out[mediastinal & hilar] |= HILA  # which of them: "right hilar mass" is no mediastinal one
+        out[mediastinal & other] |= MIDDLE
     return with_body_places(out, units_with)
 
 

@@ -221,9 +221,11 @@ def _query_location(query: str, body: bool = True) -> tuple[str | None, int, str
     locs = locations.read_locations(query)
     if not locs:
         lung = compartments.lung_place(query)  # "lung mass": the lung against the mediastinum and hila
+        middle = None if lung else compartments.mediastinal_place(query)  # "right hilar mass": the hila first
         body, bits = bodyplaces.query_places(query) if body else (None, 0)  # "thoracic spine hardware"
-        words = ", ".join(w for w in (lung, body) if w)
-        return (words, (compartments.LUNG if lung else 0) | bits, None) if words else (None, 0, None)
+        words = ", ".join(w for w in (lung, middle, body) if w)
+        bits |= (compartments.LUNG if lung else 0) | (compartments.place_bit(middle) if middle else 0)
+        return (words, bits, None) if words else (None, 0, None)
     regions = 0
     for loc in locs:
         regions |= loc.regions

@@ -16,6 +16,10 @@ Two bits beside the lobes' (:mod:`radsift.text.locations`, bits 1-32) in the sam
   no stored location flag changes and this module does not enter the lobes' fingerprint.
 * :data:`LUNG` in a *query's* mask: the query places its finding in the lung (:func:`lung_place`) and names no
   lobe (a lobe is the finer place, ranked by the lobe tiers).
+* :data:`HILA` and :data:`MIDDLE` in a *query's* mask: the query places its finding in a hilum ("right hilar mass")
+  or in the mediastinum proper ("mediastinal mass", "paratracheal lymph nodes"): :func:`mediastinal_place`, no lobe
+  and no lung place named. The units of that place alone (a unit's mask holds the same bit beside
+  :data:`MEDIASTINUM`) then rank first, as a body place's units do: a hilar mass is no mediastinal one.
 
 Where the lung is not the finding's place, the query names no place: the lung as what is stated ("lungs are
 clear", "collapsed lung", "over-inflated lungs"), a place outside it ("fluid around the lungs", "the lung
@@ -33,6 +37,8 @@ from radsift.text import locations
 MEDIASTINUM = 64
 #: Query bit: the query places its finding in the lung (no lobe named).
 LUNG = 128
+#: Bits naming which: a hilum, the mediastinum proper (above the body places' bits, :mod:`radsift.text.bodyplaces`).
+HILA, MIDDLE = 1 << 22, 1 << 23
 #: The lobes' bits (:mod:`radsift.text.locations`).
 LOBES = locations.RIGHT | locations.LEFT
 
@@ -41,6 +47,8 @@ LOBES = locations.RIGHT | locations.LEFT
 MEDIASTINAL_WORDS: tuple[tuple[str, ...], ...] = tuple((w,) for w in (
     "mediastinum", "mediastinal", "hilum", "hila", "hilar", "paratracheal", "aortopulmonary", "subcarinal",
     "precarinal", "prevascular", "paraesophageal")) + (("ap", "window"),)
+#: Those of :data:`MEDIASTINAL_WORDS` naming a hilum (:data:`HILA`); the others name the mediastinum (:data:`MIDDLE`).
+HILAR_WORDS: tuple[tuple[str, ...], ...] = (("hilum",), ("hila",), ("hilar",))
 #: Words placing something in the lung; a unit holding one (or naming a lobe) is not a mediastinal one.
 LUNG_WORDS: tuple[tuple[str, ...], ...] = tuple((w,) for w in (
     "lung", "lungs", "pulmonary", "intrapulmonary", "parenchyma", "parenchymal", "perihilar", "parahilar",
@@ -80,4 +88,26 @@ def lung_place(query: str) -> str | None:
     return None
 
 
-__all__ = ["LOBES", "LUNG", "LUNG_WORDS", "MEDIASTINAL_WORDS", "MEDIASTINUM", "lung_place"]
+def mediastinal_place(query: str) -> str | None:
+    """The word placing the query's finding in the mediastinum or a hilum (one of :data:`MEDIASTINAL_WORDS`:
+    "mediastinal", "hilar", "paratracheal"), or None: None as well where locations are not read, where the query
+    names a lobe, apex or base, or a lung word (:data:`LUNG_WORDS`: "hilar and right upper lobe masses", "perihilar
+    opacity" are the lung's)."""
+    if not locations.enabled() or locations.read_locations(query):
+        return None
+    words = [w.lower() for w in re.findall(r"[A-Za-z]+", query)]
+    if any((w,) in LUNG_WORDS for w in words):
+        return None
+    for group in MEDIASTINAL_WORDS:
+        if all(g in words for g in group):
+            return " ".join(group)
+    return None
+
+
+def place_bit(word: str) -> int:
+    """The query bit of a word :func:`mediastinal_place` returned: :data:`HILA` or :data:`MIDDLE`."""
+    return HILA if tuple(word.split()) in HILAR_WORDS else MIDDLE
+
+
+__all__ = ["HILA", "HILAR_WORDS", "LOBES", "LUNG", "LUNG_WORDS", "MEDIASTINAL_WORDS", "MEDIASTINUM", "MIDDLE",
+           "lung_place", "mediastinal_place", "place_bit"]
