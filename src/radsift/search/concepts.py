@@ -108,7 +108,8 @@ _DET = r"(?:(?:the|my|his|her|their|a|both|either|each|right|left|\w+al)\s+){0,2
 PLACES: dict[str, tuple[re.Pattern, re.Pattern | None, tuple[str, ...]]] = {
     "pleura": (re.compile(r"\b(?:around|surrounding|encasing|outside|about|lining(?:\s+of)?|covering|beside|alongside|"
                           r"next\s+to|adjacent\s+to)\s+" + _DET
-                          + r"lungs?\b|\b(?:fluid|water|liquid|blood|pus)\s+on\s+" + _DET + r"lungs?\b|\blungs?\W+lining|\bpleura\w*|\bchest\s+wall\s+and\s+" + _DET
+                          + r"lungs?\b|\b(?:fluid|water|liquid|blood|pus)\s+on\s+" + _DET
+                          + r"lungs?\b|\blungs?\W+lining|\bpleura\w*|\bchest\s+wall\s+and\s+" + _DET
                           + r"lungs?\b|\bbetween\s+" + _DET + r"lungs?\s+and\b", re.IGNORECASE),
                re.compile(r"\bpleura|\b\w*thorax\b|\bempyema\b|^effusion$", re.IGNORECASE), ()),
     "pericardium": (re.compile(r"\b(?:around|surrounding|encasing|squeezing)\s+" + _DET + r"heart\b|\bsac\b.{0,30}"
@@ -205,11 +206,11 @@ def normal_statement(text: str, query: str | None = None) -> bool:
     return not re.search(r"[^\W\d_]", _SAID_NORMAL.sub(" ", NORMAL.sub(" ", text)))
 
 
-#: A finding placed in a part of the body no chest film shows ("in my groin", "in the left knee"): the arm, the neck,
-#: the shoulder and the upper belly are on the film and are not here.
-OFF_FILM = re.compile(r"\b(?:in|inside|within|into)\s+" + _DET + r"(?:groin|legs?|knees?|ankles?|feet|foot|toes?|hands?|"
-                      r"fingers?|wrists?|thighs?|calf|calves|shins?|elbows?|forearms?|hips?|pelvis|kidneys?|liver|"
-                      r"ureters?|bladder|brain|skull|head)\b", re.IGNORECASE)
+#: A finding placed in a part of the body no chest film shows ("in my groin", "in the left knee"): the arm, the
+#: neck, the shoulder and the upper belly are on the film and are not here.
+OFF_FILM = re.compile(r"\b(?:in|inside|within|into)\s+" + _DET + r"(?:groin|legs?|knees?|ankles?|feet|foot|toes?|"
+                      r"hands?|fingers?|wrists?|thighs?|calf|calves|shins?|elbows?|forearms?|hips?|pelvis|"
+                      r"kidneys?|liver|ureters?|bladder|brain|skull|head)\b", re.IGNORECASE)
 
 
 def off_film(text: str) -> bool:
