@@ -28,6 +28,7 @@ from radsift.search.concepts import (
     concept_substances,
     directions_of,
     normal_statement,
+    off_film,
     query_places,
     sizes_of,
     substances_of,
@@ -162,6 +163,9 @@ def test_words_of_place_and_substance_are_read():
     assert query_places("fluid in the pleural space") == ["pleura"]
     assert query_places("liquid in the sac around my heart") == ["pericardium"]
     assert query_places("water in the lungs") == ["lung"]
+    # fluid lies on a lung outside it; a spot on the lung is only seen on it
+    assert query_places("water on the lungs") == ["pleura"] and query_places("fluid on my left lung") == ["pleura"]
+    assert query_places("a shadow on the lung") == [] and query_places("spot on my lung") == []
     assert query_places("fluid in the lung bases") == []
     assert concept_places("pleural effusion", ["effusion"]) == {"pleura"}
     assert concept_places("pericardial effusion", ["pericardial fluid"]) == {"pericardium"}
@@ -244,6 +248,22 @@ def test_a_symptom_alone_links_to_nothing():
     assert linker.link(query, 0.5, text="chest pain") is None
     assert np.isneginf(linker.scores(query, "chest pain")).all()
     assert linker.link(query, 0.5, text="chest pain and a broken rib").concept == "acute cardiopulmonary abnormality"
+
+
+def test_a_finding_off_the_film_links_to_nothing():
+    for text in ("swollen glands in the groin", "a clot in my left leg", "a cyst in the liver", "water in the knee",
+                 "a broken bone in my right hand", "stones in both kidneys"):
+        assert off_film(text), text
+    # a part named beside the finding, or one the chest film shows, does not count
+    for text in ("ankle swelling big heart on the film", "fall on an outstretched hand broken collarbone",
+                 "a broken bone in my arm", "a big iv in my neck", "swollen legs and fluid around the lungs",
+                 "fluid in the lungs", ""):
+        assert not off_film(text), text
+    query = np.eye(3, dtype=np.float32)[0]
+    linker = _linker({"lymphadenopathy": 0.9, "fracture": 0.6})
+    assert linker.link(query, 0.5, text="swollen glands in the groin") is None
+    assert np.isneginf(linker.scores(query, "swollen glands in the groin")).all()
+    assert linker.link(query, 0.5, text="swollen glands in the chest").concept == "lymphadenopathy"
 
 
 # -- the newcomer's check (issue 35, item 6): lungs hold no glands, compounds and parts, substances, prefixes,

@@ -20,7 +20,9 @@ These rules keep a link from being a guess between neighbours:
 
 - **Where counts.** Words of place in the finding text ("around the lungs", "in the pleural
   space", "around the heart", "in the lungs") restrict the link to the concepts of that place
-  (:data:`PLACES`): "fluid around the lungs" is a pleural effusion, "water in the lungs" is not;
+  (:data:`PLACES`): "fluid around the lungs" is a pleural effusion, "water in the lungs" is not; fluid lies *on* a
+  lung outside it ("water on the lungs", the lay name of a pleural effusion), where a spot or a shadow on the lung
+  is seen on it (no place);
   a concept's place is read from its own name and synonyms (``pleural ...``, ``pericardial ...``),
   so a user's lexicon gets the same rule.
 - **What counts.** Words of substance (air, fluid, blood, pus) do the same: "fluid around the lungs"
@@ -32,6 +34,10 @@ These rules keep a link from being a guess between neighbours:
 - **A symptom is felt, not seen.** A finding text made only of symptoms, with where, how and when they are
   felt ("chest pain", "shortness of breath when climbing stairs", :func:`symptom_only`), links to nothing: no
   concept of the film is what it says.
+- **Off the film is no finding of it.** A finding text placed in a part of the body no chest film shows ("swollen
+  glands in the groin", "a clot in my leg", "a cyst in the liver", :func:`off_film`) links to
+  nothing; a part named only beside the finding ("ankle swelling, ? big heart", "fall on an outstretched hand") does
+  not count.
 - **Beside the lung is the pleura; blood in the vessels is in no serous space.** "Infected liquid next to the
   lung" is pleural (and pus); a text naming vessels, arteries or veins links to no pleural or pericardial concept
   ("blood backing up in the vessels of my lungs" is no hemothorax).
@@ -102,6 +108,7 @@ _DET = r"(?:(?:the|my|his|her|their|a|both|either|each|right|left|\w+al)\s+){0,2
 PLACES: dict[str, tuple[re.Pattern, re.Pattern | None, tuple[str, ...]]] = {
     "pleura": (re.compile(r"\b(?:around|surrounding|encasing|outside|about|lining(?:\s+of)?|covering|beside|alongside|"
                           r"next\s+to|adjacent\s+to)\s+" + _DET
+                          + r"lungs?\b|\b(?:fluid|water|liquid|blood|pus)\s+on\s+" + _DET
                           + r"lungs?\b|\blungs?\W+lining|\bpleura\w*|\bchest\s+wall\s+and\s+" + _DET
                           + r"lungs?\b|\bbetween\s+" + _DET + r"lungs?\s+and\b", re.IGNORECASE),
                re.compile(r"\bpleura|\b\w*thorax\b|\bempyema\b|^effusion$", re.IGNORECASE), ()),
@@ -197,6 +204,19 @@ def normal_statement(text: str, query: str | None = None) -> bool:
     if not NORMAL.search(text) or (query is not None and not NORMAL.search(query)):
         return False
     return not re.search(r"[^\W\d_]", _SAID_NORMAL.sub(" ", NORMAL.sub(" ", text)))
+
+
+#: A finding placed in a part of the body no chest film shows ("in my groin", "in the left knee"): the arm, the
+#: neck, the shoulder and the upper belly are on the film and are not here.
+OFF_FILM = re.compile(r"\b(?:in|inside|within|into)\s+" + _DET + r"(?:groin|legs?|knees?|ankles?|feet|foot|toes?|"
+                      r"hands?|fingers?|wrists?|thighs?|calf|calves|shins?|elbows?|forearms?|hips?|pelvis|"
+                      r"kidneys?|liver|ureters?|bladder|brain|skull|head)\b", re.IGNORECASE)
+
+
+def off_film(text: str) -> bool:
+    """True when ``text`` places what it describes in a part of the body no chest film shows ("swollen glands in
+    the groin"): no concept of the film is what it says."""
+    return bool(OFF_FILM.search(text))
 
 
 def symptom_only(text: str) -> bool:
@@ -296,7 +316,7 @@ class ConceptLinker:
         finding ``text``, the concepts its words of place rule out score -inf."""
         sims = self.vectors @ np.asarray(query_vector, dtype=np.float32)
         out = best_per_owner(sims, self.owner, len(self.concepts))
-        if text and symptom_only(text):  # a symptom is felt, not seen: no concept of the film is what it says
+        if text and (symptom_only(text) or off_film(text)):  # felt, not seen, or off the film: no concept is it
             out[:] = -np.inf
             return out
         allowed = self.allowed(text) if text else None
