@@ -2,7 +2,8 @@
 
 The plan is what the scores do not decide: the eligible units (the ``target`` section and the
 metadata filters, :func:`eligible_mask`), the reading tier of every unit (its findings' statuses,
-then its location and side: :func:`~radsift.search.reading.reading_tiers` over the stored labels)
+then its location and side, and for a query asking for a finding whether the unit says only all is normal:
+:func:`~radsift.search.reading.reading_tiers` over the stored labels, :mod:`.normals`)
 and the units that state the whole reading (the ranking keeps those first, whatever their score).
 """
 
@@ -20,6 +21,7 @@ from radsift.ranking import side_flags, stating, units_with_terms
 from radsift.ranking.places import location_flags, with_compartments, with_implied_sides
 from radsift.records import QueryReading
 from radsift.search.options import SearchRequest
+from radsift.search.normals import sentence_said
 from radsift.search.reading import ReadingTiers, reading_tiers
 from radsift.search.units import section_of_sentence, unit_texts
 from radsift.text import locations
@@ -108,6 +110,7 @@ def unit_reading(store: IndexStore, opts, reading: QueryReading, labeler) -> Rea
         unit_of=None if opts.unit == "sentence" else store.cached(("section_of_sentence",),
                                                                    lambda: section_of_sentence(store)),
         group_of=units.report_row if opts.level == "report" else None, classes=True,
+        said=lambda: sentence_said(store),
     )
 
 

@@ -34,7 +34,7 @@ from radsift.errors import ConfigError
 from radsift.labels.openvocab import query_side
 from radsift.ranking import STATUS_CODES, side_tiers, stated_tiers, unit_tiers
 from radsift.ranking.places import LOCATION_SLOTS, location_tiers, where_tiers
-from radsift.ranking.tiers import SIDE_SLOTS, opposite_reports, reading_classes
+from radsift.ranking.tiers import SIDE_SLOTS, asks_finding, normal_keys, opposite_reports, reading_classes, with_normal
 from radsift.records import QueryReading, ReadFinding
 from radsift.search.concepts import normal_statement
 from radsift.text import bodyplaces, compartments, locations
@@ -225,8 +225,8 @@ class ReadingTiers:
         capped: True when an open-vocabulary phrase had more candidate sentences than were read
             (:data:`OPEN_CANDIDATES`): counts from it are then lower bounds.
         slots: Side and location keys within one reading tier (:func:`radsift.ranking.tiers.stating`).
-        literal: The tiers of the literal reading alone when a link beside it orders units within them
-            (``tiers`` then holds both keys); None when ``tiers`` are the literal reading's.
+        literal: The tiers of the literal reading alone when a link beside it or the normal key orders units
+            within them (``tiers`` then holds those keys too); None when ``tiers`` are the literal reading's.
     """
 
     tiers: np.ndarray | None
@@ -258,7 +258,7 @@ def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple
                   side_flags: Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None,
                   location_flags: Callable[[], np.ndarray] | None = None,
                   unit_of: np.ndarray | None = None, group_of: np.ndarray | None = None,
-                  classes: bool = False):
+                  classes: bool = False, said: Callable[[], np.ndarray] | None = None):
     """The ranking tier of every unit for a reading (None when the ranking reads nothing).
 
     With ``classes``, a :class:`ReadingTiers` instead: the tiers and what every unit states
@@ -277,6 +277,9 @@ def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple
         location_flags: () -> per-unit region masks (:func:`radsift.ranking.places.location_flags`).
         unit_of: Sentence row -> unit row (section units); None when units are sentences.
         group_of: Report of each unit (report level), None at sentence level.
+        said: () -> what every sentence states (:data:`radsift.ranking.tiers.SAYS_FINDING` ...): for a reading
+            asking for a finding, units (and reports) that say only all is normal rank last within each tier
+            (:func:`radsift.ranking.tiers.with_normal`); None: not read.
     """
     if not reading.active:
         return ReadingTiers(None) if classes else None
@@ -297,6 +300,8 @@ def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple
         # The link orders units within each tier of the literal reading, never across them.
         linked = unit_tiers(_stated(also, *reader)[0], [f.status for f in also], None, group_of)
         tiers = tiers * (int(linked.max(initial=0)) + 1) + linked
+    if said is not None and tiers is not None and asks_for_finding(reading):
+        tiers = with_normal(tiers, normal_keys(said(), n_units, unit_of, group_of), group_of is not None)
     if not classes:
         return tiers
     return ReadingTiers(tiers, raw, tuple(statuses), capped, slots, None if base is tiers else base)
@@ -326,6 +331,14 @@ def _stated(findings, labeler, labels, finding_codes, sentence_texts, open_candi
     if unit_of is not None:
         rows = np.asarray(unit_of)[rows]
     return stated_tiers(n_units, rows, codes, status, [(j, f.status) for j, f in enumerate(findings)]), capped
+
+
+def asks_for_finding(reading: QueryReading) -> bool:
+    """Whether the reading asks for some finding to be there (:func:`radsift.ranking.tiers.asks_finding`), an open
+    phrase that only calls something normal ("lungs are clear", unlinked) aside: then units that say only all is
+    normal rank last within each tier (:func:`reading_tiers`, ``said``)."""
+    return asks_finding([f.status for f in reading.findings
+                         if not (f.source == "open" and normal_statement(f.finding))])
 
 
 def open_mentions(finding: str, labeler, sentence_texts, open_candidates) -> tuple[np.ndarray, np.ndarray, bool]:
