@@ -25,6 +25,8 @@ from radsift.text.normality import EXAM, NORMAL, OTHER, sentence_kind
     ("The XXXX are intact.", NORMAL),
     ("Both lungs are clear and expanded.", NORMAL),
     ("The lungs are otherwise clear.", NORMAL),
+    ("heart and lungs are okay", NORMAL),
+    ("lungs are well expanded", NORMAL),
     ("Chest.", EXAM),
     ("PA and lateral views of the chest were obtained.", EXAM),
     ("Comparison: none.", EXAM),
@@ -125,7 +127,7 @@ def test_a_query_asking_for_a_normal_statement_or_an_absence_is_left_alone(index
     assert hits[0][0] == "noeffusion"
     monkeypatch.setattr("radsift.search.reading.normal_keys", _never)
     monkeypatch.setattr("radsift.search.shortlist.unit_normal_keys", _never)
-    for q in ("no pleural effusion", "lungs are clear"):
+    for q in ("no pleural effusion", "lungs are clear", "heart and lungs are okay", "lungs are well expanded"):
         engine_page(index, monkeypatch, engine, q, level="report")  # the normal key is never read
 
 

@@ -31,6 +31,13 @@ Sides add a second key within a reading tier: same side 0, no side word (or both
 (:mod:`radsift.ranking.places`) puts a location key before the side key: same lobe, no lobe,
 another lobe, each holding the three side tiers (``slots`` 9 instead of 3).
 
+Below every other key, for a query asking for a finding (present or uncertain), the **normal key**
+(:func:`with_normal`): within one tier, a unit (at report level: first its report, then the unit) that says
+only all is normal ("The lungs are clear.", "No acute cardiopulmonary process."; every label a denial) or
+nothing of the patient ("Chest.") ranks after one that may state a finding (:func:`normal_keys`). A query
+whose finding no unit states ("wet lungs", read as an open phrase) then falls back on similarity among the
+units that state something, never on the normal statements that only share its words.
+
 The tiers are strict (:func:`apply_tiers`): a lower tier outranks any score. ``gap`` turns
 them into calibrated boosts instead (each tier costs ``gap`` times the score range); see
 ``docs/measurements.md`` for the comparison that chose strict tiers.

@@ -38,6 +38,7 @@ from radsift.ranking.tiers import SIDE_SLOTS, asks_finding, normal_keys, opposit
 from radsift.records import QueryReading, ReadFinding
 from radsift.search.concepts import normal_statement
 from radsift.text import bodyplaces, compartments, locations
+from radsift.text.normality import NORMAL, sentence_kind
 
 if TYPE_CHECKING:
     from radsift.search.concepts import Link
@@ -333,12 +334,16 @@ def _stated(findings, labeler, labels, finding_codes, sentence_texts, open_candi
     return stated_tiers(n_units, rows, codes, status, [(j, f.status) for j, f in enumerate(findings)]), capped
 
 
-def asks_for_finding(reading: QueryReading) -> bool:
-    """Whether the reading asks for some finding to be there (:func:`radsift.ranking.tiers.asks_finding`), an open
-    phrase that only calls something normal ("lungs are clear", unlinked) aside: then units that say only all is
-    normal rank last within each tier (:func:`reading_tiers`, ``said``)."""
-    return asks_finding([f.status for f in reading.findings
-                         if not (f.source == "open" and normal_statement(f.finding))])
+def asks_for_finding(reading: QueryReading, query: str | None = None) -> bool:
+    """Whether the reading asks for some finding to be there (:func:`radsift.ranking.tiers.asks_finding`): then units
+    that say only all is normal rank last within each tier (:func:`reading_tiers`, ``said``). Not when the query
+    (given) only calls something normal ("heart and lungs are okay", "lungs are well expanded":
+    :func:`radsift.text.normality.sentence_kind`), whatever its words were read as, nor for an open phrase that does
+    ("lungs are clear", unlinked)."""
+    if query is not None and sentence_kind(query) == NORMAL:
+        return False
+    return asks_finding([f.status for f in reading.findings if not (f.source == "open" and (
+        normal_statement(f.finding) or sentence_kind(f.finding) == NORMAL))])
 
 
 def open_mentions(finding: str, labeler, sentence_texts, open_candidates) -> tuple[np.ndarray, np.ndarray, bool]:

@@ -35,7 +35,7 @@ _NO_CHANGE = re.compile(r"^(?:there\s+(?:is|are|was|were)\s+)?no\s+(?:\w+\s+)?(?
 _TURN = re.compile(r"\b(?:but|however|although|though|except|other\s+than|besides|aside\s+from|yet|while|whereas|"
                    r"apart\s+from|save\s+for)\b")
 #: Words that call something normal; not "bigger than normal", "not normal".
-_NORMAL_WORD = re.compile(r"(?<!than )(?<!not )\b(?:clear|normal|normally|unremarkable|intact|negative|healthy|"
+_NORMAL_WORD = re.compile(r"(?<!than )(?<!not )\b(?:clear|normal|normally|unremarkable|intact|negative|healthy|okay|ok|fine|"
                           r"within\s+normal\s+limits|not\s+remarkable|well[- ]?(?:aerated|expanded|inflated|ventilated))\b")
 #: Words of the examination and its comparison: a sentence of these alone states nothing of the patient.
 _EXAM_WORDS = re.compile(
