@@ -26,6 +26,7 @@ from radsift.text.normality import EXAM, NORMAL, OTHER, sentence_kind
     ("Both lungs are clear and expanded.", NORMAL),
     ("The lungs are otherwise clear.", NORMAL),
     ("heart and lungs are okay", NORMAL),
+    ("Lungs appear relatively clear on today's exam.", NORMAL),
     ("lungs are well expanded", NORMAL),
     ("Chest.", EXAM),
     ("PA and lateral views of the chest were obtained.", EXAM),

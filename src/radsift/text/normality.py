@@ -57,11 +57,12 @@ _SAID_NORMAL = re.compile(
     r"process|disease|cardiopulmonary|intrathoracic|radiographic|have|has|had|relatively|reasonably|today|current|"
     r"this|on|left|right|remainder|rest|symmetric|central|frontal|lateral|views?|show|shows)\b")
 _LETTER = re.compile(r"[^\W\d_]")
+_POSSESSIVE = re.compile(r"['\u2019]s\b")
 
 
 def _words(text: str) -> str:
     text = _MASK.sub(" ", _XRAY.sub("x-ray", _NUMBERING.sub("", text.strip().lower())))
-    return " ".join(re.sub(r"[^\w\s-]", " ", text).split())
+    return " ".join(re.sub(r"[^\w\s-]", " ", _POSSESSIVE.sub("", text)).split())
 
 
 def sentence_kind(text: str) -> str:
