@@ -143,3 +143,15 @@ def test_both_engines_give_the_same_page_and_counts(index, monkeypatch, options)
         kw = {"level": "report", **options}
         assert engine_page(index, monkeypatch, "candidates", q, **kw) == engine_page(index, monkeypatch, "exact", q, **kw), \
             (q, options)
+
+
+@pytest.mark.parametrize("engine", ["exact", "candidates"])
+def test_calibrated_boosts_add_no_normal_key(index, monkeypatch, engine):
+    monkeypatch.setattr("radsift.search.reading.normal_keys", _never)
+    monkeypatch.setattr("radsift.search.shortlist.unit_normal_keys", _never)
+    monkeypatch.setattr(index, "tier_gap", 0.5)
+    engine_page(index, monkeypatch, engine, "wet lungs", level="report", concepts=False)
+    monkeypatch.undo()
+    monkeypatch.setattr(index, "tier_gap", 0.5)
+    assert engine_page(index, monkeypatch, "candidates", "wet lungs", level="report", concepts=False) == \
+        engine_page(index, monkeypatch, "exact", "wet lungs", level="report", concepts=False)

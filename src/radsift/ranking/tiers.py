@@ -36,7 +36,8 @@ Below every other key, for a query asking for a finding (present or uncertain), 
 only all is normal ("The lungs are clear.", "No acute cardiopulmonary process."; every label a denial) or
 nothing of the patient ("Chest.") ranks after one that may state a finding (:func:`normal_keys`). A query
 whose finding no unit states ("wet lungs", read as an open phrase) then falls back on similarity among the
-units that state something, never on the normal statements that only share its words.
+units that state something, never on the normal statements that only share its words. With calibrated
+boosts (``gap``) the search adds no normal key: it would multiply the cost of every tier.
 
 The tiers are strict (:func:`apply_tiers`): a lower tier outranks any score. ``gap`` turns
 them into calibrated boosts instead (each tier costs ``gap`` times the score range); see

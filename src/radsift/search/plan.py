@@ -47,9 +47,12 @@ class Plan:
         return self.reading.tiers
 
 
-def plan_search(store: IndexStore, request: SearchRequest, reading: QueryReading, labeler) -> Plan:
-    """The plan of ``request`` over ``store`` for the query's ``reading`` (``labeler`` reads open phrases)."""
-    read_tiers = unit_reading(store, request.options, reading, labeler, asks_for_finding(reading, request.query))
+def plan_search(store: IndexStore, request: SearchRequest, reading: QueryReading, labeler,
+                gap: float | None = None) -> Plan:
+    """The plan of ``request`` over ``store`` for the query's ``reading`` (``labeler`` reads open phrases). ``gap``
+    (calibrated tier boosts, :func:`radsift.ranking.apply_tiers`): no normal key (it would multiply each tier's cost)."""
+    normal_last = gap is None and asks_for_finding(reading, request.query)
+    read_tiers = unit_reading(store, request.options, reading, labeler, normal_last)
     tiers = read_tiers.reading  # a link beside the literal reading orders within its tiers: keep what states it
     keep = stating(tiers, read_tiers.slots) if tiers is not None and reading.findings else None
     return Plan(eligible_mask(store, request.options), read_tiers, keep)

@@ -67,7 +67,7 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
         places = unit_locations(store, unit)[0] if reading.regions else None
         qt = query_tiers(store, reading, post, {f: i for i, f in enumerate(store.manifest.findings)},
                          opts.level == "report", sides, places, index.labeler)
-        if asks_for_finding(reading, request.query):  # as reading_tiers: units saying only all is normal last within a tier
+        if index.tier_gap is None and asks_for_finding(reading, request.query):  # as plan_search: the normal key
             qt = NormalKeyed(qt, unit_normal_keys(store, unit, opts.level == "report"), opts.level == "report")
     dense = None
     if NEEDS_DENSE[opts.mode]:
