@@ -19,9 +19,10 @@ from engine_pages import engine_page as _page
 from radsift.records import QueryReading, ReadFinding
 from radsift.search import beside, candidates, shortlist
 from radsift.search.concepts import Link
+from radsift.search.normals import NormalKeyed, unit_normal_keys
 from radsift.search.options import check_search, search_options
 from radsift.search.plan import plan_search, unit_locations, unit_sides
-from radsift.search.reading import read_query
+from radsift.search.reading import asks_for_finding, read_query
 
 #: Open phrases of the demo reports (the literal reading stays: the index holds them) -> the concept linked.
 LINKED = {"mediastinal contours": "cardiomegaly", "no cardiomediastinal silhouette": "enlarged cardiomediastinum",
@@ -133,7 +134,14 @@ def _tiers(index, query: str, level: str, unit: str = "sentence"):
     qt = beside.query_tiers(store, read, post, {f: i for i, f in enumerate(store.manifest.findings)},
                             level == "report", unit_sides(store, unit) if read.side else None,
                             unit_locations(store, unit)[0] if read.regions else None, index.labeler)
-    return qt, plan_search(store, opts, read, index.labeler), post
+    return _keyed(qt, store, read, query, unit, level == "report"), plan_search(store, opts, read, index.labeler), post
+
+
+def _keyed(qt, store, read, query: str, unit: str, by_report: bool):
+    """``qt`` with the normal key where the query asks for a finding, as the candidate engine's page adds it."""
+    if asks_for_finding(read, query):
+        return NormalKeyed(qt, unit_normal_keys(store, unit, by_report), by_report)
+    return qt
 
 
 @pytest.mark.parametrize("unit", ["sentence", "section"])
@@ -143,7 +151,7 @@ def test_the_tiers_of_every_unit_are_the_exact_engines(index, level, unit):
     ``base - tier * step`` then round alike); the kept units and the classes follow the literal reading."""
     for q in QUERIES:
         qt, plan, post = _tiers(index, q, level, unit)
-        assert isinstance(qt, beside.BesideTiers), q
+        assert isinstance(getattr(qt, "inner", qt), beside.BesideTiers), q
         every = np.arange(post.n_units)
         assert np.array_equal(qt.tiers(every), plan.tiers), q
         assert np.array_equal(np.flatnonzero(plan.keep), qt.keep_rows()), q
@@ -215,7 +223,8 @@ def test_a_plain_unit_standing_for_its_report_is_bounded(tmp_path, monkeypatch):
     for read in (literal, replace(literal, findings=literal.findings + (link,))):
         tiers = plan_search(store, request, read, index.labeler).tiers
         assert tiers[2] == tiers[3] < min(tiers[0], tiers[1])  # the plain units stand for r0
-        qt = beside.query_tiers(store, read, post, codes, True, None, None, index.labeler)
+        qt = _keyed(beside.query_tiers(store, read, post, codes, True, None, None, index.labeler), store, read, query,
+                    "sentence", True)
         assert np.array_equal(qt.tiers(np.arange(post.n_units)), tiers)
         for elig in (None, lambda rows: np.ones(len(rows), dtype=bool)):
             assert qt.lowest_outside([np.array([0, 1])], elig) <= tiers[2]
@@ -252,6 +261,7 @@ def test_tiers_are_exact_where_every_unit_states_something(tmp_path):
         request = check_search(query, search_options(level=level), store.manifest.sections,
                                store.manifest.metadata_keys)
         for read in (literal, linked):
-            qt = beside.query_tiers(store, read, post, codes, level == "report", None, None, index.labeler)
+            qt = _keyed(beside.query_tiers(store, read, post, codes, level == "report", None, None, index.labeler),
+                        store, read, query, "sentence", level == "report")
             assert np.array_equal(qt.tiers(np.arange(post.n_units)), plan_search(store, request, read,
                                                                                  index.labeler).tiers), (level, read)

@@ -298,7 +298,10 @@ def test_rerank_keeps_negation_aware_order(reranked):
     assert states == sorted(states, reverse=True) and states[0]
     first, rest = [t for t, s in zip(texts, states) if s], [t for t, s in zip(texts, states) if not s]
     assert [len(t) for t in first] == sorted(len(t) for t in first)
-    assert [len(t) for t in rest] == sorted(len(t) for t in rest)
+    # the rest in two runs at most: those that may state a finding, then those saying only all is normal (the
+    # normal key, radsift.ranking.tiers.with_normal), each ordered by the reranker
+    lengths = [len(t) for t in rest]
+    assert sum(b < a for a, b in zip(lengths, lengths[1:])) <= 1
     assert max(len(t) for t in texts[:-1]) > len(texts[-1])
 
 

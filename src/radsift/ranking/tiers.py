@@ -31,6 +31,14 @@ Sides add a second key within a reading tier: same side 0, no side word (or both
 (:mod:`radsift.ranking.places`) puts a location key before the side key: same lobe, no lobe,
 another lobe, each holding the three side tiers (``slots`` 9 instead of 3).
 
+Below every other key, for a query asking for a finding (present or uncertain), the **normal key**
+(:func:`with_normal`): within one tier, a unit (at report level: first its report, then the unit) that says
+only all is normal ("The lungs are clear.", "No acute cardiopulmonary process."; every label a denial) or
+nothing of the patient ("Chest.") ranks after one that may state a finding (:func:`normal_keys`). A query
+whose finding no unit states ("wet lungs", read as an open phrase) then falls back on similarity among the
+units that state something, never on the normal statements that only share its words. With calibrated
+boosts (``gap``) the search adds no normal key: it would multiply the cost of every tier.
+
 The tiers are strict (:func:`apply_tiers`): a lower tier outranks any score. ``gap`` turns
 them into calibrated boosts instead (each tier costs ``gap`` times the score range); see
 ``docs/measurements.md`` for the comparison that chose strict tiers.
@@ -172,6 +180,69 @@ def side_flags(n_units: int, units_with: Callable[[str], Sequence[int]]) -> tupl
             has[np.asarray(units_with(stem(word)), dtype=np.int64)] = True
         flags.append(has)
     return flags[0], flags[1], flags[2]
+
+
+#: What a sentence states, for :func:`normal_keys`: some finding present or uncertain (a stored label), only
+#: normal or absent things (its labels all deny, or its words call all normal: :mod:`radsift.text.normality`),
+#: something the lexicon does not read, or nothing of the patient (the examination, a comparison).
+SAYS_FINDING, SAYS_NORMAL, SAYS_OTHER, SAYS_NOTHING = 0, 1, 2, 3
+
+
+def asks_finding(statuses: Sequence[str]) -> bool:
+    """Whether a reading asks for some finding to be there (present or uncertain): then a unit that only says all
+    is normal answers it less than one that may state a finding (:func:`normal_keys`)."""
+    return any(s != "absent" for s in statuses)
+
+
+def normal_only(said: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
+    """Per owner (unit or report, ``0..n-1``), whether its sentences say only normal things or nothing of the
+    patient: none :data:`SAYS_FINDING` nor :data:`SAYS_OTHER` ("Clear lungs.", "Chest.")."""
+    said = np.asarray(said)
+    owner = np.asarray(owner, dtype=np.int64)
+    may_state = (said == SAYS_FINDING) | (said == SAYS_OTHER)
+    return np.bincount(owner[may_state], minlength=n)[:n] == 0
+
+
+#: How many values the normal key of :func:`normal_keys` takes: at sentence level (the unit's) and at report
+#: level (the report's, then the unit's).
+NORMAL_SCALE = {False: 2, True: 4}
+
+
+def normal_keys(said: np.ndarray, n_units: int, unit_of: np.ndarray | None = None,
+                group_of: np.ndarray | None = None) -> np.ndarray:
+    """The normal key of every unit: 1 where the unit says only normal things (:func:`normal_only`), else 0; at
+    report level (``group_of``) 2 more where its report does. :func:`with_normal` ranks by it within each tier.
+
+    Args:
+        said: What each sentence states (:data:`SAYS_FINDING` ... :data:`SAYS_NOTHING`).
+        n_units: Number of units.
+        unit_of: Sentence row -> unit row (section units); None when units are sentences.
+        group_of: Report of each unit (report level), None at sentence level.
+    """
+    said = np.asarray(said)
+    unit = np.arange(said.shape[0], dtype=np.int64) if unit_of is None else np.asarray(unit_of, dtype=np.int64)
+    keys = normal_only(said, unit, n_units).astype(np.int64)
+    if group_of is not None:
+        group_of = np.asarray(group_of, dtype=np.int64)
+        n_groups = int(group_of.max(initial=-1)) + 1
+        report = normal_only(said, group_of[unit], n_groups)
+        keys += 2 * report[group_of].astype(np.int64)
+    return keys
+
+
+def with_normal(tiers: np.ndarray, keys: np.ndarray | None, by_report: bool) -> np.ndarray:
+    """Tiers with the normal key below every other key: within one tier (reading, side, location, a link beside),
+    a report (or unit) that may state a finding ranks before one that says only all is normal, so that a query
+    asking for a finding no unit states falls back on similarity among the units that state something.
+
+    Args:
+        tiers: One tier per unit (:func:`unit_tiers`).
+        keys: :func:`normal_keys` of every unit (None: ``tiers`` as they are).
+        by_report: Report level (keys up to 3) or not (0 or 1).
+    """
+    if keys is None:
+        return tiers
+    return np.asarray(tiers, dtype=np.int64) * NORMAL_SCALE[bool(by_report)] + np.asarray(keys, dtype=np.int64)
 
 
 def stating(tiers: np.ndarray, slots: int = SIDE_SLOTS) -> np.ndarray:

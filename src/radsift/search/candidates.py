@@ -44,7 +44,9 @@ engines differ only where float32 rounding makes the bound's ``>`` differ from t
 seen: ``benchmarks/bench_candidates.py`` compares pages, scores, bands and counts on every query it
 runs). Counts come from the postings and the filter's rows (counted once per filter), never from the pool.
 
-A concept linked beside the literal reading: :mod:`.beside` (the same bound over both readings' tiers).
+A concept linked beside the literal reading: :mod:`.beside` (the same bound over both readings' tiers). The normal
+key of a query asking for a finding (:mod:`.normals`): its tiers times the key's scale plus the key, bounded by the
+reading's bound times the scale (a unit left out may say more than all is normal).
 Calibrated tier boosts (``gap``: a tier costs ``gap`` times the spread, as :func:`radsift.ranking.apply_tiers`)
 keep the bound (it holds for any step), but a lower tier no longer outranks every score: no report is covered.
 

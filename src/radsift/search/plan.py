@@ -2,7 +2,8 @@
 
 The plan is what the scores do not decide: the eligible units (the ``target`` section and the
 metadata filters, :func:`eligible_mask`), the reading tier of every unit (its findings' statuses,
-then its location and side: :func:`~radsift.search.reading.reading_tiers` over the stored labels)
+then its location and side, and for a query asking for a finding whether the unit says only all is normal:
+:func:`~radsift.search.reading.reading_tiers` over the stored labels, :mod:`.normals`)
 and the units that state the whole reading (the ranking keeps those first, whatever their score).
 """
 
@@ -20,7 +21,8 @@ from radsift.ranking import side_flags, stating, units_with_terms
 from radsift.ranking.places import location_flags, with_compartments, with_implied_sides
 from radsift.records import QueryReading
 from radsift.search.options import SearchRequest
-from radsift.search.reading import ReadingTiers, reading_tiers
+from radsift.search.normals import sentence_said
+from radsift.search.reading import ReadingTiers, asks_for_finding, reading_tiers
 from radsift.search.units import section_of_sentence, unit_texts
 from radsift.text import locations
 
@@ -45,9 +47,12 @@ class Plan:
         return self.reading.tiers
 
 
-def plan_search(store: IndexStore, request: SearchRequest, reading: QueryReading, labeler) -> Plan:
-    """The plan of ``request`` over ``store`` for the query's ``reading`` (``labeler`` reads open phrases)."""
-    read_tiers = unit_reading(store, request.options, reading, labeler)
+def plan_search(store: IndexStore, request: SearchRequest, reading: QueryReading, labeler,
+                gap: float | None = None) -> Plan:
+    """The plan of ``request`` over ``store`` for the query's ``reading`` (``labeler`` reads open phrases). ``gap``
+    (calibrated tier boosts, :func:`radsift.ranking.apply_tiers`): no normal key (it would multiply each tier's cost)."""
+    normal_last = gap is None and asks_for_finding(reading, request.query)
+    read_tiers = unit_reading(store, request.options, reading, labeler, normal_last)
     tiers = read_tiers.reading  # a link beside the literal reading orders within its tiers: keep what states it
     keep = stating(tiers, read_tiers.slots) if tiers is not None and reading.findings else None
     return Plan(eligible_mask(store, request.options), read_tiers, keep)
@@ -91,9 +96,10 @@ def _eligible_mask(store: IndexStore, opts) -> np.ndarray:
     return mask
 
 
-def unit_reading(store: IndexStore, opts, reading: QueryReading, labeler) -> ReadingTiers:
+def unit_reading(store: IndexStore, opts, reading: QueryReading, labeler, normal_last: bool = True) -> ReadingTiers:
     """The reading tier of every unit of ``opts.unit`` and what each states (see
-    :func:`~radsift.search.reading.reading_tiers`)."""
+    :func:`~radsift.search.reading.reading_tiers`); ``normal_last`` False: no normal key (the query calls all normal:
+    :func:`~radsift.search.reading.asks_for_finding`)."""
     if not reading.active:
         return ReadingTiers(None)
     labels = store.labels()
@@ -108,6 +114,7 @@ def unit_reading(store: IndexStore, opts, reading: QueryReading, labeler) -> Rea
         unit_of=None if opts.unit == "sentence" else store.cached(("section_of_sentence",),
                                                                    lambda: section_of_sentence(store)),
         group_of=units.report_row if opts.level == "report" else None, classes=True,
+        said=(lambda: sentence_said(store)) if normal_last else None,
     )
 
 

@@ -34,10 +34,11 @@ from radsift.errors import ConfigError
 from radsift.labels.openvocab import query_side
 from radsift.ranking import STATUS_CODES, side_tiers, stated_tiers, unit_tiers
 from radsift.ranking.places import LOCATION_SLOTS, location_tiers, where_tiers
-from radsift.ranking.tiers import SIDE_SLOTS, opposite_reports, reading_classes
+from radsift.ranking.tiers import SIDE_SLOTS, asks_finding, normal_keys, opposite_reports, reading_classes, with_normal
 from radsift.records import QueryReading, ReadFinding
 from radsift.search.concepts import normal_statement
 from radsift.text import bodyplaces, compartments, locations
+from radsift.text.normality import NORMAL, sentence_kind
 
 if TYPE_CHECKING:
     from radsift.search.concepts import Link
@@ -245,8 +246,8 @@ class ReadingTiers:
         capped: True when an open-vocabulary phrase had more candidate sentences than were read
             (:data:`OPEN_CANDIDATES`): counts from it are then lower bounds.
         slots: Side and location keys within one reading tier (:func:`radsift.ranking.tiers.stating`).
-        literal: The tiers of the literal reading alone when a link beside it orders units within them
-            (``tiers`` then holds both keys); None when ``tiers`` are the literal reading's.
+        literal: The tiers of the literal reading alone when a link beside it or the normal key orders units
+            within them (``tiers`` then holds those keys too); None when ``tiers`` are the literal reading's.
     """
 
     tiers: np.ndarray | None
@@ -278,7 +279,7 @@ def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple
                   side_flags: Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None,
                   location_flags: Callable[[], np.ndarray] | None = None,
                   unit_of: np.ndarray | None = None, group_of: np.ndarray | None = None,
-                  classes: bool = False):
+                  classes: bool = False, said: Callable[[], np.ndarray] | None = None):
     """The ranking tier of every unit for a reading (None when the ranking reads nothing).
 
     With ``classes``, a :class:`ReadingTiers` instead: the tiers and what every unit states
@@ -297,6 +298,9 @@ def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple
         location_flags: () -> per-unit region masks (:func:`radsift.ranking.places.location_flags`).
         unit_of: Sentence row -> unit row (section units); None when units are sentences.
         group_of: Report of each unit (report level), None at sentence level.
+        said: () -> what every sentence states (:data:`radsift.ranking.tiers.SAYS_FINDING` ...): for a reading
+            asking for a finding, units (and reports) that say only all is normal rank last within each tier
+            (:func:`radsift.ranking.tiers.with_normal`); None: not read.
     """
     if not reading.active:
         return ReadingTiers(None) if classes else None
@@ -317,6 +321,8 @@ def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple
         # The link orders units within each tier of the literal reading, never across them.
         linked = unit_tiers(_stated(also, *reader)[0], [f.status for f in also], None, group_of)
         tiers = tiers * (int(linked.max(initial=0)) + 1) + linked
+    if said is not None and tiers is not None and asks_for_finding(reading):
+        tiers = with_normal(tiers, normal_keys(said(), n_units, unit_of, group_of), group_of is not None)
     if not classes:
         return tiers
     return ReadingTiers(tiers, raw, tuple(statuses), capped, slots, None if base is tiers else base)
@@ -346,6 +352,18 @@ def _stated(findings, labeler, labels, finding_codes, sentence_texts, open_candi
     if unit_of is not None:
         rows = np.asarray(unit_of)[rows]
     return stated_tiers(n_units, rows, codes, status, [(j, f.status) for j, f in enumerate(findings)]), capped
+
+
+def asks_for_finding(reading: QueryReading, query: str | None = None) -> bool:
+    """Whether the reading asks for some finding to be there (:func:`radsift.ranking.tiers.asks_finding`): then units
+    that say only all is normal rank last within each tier (:func:`reading_tiers`, ``said``). Not when the query
+    (given) only calls something normal ("heart and lungs are okay", "lungs are well expanded":
+    :func:`radsift.text.normality.sentence_kind`), whatever its words were read as, nor for an open phrase that does
+    ("lungs are clear", unlinked)."""
+    if query is not None and sentence_kind(query) == NORMAL:
+        return False
+    return asks_finding([f.status for f in reading.findings if not (f.source == "open" and (
+        normal_statement(f.finding) or sentence_kind(f.finding) == NORMAL))])
 
 
 def open_mentions(finding: str, labeler, sentence_texts, open_candidates) -> tuple[np.ndarray, np.ndarray, bool]:

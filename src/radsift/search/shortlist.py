@@ -20,7 +20,9 @@ from radsift.records import QueryReading
 from radsift.search.beside import query_tiers
 from radsift.search.bm25count import bm25_counts
 from radsift.search.candidates import ReadingPostings
+from radsift.search.normals import NormalKeyed, unit_normal_keys
 from radsift.search.options import SearchRequest
+from radsift.search.reading import asks_for_finding
 from radsift.search.plan import eligible_mask, unit_locations, unit_sides
 from radsift.search.rank import rerank_head
 from radsift.search.results import SearchResult, hits_of
@@ -65,6 +67,8 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
         places = unit_locations(store, unit)[0] if reading.regions else None
         qt = query_tiers(store, reading, post, {f: i for i, f in enumerate(store.manifest.findings)},
                          opts.level == "report", sides, places, index.labeler)
+        if index.tier_gap is None and asks_for_finding(reading, request.query):  # as plan_search: the normal key
+            qt = NormalKeyed(qt, unit_normal_keys(store, unit, opts.level == "report"), opts.level == "report")
     dense = None
     if NEEDS_DENSE[opts.mode]:
         dense = _dense(index, store, unit, query_vector, mask)

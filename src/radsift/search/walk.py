@@ -46,7 +46,7 @@ def walk(index, store: IndexStore, request: SearchRequest) -> SearchResult:
     if engine_name() == "candidates" and exact_reason(request, reading, index.tier_gap, store=store) is None \
             and exact_reason(request, reading, None, backend=_dense_backend(index, store, opts)) is None:
         return candidate_page(index, store, request, reading, query_vector, sources["expansion"])
-    plan = plan_search(store, request, reading, index.labeler)
+    plan = plan_search(store, request, reading, index.labeler, index.tier_gap)
     scores = first_pass(store, request, plan, reading, settings=index.settings, **sources)
     if opts.prf:
         scores = feedback(store, request, scores, plan.tiers, reading, gap=index.tier_gap, **sources)
