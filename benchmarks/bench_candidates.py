@@ -40,7 +40,10 @@ import numpy as np
 FIXED = ["pneumothorax", "no pneumothorax", "pleural effusion", "no pleural effusion", "cardiomegaly",
          "enlarged heart", "right lower lobe consolidation", "pulmonary edema", "calcified granuloma",
          "endotracheal tube", "rib fracture", "hiatal hernia", "no acute cardiopulmonary abnormality",
-         "tortuous aorta", "interstitial opacities", "small left pleural effusion", "no right pneumothorax"]
+         "tortuous aorta", "interstitial opacities", "small left pleural effusion", "no right pneumothorax",
+         # places of the mediastinum and hila, lay normals, open phrases ranked before the normal-only units
+         "right hilar mass", "mediastinal lymphadenopathy", "no hilar adenopathy", "heart and lungs are okay",
+         "wet lungs", "hyperexpanded lungs"]
 SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
             {"mode": "dense", "level": "report"}, {"mode": "bm25", "level": "report"},
             {"mode": "hybrid", "level": "report", "offset": 20}, {"mode": "hybrid", "level": "report", "target": "impression"},
