@@ -57,3 +57,25 @@ def test_a_lay_normal_query_reads_as_a_normal_statement(labeler) -> None:
     assert [f.finding for f in reading.findings] == ["heart normal", "lungs are normal"]
     assert [f.finding for f in read_query("the heart looks ok", labeler).findings] == ["cardiomegaly"]
     assert [f.status for f in read_query("the heart looks ok", labeler).findings] == ["absent"]
+
+
+# -- an organ removed is a surgery done, a device removed is gone -------------------------------------------------
+def _links(text: str):
+    from radsift.search.concepts import Link
+
+    table = {"part of the lung removed": "lung resection", "part of the lung": "lung resection",
+             "gallbladder removed": "cholecystectomy", "chest tube removed": "chest tube", "chest tube": "chest tube"}
+    concept = table.get(text.lower())
+    return Link(concept, 0.9, text) if concept else None
+
+
+def test_an_organ_removed_is_a_surgery_done(labeler) -> None:
+    reading = read_query("part of the lung removed", labeler, link=_links, literal=lambda stems: True)
+    assert [(f.finding, f.status, f.source) for f in reading.findings] == [("lung resection", "present", "linked")]
+    reading = read_query("gallbladder removed", labeler, link=_links, literal=lambda stems: True)
+    assert [(f.finding, f.status) for f in reading.findings] == [("cholecystectomy", "present")]
+
+
+def test_a_device_removed_is_still_gone(labeler) -> None:
+    reading = read_query("chest tube removed", labeler, link=_links, literal=lambda stems: True)
+    assert [(f.finding, f.status) for f in reading.findings] == [("chest tube", "absent")]
