@@ -49,6 +49,8 @@ from radsift.search.reading import link_words
 
 DEV2 = QUERIES.with_name("description_queries_dev2.tsv")
 V3 = QUERIES.with_name("description_queries_v3.tsv")
+#: The fourth batch (session 10): written blind after the lexicon's everyday names, split by the same hash.
+V4 = QUERIES.with_name("description_queries_v4.tsv")
 
 
 def link_rows(idx, texts: list[str]) -> list[str | None]:
@@ -84,14 +86,19 @@ def pooled(parts: list[dict]) -> dict:
 
 
 def batches(splits: list[str]) -> dict[str, list[dict]]:
-    """The description batches of ``splits`` by name: dev, dev2, dev3 (and test, test3)."""
+    """The description batches of ``splits`` by name: dev, dev2, dev3, dev4 (and test, test3, test4)."""
     first = read_queries()
     third = read_queries(V3)
+    fourth = read_queries(V4) if V4.exists() else []
     out = {"dev": [q for q in first if q["split"] == "dev"], "dev2": read_queries(DEV2),
            "dev3": [q for q in third if q["split"] == "dev"]}
+    if fourth:
+        out["dev4"] = [q for q in fourth if q["split"] == "dev"]
     if "test" in splits:
         out["test"] = [q for q in first if q["split"] == "test"]
         out["test3"] = [q for q in third if q["split"] == "test"]
+        if fourth:
+            out["test4"] = [q for q in fourth if q["split"] == "test"]
     return out
 
 
@@ -139,9 +146,9 @@ def main() -> int:
     res: dict = {"settings": str(idx.settings), "splits": args.splits}
     for name, qs in batches(args.splits).items():
         res[f"link_{name}"] = precision(qs, link_rows(idx, [q["query"] for q in qs]))
-    res["link_dev_pooled"] = pooled([res[f"link_{n}"] for n in ("dev", "dev2", "dev3")])
+    res["link_dev_pooled"] = pooled([res[f"link_{n}"] for n in ("dev", "dev2", "dev3", "dev4") if f"link_{n}" in res])
     if "test" in args.splits:
-        res["link_test_pooled"] = pooled([res[f"link_{n}"] for n in ("test", "test3")])
+        res["link_test_pooled"] = pooled([res[f"link_{n}"] for n in ("test", "test3", "test4") if f"link_{n}" in res])
     outside = outside_findings()
     got = link_rows(idx, outside)
     res["outside"] = {"n": len(outside), "linked": sum(g is not None for g in got),
