@@ -79,3 +79,35 @@ def test_an_organ_removed_is_a_surgery_done(labeler) -> None:
 def test_a_device_removed_is_still_gone(labeler) -> None:
     reading = read_query("chest tube removed", labeler, link=_links, literal=lambda stems: True)
     assert [(f.finding, f.status) for f in reading.findings] == [("chest tube", "absent")]
+
+
+# -- more lay wording (queries_v6 dev) --------------------------------------------------------------------------
+@pytest.mark.parametrize("query, read", [
+    ("x-ray came back clean", "normal chest x-ray"),
+    ("my chest x-ray was fine", "normal chest x-ray"),
+    ("lungs are dry", "no fluid in the lungs"),
+    ("dry lungs", "no fluid in the lungs"),
+    ("dry cough", "dry cough"),
+])
+def test_a_clean_film_and_dry_lungs_are_read_as_reports_say_them(query, read) -> None:
+    assert lay_normals(query) == read
+
+
+def test_a_head_two_modifiers_share_is_written_out_for_each(labeler) -> None:
+    from radsift.search.reading import shared_heads
+
+    assert shared_heads("endotracheal and nasogastric tubes", labeler) == "endotracheal tube and nasogastric tube"
+    assert shared_heads("right and left pleural effusions", labeler) == "right and left pleural effusions"
+    findings = [f.finding for f in read_query("endotracheal and nasogastric tubes", labeler).findings]
+    assert findings == ["endotracheal tube", "nasogastric tube"]
+
+
+@pytest.mark.parametrize("text", ["pneumonia cleared up", "The right effusion has cleared up.", "pneumonia went away"])
+def test_what_cleared_up_or_went_away_is_absent(labeler, text) -> None:
+    assert {m.status for m in labeler.label(text)} == {"absent"}
+
+
+def test_the_spleens_granulomas_are_no_lung_granulomas(labeler) -> None:
+    assert labeler.label("Multiple calcified splenic granulomas are also noted.") == []
+    assert [m.finding for m in labeler.label("Calcified granuloma in the left upper lobe.")] == [
+        "calcified granuloma", "granuloma"]

@@ -8,7 +8,8 @@ that organ's cancer, which the chest film does not show: the match is dropped be
 
 The same holds for the bones' density: "density" alone is a lung opacity in a chest report, but "bone density is
 decreased" and "bony density over the clavicle" are the skeleton's (:data:`BONE_WORDS`), and "low bone density" in
-a query asks for thin bones, not for a lung opacity.
+a query asks for thin bones, not for a lung opacity; and for granulomas: "splenic granulomas" (:data:`GRANULOMA_ORGANS`) are
+no lung granulomas.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ OTHER_ORGANS = frozenset(
     "adrenal".split())
 #: Words that may stand between the organ and the tumor word ("renal cell carcinoma", "breast ductal carcinoma").
 BETWEEN = frozenset("cell ductal lobular papillary follicular medullary squamous transitional primary".split())
+#: Granuloma words that take their organ from the word before them: "splenic granulomas" are the spleen's.
+GRANULOMA_WORDS = frozenset("granuloma granulomas granulomata".split())
+#: Organs below the diaphragm whose granulomas a chest film shows (calcified, in the upper abdomen).
+GRANULOMA_ORGANS = frozenset("splenic spleen hepatic liver".split())
 #: Words for a shadow on the film that take their organ from the word before them ("bone density").
 DENSITY_WORDS = frozenset("density densities".split())
 #: Words naming the skeleton: a density named for it is no lung opacity.
@@ -46,6 +51,12 @@ def drop_other_organs(text: str, matches: Sequence[Match]) -> list[Match]:
             before = [w.lower() for w in _WORD.findall(text[:m.start])[-1:]]
             if before and before[-1] in BONE_WORDS:
                 continue
+        if m.text.lower() in GRANULOMA_WORDS:
+            before = [w.lower() for w in _WORD.findall(text[:m.start])[-2:]]
+            if before and before[-1] in {"calcified", "calcific"}:
+                before = before[:-1]
+            if before and before[-1] in GRANULOMA_ORGANS:
+                continue
         if m.text.lower() in TUMOR_WORDS:
             before = [w.lower() for w in _WORD.findall(text[:m.start])[-2:]]
             if before and before[-1] in BETWEEN:
@@ -56,4 +67,4 @@ def drop_other_organs(text: str, matches: Sequence[Match]) -> list[Match]:
     return out
 
 
-__all__ = ["BETWEEN", "BONE_WORDS", "DENSITY_WORDS", "OTHER_ORGANS", "TUMOR_WORDS", "drop_other_organs"]
+__all__ = ["BETWEEN", "BONE_WORDS", "DENSITY_WORDS", "GRANULOMA_ORGANS", "GRANULOMA_WORDS", "OTHER_ORGANS", "TUMOR_WORDS", "drop_other_organs"]

@@ -65,7 +65,17 @@ LAY_NORMALS = (
                 r"normal|clear|unremarkable)\b", re.IGNORECASE), r"are \1"),
     (re.compile(r"\b(okay|ok|fine|alright|all\s+right|good|healthy)\b(?=\W*$)", re.IGNORECASE), "normal"),
     (re.compile(r"\b(?:healthy|normal[\s-]looking|healthy[\s-]looking)\b", re.IGNORECASE), "normal"),
+    # "x-ray came back clean": the film is normal, as reports say it ("normal chest x-ray")
+    (re.compile(r"^\W*(?:(?:my|the|his|her)\s+)?(?:chest\s+)?(?:x\W?rays?|xrays?|films?|cxr)\s+(?:came\s+back|was|is|looks?)\s+"
+                r"(?:clean|clear|normal|fine|okay|ok|good)\W*$", re.IGNORECASE), "normal chest x-ray"),
+    (re.compile(r"\b(?:came\s+back\s+)?clean\b(?=\W*$)", re.IGNORECASE), "normal"),
+    # "lungs are dry", "dry lungs": no fluid in them (an embedding hears "wet" in "dry")
+    (re.compile(r"\b(lungs?|chest)\s+(?:are|is|look|looks|seem|seems)\s+dry\b", re.IGNORECASE), r"no fluid in the \1"),
+    (re.compile(r"\bdry\s+(lungs?|chest)\b", re.IGNORECASE), r"no fluid in the \1"),
 )
+#: A head noun shared by two modifiers joined by "and" ("endotracheal and nasogastric tubes"): written out for each
+#: ("endotracheal tube and nasogastric tube") when the first modifier with the head names a lexicon phrase.
+SHARED_HEAD = re.compile(r"\b([a-z][\w-]*)\s+and\s+([a-z][\w-]*)\s+([a-z]+?)(s?)\b(?=\W*$|\s)", re.IGNORECASE)
 #: A question mark closing a query: the user asks whether the finding is there, which is no hedge
 #: (in a report "Pneumonia?" is hypothetical: :mod:`radsift.labels` rules).
 QUESTION = re.compile(r"\s*\?+\s*$")
@@ -94,6 +104,23 @@ def lay_normals(query: str) -> str:
     for pattern, repl in LAY_NORMALS:
         query = pattern.sub(repl, query)
     return query
+
+
+def shared_heads(query: str, labeler) -> str:
+    """``query`` with a head noun two modifiers share written out for each (:data:`SHARED_HEAD`): "endotracheal and
+    nasogastric tubes" -> "endotracheal tube and nasogastric tube", when the first modifier with the head is a finding
+    the labeler reads and the modifier alone is none ("right and left effusions" stays: sides are read apart)."""
+    label = getattr(labeler, "label_query", None)
+    if label is None:
+        return query
+
+    def one(m: re.Match) -> str:
+        a, b, head = m.group(1), m.group(2), m.group(3)
+        if label(a) or not label(f"{a} {head}"):
+            return m.group(0)
+        return f"{a} {head} and {b} {head}"
+
+    return SHARED_HEAD.sub(one, query)
 
 
 def link_words(query: str) -> str:
@@ -152,7 +179,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         ConfigError: The override names a finding the query was not read to name.
     """
     query = QUESTION.sub("", PREFIXES.sub(r"\1", query)) or query
-    query = lay_normals(query)
+    query = shared_heads(lay_normals(query), labeler)
     # what the concept linker compares with descriptions, in the user's own words ("too big"), less the film
     words = link_words(query)
     query = LAY_SIZES.sub("large", query)
