@@ -87,9 +87,9 @@ ON_THE_FILM = re.compile(
     r"\s*\b(?:seen\s+)?(?P<where>(?:on|in|from)\s+(?:(?:the|my|this|a|his|her|their)\s+)?)"
     r"(?P<organ>(?:chest|lungs?)\s+)?(?:x\W?rays?|xrays?|cxr|films?|radiographs?|scans?|images?|pictures?)\b",
     re.IGNORECASE)
-#: Cues saying something was taken out ("lung removed", "removal of the tube"): of a device, it is gone; of an organ, a
-#: surgery was done (:func:`read_query` links the whole words to tell).
-REMOVAL = re.compile(r"\b(?:remov(?:ed|al)|taken\s+out|excised|resected)\b", re.IGNORECASE)
+#: The negation cues saying something was taken out ("lung removed", "removal of the tube"): of a device, it is gone;
+#: of an organ, a surgery was done (:func:`read_query` links the whole words to tell).
+REMOVAL = re.compile(r"\bremov(?:ed|al)\b", re.IGNORECASE)
 #: The status a link to a concept takes from a text that calls something normal ("lungs are clear": no opacity).
 _FLIPPED = {"present": "absent", "absent": "present"}
 #: How a query that links to a concept is read: ``both`` (the literal reading, with the link beside it
@@ -195,7 +195,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         text, status, cue = labeler.query_finding_text(words)
         linked = link(text) if text else None
         if cue and REMOVAL.search(cue):
-            # "part of the lung removed", "gallbladder taken out": an organ removed is a surgery done (stated
+            # "part of the lung removed", "gallbladder removed": an organ removed is a surgery done (stated
             # present), while a device removed is gone; the whole words, the removal kept, say which
             whole = link(words)
             lexicon = getattr(labeler, "lexicon", None)
