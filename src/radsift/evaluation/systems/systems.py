@@ -26,7 +26,8 @@ from radsift.ranking import (BM25_PARAMS, DENSE_WEIGHT, NEEDS_BM25, NEEDS_DENSE,
                              build_bm25_texts, rank, rank_groups, side_flags, stating)
 from radsift.ranking import rerank as rerank_core
 from radsift.ranking.places import location_flags, with_compartments, with_implied_sides
-from radsift.search.reading import read_query, reading_tiers
+from radsift.search.normals import said_by_labels, said_of_texts
+from radsift.search.reading import asks_for_finding, read_query, reading_tiers
 from radsift.text import locations
 from radsift.text.tokens import tokenize
 
@@ -190,11 +191,24 @@ class RankedSystem(System):
             words = side_flags(n, lambda s: stems.get(s, []))
             return with_implied_sides(words, places()) if locations.enabled() else words
 
+        def said():
+            # what every candidate states, as the search reads its sentences (:func:`radsift.search.normals.sentence_said`)
+            if "said" not in info:
+                row, _, status = info["labels"]
+                out, labeled = said_by_labels(n, row, status)
+                unread = np.flatnonzero(~labeled)
+                out[unread] = said_of_texts([candidates[r] for r in unread])
+                info["said"] = out
+            return info["said"]
+
+        query = " ".join(query.split())
+        reading = read_query(query, self.labeler)
         return reading_tiers(
-            read_query(" ".join(query.split()), self.labeler), self.labeler, n_units=n, labels=info["labels"],
+            reading, self.labeler, n_units=n, labels=info["labels"],
             finding_codes=info["codes"], sentence_texts=lambda rows: {r: candidates[r] for r in rows},
             open_candidates=with_terms, side_flags=sides, location_flags=lambda: places()[0],
-            group_of=groups, classes=True)
+            group_of=groups, classes=True,
+            said=said if asks_for_finding(reading, query) else None)  # as the search: normal-only units last
 
     # -- ranking ---------------------------------------------------------------------------------
     def score_parts(self, queries: Sequence[str], candidates: Sequence[str]) -> dict[str, np.ndarray]:
