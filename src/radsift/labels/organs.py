@@ -39,32 +39,31 @@ DENSITY_WORDS = frozenset("density densities".split())
 #: Words naming the skeleton: a density named for it is no lung opacity.
 BONE_WORDS = frozenset("bone bones bony osseous".split())
 _WORD = re.compile(r"[A-Za-z]+")
+#: (generic words, words that may stand between them and the organ, organs outside the lungs): a generic word right
+#: after one of its organs is that organ's, no lung finding.
+RULES = ((TUMOR_WORDS, BETWEEN, OTHER_ORGANS),
+         (GRANULOMA_WORDS, frozenset({"calcified", "calcific"}), GRANULOMA_ORGANS),
+         (DENSITY_WORDS, frozenset(), BONE_WORDS))
 
 
 def drop_other_organs(text: str, matches: Sequence[Match]) -> list[Match]:
-    """``matches`` without those whose text is one of :data:`TUMOR_WORDS` right after an organ of
-    :data:`OTHER_ORGANS` (at most one of :data:`BETWEEN` between them), and without a bare density
-    (:data:`DENSITY_WORDS`) right after a word of :data:`BONE_WORDS`."""
-    out = []
-    for m in matches:
-        if m.text.lower() in DENSITY_WORDS:
-            before = [w.lower() for w in _WORD.findall(text[:m.start])[-1:]]
-            if before and before[-1] in BONE_WORDS:
-                continue
-        if m.text.lower() in GRANULOMA_WORDS:
-            before = [w.lower() for w in _WORD.findall(text[:m.start])[-2:]]
-            if before and before[-1] in {"calcified", "calcific"}:
-                before = before[:-1]
-            if before and before[-1] in GRANULOMA_ORGANS:
-                continue
-        if m.text.lower() in TUMOR_WORDS:
-            before = [w.lower() for w in _WORD.findall(text[:m.start])[-2:]]
-            if before and before[-1] in BETWEEN:
-                before = before[:-1]
-            if before and before[-1] in OTHER_ORGANS:
-                continue
-        out.append(m)
-    return out
+    """``matches`` without those whose text is a generic word of :data:`RULES` right after one of its organs (at most
+    one of its in-between words between them): :data:`TUMOR_WORDS` after :data:`OTHER_ORGANS`,
+    :data:`GRANULOMA_WORDS` after :data:`GRANULOMA_ORGANS`, a bare density (:data:`DENSITY_WORDS`) after
+    :data:`BONE_WORDS`."""
+    return [m for m in matches if not _another_organs(text, m)]
 
 
-__all__ = ["BETWEEN", "BONE_WORDS", "DENSITY_WORDS", "GRANULOMA_ORGANS", "GRANULOMA_WORDS", "OTHER_ORGANS", "TUMOR_WORDS", "drop_other_organs"]
+def _another_organs(text: str, m: Match) -> bool:
+    word = m.text.lower()
+    for words, between, organs in RULES:
+        if word in words:
+            before = [w.lower() for w in _WORD.findall(text[:m.start])[-2:]]
+            if before and before[-1] in between:
+                before = before[:-1]
+            return bool(before) and before[-1] in organs
+    return False
+
+
+__all__ = ["BETWEEN", "BONE_WORDS", "DENSITY_WORDS", "GRANULOMA_ORGANS", "GRANULOMA_WORDS", "OTHER_ORGANS", "RULES",
+           "TUMOR_WORDS", "drop_other_organs"]

@@ -24,6 +24,8 @@ from radsift.text.compartments import HILA, HILAR_WORDS, LOBES, LUNG, LUNG_WORDS
 from radsift.text.locations import LING, LUL, TRIGGERS, text_regions
 from radsift.text.tokens import stem
 
+#: The words of the mediastinum proper (:data:`~radsift.text.compartments.MIDDLE`): the mediastinal ones less the hila's.
+_MIDDLE_WORDS = tuple(g for g in MEDIASTINAL_WORDS if g not in HILAR_WORDS)
 #: Location tiers within one reading tier (same, none, another), each holding the side tiers.
 LOCATION_SLOTS = 3
 #: (a whole, its parts a query may name alone): "left upper lobe" holds the lingula (the left apex, read as the
@@ -118,18 +120,18 @@ def with_compartments(regions: np.ndarray, units_with: Callable[[Sequence[str]],
         A new uint32 array (the body places' bits lie above a byte).
     """
     out = np.array(regions, dtype=np.uint32, copy=True)
-    mediastinal = np.zeros(out.shape[0], dtype=bool)
-    mediastinal[_holding(units_with, MEDIASTINAL_WORDS)] = True
+    # each word's postings read once: the hila's words and the mediastinum proper's make up the mediastinal ones
+    hilar = np.zeros(out.shape[0], dtype=bool)
+    hilar[_holding(units_with, HILAR_WORDS)] = True
+    middle = np.zeros(out.shape[0], dtype=bool)
+    middle[_holding(units_with, _MIDDLE_WORDS)] = True
+    mediastinal = hilar | middle
     if mediastinal.any():
         mediastinal[_holding(units_with, LUNG_WORDS)] = False
         mediastinal &= (out & LOBES) == 0
         out[mediastinal] |= MEDIASTINUM
-        hilar = np.zeros(out.shape[0], dtype=bool)
-        hilar[_holding(units_with, HILAR_WORDS)] = True
-        other = np.zeros(out.shape[0], dtype=bool)
-        other[_holding(units_with, tuple(g for g in MEDIASTINAL_WORDS if g not in HILAR_WORDS))] = True
         out[mediastinal & hilar] |= HILA  # which of them: "right hilar mass" is no mediastinal one
-        out[mediastinal & other] |= MIDDLE
+        out[mediastinal & middle] |= MIDDLE
     return with_body_places(out, units_with)
 
 
