@@ -22,7 +22,7 @@ from radsift.ranking.places import location_flags, with_compartments, with_impli
 from radsift.records import QueryReading
 from radsift.search.options import SearchRequest
 from radsift.search.normals import sentence_said
-from radsift.search.reading import ReadingTiers, asks_for_finding, reading_tiers
+from radsift.search.reading import ReadingTiers, normal_key_wanted, reading_tiers
 from radsift.search.units import section_of_sentence, unit_texts
 from radsift.text import locations
 
@@ -51,7 +51,7 @@ def plan_search(store: IndexStore, request: SearchRequest, reading: QueryReading
                 gap: float | None = None) -> Plan:
     """The plan of ``request`` over ``store`` for the query's ``reading`` (``labeler`` reads open phrases). ``gap``
     (calibrated tier boosts, :func:`radsift.ranking.apply_tiers`): no normal key (it would multiply each tier's cost)."""
-    normal_last = gap is None and asks_for_finding(reading, request.query)
+    normal_last = normal_key_wanted(reading, request.query, gap)
     read_tiers = unit_reading(store, request.options, reading, labeler, normal_last)
     tiers = read_tiers.reading  # a link beside the literal reading orders within its tiers: keep what states it
     keep = stating(tiers, read_tiers.slots) if tiers is not None and reading.findings else None

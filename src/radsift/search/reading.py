@@ -393,6 +393,13 @@ def _stated(findings, labeler, labels, finding_codes, sentence_texts, open_candi
     return stated_tiers(n_units, rows, codes, status, [(j, f.status) for j, f in enumerate(findings)]), capped
 
 
+def normal_key_wanted(reading: QueryReading, query: str | None = None, gap: float | None = None) -> bool:
+    """Whether units that say only all is normal rank last for this query (the normal key, ``said`` of
+    :func:`reading_tiers`): it asks for a finding (:func:`asks_for_finding`) and no calibrated tier boosts (``gap``)
+    are on, whose cost per tier the key would multiply. One rule for both engines and the benchmark systems."""
+    return gap is None and asks_for_finding(reading, query)
+
+
 def asks_for_finding(reading: QueryReading, query: str | None = None) -> bool:
     """Whether the reading asks for some finding to be there (:func:`radsift.ranking.tiers.asks_finding`): then units
     that say only all is normal rank last within each tier (:func:`reading_tiers`, ``said``). Not when the query

@@ -22,7 +22,7 @@ from radsift.search.bm25count import bm25_counts
 from radsift.search.candidates import ReadingPostings
 from radsift.search.normals import NormalKeyed, unit_normal_keys
 from radsift.search.options import SearchRequest
-from radsift.search.reading import asks_for_finding
+from radsift.search.reading import normal_key_wanted
 from radsift.search.plan import eligible_mask, unit_locations, unit_sides
 from radsift.search.rank import rerank_head
 from radsift.search.results import SearchResult, hits_of
@@ -67,7 +67,7 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
         places = unit_locations(store, unit)[0] if reading.regions else None
         qt = query_tiers(store, reading, post, {f: i for i, f in enumerate(store.manifest.findings)},
                          opts.level == "report", sides, places, index.labeler)
-        if index.tier_gap is None and asks_for_finding(reading, request.query):  # as plan_search: the normal key
+        if normal_key_wanted(reading, request.query, index.tier_gap):  # as plan_search: the normal key
             qt = NormalKeyed(qt, unit_normal_keys(store, unit, opts.level == "report"), opts.level == "report")
     dense = None
     if NEEDS_DENSE[opts.mode]:

@@ -27,7 +27,7 @@ from radsift.ranking import (BM25_PARAMS, DENSE_WEIGHT, NEEDS_BM25, NEEDS_DENSE,
 from radsift.ranking import rerank as rerank_core
 from radsift.ranking.places import location_flags, with_compartments, with_implied_sides
 from radsift.search.normals import said_by_labels, said_of_texts
-from radsift.search.reading import asks_for_finding, read_query, reading_tiers
+from radsift.search.reading import normal_key_wanted, read_query, reading_tiers
 from radsift.text import locations
 from radsift.text.tokens import tokenize
 
@@ -208,7 +208,7 @@ class RankedSystem(System):
             finding_codes=info["codes"], sentence_texts=lambda rows: {r: candidates[r] for r in rows},
             open_candidates=with_terms, side_flags=sides, location_flags=lambda: places()[0],
             group_of=groups, classes=True,
-            said=said if asks_for_finding(reading, query) else None)  # as the search: normal-only units last
+            said=said if normal_key_wanted(reading, query) else None)  # as the search: normal-only units last
 
     # -- ranking ---------------------------------------------------------------------------------
     def score_parts(self, queries: Sequence[str], candidates: Sequence[str]) -> dict[str, np.ndarray]:
