@@ -13,7 +13,9 @@ phrasings >= 0.88.
 Each system is ``radsift.Index.search`` at report level, k = 5, as the CLI runs it; ``default`` is the
 quick start's ``radsift search my-index "QUERY"`` (the index's own settings). Precision counts a hit
 nobody judged as not relevant (the headline) and is also given over judged hits only; the number of
-unjudged hits is printed beside each figure.
+unjudged hits is printed beside each figure, and so is the ceiling: the best top-5 precision the reports
+judged relevant allow (a query with 2 relevant reports known can hold 2 of 5 at best; a lower bound of the
+true ceiling, since a report nobody judged may be relevant) and the share of it the top 5 found.
 
 The judging loop, when a change to search brings reports nobody has judged:
 
@@ -107,8 +109,9 @@ def fmt(value) -> str:
 def markdown(name: str, summary: dict, splits, k: int) -> str:
     """One system's table: precision per split and kind, with the unjudged hits beside it."""
     lines = [f"### {name}", "",
-             f"| split | kind | queries | P@{k} (unjudged = 0) | relevant / hits | P@{k} judged only | unjudged hits |",
-             "|---|---|---|---|---|---|---|"]
+             f"| split | kind | queries | P@{k} (unjudged = 0) | relevant / hits | P@{k} judged only | unjudged hits "
+             f"| ceiling | of ceiling |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for split in splits:
         for kind in (*KINDS, "all"):
             cell = summary.get(split, {}).get(kind)
@@ -116,7 +119,8 @@ def markdown(name: str, summary: dict, splits, k: int) -> str:
                 continue
             label = f"**{kind}**" if kind == "all" else kind
             lines.append(f"| {split} | {label} | {cell['queries']} | {fmt(cell['precision'])} | "
-                         f"{cell['relevant']} / {cell['hits']} | {fmt(cell['precision_judged'])} | {cell['unjudged']} |")
+                         f"{cell['relevant']} / {cell['hits']} | {fmt(cell['precision_judged'])} | {cell['unjudged']} | "
+                         f"{fmt(cell['ceiling'])} | {fmt(cell['of_ceiling'])} |")
     return "\n".join(lines)
 
 
@@ -185,7 +189,8 @@ def main() -> int:
             cell = summary.get(split, {}).get("all")
             if cell:
                 out(f"{name} {split}: P@{args.k} {fmt(cell['precision'])} ({cell['relevant']} of {cell['hits']} hits; "
-                    f"{cell['unjudged']} unjudged counted as not relevant), judged only {fmt(cell['precision_judged'])}")
+                    f"{cell['unjudged']} unjudged counted as not relevant), judged only {fmt(cell['precision_judged'])}; "
+                    f"ceiling {fmt(cell['ceiling'])} (the judged relevant reports' most), {fmt(cell['of_ceiling'])} of it")
         out("")
     if args.unjudged:
         log(f"{print_unjudged(scores_by_system, report_texts(args.openi), idx)} unjudged hits printed")

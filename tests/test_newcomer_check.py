@@ -142,6 +142,17 @@ def test_scoring_counts_an_unjudged_hit_as_not_relevant_and_says_so():
     assert cell["unjudged"] == 2 and summarize([s])["test"]["all"]["queries"] == 1
 
 
+def test_the_ceiling_is_what_the_known_relevant_reports_allow():
+    judged = {"q1": {"a": 1, "b": 0, "c": 1, "d": 1}, "q2": {f"r{i}": 1 for i in range(7)}}
+    few = score_query(NewcomerQuery("q1", "lay", "test", "broken rib"), ["a", "b", "x", "y", "z"], judged)
+    many = score_query(NewcomerQuery("q2", "lay", "test", "big heart"), ["r0", "r1", "x", "r2", "y"], judged)
+    assert (few.known, many.known) == (3, 7)  # a 0 is no relevant report
+    cell = summarize([few, many], k=5)["test"]["lay"]
+    assert cell["ceiling"] == pytest.approx((3 + 5) / 10)  # q1 can hold 3 relevant hits at best, q2 five
+    assert cell["of_ceiling"] == pytest.approx((1 + 3) / 8)
+    assert cell["precision"] == pytest.approx(4 / 10)
+
+
 def test_fewer_hits_than_k_count_as_misses():
     s = score_query(NewcomerQuery("q1", "device", "dev", "pacemaker"), ["a"], {"q1": {"a": 1}}, k=5)
     assert summarize([s])["dev"]["device"]["precision"] == pytest.approx(1 / 5)

@@ -185,6 +185,9 @@ class QueryScore:
         relevant: Hits judged relevant.
         judged: Hits judged at all.
         unjudged: Hits not judged, in rank order.
+        known: Reports judged relevant for the query in all (any system's, any round's): ``min(k, known)`` is
+            the most relevant hits any top k could hold, as far as the judgments know (a lower bound of the
+            true ceiling: a report nobody judged may be relevant).
     """
 
     query: NewcomerQuery
@@ -192,6 +195,7 @@ class QueryScore:
     relevant: int
     judged: int
     unjudged: tuple[str, ...]
+    known: int = 0
 
 
 def score_query(query: NewcomerQuery, hits: Sequence[str], judgments: Mapping[str, Mapping[str, int]],
@@ -200,7 +204,8 @@ def score_query(query: NewcomerQuery, hits: Sequence[str], judgments: Mapping[st
     top = tuple(hits[:k])
     judged = judgments.get(query.qid, {})
     relevant = sum(judged.get(r, 0) for r in top)
-    return QueryScore(query, top, relevant, sum(r in judged for r in top), tuple(r for r in top if r not in judged))
+    return QueryScore(query, top, relevant, sum(r in judged for r in top), tuple(r for r in top if r not in judged),
+                      sum(1 for v in judged.values() if v))
 
 
 def summarize(scores: Iterable[QueryScore], k: int = 5) -> dict[str, dict[str, dict[str, float | int | None]]]:
@@ -208,7 +213,9 @@ def summarize(scores: Iterable[QueryScore], k: int = 5) -> dict[str, dict[str, d
 
     Figures: ``queries``, ``hits`` (k per query), ``relevant``, ``unjudged``, ``precision``
     (relevant / hits: an unjudged hit counts as not relevant) and ``precision_judged`` (relevant /
-    judged hits; None when no hit was judged).
+    judged hits; None when no hit was judged), ``ceiling`` (the mean of ``min(k, known) / k``: the best top-k
+    precision the judged relevant reports allow, a lower bound of the true one) and ``of_ceiling`` (relevant /
+    those attainable hits: how much of what the collection is known to hold the top k found).
     """
     cells: dict[str, dict[str, list[QueryScore]]] = {}
     for s in scores:
@@ -220,9 +227,12 @@ def summarize(scores: Iterable[QueryScore], k: int = 5) -> dict[str, dict[str, d
             hits = k * len(group)
             relevant = sum(s.relevant for s in group)
             judged = sum(s.judged for s in group)
+            attainable = sum(min(k, s.known) for s in group)
             out.setdefault(split, {})[kind] = {
                 "queries": len(group), "hits": hits, "relevant": relevant,
                 "unjudged": sum(len(s.unjudged) for s in group),
                 "precision": relevant / hits if hits else None,
-                "precision_judged": relevant / judged if judged else None}
+                "precision_judged": relevant / judged if judged else None,
+                "ceiling": attainable / hits if hits else None,
+                "of_ceiling": relevant / attainable if attainable else None}
     return out
