@@ -188,6 +188,46 @@ def test_a_ray_address_that_does_not_answer_is_refused_before_anything_is_writte
         build_index(tmp_path / "z", _reports(3), encoder=enc, progress=False, ray="auto")
 
 
+class FlakyRay:
+    """A stand-in ``ray`` module whose ``init`` fails the first ``fails`` times, as a busy machine's Ray can."""
+
+    def __init__(self, fails: int) -> None:
+        self.fails, self.inits, self.shutdowns, self.up = fails, 0, 0, False
+
+    def is_initialized(self) -> bool:
+        return self.up
+
+    def init(self, **kw) -> None:
+        self.inits += 1
+        if self.inits <= self.fails:
+            raise Exception("The current node timed out during startup. This could happen because ...")
+        self.up = True
+
+    def shutdown(self) -> None:
+        self.shutdowns += 1
+        self.up = False
+
+
+def test_a_local_ray_that_misses_its_start_once_is_started_again(monkeypatch):
+    flaky = FlakyRay(fails=1)
+    monkeypatch.setattr(ray_encode, "require_ray", lambda: flaky)
+    with ray_encode.ray_session("local") as ray:
+        assert ray is flaky and flaky.up and flaky.inits == 2
+    assert not flaky.up  # the session it started is shut down after the block
+    never = FlakyRay(fails=ray_encode.LOCAL_START_TRIES)
+    monkeypatch.setattr(ray_encode, "require_ray", lambda: never)
+    with pytest.raises(ConfigError, match="--ray local: cannot connect .Exception: The current node timed out") as err:
+        with ray_encode.ray_session("local"):
+            pass
+    assert "\n" not in str(err.value) and never.inits == ray_encode.LOCAL_START_TRIES
+    remote = FlakyRay(fails=1)  # a cluster's address is tried once: the address check ran just before
+    monkeypatch.setattr(ray_encode, "require_ray", lambda: remote)
+    with pytest.raises(ConfigError, match="--ray 10.0.0.1:6379: cannot connect"):
+        with ray_encode.ray_session("10.0.0.1:6379"):
+            pass
+    assert remote.inits == 1
+
+
 class PlainFailingEncoder(HashingEncoder):
     """Raises an error that is not radsift's in the worker (a bug, a broken library)."""
 
@@ -204,16 +244,16 @@ def test_ray_local_builds_one_segment_a_task_as_one_process(tmp_path, enc, monke
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), *sys.path]))
     one, viaray = tmp_path / "one", tmp_path / "ray"
     build_index(one, _reports(30), encoder=enc, progress=False)
-    summary = build_index(viaray, _reports(30), encoder=enc, progress=False, ray="local", workers=2, threads=1)
-    assert summary.segments == 2 and len(list((viaray / "segments").iterdir())) == 2
-    for a, b in zip(_vectors(one), _vectors(viaray)):
-        np.testing.assert_allclose(a, b, atol=1e-6)
-    a, b = IndexStore.open(one), IndexStore.open(viaray)
-    assert a.report_ids == b.report_ids and np.array_equal(a.labels().status, b.labels().status)
-    a.close()
-    b.close()
-    before = read_current(viaray)
-    with ray_encode.ray_session("local"):  # one Ray held up for the faults, as a cluster stays up
+    with ray_encode.ray_session("local"):  # one Ray held up for the build and its faults, as a cluster stays up
+        summary = build_index(viaray, _reports(30), encoder=enc, progress=False, ray="local", workers=2, threads=1)
+        assert summary.segments == 2 and len(list((viaray / "segments").iterdir())) == 2
+        for a, b in zip(_vectors(one), _vectors(viaray)):
+            np.testing.assert_allclose(a, b, atol=1e-6)
+        a, b = IndexStore.open(one), IndexStore.open(viaray)
+        assert a.report_ids == b.report_ids and np.array_equal(a.labels().status, b.labels().status)
+        a.close()
+        b.close()
+        before = read_current(viaray)
         with pytest.raises(ConfigError, match="not found on this worker: /nowhere") as err:  # a radsift error: itself
             add_to_index(viaray, _reports(5, 30), encoder=FailingEncoder(tmp_path / "model"), progress=False,
                          ray="local", workers=2, threads=1)

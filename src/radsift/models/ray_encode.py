@@ -30,6 +30,9 @@ INSTALL_HINT = "pip install 'radsift[ray]' (or: pip install 'ray[data]')"
 GCS_PORT, CLIENT_PORT = 6379, 10001
 #: Seconds to wait for an address to accept a connection.
 CONNECT_TIMEOUT_S = 5.0
+#: Tries at starting a Ray here (``local``): Ray gives its own processes 30 s to register, which a busy
+#: machine can miss once; a second try usually finds the first one's files warm.
+LOCAL_START_TRIES = 2
 
 
 class RayUnavailable(ConfigError):
@@ -106,11 +109,16 @@ def ray_session(address: str) -> Iterator[Any]:
     if not ray.is_initialized():
         kwargs = {"log_to_driver": False, "include_dashboard": False, "logging_level": logging.ERROR,
                   "configure_logging": False}
-        try:
-            ray.init(**kwargs) if address == "local" else ray.init(address=address, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, ...
-            raise ConfigError(f"--ray {address}: cannot connect ({type(exc).__name__}: "
-                              f"{first_line(exc)}); nothing was written") from None
+        tries = LOCAL_START_TRIES if address == "local" else 1
+        for attempt in range(1, tries + 1):
+            try:
+                ray.init(**kwargs) if address == "local" else ray.init(address=address, **kwargs)
+                break
+            except Exception as exc:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, ...
+                ray.shutdown()  # what the failed start left running (a no-op when nothing started)
+                if attempt == tries:
+                    raise ConfigError(f"--ray {address}: cannot connect ({type(exc).__name__}: "
+                                      f"{first_line(exc)}); nothing was written") from None
         started = True
     try:
         yield ray
