@@ -111,3 +111,35 @@ def test_the_spleens_granulomas_are_no_lung_granulomas(labeler) -> None:
     assert labeler.label("Multiple calcified splenic granulomas are also noted.") == []
     assert [m.finding for m in labeler.label("Calcified granuloma in the left upper lobe.")] == [
         "calcified granuloma", "granuloma"]
+
+
+# -- a part of the query in everyday words beside a lexicon finding (queries_v7 dev) -----------------------------
+def _part_links(text: str):
+    from radsift.search.concepts import Link
+
+    table = {"fluid around the lung": "pleural effusion", "small lungs": "low lung volumes",
+             "pneumonia with fluid around the lung": "pneumonia"}
+    concept = table.get(text.lower())
+    return Link(concept, 0.9, text) if concept else None
+
+
+def test_a_part_in_everyday_words_beside_a_lexicon_finding_is_linked(labeler) -> None:
+    reading = read_query("pneumonia with fluid around the lung", labeler, link=_part_links, literal=lambda stems: False)
+    assert [(f.finding, f.status, f.source) for f in reading.findings] == [
+        ("pneumonia", "present", "lexicon"), ("pleural effusion", "present", "linked")]
+    reading = read_query("small lungs and a large heart", labeler, link=_part_links, literal=lambda stems: False)
+    assert [(f.finding, f.source) for f in reading.findings] == [("cardiomegaly", "lexicon"), ("low lung volumes", "linked")]
+    # the part's own words stay beside the link when the index holds them
+    reading = read_query("small lungs and a large heart", labeler, link=_part_links, literal=lambda stems: True)
+    assert [(f.finding, f.source, f.beside) for f in reading.findings] == [
+        ("cardiomegaly", "lexicon", None), ("small lungs", "open", None), ("low lung volumes", "linked", "small lungs")]
+
+
+def test_without_is_no_join_and_a_query_in_one_part_links_nothing_more(labeler) -> None:
+    reading = read_query("pneumonia without fluid around the lung", labeler, link=_part_links,
+                         literal=lambda stems: False)
+    assert "pleural effusion" not in [f.finding for f in reading.findings]
+    reading = read_query("pneumonia", labeler, link=_part_links, literal=lambda stems: False)
+    assert [f.finding for f in reading.findings] == ["pneumonia"]
+    # no link function (bm25, or linking off): the lexicon's reading alone
+    assert [f.finding for f in read_query("pneumonia with fluid around the lung", labeler).findings] == ["pneumonia"]

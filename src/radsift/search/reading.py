@@ -90,6 +90,11 @@ ON_THE_FILM = re.compile(
 #: The negation cues saying something was taken out ("lung removed", "removal of the tube"): of a device, it is gone;
 #: of an organ, a surgery was done (:func:`read_query` links the whole words to tell).
 REMOVAL = re.compile(r"\bremov(?:ed|al)\b", re.IGNORECASE)
+#: Where a query joins its parts ("pneumonia with fluid around the lung", "small lungs and a big heart", "granuloma,
+#: otherwise normal"): a part that names no lexicon finding beside one that does is linked on its own
+#: (:func:`read_query`), so the everyday words of the second part are read, not dropped. "without" is a negation
+#: cue, not a join (``\bwith\b`` ends before its "out").
+CLAUSES = re.compile(r"\s*(?:[,;]|\band\b|\bwith\b|\bplus\b|\bbut\b|\balong\s+with\b)\s*", re.IGNORECASE)
 #: The status a link to a concept takes from a text that calls something normal ("lungs are clear": no opacity).
 _FLIPPED = {"present": "absent", "absent": "present"}
 #: How a query that links to a concept is read: ``both`` (the literal reading, with the link beside it
@@ -190,6 +195,14 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     if lexicon:
         for m in getattr(labeler, "label_query", labeler.label)(query):  # alternatives keep their status
             found.setdefault(m.finding, ReadFinding(m.finding, m.status, "lexicon", m.cue, side))
+    if found and lexicon and link is not None and read_as != "literal":
+        for linked, status, cue, stays, clause_phrases in _clause_links(query, labeler, link, read_as, literal):
+            if linked.concept in found or len(found) >= MAX_FINDINGS:
+                continue
+            for p in clause_phrases if stays else ():
+                found.setdefault(p.text.lower(), ReadFinding(p.text.lower(), p.status, "open", p.cue, side))
+            found[linked.concept] = ReadFinding(linked.concept, status, "linked", cue, side, linked.phrase, linked.score,
+                                                beside=clause_phrases[0].text.lower() if stays else None)
     phrases = labeler.query_phrases(query) if not found else []
     if not found and lexicon and link is not None and read_as != "literal":
         text, status, cue = labeler.query_finding_text(words)
@@ -251,6 +264,30 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     # A link whose literal reading was taken out (or lies past MAX_FINDINGS) stands in its place.
     findings = [replace(f, beside=None) if f.beside and f.beside not in kept else f for f in findings]
     return QueryReading(tuple(findings), side, negation, note, location, regions)
+
+
+def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], read_as: str,
+                  literal: Callable[[Sequence[str]], bool] | None) -> list[tuple["Link", str, str | None, bool, list]]:
+    """The links of the query's parts that name no lexicon finding, when another part names one: ``(link, status,
+    cue, stays, phrases)`` for each, ``stays`` when the part's own words occur in the index (they stay beside
+    the link, as a whole query's do)."""
+    parts = [part for part in CLAUSES.split(query) if part and any(ch.isalpha() for ch in part)]
+    if len(parts) < 2:
+        return []
+    out = []
+    for part in parts:
+        if getattr(labeler, "label_query", labeler.label)(part):
+            continue  # read by the lexicon with the whole query
+        text, status, cue = labeler.query_finding_text(link_words(part))
+        linked = link(text) if text else None
+        if linked is None:
+            continue
+        if normal_statement(text):
+            status = _FLIPPED.get(status, status)  # "otherwise normal": the linked concept absent
+        phrases = labeler.query_phrases(part)
+        stays = read_as == "both" and literal is not None and bool(phrases) and all(literal(p.stems) for p in phrases)
+        out.append((linked, status, cue, stays, phrases))
+    return out
 
 
 def _query_location(query: str, body: bool = True) -> tuple[str | None, int, str | None]:
