@@ -37,7 +37,7 @@ from radsift.ranking.places import LOCATION_SLOTS, location_tiers, where_tiers
 from radsift.ranking.tiers import SIDE_SLOTS, asks_finding, normal_keys, opposite_reports, reading_classes, with_normal
 from radsift.records import QueryReading, ReadFinding
 from radsift.search.concepts import normal_statement
-from radsift.text import bodyplaces, compartments, locations
+from radsift.text import bodyplaces, compartments, locations, zones
 from radsift.text.normality import NORMAL, sentence_kind
 
 if TYPE_CHECKING:
@@ -296,18 +296,20 @@ def _query_location(query: str, body: bool = True) -> tuple[str | None, int, str
     if not locations.enabled():
         return None, 0, None
     locs = locations.read_locations(query)
-    if not locs:
+    zone_words, zone_regions = zones.query_zones(query)  # "left midlung": the lingula, from the query alone
+    if not locs and not zone_regions:
         lung = compartments.lung_place(query)  # "lung mass": the lung against the mediastinum and hila
         middle = None if lung else compartments.mediastinal_place(query)  # "right hilar mass": the hila first
         body, bits = bodyplaces.query_places(query) if body else (None, 0)  # "thoracic spine hardware"
         words = ", ".join(w for w in (lung, middle, body) if w)
         bits |= (compartments.LUNG if lung else 0) | (compartments.place_bit(middle) if middle else 0)
         return (words, bits, None) if words else (None, 0, None)
-    regions = 0
+    regions = zone_regions
     for loc in locs:
         regions |= loc.regions
-    sides = {loc.side for loc in locs if loc.side}
-    return ", ".join(loc.text.lower() for loc in locs), regions, sides.pop() if len(sides) == 1 else None
+    sides = {loc.side for loc in locs if loc.side} | {locations.Location(zone_regions, "", 0, 0).side} - {None}
+    words = [loc.text.lower() for loc in locs] + ([zone_words] if zone_words else [])
+    return ", ".join(words), regions, sides.pop() if len(sides) == 1 else None
 
 
 @dataclass(frozen=True)

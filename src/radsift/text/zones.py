@@ -1,0 +1,37 @@
+"""Zones of the frontal film named in a query: the mid lung ("left midlung scarring", "right mid lung opacity").
+
+Reports place a finding by the lobe ("lingular scarring") or by the zone of the frontal film it lies in ("left
+midlung scarring"). A user asking for a left midlung finding is answered by either: the lingula lies in the left
+mid zone, the right middle lobe in the right one. So a query's mid zone asks for that lobe
+(:mod:`radsift.text.locations`' regions): units naming the lingula meet "left midlung", units naming another lobe
+("left lower lobe scarring") rank after those naming none, and units naming the zone itself name no lobe (they keep
+the middle tier, where the query's words still rank them). The other way does not hold: a lingula query is not met
+by every left midlung statement (the zone holds parts of the upper and lower lobes too), so zones are read from
+queries only, never from units; stored location flags are not touched.
+"""
+
+from __future__ import annotations
+
+import re
+
+from radsift.text.locations import LING, RML
+
+#: "left midlung", "right mid lung", "left mid-lung zone", "midlungs", "mid lung fields", "left mid zone".
+ZONE = re.compile(r"\b(?:(right|left)\s+)?mid[\s-]?(?:lungs?(?:\s+(?:zones?|fields?))?|(?:lung\s+)?zones?)\b",
+                  re.IGNORECASE)
+#: The lobe each side's mid zone holds.
+_LOBE_OF = {"left": LING, "right": RML, None: LING | RML}
+
+
+def query_zones(query: str) -> tuple[str | None, int]:
+    """``(the zones' words, the lobes' regions they ask for)``; ``(None, 0)`` when the query names no mid zone."""
+    found = [(m.group(0), _LOBE_OF[m.group(1).lower() if m.group(1) else None]) for m in ZONE.finditer(query)]
+    if not found:
+        return None, 0
+    regions = 0
+    for _, bits in found:
+        regions |= bits
+    return ", ".join(words.lower() for words, _ in found), regions
+
+
+__all__ = ["ZONE", "query_zones"]

@@ -1,0 +1,63 @@
+"""The mid zone in a query (queries_v5-v7 dev; every batch's meanings read "the left midlung / mid zone or the
+lingula"): "left midlung scarring" asks for the lingula, so a lingular scar meets it, a left lower lobe scar ranks
+after the units naming no lobe; zones are read from queries only (a lingula query is not met by a midlung unit)."""
+
+from __future__ import annotations
+
+import pytest
+
+from radsift.index import build_index
+from radsift.models.hashing import HashingEncoder
+from radsift.records import Report
+from radsift.search import candidates
+from radsift.text.locations import LING, RML
+from radsift.text.zones import query_zones
+
+R = [
+    Report("ling", {"findings": "Minimal lingular scarring."}),
+    Report("mid", {"findings": "Scarring in the left midlung."}),
+    Report("lll", {"findings": "Stable left lower lobe scarring. Left lower lobe scarring again."}),
+    Report("rml", {"findings": "Right middle lobe scarring."}),
+    Report("plain", {"findings": "Scarring."}),
+]
+
+
+@pytest.mark.parametrize("query, words, regions", [
+    ("left midlung scarring", "left midlung", LING),
+    ("right mid lung opacity", "right mid lung", RML),
+    ("left mid-lung zone nodule", "left mid-lung zone", LING),
+    ("nodules in both midlungs", "midlungs", LING | RML),
+    ("left mid zone atelectasis", "left mid zone", LING),
+    ("left lower lobe scarring", None, 0),
+    ("mid sternotomy", None, 0),
+])
+def test_a_mid_zone_asks_for_the_lobe_it_holds(query, words, regions):
+    assert query_zones(query) == (words, regions)
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    from radsift.search import Index
+
+    root = tmp_path_factory.mktemp("zones")
+    enc = HashingEncoder(root / "model")
+    build_index(root / "idx", R, encoder=enc, progress=False)
+    return Index.open(root / "idx", encoder=enc)
+
+
+def test_the_query_reads_the_zone_as_a_location_with_its_side(index):
+    reading = index.read("left midlung scarring")
+    assert reading.regions == LING and reading.side == "left" and reading.location == "left midlung"
+    assert index.read("right midlung opacity").side == "right"
+
+
+@pytest.mark.parametrize("engine", candidates.ENGINES)
+def test_the_lingula_meets_a_left_midlung_query_and_another_lobe_ranks_last(index, monkeypatch, engine):
+    monkeypatch.setenv(candidates.ENV, engine)
+    order = [h.report_id for h in index.search("left midlung scarring", k=10, mode="hybrid")]
+    assert order[0] == "ling"
+    assert order.index("mid") < order.index("lll") and order.index("plain") < order.index("lll")
+    assert order.index("rml") > order.index("plain")
+    # zones are read from queries only: a lingula query ranks the lingula first, and the midlung unit names no lobe
+    order = [h.report_id for h in index.search("lingular scarring", k=10, mode="hybrid")]
+    assert order[0] == "ling" and order.index("mid") < order.index("lll")
