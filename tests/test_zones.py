@@ -10,7 +10,7 @@ from radsift.index import build_index
 from radsift.models.hashing import HashingEncoder
 from radsift.records import Report
 from radsift.search import candidates
-from radsift.text.locations import LING, RML
+from radsift.text.locations import LING, LLL, RML
 from radsift.text.zones import query_zones
 
 R = [
@@ -28,6 +28,8 @@ R = [
     ("left mid-lung zone nodule", "left mid-lung zone", LING),
     ("nodules in both midlungs", "midlungs", LING | RML),
     ("left mid zone atelectasis", "left mid zone", LING),
+    ("pneumonia behind the heart", "behind the heart", LLL),
+    ("opacity behind the cardiac silhouette", "behind the cardiac silhouette", LLL),
     ("left lower lobe scarring", None, 0),
     ("mid sternotomy", None, 0),
 ])
@@ -49,6 +51,8 @@ def test_the_query_reads_the_zone_as_a_location_with_its_side(index):
     reading = index.read("left midlung scarring")
     assert reading.regions == LING and reading.side == "left" and reading.location == "left midlung"
     assert index.read("right midlung opacity").side == "right"
+    behind = index.read("pneumonia behind the heart")
+    assert behind.regions == LLL and behind.side == "left"
 
 
 @pytest.mark.parametrize("engine", candidates.ENGINES)

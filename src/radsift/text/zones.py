@@ -1,4 +1,5 @@
-"""Zones of the frontal film named in a query: the mid lung ("left midlung scarring", "right mid lung opacity").
+"""Zones of the frontal film named in a query: the mid lung ("left midlung scarring", "right mid lung opacity"), and
+the lung behind the heart ("pneumonia behind the heart": reports write "retrocardiac", the left lower lobe).
 
 Reports place a finding by the lobe ("lingular scarring") or by the zone of the frontal film it lies in ("left
 midlung scarring"). A user asking for a left midlung finding is answered by either: the lingula lies in the left
@@ -14,11 +15,14 @@ from __future__ import annotations
 
 import re
 
-from radsift.text.locations import LING, RML
+from radsift.text.locations import LING, LLL, RML
 
 #: "left midlung", "right mid lung", "left mid-lung zone", "midlungs", "mid lung fields", "left mid zone".
 ZONE = re.compile(r"\b(?:(right|left)\s+)?mid[\s-]?(?:lungs?(?:\s+(?:zones?|fields?))?|(?:lung\s+)?zones?)\b",
                   re.IGNORECASE)
+#: "behind the heart", "behind the cardiac silhouette": the retrocardiac lung, the left lower lobe (as "retrocardiac" is
+#: read in :mod:`radsift.text.locations`).
+BEHIND_HEART = re.compile(r"\bbehind\s+the\s+(?:heart|cardiac\s+(?:silhouette|shadow))\b", re.IGNORECASE)
 #: The lobe each side's mid zone holds.
 _LOBE_OF = {"left": LING, "right": RML, None: LING | RML}
 
@@ -26,6 +30,7 @@ _LOBE_OF = {"left": LING, "right": RML, None: LING | RML}
 def query_zones(query: str) -> tuple[str | None, int]:
     """``(the zones' words, the lobes' regions they ask for)``; ``(None, 0)`` when the query names no mid zone."""
     found = [(m.group(0), _LOBE_OF[m.group(1).lower() if m.group(1) else None]) for m in ZONE.finditer(query)]
+    found += [(m.group(0), LLL) for m in BEHIND_HEART.finditer(query)]
     if not found:
         return None, 0
     regions = 0
@@ -34,4 +39,4 @@ def query_zones(query: str) -> tuple[str | None, int]:
     return ", ".join(words.lower() for words, _ in found), regions
 
 
-__all__ = ["ZONE", "query_zones"]
+__all__ = ["BEHIND_HEART", "ZONE", "query_zones"]
