@@ -143,3 +143,12 @@ def test_without_is_no_join_and_a_query_in_one_part_links_nothing_more(labeler) 
     assert [f.finding for f in reading.findings] == ["pneumonia"]
     # no link function (bm25, or linking off): the lexicon's reading alone
     assert [f.finding for f in read_query("pneumonia with fluid around the lung", labeler).findings] == ["pneumonia"]
+
+
+def test_a_part_that_links_nothing_is_read_in_its_own_words_when_the_index_holds_them(labeler) -> None:
+    reading = read_query("hiatal hernia, lungs clear", labeler, link=_part_links, literal=lambda stems: True)
+    assert [(f.finding, f.status, f.source) for f in reading.findings] == [
+        ("hiatal hernia", "present", "lexicon"), ("lungs clear", "present", "open")]
+    # words no unit holds make a reading nothing can state: the lexicon's finding alone
+    reading = read_query("hiatal hernia, lungs clear", labeler, link=_part_links, literal=lambda stems: False)
+    assert [f.finding for f in reading.findings] == ["hiatal hernia"]

@@ -197,12 +197,13 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
             found.setdefault(m.finding, ReadFinding(m.finding, m.status, "lexicon", m.cue, side))
     if found and lexicon and link is not None and read_as != "literal":
         for linked, status, cue, stays, clause_phrases in _clause_links(query, labeler, link, read_as, literal):
-            if linked.concept in found or len(found) >= MAX_FINDINGS:
+            if (linked is not None and linked.concept in found) or len(found) >= MAX_FINDINGS:
                 continue
             for p in clause_phrases if stays else ():
                 found.setdefault(p.text.lower(), ReadFinding(p.text.lower(), p.status, "open", p.cue, side))
-            found[linked.concept] = ReadFinding(linked.concept, status, "linked", cue, side, linked.phrase, linked.score,
-                                                beside=clause_phrases[0].text.lower() if stays else None)
+            if linked is not None:
+                found[linked.concept] = ReadFinding(linked.concept, status, "linked", cue, side, linked.phrase,
+                                                    linked.score, beside=clause_phrases[0].text.lower() if stays else None)
     phrases = labeler.query_phrases(query) if not found else []
     if not found and lexicon and link is not None and read_as != "literal":
         text, status, cue = labeler.query_finding_text(words)
@@ -270,7 +271,8 @@ def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], rea
                   literal: Callable[[Sequence[str]], bool] | None) -> list[tuple["Link", str, str | None, bool, list]]:
     """The links of the query's parts that name no lexicon finding, when another part names one: ``(link, status,
     cue, stays, phrases)`` for each, ``stays`` when the part's own words occur in the index (they stay beside
-    the link, as a whole query's do)."""
+    the link, as a whole query's do). A part that links to nothing but whose words the index holds ("hiatal hernia,
+    lungs clear") is read in its own words: ``(None, ..., True, phrases)``."""
     parts = [part for part in CLAUSES.split(query) if part and any(ch.isalpha() for ch in part)]
     if len(parts) < 2:
         return []
@@ -280,13 +282,12 @@ def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], rea
             continue  # read by the lexicon with the whole query
         text, status, cue = labeler.query_finding_text(link_words(part))
         linked = link(text) if text else None
-        if linked is None:
-            continue
-        if normal_statement(text):
+        if linked is not None and normal_statement(text):
             status = _FLIPPED.get(status, status)  # "otherwise normal": the linked concept absent
         phrases = labeler.query_phrases(part)
         stays = read_as == "both" and literal is not None and bool(phrases) and all(literal(p.stems) for p in phrases)
-        out.append((linked, status, cue, stays, phrases))
+        if linked is not None or stays:
+            out.append((linked, status, cue, stays, phrases))
     return out
 
 
