@@ -43,7 +43,10 @@ FIXED = ["pneumothorax", "no pneumothorax", "pleural effusion", "no pleural effu
          "tortuous aorta", "interstitial opacities", "small left pleural effusion", "no right pneumothorax",
          # places of the mediastinum and hila, lay normals, open phrases ranked before the normal-only units
          "right hilar mass", "mediastinal lymphadenopathy", "no hilar adenopathy", "heart and lungs are okay",
-         "wet lungs", "hyperexpanded lungs"]
+         "wet lungs", "hyperexpanded lungs",
+         # a query's parts read on their own, the mid zone and the lung behind the heart
+         "pneumonia with fluid around the lung", "hiatal hernia, lungs clear", "left midlung scarring",
+         "pneumonia behind the heart"]
 SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
             {"mode": "dense", "level": "report"}, {"mode": "bm25", "level": "report"},
             {"mode": "hybrid", "level": "report", "offset": 20}, {"mode": "hybrid", "level": "report", "target": "impression"},
