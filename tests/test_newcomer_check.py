@@ -87,6 +87,30 @@ def test_every_judged_report_is_an_openi_report():
     assert judged <= uids, sorted(judged - uids)[:5]
 
 
+#: Every batch: (queries, judgments), the first one's included.
+BATCHES = sorted((q, q.with_name(q.name.replace("queries", "judgments"))) for q in QUERIES.parent.glob("queries*.tsv"))
+
+
+@pytest.mark.parametrize("queries_file, judgments_file", BATCHES, ids=[q.stem for q, _ in BATCHES])
+def test_every_batch_parses_holds_ids_and_labels_only_and_judges_only_its_own_queries(queries_file, judgments_file):
+    queries = read_queries(queries_file)
+    assert len({q.qid for q in queries}) == len(queries)  # read_queries checks each split is the hash
+    judgments = read_judgments(judgments_file, queries)  # an unknown query or a row judged twice is refused
+    row = re.compile(r"^[a-z]+\d{3}\t\d+\t[01]$")
+    lines = [ln for ln in judgments_file.read_text(encoding="utf-8").splitlines() if ln and not ln.startswith("#")]
+    assert all(row.match(ln) for ln in lines), next(ln for ln in lines if not row.match(ln))
+    assert sum(map(len, judgments.values())) == len(lines)
+    if OPENI.is_file():
+        with OPENI.open(encoding="utf-8", newline="") as handle:
+            uids = {r["uid"] for r in csv.DictReader(handle)}
+        judged = {r for j in judgments.values() for r in j}
+        assert judged <= uids, sorted(judged - uids)[:5]
+
+
+def test_every_batch_is_found():
+    assert len(BATCHES) >= 8 and all(j.is_file() for _, j in BATCHES)
+
+
 def _write(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
