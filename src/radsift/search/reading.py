@@ -90,10 +90,11 @@ ON_THE_FILM = re.compile(
 #: The negation cues saying something was taken out ("lung removed", "removal of the tube"): of a device, it is gone;
 #: of an organ, a surgery was done (:func:`read_query` links the whole words to tell).
 REMOVAL = re.compile(r"\bremov(?:ed|al)\b", re.IGNORECASE)
-#: Where a query joins its parts ("pneumonia with fluid around the lung", "small lungs and a big heart", "granuloma,
-#: otherwise normal"): a part that names no lexicon finding beside one that does is linked on its own
-#: (:func:`read_query`), so the everyday words of the second part are read, not dropped. "without" is a negation
-#: cue, not a join (``\bwith\b`` ends before its "out").
+#: Where a query joins its parts ("pneumonia with fluid around the lung", "small lungs and a big heart", "hiatal
+#: hernia, lungs clear"): a part that names no lexicon finding beside one that does is linked on its own, or read in
+#: its own words when the index holds them (:func:`read_query`), so the second part is read, not dropped. "without"
+#: is a negation cue, not a join (``\bwith\b`` ends before its "out"). Modes that never link (``bm25``) read the
+#: lexicon's findings alone.
 CLAUSES = re.compile(r"\s*(?:[,;]|\band\b|\bwith\b|\bplus\b|\bbut\b|\balong\s+with\b)\s*", re.IGNORECASE)
 #: The status a link to a concept takes from a text that calls something normal ("lungs are clear": no opacity).
 _FLIPPED = {"present": "absent", "absent": "present"}
@@ -268,7 +269,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
 
 
 def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], read_as: str,
-                  literal: Callable[[Sequence[str]], bool] | None) -> list[tuple["Link", str, str | None, bool, list]]:
+                  literal: Callable[[Sequence[str]], bool] | None) -> list[tuple["Link | None", str, str | None, bool, list]]:
     """The links of the query's parts that name no lexicon finding, when another part names one: ``(link, status,
     cue, stays, phrases)`` for each, ``stays`` when the part's own words occur in the index (they stay beside
     the link, as a whole query's do). A part that links to nothing but whose words the index holds ("hiatal hernia,
