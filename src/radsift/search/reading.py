@@ -197,14 +197,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         for m in getattr(labeler, "label_query", labeler.label)(query):  # alternatives keep their status
             found.setdefault(m.finding, ReadFinding(m.finding, m.status, "lexicon", m.cue, side))
     if found and lexicon and link is not None and read_as != "literal":
-        for linked, status, cue, stays, clause_phrases in _clause_links(query, labeler, link, read_as, literal):
-            if (linked is not None and linked.concept in found) or len(found) >= MAX_FINDINGS:
-                continue
-            for p in clause_phrases if stays else ():
-                found.setdefault(p.text.lower(), ReadFinding(p.text.lower(), p.status, "open", p.cue, side))
-            if linked is not None:
-                found[linked.concept] = ReadFinding(linked.concept, status, "linked", cue, side, linked.phrase,
-                                                    linked.score, beside=clause_phrases[0].text.lower() if stays else None)
+        _read_parts(found, query, labeler, link, read_as, literal, side)
     phrases = labeler.query_phrases(query) if not found else []
     if not found and lexicon and link is not None and read_as != "literal":
         text, status, cue = labeler.query_finding_text(words)
@@ -266,6 +259,19 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     # A link whose literal reading was taken out (or lies past MAX_FINDINGS) stands in its place.
     findings = [replace(f, beside=None) if f.beside and f.beside not in kept else f for f in findings]
     return QueryReading(tuple(findings), side, negation, note, location, regions)
+
+
+def _read_parts(found: dict[str, ReadFinding], query: str, labeler, link: Callable[[str], "Link | None"],
+                read_as: str, literal: Callable[[Sequence[str]], bool] | None, side: str | None) -> None:
+    """Add to ``found`` (the lexicon's findings) what the query's other parts name (:func:`_clause_links`)."""
+    for linked, status, cue, stays, phrases in _clause_links(query, labeler, link, read_as, literal):
+        if (linked is not None and linked.concept in found) or len(found) >= MAX_FINDINGS:
+            continue
+        for p in phrases if stays else ():
+            found.setdefault(p.text.lower(), ReadFinding(p.text.lower(), p.status, "open", p.cue, side))
+        if linked is not None:
+            found[linked.concept] = ReadFinding(linked.concept, status, "linked", cue, side, linked.phrase,
+                                                linked.score, beside=phrases[0].text.lower() if stays else None)
 
 
 def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], read_as: str,
