@@ -216,16 +216,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
             # absent: the labeler keeps the "not") states it present
             status = _FLIPPED.get(status, status)
         if linked is not None:
-            # The user's words stay when the index holds every phrase of them (a phrase it never holds
-            # makes a literal reading no unit can state); the link then stands beside them.
-            stays = read_as == "both" and literal is not None and bool(phrases) and all(
-                literal(p.stems) for p in phrases)
-            if stays:
-                for p in phrases:
-                    found.setdefault(p.text.lower(), ReadFinding(p.text.lower(), p.status, "open", p.cue, side))
-            found.setdefault(linked.concept, ReadFinding(
-                linked.concept, status, "linked", cue, side, linked.phrase, linked.score,
-                beside=phrases[0].text.lower() if stays else None))
+            _add_reading(found, linked, status, cue, side, phrases, _words_stay(phrases, read_as, literal))
     if not found:
         for p in phrases:
             found.setdefault(p.text.lower(), ReadFinding(p.text.lower(), p.status, "open", p.cue, side))
@@ -261,17 +252,28 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     return QueryReading(tuple(findings), side, negation, note, location, regions)
 
 
+def _words_stay(phrases: Sequence, read_as: str, literal: Callable[[Sequence[str]], bool] | None) -> bool:
+    """Whether the user's words stay beside a link: the index holds every phrase of them (a phrase it never holds
+    makes a literal reading no unit can state)."""
+    return read_as == "both" and literal is not None and bool(phrases) and all(literal(p.stems) for p in phrases)
+
+
+def _add_reading(found: dict[str, ReadFinding], linked: "Link | None", status: str, cue: str | None,
+                 side: str | None, phrases: Sequence, stays: bool) -> None:
+    """Add to ``found`` the words' own phrases when they stay, and the link (if any) beside them."""
+    for p in phrases if stays else ():
+        found.setdefault(p.text.lower(), ReadFinding(p.text.lower(), p.status, "open", p.cue, side))
+    if linked is not None:
+        found.setdefault(linked.concept, ReadFinding(linked.concept, status, "linked", cue, side, linked.phrase,
+                                                     linked.score, beside=phrases[0].text.lower() if stays else None))
+
+
 def _read_parts(found: dict[str, ReadFinding], query: str, labeler, link: Callable[[str], "Link | None"],
                 read_as: str, literal: Callable[[Sequence[str]], bool] | None, side: str | None) -> None:
     """Add to ``found`` (the lexicon's findings) what the query's other parts name (:func:`_clause_links`)."""
     for linked, status, cue, stays, phrases in _clause_links(query, labeler, link, read_as, literal):
-        if (linked is not None and linked.concept in found) or len(found) >= MAX_FINDINGS:
-            continue
-        for p in phrases if stays else ():
-            found.setdefault(p.text.lower(), ReadFinding(p.text.lower(), p.status, "open", p.cue, side))
-        if linked is not None:
-            found[linked.concept] = ReadFinding(linked.concept, status, "linked", cue, side, linked.phrase,
-                                                linked.score, beside=phrases[0].text.lower() if stays else None)
+        if (linked is None or linked.concept not in found) and len(found) < MAX_FINDINGS:
+            _add_reading(found, linked, status, cue, side, phrases, stays)
 
 
 def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], read_as: str,
@@ -292,7 +294,7 @@ def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], rea
         if linked is not None and normal_statement(text):
             status = _FLIPPED.get(status, status)  # "otherwise normal": the linked concept absent
         phrases = labeler.query_phrases(part)
-        stays = read_as == "both" and literal is not None and bool(phrases) and all(literal(p.stems) for p in phrases)
+        stays = _words_stay(phrases, read_as, literal)
         if linked is not None or stays:
             out.append((linked, status, cue, stays, phrases))
     return out
