@@ -46,7 +46,10 @@ FIXED = ["pneumothorax", "no pneumothorax", "pleural effusion", "no pleural effu
          "wet lungs", "hyperexpanded lungs",
          # a query's parts read on their own, the mid zone and the lung behind the heart
          "pneumonia with fluid around the lung", "hiatal hernia, lungs clear", "left midlung scarring",
-         "pneumonia behind the heart"]
+         "pneumonia behind the heart",
+         # a change since the last study: alone, beside a finding, a lobe, a removal
+         "new pleural effusion", "stable cardiomegaly", "improving right lower lobe pneumonia", "PICC line removed",
+         "worse than last time", "no new opacity"]
 SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
             {"mode": "dense", "level": "report"}, {"mode": "bm25", "level": "report"},
             {"mode": "hybrid", "level": "report", "offset": 20}, {"mode": "hybrid", "level": "report", "target": "impression"},

@@ -161,7 +161,10 @@ class QueryReading:
         negation: ``aware`` (ranking by the reading) or ``ignore`` (plain similarity).
         note: Why something was left out (too many findings, a query with only a cue word ...).
         location: The lobes, apices or bases the query names, in its words ("left lower lobe"), or None.
-        regions: Their regions (:mod:`radsift.text.locations` bit mask; 0 when none).
+        regions: Their regions (:mod:`radsift.text.locations` bit mask; 0 when none), with the change's bit
+            (:mod:`radsift.text.changes`).
+        change: The change since the last study the query asks for (``new``, ``worse``, ``better``, ``gone``,
+            ``unchanged``), or None.
     """
 
     findings: tuple[ReadFinding, ...] = ()
@@ -170,10 +173,11 @@ class QueryReading:
     note: str = ""
     location: str | None = None
     regions: int = 0
+    change: str | None = None
 
     @property
     def active(self) -> bool:
-        """Whether the ranking reads anything (negation aware and a finding, a side or a location)."""
+        """Whether the ranking reads anything (negation aware and a finding, a side, a location or a change)."""
         return self.negation == "aware" and bool(self.findings or self.side or self.regions)
 
     def describe(self) -> str:
@@ -185,6 +189,8 @@ class QueryReading:
             parts.append(f"side {self.side}")
         if self.location:
             parts.append(f"location {self.location}")
+        if self.change:
+            parts.append(f"change {self.change}")
         text = "; ".join(parts) or "no finding"
         if self.negation != "aware":
             text += " [negation ignored]"
@@ -192,7 +198,7 @@ class QueryReading:
 
     def to_dict(self) -> dict[str, Any]:
         return {"findings": [f.to_dict() for f in self.findings], "side": self.side, "negation": self.negation,
-                "note": self.note, "location": self.location}
+                "note": self.note, "location": self.location, "change": self.change}
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,10 @@ naming another lobe (a left upper lobe opacity before a right one). A location t
 A query naming a body place outside the lung beside its device or finding ("thoracic spine hardware", "left
 subclavian central line": :mod:`radsift.text.bodyplaces`) ranks the units naming that place first, the same way;
 like the mediastinal bit, the units' places are read from their postings (:func:`with_compartments`), never stored.
+
+A query asking for a change since the last study ("new pleural effusion", "improving right lower lobe pneumonia":
+:mod:`radsift.text.changes`) splits each location tier in two: the units saying that change first
+(:func:`location_tiers`); their change words are read from the postings too (:func:`with_changes`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from radsift.ranking.tiers import SIDE_SLOTS
 from radsift.text.bodyplaces import BODY, FAMILIES, PLACE_WORDS, is_whole, resolve
+from radsift.text.changes import CHANGE, UNIT_WORDS
 from radsift.text.compartments import HILA, HILAR_WORDS, LOBES, LUNG, LUNG_WORDS, MEDIASTINAL_WORDS, MEDIASTINUM, MIDDLE
 from radsift.text.locations import LING, LUL, TRIGGERS, text_regions
 from radsift.text.tokens import stem
@@ -28,13 +34,21 @@ from radsift.text.tokens import stem
 _MIDDLE_WORDS = tuple(g for g in MEDIASTINAL_WORDS if g not in HILAR_WORDS)
 #: Location tiers within one reading tier (same, none, another), each holding the side tiers.
 LOCATION_SLOTS = 3
+#: With a change asked for, each location tier holds two (the change said, not said).
+CHANGE_SLOTS = 2
 #: (a whole, its parts a query may name alone): "left upper lobe" holds the lingula (the left apex, read as the
 #: upper lobe, is no part of it here: a left upper lobe finding is an apical one for the location tier).
 WHOLE_LOBES = ((LUL | LING, LING),)
 
 
+def location_slots(regions: int) -> int:
+    """How many location tiers (:func:`location_tiers`) a query's regions give: 6 with a change, else 3."""
+    return LOCATION_SLOTS * (CHANGE_SLOTS if regions & CHANGE else 1)
+
+
 def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
-    """Per-unit location tier for a query's regions: overlapping 0, no location 1, only other regions 2.
+    """Per-unit location tier for a query's regions: overlapping 0, no location 1, only other regions 2; with a
+    change (:data:`radsift.text.changes.CHANGE`) among the regions, ``2 * that + 1`` where the unit does not say it.
 
     A query of the lung (:data:`~radsift.text.compartments.LUNG`): 2 for a unit of the mediastinum or hila
     alone (:data:`~radsift.text.compartments.MEDIASTINUM`), 1 for every other (the tier of a unit naming no
@@ -46,6 +60,27 @@ def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
     for a lingula query, the spine for a thoracic spine query) counts as naming no place (:func:`_meets`).
     """
     unit_regions = np.asarray(unit_regions)
+    change = regions & CHANGE
+    tiers = _place_tiers(regions & ~CHANGE, unit_regions)
+    if change:
+        tiers = tiers * CHANGE_SLOTS + ((unit_regions & change) == 0)
+    return tiers
+
+
+def unplaced_key(regions: int) -> int:
+    """The location part of the key (:func:`where_tiers`) of a unit naming no place and saying no change: its
+    location tier (:func:`location_tiers`) times the side slots; 0 for a query of no regions."""
+    return int(location_tiers(regions, np.zeros(1, dtype=np.uint32))[0]) * SIDE_SLOTS if regions else 0
+
+
+def placed_rows(places: np.ndarray, regions: int) -> np.ndarray:
+    """The units whose location tier for a query's ``regions`` may differ from a unit naming no place: those naming
+    a place, and with a change asked those saying a change (the query's or another, which holds the unplaced tier)."""
+    return np.flatnonzero(np.asarray(places) & np.uint32(0xFFFFFFFF if regions & CHANGE else ~CHANGE & 0xFFFFFFFF))
+
+
+def _place_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
+    """:func:`location_tiers` less the change."""
     tiers = np.ones(len(unit_regions), dtype=np.int64)
     if not regions & LOBES:
         if regions & BODY:
@@ -146,6 +181,16 @@ def with_body_places(regions: np.ndarray, units_with: Callable[[Sequence[str]], 
             target = wholes if is_whole(bits) else parts
             target[rows] |= np.uint32(bits)
     regions |= resolve(parts, wholes).astype(np.uint32)
+    return with_changes(regions, units_with)
+
+
+def with_changes(regions: np.ndarray, units_with: Callable[[Sequence[str]], Sequence[int]]) -> np.ndarray:
+    """``regions`` (uint32, modified in place and returned) with the changes each unit says
+    (:data:`radsift.text.changes.UNIT_WORDS`: "new", "improved", "resolved", "stable" ...)."""
+    for words, bits in UNIT_WORDS:
+        rows = _holding(units_with, (words,))
+        if rows.size:
+            regions[rows] |= np.uint32(bits)
     return regions
 
 
@@ -160,14 +205,14 @@ def with_implied_sides(sides: tuple[np.ndarray, np.ndarray, np.ndarray],
 def where_tiers(locations: np.ndarray | None, sides: np.ndarray | None) -> np.ndarray | None:
     """One key per unit from its location tier and its side tier (location first); None when neither is read.
 
-    Without a location the key is the side tier (0-2); with one, ``location * 3 + side`` (0-8), a missing
-    side counting as tier 0 for every unit.
+    Without a location the key is the side tier (0-2); with one, ``location * 3 + side`` (0-8; 0-17 with a
+    change), a missing side counting as tier 0 for every unit.
     """
     if locations is None:
         return sides
     side_part = 0 if sides is None else sides
-    return np.asarray(locations, dtype=np.int64) * LOCATION_SLOTS + side_part
+    return np.asarray(locations, dtype=np.int64) * SIDE_SLOTS + side_part
 
 
-__all__ = ["LOCATION_SLOTS", "location_flags", "location_tiers", "where_tiers", "with_body_places",
-           "with_compartments", "with_implied_sides"]
+__all__ = ["CHANGE_SLOTS", "LOCATION_SLOTS", "location_flags", "location_slots", "location_tiers", "placed_rows",
+           "unplaced_key", "where_tiers", "with_body_places", "with_changes", "with_compartments", "with_implied_sides"]

@@ -87,7 +87,7 @@ import numpy as np
 from radsift.index.reader import IndexStore
 from radsift.index.readings import finding_mentions
 from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
-from radsift.ranking.places import LOCATION_SLOTS, location_tiers, where_tiers
+from radsift.ranking.places import location_slots, location_tiers, placed_rows, unplaced_key, where_tiers
 from radsift.ranking.pool import member
 from radsift.ranking.tiers import (
     NO_READING,
@@ -372,16 +372,16 @@ class QueryTiers:
             mentioned = (self.views[0].rows if len(self.views) == 1 else
                          union([v.rows for v in self.views] + [np.zeros(0, np.int64)]))
             special = union([mentioned, side_rows]) if side_rows.size else mentioned
-            if self.regions:
-                place_rows = store.cached(("location_rows", post.unit), lambda: np.flatnonzero(places))
-                special = union([special, place_rows])
+            if self.regions:  # the units naming a place, and with a change asked the units saying one
+                key = ("location_rows", post.unit, location_slots(self.regions))
+                special = union([special, store.cached(key, lambda: placed_rows(places, self.regions))])
             self._memo["special"] = special
         self.special = self._memo["special"]
-        self.slots = SIDE_SLOTS * (LOCATION_SLOTS if self.regions else 1)
+        self.slots = SIDE_SLOTS * (location_slots(self.regions) if self.regions else 1)
         no_reading = np.array([[NO_READING[s] for s in self.statuses]], dtype=np.int8)
         self.rep_default = int(combine(no_reading)[0]) if self.statuses else 0
         side_default = 1 if self.side and sides is not None else 0
-        self.default_unit = self.rep_default * self.slots + side_default + (LOCATION_SLOTS if self.regions else 0)
+        self.default_unit = self.rep_default * self.slots + side_default + unplaced_key(self.regions)
         self.by_report = by_report and bool(self.statuses) and post.n_units > 0
         self._key = (self.by_report, self.default_unit)
         if ("tiers",) + self._key not in self._memo:

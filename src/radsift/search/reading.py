@@ -33,11 +33,11 @@ import numpy as np
 from radsift.errors import ConfigError
 from radsift.labels.openvocab import query_side
 from radsift.ranking import STATUS_CODES, side_tiers, stated_tiers, unit_tiers
-from radsift.ranking.places import LOCATION_SLOTS, location_tiers, where_tiers
+from radsift.ranking.places import location_slots, location_tiers, where_tiers
 from radsift.ranking.tiers import SIDE_SLOTS, asks_finding, normal_keys, opposite_reports, reading_classes, with_normal
 from radsift.records import QueryReading, ReadFinding
 from radsift.search.concepts import normal_statement
-from radsift.text import bodyplaces, compartments, locations, zones
+from radsift.text import bodyplaces, changes, compartments, locations, zones
 from radsift.text.normality import NORMAL, sentence_kind
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ ON_THE_FILM = re.compile(
     re.IGNORECASE)
 #: The negation cues saying something was taken out ("lung removed", "removal of the tube"): of a device, it is gone;
 #: of an organ, a surgery was done (:func:`read_query` links the whole words to tell).
-REMOVAL = re.compile(r"\bremov(?:ed|al)\b", re.IGNORECASE)
+REMOVAL = re.compile(r"\b(?:remov(?:ed|al)|taken\s+out)\b", re.IGNORECASE)
 #: Where a query joins its parts ("pneumonia with fluid around the lung", "small lungs and a big heart", "hiatal
 #: hernia, lungs clear"): a part that names no lexicon finding beside one that does is linked on its own, or read in
 #: its own words when the index holds them (:func:`read_query`), so the second part is read, not dropped. "without"
@@ -225,14 +225,16 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         # a body place ranks units beside a lexicon device or finding; beside an open phrase alone ("the long iv
         # line they put in my neck") every unit naming the neck would lead whatever it states
         location, regions, _ = _query_location(query, body=False)
+    findings, change_bit = _read_change(query, findings)
     note = ""
     if len(findings) > MAX_FINDINGS:
         note = f"read the first {MAX_FINDINGS} of {len(findings)} findings"
         findings = findings[:MAX_FINDINGS]
-    if not findings and not side and not regions and any(ch.isalpha() for ch in query):
+    if not findings and not side and not regions and not change_bit and any(ch.isalpha() for ch in query):
         note = "the query names no finding: plain similarity"
     if override:
-        known = {f.finding for f in findings} | ({"side"} if side else set()) | ({"location"} if regions else set())
+        known = {f.finding for f in findings} | ({"side"} if side else set()) | ({"location"} if regions else set()) \
+            | ({"change"} if change_bit else set())
         unknown = [k for k in override if k not in known]
         if unknown:
             listed = ", ".join(sorted(known)) or "none"
@@ -246,10 +248,25 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         if override.get("side") == "ignore":
             side = None
             findings = [replace(f, side=None) for f in findings]
+        if override.get("change") == "ignore":
+            change_bit = 0
     kept = {f.finding for f in findings}
     # A link whose literal reading was taken out (or lies past MAX_FINDINGS) stands in its place.
     findings = [replace(f, beside=None) if f.beside and f.beside not in kept else f for f in findings]
-    return QueryReading(tuple(findings), side, negation, note, location, regions)
+    return QueryReading(tuple(findings), side, negation, note, location, regions | change_bit,
+                        changes.NAMES[change_bit] if change_bit else None)
+
+
+def _read_change(query: str, findings: list[ReadFinding]) -> tuple[list[ReadFinding], int]:
+    """The findings less a phrase of change words alone ("worse than last time"), and the query's change bit
+    (:func:`radsift.text.changes.query_change`; 0 for none, or where locations are not read). An organ removed
+    ("lung taken out": a surgery, read present) asks for no change."""
+    change, bit = changes.query_change(query) if locations.enabled() else (None, 0)
+    if bit == changes.GONE and any(f.status == "present" and REMOVAL.search(change or "") for f in findings):
+        return findings, 0
+    if bit:
+        findings = [f for f in findings if f.source != "open" or not changes.only_change(f.finding, change)]
+    return findings, bit
 
 
 def _words_stay(phrases: Sequence, read_as: str, literal: Callable[[Sequence[str]], bool] | None) -> bool:
@@ -402,7 +419,7 @@ def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple
     if reading.regions and location_flags is not None:
         places = location_tiers(reading.regions, location_flags())
     statuses = [f.status for f in own]
-    slots = SIDE_SLOTS * (LOCATION_SLOTS if places is not None else 1)
+    slots = SIDE_SLOTS * (location_slots(reading.regions) if places is not None else 1)
     tiers = unit_tiers(raw, statuses, where_tiers(places, sides), group_of, slots)
     base = tiers
     if also and tiers is not None:

@@ -46,6 +46,8 @@ class ReadingOut(BaseModel):
     location: str | None = Field(None, description="The lobes, base, apices or body places (\"thoracic spine\", "
                                                    "\"left shoulder\") the query names, in its words "
                                                    "(`location=ignore` in `reading` drops it).")
+    change: str | None = Field(None, description="The change since the last study the query asks for: new, worse, "
+                                                 "better, gone or unchanged (`change=ignore` in `reading` drops it).")
 
 
 class HitOut(BaseModel):

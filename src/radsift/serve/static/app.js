@@ -487,11 +487,15 @@
       chips.append(readingChip("location", "lobe, base, apex or body place in the query", null,
         result.reading.location ? asRead.location : "ignore", [asRead.location, "ignore"], asRead.location));
     }
+    if (asRead.change) {
+      chips.append(readingChip("change", "a change since the last study in the query", null,
+        result.reading.change ? asRead.change : "ignore", [asRead.change, "ignore"], asRead.change));
+    }
     const notes = [];
     if (result.reading.note) notes.push(result.reading.note);
     if (result.negation === "ignore" && asRead.findings.length) notes.push("negation ignored: ranked by similarity only");
     $("reading-note").textContent = notes.join(" · ");
-    row.hidden = !asRead.findings.length && !asRead.side && !asRead.location && !notes.length;
+    row.hidden = !asRead.findings.length && !asRead.side && !asRead.location && !asRead.change && !notes.length;
   }
 
   // One chip: the finding, where its reading came from, and a menu to flip its status.

@@ -1,0 +1,94 @@
+"""Change over time: a query asking how a finding changed since the last study, and the units that say so.
+
+"new pleural effusion", "pneumonia getting better", "stable cardiomegaly", "PICC line removed", "heart got bigger
+since last time": the finding is read as before (the labeler reads "resolved" and "removed" as absent), and the
+change is one of :data:`NAMES`. The location tier (:mod:`radsift.ranking.places`) then ranks, within each of its
+tiers, the units that say that change ("Interval development of a right effusion", "Interval improvement in the
+left base consolidation") above those that do not, as it ranks the query's lobe first: a unit stating the finding
+with no change word still follows, before any unit that does not state it.
+
+A change is a bit (:data:`CHANGE`, above the body places' bits and the hila's) in the same region mask, read from queries by
+their everyday words (:func:`query_change`) and from units by report words (:data:`UNIT_WORDS`, words before
+stemming, a unit's from its BM25 postings at search time, never stored with an index). The words are the
+sentence's, not the finding's ("No new opacity" says the same as before, and new): "Stable cardiomegaly. New left effusion." are two units, so each change stays
+with its finding; a sentence joining two findings with one change word counts for both.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Change bits: the finding is new, worse, better, gone (resolved, removed) or the same as before.
+NEW, WORSE, BETTER, GONE, SAME = 1 << 24, 1 << 25, 1 << 26, 1 << 27, 1 << 28
+#: Every change bit.
+CHANGE = NEW | WORSE | BETTER | GONE | SAME
+#: The name of each change, as the reading shows it.
+NAMES = {NEW: "new", WORSE: "worse", BETTER: "better", GONE: "gone", SAME: "unchanged"}
+
+
+def _each(bits: int, *words: str) -> tuple[tuple[tuple[str, ...], int], ...]:
+    return tuple(((w,), bits) for w in words)
+
+
+#: (word group, change bit): a unit holding every word of a group says that change. Words whose stem a state
+#: shares are left out: "enlarging" stems as "enlarged", "cleared" as "clear", "appeared" as "appears";
+#: "resolving" stems as "resolved" (counted as gone).
+UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
+    _each(NEW, "new", "newly", "developed", "developing", "development", "placement", "inserted",
+          "insertion")
+    + _each(WORSE, "increased", "increasing", "increase", "worsened", "worsening", "worse", "progressed",
+            "progression", "progressive", "larger", "bigger")
+    + _each(BETTER, "improved", "improving", "improvement", "decreased", "decreasing", "decrease", "smaller",
+            "diminished")
+    + _each(GONE, "resolved", "resolution", "removed", "removal", "extubated", "extubation")
+    + ((("no", "longer"), GONE), (("no", "new"), SAME))
+    + _each(SAME, "stable", "stably", "unchanged", "persistent", "persists", "persisting", "again", "similar",
+            "redemonstrated", "remains")
+)
+
+#: A query's words for each change, most specific first (the first that matches is the query's change).
+_QUERY = (
+    (SAME, r"(?:nothing|no|not?\s+any)\s+new|no\s+(?:interval\s+)?change|(?:has|have)\s*n[o']t\s+changed|not\s+changed|"
+           r"unchanged|stable|same\s+as\s+(?:before|last)|persistent|persisting|still\s+there"),
+    (GONE, r"resolved|gone(?:\s+away)?|went\s+away|cleared(?:\s+up)?|removed|removal|taken\s+out|pulled(?:\s+out)?|"
+           r"no\s+longer|extubated"),
+    (BETTER, r"(?:getting|got|gotten|becoming)\s+(?:better|smaller)|better|improv(?:ed|ing|ement)|shrinking|shrunk|"
+             r"decreas(?:ed|ing)|resolving|clearing(?:\s+up)?|(?:smaller|less)\s+than\s+(?:before|last|prior)"),
+    (WORSE, r"(?:getting|got|grown|grew|growing)\s+(?:bigger|larger|worse)|worse(?:ning|ned)?|increasing|"
+            r"progress(?:ing|ion|ed)|enlarging|bigger\s+than\s+(?:before|last)"),
+    (NEW, r"new(?:ly)?|developed|developing|appeared"),
+)
+_QUERY_RES = tuple((bits, re.compile(rf"\b(?:{pattern})\b", re.IGNORECASE)) for bits, pattern in _QUERY)
+#: Words that only place a change in time ("since last time", "than before", "interval"): a query of them and a
+#: change alone ("worse than last time", "interval improvement") names no finding.
+TIME_WORDS = re.compile(r"\b(?:since|than|the|last|time|before|prior|previous|previously|interval|study|studies|"
+                        r"exam|exams|film|films|x-?rays?|xrays?|cxr|compared|comparison|one|a|an|my|is|are|has|have|"
+                        r"been|was|were|it|now|there|what|on)\b", re.IGNORECASE)
+
+
+def query_change(query: str) -> tuple[str | None, int]:
+    """``(the query's words for its change, its change bit)``; ``(None, 0)`` for none.
+
+    >>> query_change("pneumonia getting better")
+    ('getting better', 67108864)
+    >>> query_change("nothing new since the last x-ray")[1] == SAME
+    True
+    """
+    for bits, pattern in _QUERY_RES:
+        m = pattern.search(query)
+        if m:
+            return m.group(0).lower(), bits
+    return None, 0
+
+
+def only_change(text: str, words: str) -> bool:
+    """Whether ``text`` (a phrase read from the query) holds nothing but the change's ``words`` and words that place
+    it in time ("worse than last time"): it names no finding."""
+    rest = re.sub(re.escape(words), " ", text, flags=re.IGNORECASE) if words else text
+    for _, pattern in _QUERY_RES:
+        rest = pattern.sub(" ", rest)
+    return not re.search(r"[a-z]", TIME_WORDS.sub(" ", rest), re.IGNORECASE)
+
+
+__all__ = ["BETTER", "CHANGE", "GONE", "NAMES", "NEW", "SAME", "TIME_WORDS", "UNIT_WORDS", "WORSE", "only_change",
+           "query_change"]
