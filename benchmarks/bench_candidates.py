@@ -49,7 +49,9 @@ FIXED = ["pneumothorax", "no pneumothorax", "pleural effusion", "no pleural effu
          "pneumonia behind the heart",
          # a change since the last study: alone, beside a finding, a lobe, a removal
          "new pleural effusion", "stable cardiomegaly", "improving right lower lobe pneumonia", "PICC line removed",
-         "worse than last time", "no new opacity"]
+         "worse than last time", "no new opacity",
+         # a finding read with its alternatives (pneumonia: consolidation, infiltrate, airspace disease)
+         "pneumonia", "new pneumonia", "right lower lobe pneumonia getting better"]
 SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
             {"mode": "dense", "level": "report"}, {"mode": "bm25", "level": "report"},
             {"mode": "hybrid", "level": "report", "offset": 20}, {"mode": "hybrid", "level": "report", "target": "impression"},

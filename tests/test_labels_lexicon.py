@@ -251,3 +251,24 @@ def test_a_description_that_words_another_concept_is_an_error_naming_both(tmp_pa
         """)
     with pytest.raises(LexiconError, match=message):
         load_lexicon(path)
+
+
+def test_any_of_names_other_concepts_and_an_unknown_one_names_its_line(tmp_path) -> None:
+    path = write(tmp_path, "any.yaml", """
+        concepts:
+          - name: pneumonia
+            category: disease
+            any_of: [consolidation]
+          - name: consolidation
+            category: finding
+    """)
+    assert load_lexicon(path)["pneumonia"].any_of == ("consolidation",)
+    assert load_lexicon(None)["pneumonia"].any_of == ("consolidation", "infiltrate", "airspace disease")
+    path = write(tmp_path, "bad_any.yaml", """
+        concepts:
+          - name: pneumonia
+            category: disease
+            any_of: [consolidaton]
+    """)
+    with pytest.raises(LexiconError, match=r"bad_any\.yaml:4: any_of 'consolidaton' of 'pneumonia' is not another"):
+        load_lexicon(path)

@@ -129,6 +129,8 @@ class ReadFinding:
         beside: For a link added beside the literal reading (the query's own phrase occurs in the
             index): that reading's finding. The literal reading ranks first, the link only orders
             within it (``also: ...``); None for a link that stands in the literal reading's place.
+        any_of: Lexicon concepts a unit may state in its place (the lexicon's ``any_of``: pneumonia's
+            consolidation, infiltrate, airspace disease): a unit stating any of them counts as stating it.
     """
 
     finding: str
@@ -139,6 +141,7 @@ class ReadFinding:
     via: str | None = None
     score: float | None = None
     beside: str | None = None
+    any_of: tuple[str, ...] = ()
 
     @property
     def labeled(self) -> bool:
@@ -148,7 +151,8 @@ class ReadFinding:
     def to_dict(self) -> dict[str, Any]:
         return {"finding": self.finding, "status": self.status, "source": self.source, "cue": self.cue,
                 "side": self.side, "via": self.via,
-                "score": None if self.score is None else round(float(self.score), 4), "beside": self.beside}
+                "score": None if self.score is None else round(float(self.score), 4), "beside": self.beside,
+                "any_of": list(self.any_of)}
 
 
 @dataclass(frozen=True)
@@ -183,7 +187,7 @@ class QueryReading:
     def describe(self) -> str:
         """One line: ``cardiomegaly: absent (lexicon, cue 'no'); side left``."""
         parts = [f"{'also ' if f.beside else ''}{f.finding}: {f.status} ({f.source}"
-                 f"{', cue ' + repr(f.cue) if f.cue else ''}"
+                 f"{', cue ' + repr(f.cue) if f.cue else ''}{', or ' + ', '.join(f.any_of) if f.any_of else ''}"
                  f"{', understood from ' + repr(f.via) if f.source == 'linked' else ''})" for f in self.findings]
         if self.side:
             parts.append(f"side {self.side}")

@@ -20,6 +20,8 @@ File format (YAML; the packaged chest X-ray lexicon is ``data/chest_xray.yaml``)
                                     #   its status ("hydropneumothorax" states pneumothorax and effusion)
         phrase_parts:               # optional: the same for one of its phrases only
           hemopneumothorax: [pneumothorax]
+        any_of: [consolidation]     # optional: concepts a report writes for it without naming it; a
+                                    #   query for it accepts a unit stating any of them (the query reader)
         observations: [enlarged cardiac silhouette]  # optional: its phrases that describe what is seen
                                     #   rather than name it; a doubt naming it ("cardiomegaly versus
                                     #   pericardial effusion") outranks them (radsift.labels.observations)
@@ -62,7 +64,7 @@ MAX_GAP = 4  # words a "*" in a phrase may stand for
 
 _TOP_KEYS = {"version", "name", "description", "categories", "concepts"}
 _CONCEPT_KEYS = {"name", "category", "synonyms", "absent_phrases", "normal_subjects", "description",
-                 "descriptions", "parts", "phrase_parts", "observations"}
+                 "descriptions", "parts", "phrase_parts", "observations", "any_of"}
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
 
 
@@ -88,6 +90,9 @@ class Concept:
         phrase_parts: ``(normalized phrase, concepts)``: the parts one phrase of it states.
         observations: Normalized keys of its phrases that describe what is seen rather than name it
             ("enlarged cardiac silhouette" of cardiomegaly, "nodular opacity" of nodule).
+        any_of: Concepts a report writes for this one without naming it (pneumonia: consolidation, infiltrate,
+            airspace disease): a query for it accepts a unit stating any of them
+            (:func:`radsift.search.reading.read_query`); the stored labels are untouched.
     """
 
     name: str
@@ -101,6 +106,7 @@ class Concept:
     parts: tuple[str, ...] = ()
     phrase_parts: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
     observations: tuple[tuple[str, ...], ...] = ()
+    any_of: tuple[str, ...] = ()
 
     def observes(self, words: tuple[str, ...]) -> bool:
         """Whether a mention's normalized words are one of :attr:`observations` (a ``*`` spans 0 to
@@ -286,6 +292,7 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
     phrases: dict[tuple[str, ...], tuple[str, int, str]] = {}
     concepts = []
     pending: list[tuple[str, int, str]] = []  # (part, line, concept): checked once every name is known
+    pending_any: list[tuple[str, int, str]] = []  # the same for any_of
     for node, name, category, lists in raw:
         line = node.line
         if name.casefold() in names:
@@ -319,6 +326,8 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
         description = node.get("description")
         parts, phrase_parts = _read_parts(node, name, normalizer, source)
         observations = _read_observations(node, name, normalizer, phrases, source)
+        any_of = [(" ".join(p.split()), ln) for p, ln in string_list(node, "any_of", source, f"concept {name!r}")]
+        pending_any.extend((alt, ln, name) for alt, ln in any_of)
         concepts.append(
             Concept(
                 name=name,
@@ -332,6 +341,7 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
                 parts=tuple(p for p, _ in parts),
                 phrase_parts=tuple((k, tuple(p for p, _ in names)) for k, _, names in phrase_parts),
                 observations=observations,
+                any_of=tuple(p for p, _ in any_of),
             )
         )
         for k, ln, _ in phrase_parts:
@@ -339,10 +349,7 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
                 raise LexiconError(f"{source}:{ln}: phrase_parts of {name!r}: {' '.join(k)!r} is not one of its phrases")
         for part, ln in parts + [p for *_, names in phrase_parts for p in names]:
             pending.append((part, ln, name))
-    known = {n for _, n, _, _ in raw}
-    for part, ln, name in pending:
-        if part not in known or part == name:
-            raise LexiconError(f"{source}:{ln}: part {part!r} of {name!r} is not another concept of the lexicon")
+    _check_named({n for _, n, _, _ in raw}, source, part=pending, any_of=pending_any)
     _check_descriptions(raw, phrases, source)
     return Lexicon(
         concepts=tuple(concepts),
@@ -351,6 +358,14 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
         categories=categories,
         normalizer=normalizer,
     )
+
+
+def _check_named(known: set[str], source: str, **named: list[tuple[str, int, str]]) -> None:
+    """Every ``(other concept, line, concept)`` of each key (``part``, ``any_of``) names another known concept."""
+    for key, items in named.items():
+        for other, ln, name in items:
+            if other not in known or other == name:
+                raise LexiconError(f"{source}:{ln}: {key} {other!r} of {name!r} is not another concept of the lexicon")
 
 
 def load_lexicon(path: str | Path | None = None) -> Lexicon:

@@ -38,6 +38,7 @@ import numpy as np
 from radsift.index.reader import IndexStore
 from radsift.records import QueryReading
 from radsift.search.candidates import NOT_SPECIAL, QueryTiers, ReadingPostings
+from radsift.search.reading import ranked_within
 from radsift.search.sortedsets import lookup, run_counts, union
 from radsift.text import locations
 
@@ -45,8 +46,9 @@ from radsift.text import locations
 def query_tiers(store: IndexStore, reading: QueryReading, post: ReadingPostings, codes: dict, by_report: bool,
                 sides, places=None, labeler=None) -> QueryTiers | BesideTiers:
     """The tiers of an active ``reading`` (arguments as :class:`~radsift.search.candidates.QueryTiers`): a
-    :class:`BesideTiers` when a concept is linked beside the literal reading."""
-    if any(f.beside for f in reading.findings):
+    :class:`BesideTiers` when a concept is linked beside the literal reading, or a finding is read with alternatives
+    (its named finding orders units within the tiers: :func:`radsift.search.reading.ranked_within`)."""
+    if any(f.beside or f.any_of for f in reading.findings):
         return BesideTiers(store, reading, post, codes, by_report, sides, places, labeler)
     return QueryTiers(store, reading, post, codes, by_report, sides, places, labeler)
 
@@ -86,8 +88,7 @@ class BesideTiers:
 
     def __init__(self, store: IndexStore, reading: QueryReading, post: ReadingPostings, codes: dict,
                  by_report: bool, sides, places=None, labeler=None) -> None:
-        own = tuple(f for f in reading.findings if not f.beside)
-        also = tuple(f for f in reading.findings if f.beside)
+        own, also = map(tuple, ranked_within(reading))
         self.literal = QueryTiers(store, replace(reading, findings=own), post, codes, by_report, sides, places,
                                   labeler)
         self.link = QueryTiers(store, QueryReading(also), post, codes, by_report, None, None, labeler)

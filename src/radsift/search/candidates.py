@@ -79,7 +79,6 @@ import os
 import threading
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -105,9 +104,10 @@ from radsift.ranking.tiers import (
 )
 from radsift.records import QueryReading
 from radsift.search.bitmaps import TermBitmaps, bits_of
+from radsift.search.finding_views import FindingView
 from radsift.search.plan import open_candidates, sentence_texts
 from radsift.search.reading import open_mentions
-from radsift.search.sortedsets import best_by, is_sorted, lookup, union, unique, value_counts
+from radsift.search.sortedsets import best_by, lookup, union, unique, value_counts
 from radsift.search.units import section_of_sentence
 from radsift.text import locations
 
@@ -153,8 +153,14 @@ NOT_SPECIAL = -1
 
 
 def _key(code):
-    """A finding's key in the postings: its lexicon code (int), or ``("open", phrase)``."""
+    """A finding's key in the postings: its lexicon code (int), ``("any", codes)`` or ``("open", phrase)``."""
     return code if isinstance(code, tuple) else int(code)
+
+
+def _code(codes: dict, f) -> int | tuple:
+    """A lexicon finding's key: its code, or with alternatives (``any_of``) ``("any", its code and theirs)``."""
+    own = codes.get(f.finding, -1)
+    return ("any", (own, *(codes.get(a, -1) for a in f.any_of))) if f.any_of else own
 
 
 # -- reading postings -----------------------------------------------------------------------------------
@@ -248,8 +254,9 @@ class ReadingPostings:
         """(unit rows, status codes) of the stored mentions of finding ``code`` (kept once read), or of an
         open-vocabulary phrase (``code`` a key of :meth:`read_open`)."""
         key = _key(code)
-        if isinstance(key, tuple):
-            return self._read_open(key[1])[:2]
+        if isinstance(key, tuple):  # any of several findings: their mentions together, each unit's best read by view
+            return tuple(map(np.concatenate, zip(*(self.mentions(c) for c in key[1])))) if key[0] == "any" \
+                else self._read_open(key[1])[:2]
         with self._lock:
             hit = self._mentions.get(key)
         if hit is None:
@@ -298,44 +305,6 @@ class ReadingPostings:
         return hit
 
 
-@dataclass(frozen=True)
-class FindingView:
-    """One finding read for one wanted status: its units and its reports (sorted, unique), each with the
-    best tier it states (:data:`radsift.ranking.tiers.TIER_OF`)."""
-
-    rows: np.ndarray
-    best: np.ndarray
-    reports: np.ndarray
-    report_best: np.ndarray
-    #: The report of each of :attr:`rows`.
-    row_reports: np.ndarray | None = None
-    #: For a finding wanted absent, the reports a unit of which states it (a denial there is contradicted).
-    opposite: np.ndarray | None = None
-    #: What queries of this finding alone derive from it (:class:`QueryTiers`), kept with it.
-    memo: dict = field(default_factory=dict, compare=False, repr=False)
-
-    @cached_property
-    def stating(self) -> tuple[np.ndarray, np.ndarray]:
-        """(units, reports) that state what is wanted (best tier 0), computed once."""
-        return self.rows[self.best == 0], self.reports[self.report_best == 0]
-
-    @cached_property
-    def by_report(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(reports, rows, best tiers) of the units, ordered by report (a report's units found by a search)."""
-        if is_sorted(self.row_reports):  # units follow their reports: already in order
-            return self.row_reports, self.rows, self.best
-        order = np.argsort(self.row_reports, kind="stable")
-        return self.row_reports[order], self.rows[order], self.best[order]
-
-    def in_reports(self, reports: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(index into ``reports``, row, best tier) of each unit of sorted ``reports`` that states something."""
-        keys, rows, best = self.by_report
-        lo, hi = np.searchsorted(keys, reports, "left"), np.searchsorted(keys, reports, "right")
-        lens = hi - lo
-        pos = np.repeat(lo - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
-        return np.repeat(np.arange(reports.size), lens), rows[pos], best[pos]
-
-
 class QueryTiers:
     """The exact engine's tiers (:func:`radsift.ranking.unit_tiers`) for any set of units, read from postings.
 
@@ -350,8 +319,7 @@ class QueryTiers:
     def __init__(self, store: IndexStore, reading: QueryReading, post: ReadingPostings, codes: dict,
                  by_report: bool, sides, places=None, labeler=None) -> None:
         self.post, self.statuses = post, [f.status for f in reading.findings]
-        keys = [(codes.get(f.finding, -1), False) if f.labeled else post.read_open(f.finding, labeler)
-                for f in reading.findings]
+        keys = [(_code(codes, f), False) if f.labeled else post.read_open(f.finding, labeler) for f in reading.findings]
         #: An open-vocabulary phrase had more candidate sentences than were read: ``matching`` is a lower bound.
         self.capped = any(capped for _, capped in keys)
         self.side, self._findings = reading.side, [(k, f.status) for (k, _), f in zip(keys, reading.findings)]

@@ -232,7 +232,7 @@ def evidence_of(index, hit: Hit, reading: QueryReading) -> tuple[Evidence, ...]:
     """Every sentence of the hit's report stating a wanted finding with the wanted status."""
     if not reading.findings or not hit.sections:
         return ()
-    wanted = {f.finding: f.status for f in reading.findings}
+    wanted = {name: f.status for f in reading.findings for name in (*f.any_of, f.finding)}
     out = []
     read = index.sections_mentions(hit.sections, reading)  # read together: the impression may doubt a description
     for section, text in hit.sections.items():

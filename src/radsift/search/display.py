@@ -39,7 +39,8 @@ def reading_text(reading: QueryReading) -> Text:
         line.append(f.finding + " ")
         line.append(f.status, style=STATUS_STYLE.get(f.status, ""))
         via = f", from {f.via!r} {f.score:.2f}" if f.source == "linked" and f.score is not None else ""
-        line.append(f" ({f.source}{', cue ' + repr(f.cue) if f.cue else ''}{via})", style="dim")
+        alts = f", or {', '.join(f.any_of)}" if f.any_of else ""
+        line.append(f" ({f.source}{', cue ' + repr(f.cue) if f.cue else ''}{via}{alts})", style="dim")
     if reading.side:
         line.append(f"{' · ' if reading.findings else ''}side {reading.side}")
     if reading.location:

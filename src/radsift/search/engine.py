@@ -142,7 +142,9 @@ class Index(IndexResources):
         return read_query(query, self.labeler, negation=check_choice("negation", negation, NEGATION),
                           override=parse_override(reading), lexicon=store.manifest.lexicon is not None,
                           link=self._link_function(check_choice("mode", mode, MODES), query, None) if concepts else None,
-                          read_as=check_choice("read_as", read_as, READ_AS), literal=literal_check(store))
+                          # no concept links: nor the lexicon's alternatives (any_of), the literal reading alone
+                          read_as=check_choice("read_as", read_as, READ_AS) if concepts else "literal",
+                          literal=literal_check(store))
 
     def search(self, query: str, options: SearchOptions | None = None, **overrides: Any) -> SearchResult:
         """Search the index.

@@ -19,7 +19,7 @@ def mentions_in(labeler, text: str, reading: QueryReading) -> tuple[HitMention, 
     """What ``text`` states about the reading's findings, in text order (offsets within ``text``)."""
     if not reading.findings:
         return ()
-    lexicon = {f.finding for f in reading.findings if f.labeled}
+    lexicon = {name for f in reading.findings if f.labeled for name in (f.finding, *f.any_of)}
     spans = split_sentences(text) or [(0, len(text))]
     # Read together: a sentence may hedge the one before it ("Nodular opacity. This may be artifact.").
     labeled = labeler.label_sentences([text[s:e] for s, e in spans]) if lexicon else [[] for _ in spans]
@@ -33,7 +33,7 @@ def report_mentions_in(labeler, sections: Mapping[str, str],
     in the other sections uncertain, as the index's labels read them."""
     if not reading.findings:
         return {name: () for name in sections}
-    lexicon = {f.finding for f in reading.findings if f.labeled}
+    lexicon = {name for f in reading.findings if f.labeled for name in (f.finding, *f.any_of)}
     spans = {name: split_sentences(text) or [(0, len(text))] for name, text in sections.items()}
     labeled: dict[str, list] = {name: [[] for _ in spans[name]] for name in sections}
     if lexicon:

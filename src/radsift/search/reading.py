@@ -226,6 +226,8 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         # line they put in my neck") every unit naming the neck would lead whatever it states
         location, regions, _ = _query_location(query, body=False)
     findings, change_bit = _read_change(query, findings)
+    if read_as != "literal":  # the lexicon's alternatives: links it makes itself (no encoder needed)
+        findings = _with_any_of(findings, getattr(labeler, "lexicon", None))
     note = ""
     if len(findings) > MAX_FINDINGS:
         note = f"read the first {MAX_FINDINGS} of {len(findings)} findings"
@@ -255,6 +257,21 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     findings = [replace(f, beside=None) if f.beside and f.beside not in kept else f for f in findings]
     return QueryReading(tuple(findings), side, negation, note, location, regions | change_bit,
                         changes.NAMES[change_bit] if change_bit else None)
+
+
+def _with_any_of(findings: list[ReadFinding], lexicon) -> list[ReadFinding]:
+    """The findings, a lexicon one asked present or uncertain with what a unit may state in its place (the lexicon's
+    ``any_of``, less the query's other findings); a denial stays literal ("no pneumonia" is not denied by "no focal
+    consolidation" alone ... nor contradicted by a consolidation called atelectasis)."""
+    if lexicon is None:
+        return findings
+    named = {f.finding for f in findings}
+    out = []
+    for f in findings:
+        concept = lexicon[f.finding] if f.labeled and f.status != "absent" and f.finding in lexicon else None
+        alts = tuple(a for a in concept.any_of if a not in named) if concept is not None else ()
+        out.append(replace(f, any_of=alts) if alts else f)
+    return out
 
 
 def _read_change(query: str, findings: list[ReadFinding]) -> tuple[list[ReadFinding], int]:
@@ -409,8 +426,7 @@ def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple
     """
     if not reading.active:
         return ReadingTiers(None) if classes else None
-    own = [f for f in reading.findings if not f.beside]
-    also = [f for f in reading.findings if f.beside]
+    own, also = ranked_within(reading)
     reader = (labeler, labels, finding_codes, sentence_texts, open_candidates, unit_of, n_units)
     raw, capped = _stated(own, *reader)
     sides = places = None
@@ -433,6 +449,14 @@ def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple
     return ReadingTiers(tiers, raw, tuple(statuses), capped, slots, None if base is tiers else base)
 
 
+def ranked_within(reading: QueryReading) -> tuple[list[ReadFinding], list[ReadFinding]]:
+    """``(the literal reading's findings, the findings that order units within its tiers)``: the links beside it,
+    and the named finding of each read with alternatives (``any_of``: a unit stating pneumonia before one stating
+    consolidation alone, within each tier, where a change or a lobe the query asks for still comes first)."""
+    own = [f for f in reading.findings if not f.beside]
+    return own, [f for f in reading.findings if f.beside] + [replace(f, any_of=()) for f in own if f.any_of]
+
+
 def _stated(findings, labeler, labels, finding_codes, sentence_texts, open_candidates, unit_of,
             n_units: int) -> tuple[np.ndarray | None, bool]:
     """:func:`~radsift.ranking.tiers.stated_tiers` of ``findings`` (None when there are none), and whether
@@ -443,9 +467,10 @@ def _stated(findings, labeler, labels, finding_codes, sentence_texts, open_candi
     capped = False
     for f in findings:
         if f.labeled:
-            code = finding_codes.get(f.finding, -1)
+            # a unit stating any of the finding's alternatives states it (its best reading of them all)
+            codes = [finding_codes.get(name, -1) for name in (f.finding, *f.any_of)]
             row, finding, status = labels
-            sel = finding == code
+            sel = np.isin(finding, codes)
             columns.append((row[sel], status[sel]))
         else:
             rows_, status_, over = open_mentions(f.finding, labeler, sentence_texts, open_candidates)

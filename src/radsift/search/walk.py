@@ -40,7 +40,7 @@ def walk(index, store: IndexStore, request: SearchRequest) -> SearchResult:
     reading = read_query(request.query, index.labeler, negation=opts.negation, override=dict(opts.reading),
                          lexicon=store.manifest.lexicon is not None,
                          link=index._link_function(opts.mode, request.query, query_vector) if linked else None,
-                         read_as=opts.read_as, literal=literal_check(store))
+                         read_as=opts.read_as if opts.concepts else "literal", literal=literal_check(store))
     sources = {"query_vector": query_vector, "backends": lambda kind: index._backend(store, kind),
                "expansion": lambda finding: index.linker.expansion(finding)}
     if engine_name() == "candidates" and exact_reason(request, reading, index.tier_gap, store=store) is None \
