@@ -60,14 +60,14 @@ def test_a_phrase_of_change_and_time_words_alone_names_no_finding():
 def test_units_say_a_change_from_their_words_and_a_state_word_is_none():
     texts = ["New right effusion.", "Effusion has increased.", "Improved aeration.", "Stable cardiomegaly.",
              "No new opacity.", "Effusion has resolved.", "The heart is enlarged.", "Lungs are clear.",
-             "Opacity appears unchanged."]
+             "Opacity appears unchanged.", "No interval change."]
     terms = [{stem(w) for w in t.lower().replace(".", "").split()} for t in texts]
 
     def units_with(stems):
         return [i for i, t in enumerate(terms) if all(s in t for s in stems)]
 
     got = with_changes(np.zeros(len(texts), dtype=np.uint32), units_with)
-    assert [int(g) for g in got] == [NEW, WORSE, BETTER, SAME, NEW | SAME, GONE, 0, 0, SAME]
+    assert [int(g) for g in got] == [NEW, WORSE, BETTER, SAME, NEW | SAME, GONE, 0, 0, SAME, SAME]
 
 
 def test_a_change_splits_each_location_tier_in_two():

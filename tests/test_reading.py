@@ -153,3 +153,21 @@ def test_tier_gap_turns_the_strict_tiers_into_boosts(index):
         assert ids(index.search("no pneumothorax", k=20, mode="dense")) == plain
     finally:
         index.tier_gap = None
+
+
+@pytest.mark.parametrize("query, words", [
+    ("tortuous aorta, otherwise normal", "tortuous aorta, no acute disease"),
+    ("old scarring but nothing acute", "old scarring but no acute disease"),
+    ("granuloma and otherwise unremarkable", "granuloma and no acute disease"),
+    ("lungs are otherwise clear", "lungs are otherwise clear"),
+])
+def test_otherwise_normal_is_nothing_else_of_note_not_the_word_normal(query, words):
+    from radsift.search.reading import lay_normals
+
+    assert " ".join(lay_normals(query).split()) == words
+
+
+def test_otherwise_clear_stays_the_lungs_clear():
+    from radsift.search.reading import lay_normals
+
+    assert lay_normals("low lung volumes, otherwise clear") == "low lung volumes, otherwise clear"

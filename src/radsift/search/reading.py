@@ -69,6 +69,11 @@ LAY_NORMALS = (
     (re.compile(r"^\W*(?:(?:my|the|his|her)\s+)?(?:chest\s+)?(?:x\W?rays?|xrays?|films?|cxr)\s+(?:came\s+back|was|is|looks?)\s+"
                 r"(?:clean|clear|normal|fine|okay|ok|good)\W*$", re.IGNORECASE), "normal chest x-ray"),
     (re.compile(r"\b(?:came\s+back\s+)?clean\b(?=\W*$)", re.IGNORECASE), "normal"),
+    # "tortuous aorta, otherwise normal", "old scarring but nothing acute": nothing else of note, as reports say it
+    # ("No acute cardiopulmonary process."), not the word "normal" stated nor "acute" something present
+    # (a part of its own: "lungs are otherwise clear" stays; "low lung volumes, otherwise clear" is the lungs clear)
+    (re.compile(r"(?:^|(?<=,)|(?<=;)|(?<=\bbut)|(?<=\band))\s*(?:otherwise|else)\s+(?:normal|unremarkable|negative|"
+                r"fine|okay|ok|healthy)\b|\bnothing\s+(?:else\s+)?acute\b", re.IGNORECASE), " no acute disease"),
     # "lungs are dry", "dry lungs": no fluid in them (an embedding hears "wet" in "dry")
     (re.compile(r"\b(lungs?|chest)\s+(?:are|is|look|looks|seem|seems)\s+dry\b", re.IGNORECASE), r"no fluid in the \1"),
     (re.compile(r"\bdry\s+(lungs?|chest)\b", re.IGNORECASE), r"no fluid in the \1"),

@@ -41,7 +41,7 @@ UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
     + _each(BETTER, "improved", "improving", "improvement", "decreased", "decreasing", "decrease", "smaller",
             "diminished")
     + _each(GONE, "resolved", "resolution", "removed", "removal", "extubated", "extubation")
-    + ((("no", "longer"), GONE), (("no", "new"), SAME))
+    + ((("no", "longer"), GONE), (("no", "new"), SAME), (("no", "change"), SAME), (("no", "changes"), SAME))
     + _each(SAME, "stable", "stably", "unchanged", "persistent", "persists", "persisting", "again", "similar",
             "redemonstrated", "remains")
 )
