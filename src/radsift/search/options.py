@@ -217,11 +217,13 @@ class SearchOptions:
                                      "for it; see radsift index info).", check=_alpha, low=0, high=1,
                                      metavar="WEIGHT")
     concepts: bool = _option(True, "Link a query that describes a lexicon finding without naming it to that "
-                             "finding (\"understood as\"; modes that use the encoder only).",
+                             "finding (\"understood as\"; modes that use the encoder only); off, a finding is read "
+                             "without the lexicon's alternatives too (any_of).",
                              flags=("--concepts/--no-concepts",))
     read_as: str = _option("both", "How a query linked to a lexicon finding is read: both (the query's own words "
                            "first whenever they occur in the index, the linked finding beside them: 'also'), "
-                           "literal (never linked) or linked (the linked finding in place of the words).",
+                           "literal (never linked, nor read with the lexicon's alternatives: any_of) or linked (the "
+                           "linked finding in place of the words).",
                            choices=READ_AS, metavar="both|literal|linked")
     prf: bool = _option(False, "Pseudo-relevance feedback: expand the query from its first-pass top hits (RM3 on "
                         "BM25, Rocchio on the dense side), then rank again.")
