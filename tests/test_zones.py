@@ -10,7 +10,7 @@ from radsift.index import build_index
 from radsift.models.hashing import HashingEncoder
 from radsift.records import Report
 from radsift.search import candidates
-from radsift.text.locations import LING, LLL, RML
+from radsift.text.locations import LING, LLL, LUL, RLL, RML
 from radsift.text.zones import query_zones
 
 R = [
@@ -30,6 +30,11 @@ R = [
     ("left mid zone atelectasis", "left mid zone", LING),
     ("pneumonia behind the heart", "behind the heart", LLL),
     ("opacity behind the cardiac silhouette", "behind the cardiac silhouette", LLL),
+    ("scarring at the bottom of the lungs", "at the bottom of the lungs", LLL | RLL),
+    ("spot at the top of the left lung", "at the top of the left lung", LUL),
+    ("infection in the lower part of the right lung", "in the lower part of the right lung", RLL),
+    ("lung lining thickened at the bottom", "at the bottom", LLL | RLL),
+    ("pneumonia on top of COPD", None, 0),
     ("left lower lobe scarring", None, 0),
     ("mid sternotomy", None, 0),
 ])
@@ -65,3 +70,12 @@ def test_the_lingula_meets_a_left_midlung_query_and_another_lobe_ranks_last(inde
     # zones are read from queries only: a lingula query ranks the lingula first, and the midlung unit names no lobe
     order = [h.report_id for h in index.search("lingular scarring", k=10, mode="hybrid")]
     assert order[0] == "ling" and order.index("mid") < order.index("lll")
+
+
+@pytest.mark.parametrize("engine", candidates.ENGINES)
+def test_the_bottom_of_the_left_lung_is_its_base(index, monkeypatch, engine):
+    monkeypatch.setenv(candidates.ENV, engine)
+    reading = index.read("scarring at the bottom of the left lung")
+    assert reading.regions == LLL and reading.side == "left"
+    order = [h.report_id for h in index.search("scarring at the bottom of the left lung", k=10, mode="hybrid")]
+    assert order[0] == "lll" and order.index("ling") > order.index("plain")

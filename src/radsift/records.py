@@ -169,6 +169,7 @@ class QueryReading:
             (:mod:`radsift.text.changes`).
         change: The change since the last study the query asks for (``new``, ``worse``, ``better``, ``gone``,
             ``unchanged``), or None.
+        degree: The degree the query asks of its finding (``slight``, ``moderate``, ``marked``), or None.
     """
 
     findings: tuple[ReadFinding, ...] = ()
@@ -178,6 +179,7 @@ class QueryReading:
     location: str | None = None
     regions: int = 0
     change: str | None = None
+    degree: str | None = None
 
     @property
     def active(self) -> bool:
@@ -195,6 +197,8 @@ class QueryReading:
             parts.append(f"location {self.location}")
         if self.change:
             parts.append(f"change {self.change}")
+        if self.degree:
+            parts.append(f"degree {self.degree}")
         text = "; ".join(parts) or "no finding"
         if self.negation != "aware":
             text += " [negation ignored]"
@@ -202,7 +206,8 @@ class QueryReading:
 
     def to_dict(self) -> dict[str, Any]:
         return {"findings": [f.to_dict() for f in self.findings], "side": self.side, "negation": self.negation,
-                "note": self.note, "location": self.location, "change": self.change}
+                "note": self.note, "location": self.location, "change": self.change,
+                "degree": self.degree}
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,9 @@ subclavian central line": :mod:`radsift.text.bodyplaces`) ranks the units naming
 like the mediastinal bit, the units' places are read from their postings (:func:`with_compartments`), never stored.
 
 A query asking for a change since the last study ("new pleural effusion", "improving right lower lobe pneumonia":
-:mod:`radsift.text.changes`) splits each location tier in two: the units saying that change first
-(:func:`location_tiers`); their change words are read from the postings too (:func:`with_changes`).
+:mod:`radsift.text.changes`) or a degree ("small pneumothorax", "severe emphysema": :mod:`radsift.text.degrees`)
+splits each location tier: the units saying it first (:func:`location_tiers`); their words are read from the
+postings too (:func:`with_changes`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ import numpy as np
 
 from radsift.ranking.tiers import SIDE_SLOTS
 from radsift.text.bodyplaces import BODY, FAMILIES, PLACE_WORDS, is_whole, resolve
-from radsift.text.changes import CHANGE, UNIT_WORDS
+from radsift.text.changes import CHANGE
+from radsift.text.changes import UNIT_WORDS as CHANGE_WORDS
+from radsift.text.degrees import DEGREE
+from radsift.text.degrees import UNIT_WORDS as DEGREE_WORDS
 from radsift.text.compartments import HILA, HILAR_WORDS, LOBES, LUNG, LUNG_WORDS, MEDIASTINAL_WORDS, MEDIASTINUM, MIDDLE
 from radsift.text.locations import LING, LUL, TRIGGERS, text_regions
 from radsift.text.tokens import stem
@@ -34,21 +38,32 @@ from radsift.text.tokens import stem
 _MIDDLE_WORDS = tuple(g for g in MEDIASTINAL_WORDS if g not in HILAR_WORDS)
 #: Location tiers within one reading tier (same, none, another), each holding the side tiers.
 LOCATION_SLOTS = 3
-#: With a change asked for, each location tier holds two (the change said, not said).
-CHANGE_SLOTS = 2
+#: What a query may ask of its finding beside a place, each a family of bits: a change since the last study
+#: (:mod:`radsift.text.changes`) and a degree (:mod:`radsift.text.degrees`). Each one asked adds a slot to every
+#: location tier: the units saying all of them first, then those missing one, and so on.
+QUALIFIERS = (CHANGE, DEGREE)
+#: Every qualifier bit.
+QUALIFIER_BITS = CHANGE | DEGREE
 #: (a whole, its parts a query may name alone): "left upper lobe" holds the lingula (the left apex, read as the
 #: upper lobe, is no part of it here: a left upper lobe finding is an apical one for the location tier).
 WHOLE_LOBES = ((LUL | LING, LING),)
 
 
+def _asked(regions: int) -> list[int]:
+    """The qualifiers (:data:`QUALIFIERS`) a query's regions ask, each as its bits there."""
+    return [regions & family for family in QUALIFIERS if regions & family]
+
+
 def location_slots(regions: int) -> int:
-    """How many location tiers (:func:`location_tiers`) a query's regions give: 6 with a change, else 3."""
-    return LOCATION_SLOTS * (CHANGE_SLOTS if regions & CHANGE else 1)
+    """How many location tiers (:func:`location_tiers`) a query's regions give: 3, times one more for each qualifier
+    asked (a change: 6; a change and a degree: 9)."""
+    return LOCATION_SLOTS * (len(_asked(regions)) + 1)
 
 
 def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
-    """Per-unit location tier for a query's regions: overlapping 0, no location 1, only other regions 2; with a
-    change (:data:`radsift.text.changes.CHANGE`) among the regions, ``2 * that + 1`` where the unit does not say it.
+    """Per-unit location tier for a query's regions: overlapping 0, no location 1, only other regions 2; with
+    qualifiers among the regions (:data:`QUALIFIERS`: a change, a degree), ``that * (asked + 1) + missing``, where
+    ``missing`` counts the asked qualifiers the unit does not say.
 
     A query of the lung (:data:`~radsift.text.compartments.LUNG`): 2 for a unit of the mediastinum or hila
     alone (:data:`~radsift.text.compartments.MEDIASTINUM`), 1 for every other (the tier of a unit naming no
@@ -60,10 +75,11 @@ def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
     for a lingula query, the spine for a thoracic spine query) counts as naming no place (:func:`_meets`).
     """
     unit_regions = np.asarray(unit_regions)
-    change = regions & CHANGE
-    tiers = _place_tiers(regions & ~CHANGE, unit_regions)
-    if change:
-        tiers = tiers * CHANGE_SLOTS + ((unit_regions & change) == 0)
+    asked = _asked(regions)
+    tiers = _place_tiers(regions & ~QUALIFIER_BITS, unit_regions)
+    if asked:
+        missing = sum(((unit_regions & bits) == 0).astype(np.int64) for bits in asked)
+        tiers = tiers * (len(asked) + 1) + missing
     return tiers
 
 
@@ -73,10 +89,19 @@ def unplaced_key(regions: int) -> int:
     return int(location_tiers(regions, np.zeros(1, dtype=np.uint32))[0]) * SIDE_SLOTS if regions else 0
 
 
+def placed_mask(regions: int) -> int:
+    """The unit bits that may set a unit's location tier apart for a query's ``regions``: every place bit, and the
+    bits of each qualifier family asked (the query's or another of the family: that one holds the unplaced tier)."""
+    asked = 0
+    for family in QUALIFIERS:
+        asked |= family if regions & family else 0
+    return (0xFFFFFFFF & ~QUALIFIER_BITS) | asked
+
+
 def placed_rows(places: np.ndarray, regions: int) -> np.ndarray:
-    """The units whose location tier for a query's ``regions`` may differ from a unit naming no place: those naming
-    a place, and with a change asked those saying a change (the query's or another, which holds the unplaced tier)."""
-    return np.flatnonzero(np.asarray(places) & np.uint32(0xFFFFFFFF if regions & CHANGE else ~CHANGE & 0xFFFFFFFF))
+    """The units whose location tier for a query's ``regions`` may differ from a unit naming no place: those holding
+    a bit of :func:`placed_mask`."""
+    return np.flatnonzero(np.asarray(places) & np.uint32(placed_mask(regions)))
 
 
 def _place_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
@@ -186,8 +211,9 @@ def with_body_places(regions: np.ndarray, units_with: Callable[[Sequence[str]], 
 
 def with_changes(regions: np.ndarray, units_with: Callable[[Sequence[str]], Sequence[int]]) -> np.ndarray:
     """``regions`` (uint32, modified in place and returned) with the changes each unit says
-    (:data:`radsift.text.changes.UNIT_WORDS`: "new", "improved", "resolved", "stable" ...)."""
-    for words, bits in UNIT_WORDS:
+    (:data:`radsift.text.changes.UNIT_WORDS`: "new", "improved", "resolved", "stable" ...) and the degrees
+    (:data:`radsift.text.degrees.UNIT_WORDS`: "mild", "small", "moderate", "severe" ...)."""
+    for words, bits in CHANGE_WORDS + DEGREE_WORDS:
         rows = _holding(units_with, (words,))
         if rows.size:
             regions[rows] |= np.uint32(bits)
@@ -214,5 +240,6 @@ def where_tiers(locations: np.ndarray | None, sides: np.ndarray | None) -> np.nd
     return np.asarray(locations, dtype=np.int64) * SIDE_SLOTS + side_part
 
 
-__all__ = ["CHANGE_SLOTS", "LOCATION_SLOTS", "location_flags", "location_slots", "location_tiers", "placed_rows",
+__all__ = ["LOCATION_SLOTS", "QUALIFIERS", "QUALIFIER_BITS", "location_flags", "location_slots", "location_tiers",
+           "placed_mask", "placed_rows",
            "unplaced_key", "where_tiers", "with_body_places", "with_changes", "with_compartments", "with_implied_sides"]

@@ -86,7 +86,7 @@ import numpy as np
 from radsift.index.reader import IndexStore
 from radsift.index.readings import finding_mentions
 from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
-from radsift.ranking.places import location_slots, location_tiers, placed_rows, unplaced_key, where_tiers
+from radsift.ranking.places import location_slots, location_tiers, placed_mask, placed_rows, unplaced_key, where_tiers
 from radsift.ranking.pool import member
 from radsift.ranking.tiers import (
     NO_READING,
@@ -340,8 +340,8 @@ class QueryTiers:
             mentioned = (self.views[0].rows if len(self.views) == 1 else
                          union([v.rows for v in self.views] + [np.zeros(0, np.int64)]))
             special = union([mentioned, side_rows]) if side_rows.size else mentioned
-            if self.regions:  # the units naming a place, and with a change asked the units saying one
-                key = ("location_rows", post.unit, location_slots(self.regions))
+            if self.regions:  # the units naming a place, or saying a change or a degree asked
+                key = ("location_rows", post.unit, placed_mask(self.regions))
                 special = union([special, store.cached(key, lambda: placed_rows(places, self.regions))])
             self._memo["special"] = special
         self.special = self._memo["special"]

@@ -26,7 +26,7 @@ def reading_text(reading: QueryReading) -> Text:
     """``read as: cardiomegaly absent (lexicon, cue 'no') · side left``, statuses coloured; a link beside the
     literal reading follows it as ``; also: pleural effusion present (linked, ...)``."""
     line = Text("read as: ", style="dim")
-    if not reading.findings and not reading.side and not reading.location and not reading.change:
+    if not reading.findings and not reading.side and not reading.location and not reading.change:  # a degree needs a finding
         line.append("no finding (plain similarity)" if not reading.note else reading.note)
         return line
     for i, f in enumerate(reading.findings):
@@ -47,6 +47,8 @@ def reading_text(reading: QueryReading) -> Text:
         line.append(f"{' · ' if reading.findings or reading.side else ''}location {reading.location}")
     if reading.change:
         line.append(f"{' · ' if reading.findings or reading.side or reading.location else ''}change {reading.change}")
+    if reading.degree:
+        line.append(f" · degree {reading.degree}")
     if reading.negation != "aware":
         line.append("  [negation ignored: ranked by similarity only]", style="yellow")
     elif reading.note:

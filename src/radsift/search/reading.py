@@ -37,7 +37,7 @@ from radsift.ranking.places import location_slots, location_tiers, where_tiers
 from radsift.ranking.tiers import SIDE_SLOTS, asks_finding, normal_keys, opposite_reports, reading_classes, with_normal
 from radsift.records import QueryReading, ReadFinding
 from radsift.search.concepts import normal_statement
-from radsift.text import bodyplaces, changes, compartments, locations, zones
+from radsift.text import bodyplaces, changes, compartments, degrees, locations, zones
 from radsift.text.normality import NORMAL, sentence_kind
 
 if TYPE_CHECKING:
@@ -231,6 +231,8 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         # line they put in my neck") every unit naming the neck would lead whatever it states
         location, regions, _ = _query_location(query, body=False)
     findings, change_bit = _read_change(query, findings)
+    # a degree of a finding read ("small pneumothorax"), in the user's words ("big" is no degree: "big heart")
+    degree_bit = degrees.query_degree(words)[1] if findings and locations.enabled() else 0
     if read_as != "literal":  # the lexicon's alternatives: links it makes itself (no encoder needed)
         findings = _with_any_of(findings, getattr(labeler, "lexicon", None))
     note = ""
@@ -241,7 +243,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         note = "the query names no finding: plain similarity"
     if override:
         known = {f.finding for f in findings} | ({"side"} if side else set()) | ({"location"} if regions else set()) \
-            | ({"change"} if change_bit else set())
+            | ({"change"} if change_bit else set()) | ({"degree"} if degree_bit else set())
         unknown = [k for k in override if k not in known]
         if unknown:
             listed = ", ".join(sorted(known)) or "none"
@@ -255,13 +257,13 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         if override.get("side") == "ignore":
             side = None
             findings = [replace(f, side=None) for f in findings]
-        if override.get("change") == "ignore":
-            change_bit = 0
+        change_bit = 0 if override.get("change") == "ignore" else change_bit
+        degree_bit = 0 if override.get("degree") == "ignore" else degree_bit
     kept = {f.finding for f in findings}
     # A link whose literal reading was taken out (or lies past MAX_FINDINGS) stands in its place.
     findings = [replace(f, beside=None) if f.beside and f.beside not in kept else f for f in findings]
-    return QueryReading(tuple(findings), side, negation, note, location, regions | change_bit,
-                        changes.NAMES[change_bit] if change_bit else None)
+    return QueryReading(tuple(findings), side, negation, note, location, regions | change_bit | degree_bit,
+                        changes.NAMES.get(change_bit), degrees.NAMES.get(degree_bit))
 
 
 def _with_any_of(findings: list[ReadFinding], lexicon) -> list[ReadFinding]:

@@ -48,6 +48,8 @@ class ReadingOut(BaseModel):
                                                    "(`location=ignore` in `reading` drops it).")
     change: str | None = Field(None, description="The change since the last study the query asks for: new, worse, "
                                                  "better, gone or unchanged (`change=ignore` in `reading` drops it).")
+    degree: str | None = Field(None, description="The degree the query asks of its finding: slight, moderate or "
+                                                 "marked (`degree=ignore` in `reading` drops it).")
 
 
 class HitOut(BaseModel):

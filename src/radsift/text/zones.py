@@ -1,5 +1,6 @@
-"""Zones of the frontal film named in a query: the mid lung ("left midlung scarring", "right mid lung opacity"), and
-the lung behind the heart ("pneumonia behind the heart": reports write "retrocardiac", the left lower lobe).
+"""Zones of the frontal film named in a query: the mid lung ("left midlung scarring", "right mid lung opacity"), the
+lung behind the heart ("pneumonia behind the heart": reports write "retrocardiac", the left lower lobe), and the lay
+words for a base or an apex ("scarring at the bottom of the lungs", "spot at the top of the lung").
 
 Reports place a finding by the lobe ("lingular scarring") or by the zone of the frontal film it lies in ("left
 midlung scarring"). A user asking for a left midlung finding is answered by either: the lingula lies in the left
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from radsift.text.locations import LING, LLL, RML
+from radsift.text.locations import LING, LLL, LUL, RLL, RML, RUL
 
 #: "left midlung", "right mid lung", "left mid-lung zone", "midlungs", "mid lung fields", "left mid zone".
 ZONE = re.compile(r"\b(?:(right|left)\s+)?mid[\s-]?(?:lungs?(?:\s+(?:zones?|fields?))?|(?:lung\s+)?zones?)\b",
@@ -23,14 +24,27 @@ ZONE = re.compile(r"\b(?:(right|left)\s+)?mid[\s-]?(?:lungs?(?:\s+(?:zones?|fiel
 #: "behind the heart", "behind the cardiac silhouette": the retrocardiac lung, the left lower lobe (as "retrocardiac" is
 #: read in :mod:`radsift.text.locations`).
 BEHIND_HEART = re.compile(r"\bbehind\s+the\s+(?:heart|cardiac\s+(?:silhouette|shadow))\b", re.IGNORECASE)
+#: Lay words for a base or an apex: "scarring at the bottom of the lungs", "spot at the top of the lung", "the lower part
+#: of the left lung", "lung lining thickened at the bottom"; read as "bases" and "apices" are (the lower and upper
+#: lobes). "on top of COPD" is none.
+LAY_ENDS = re.compile(r"\b(?:(?:at|in|on|near)\s+)?(?:the\s+)?(bottom|bottoms|base|lower\s+parts?|top|tops|upper\s+parts?)"
+                      r"\s+of\s+(?:the\s+|my\s+|both\s+|his\s+|her\s+)?(?:(right|left)\s+)?lungs?\b|"
+                      r"\bat\s+the\s+(bottom|top)\b(?!\s+of)", re.IGNORECASE)
 #: The lobe each side's mid zone holds.
 _LOBE_OF = {"left": LING, "right": RML, None: LING | RML}
+#: The lobes each side's base and apex are.
+_END_OF = {("low", "left"): LLL, ("low", "right"): RLL, ("low", None): LLL | RLL,
+           ("up", "left"): LUL, ("up", "right"): RUL, ("up", None): LUL | RUL}
 
 
 def query_zones(query: str) -> tuple[str | None, int]:
     """``(the zones' words, the lobes' regions they ask for)``; ``(None, 0)`` when the query names no mid zone."""
     found = [(m.group(0), _LOBE_OF[m.group(1).lower() if m.group(1) else None]) for m in ZONE.finditer(query)]
     found += [(m.group(0), LLL) for m in BEHIND_HEART.finditer(query)]
+    for m in LAY_ENDS.finditer(query):
+        end = (m.group(1) or m.group(3)).lower()
+        level = "up" if end.startswith(("top", "upper")) else "low"
+        found.append((m.group(0).strip(), _END_OF[level, m.group(2).lower() if m.group(2) else None]))
     if not found:
         return None, 0
     regions = 0
@@ -39,4 +53,4 @@ def query_zones(query: str) -> tuple[str | None, int]:
     return ", ".join(words.lower() for words, _ in found), regions
 
 
-__all__ = ["BEHIND_HEART", "ZONE", "query_zones"]
+__all__ = ["BEHIND_HEART", "LAY_ENDS", "ZONE", "query_zones"]

@@ -491,6 +491,10 @@
       chips.append(readingChip("change", "a change since the last study in the query", null,
         result.reading.change ? asRead.change : "ignore", [asRead.change, "ignore"], asRead.change));
     }
+    if (asRead.degree) {
+      chips.append(readingChip("degree", "a degree of the finding in the query (mild, small, severe ...)", null,
+        result.reading.degree ? asRead.degree : "ignore", [asRead.degree, "ignore"], asRead.degree));
+    }
     const notes = [];
     if (result.reading.note) notes.push(result.reading.note);
     if (result.negation === "ignore" && asRead.findings.length) notes.push("negation ignored: ranked by similarity only");

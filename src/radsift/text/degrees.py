@@ -1,0 +1,65 @@
+"""A degree the query asks of its finding: "small pneumothorax", "severe emphysema", "moderate cardiomegaly", "a little
+fluid in the lungs", "mild scoliosis".
+
+The finding is read as before; the degree (one of :data:`NAMES`) is a bit (:data:`DEGREE`, above the changes' bits) in
+the same region mask, read from queries by their words (:func:`query_degree`) and from units by report words
+(:data:`UNIT_WORDS`, a unit's from its BM25 postings at search time, never stored). The location tier
+(:mod:`radsift.ranking.places`) ranks, within each of its tiers, the units saying the degree ("Small right
+pneumothorax.", "Mild scoliosis.") before those that do not, as it ranks a change (:mod:`radsift.text.changes`); a unit
+stating the finding with no degree word still ranks before any unit that does not state it.
+
+"big" is no degree: "big heart" is cardiomegaly itself, as "large heart" and "large lungs" are. "marked" and "minor"
+are left out of the units' words: "markings" stems as "marked", and the "minor fissure" is no minor finding.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Degree bits: slight (mild, small, minimal, trace ...), moderate, marked (large, severe, massive ...).
+SLIGHT, MODERATE, MARKED = 1 << 29, 1 << 30, 1 << 31
+#: Every degree bit.
+DEGREE = SLIGHT | MODERATE | MARKED
+#: The name of each degree, as the reading shows it.
+NAMES = {SLIGHT: "slight", MODERATE: "moderate", MARKED: "marked"}
+
+
+def _each(bits: int, *words: str) -> tuple[tuple[tuple[str, ...], int], ...]:
+    return tuple(((w,), bits) for w in words)
+
+
+#: (word group, degree bit): a unit holding every word of a group says that degree ("small to moderate": both).
+UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
+    _each(SLIGHT, "mild", "mildly", "minimal", "minimally", "small", "slight", "slightly", "trace", "tiny", "subtle",
+          "borderline")
+    + _each(MODERATE, "moderate", "moderately")
+    + _each(MARKED, "large", "severe", "severely", "massive", "extensive", "huge")
+)
+
+#: A query's words for each degree (the first that matches is the query's degree).
+_QUERY = (
+    (MODERATE, r"moderate(?:ly)?"),
+    (MARKED, r"severe(?:ly)?|massive|huge|extensive|a\s+lot\s+of|very\s+(?:big|large|enlarged)|"
+             r"large(?!\s+(?:heart|lungs?|cardiac))"),
+    (SLIGHT, r"mild(?:ly)?|minimal(?:ly)?|slight(?:ly)?|trace|tiny|subtle|borderline|a\s+(?:little|bit|touch)(?:\s+of)?|"
+             r"small(?!\s+(?:lungs?|heart|lung\s+volumes?))"),
+)
+_QUERY_RES = tuple((bits, re.compile(rf"\b(?:{pattern})\b", re.IGNORECASE)) for bits, pattern in _QUERY)
+
+
+def query_degree(query: str) -> tuple[str | None, int]:
+    """``(the query's words for its degree, its degree bit)``; ``(None, 0)`` for none.
+
+    >>> query_degree("small pneumothorax") == ("small", SLIGHT)
+    True
+    >>> query_degree("big heart")
+    (None, 0)
+    """
+    for bits, pattern in _QUERY_RES:
+        m = pattern.search(query)
+        if m:
+            return m.group(0).lower(), bits
+    return None, 0
+
+
+__all__ = ["DEGREE", "MARKED", "MODERATE", "NAMES", "SLIGHT", "UNIT_WORDS", "query_degree"]
