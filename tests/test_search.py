@@ -178,7 +178,7 @@ def test_search_cli_json_and_text(index, tmp_path, monkeypatch):
     assert data["hits"][0]["report_id"] == "c" and data["hits"][0]["highlights"]
     assert data["reading"]["findings"] == [{"finding": "pleural effusion", "status": "present", "source": "lexicon",
                                             "cue": None, "side": None, "via": None, "score": None,
-                                            "beside": None}]
+                                            "beside": None, "any_of": []}]
     assert data["hits"][0]["reading"][0]["status"] == "present"
     res = runner.invoke(app, ["search", str(index.path), "pleural effusion", "--mode", "dense"])
     assert res.exit_code == 0 and "pleural effusion" in res.output

@@ -535,8 +535,9 @@ def test_search_returns_the_reading_and_each_hits_status(client):
     assert body["negation"] == "aware" and body["overrides"] == []
     assert body["reading"] == {"findings": [{"finding": "pleural effusion", "status": "absent", "source": "lexicon",
                                              "cue": "no", "side": None, "via": None, "score": None,
-                                             "beside": None}],
-                               "side": None, "negation": "aware", "note": "", "location": None}
+                                             "beside": None, "any_of": []}],
+                               "side": None, "negation": "aware", "note": "", "location": None, "change": None,
+                               "degree": None}
     assert body["read_as"] == body["reading"]
     top = body["hits"][0]
     assert top["report_id"] == "b" and _statuses(top) == ["absent"]

@@ -36,6 +36,8 @@ class ReadFindingOut(BaseModel):
                                                  "beside (that reading ranks first; read_as=literal or linked drops one).")
     cue: str | None = Field(description="The query words that decided the status (\"no\", \"possible\").")
     side: str | None = Field(description="The query's side: left, right, bilateral, or null.")
+    any_of: list[str] = Field(default_factory=list, description="Lexicon findings a unit may state in its place (the "
+                                                                "lexicon's any_of: pneumonia's consolidation ...).")
 
 
 class ReadingOut(BaseModel):
