@@ -51,7 +51,9 @@ FIXED = ["pneumothorax", "no pneumothorax", "pleural effusion", "no pleural effu
          "new pleural effusion", "stable cardiomegaly", "improving right lower lobe pneumonia", "PICC line removed",
          "worse than last time", "no new opacity",
          # a finding read with its alternatives (pneumonia: consolidation, infiltrate, airspace disease)
-         "pneumonia", "new pneumonia", "right lower lobe pneumonia getting better"]
+         "pneumonia", "new pneumonia", "right lower lobe pneumonia getting better",
+         # a degree, alone and beside a change and a lobe; lay words for a base
+         "small pneumothorax", "severe emphysema", "small new left pleural effusion", "scarring at the bottom of the lungs"]
 SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
             {"mode": "dense", "level": "report"}, {"mode": "bm25", "level": "report"},
             {"mode": "hybrid", "level": "report", "offset": 20}, {"mode": "hybrid", "level": "report", "target": "impression"},

@@ -114,3 +114,9 @@ def test_the_server_shows_the_degree(index):
 
     body = TestClient(create_app(index)).get("/api/search", params={"q": "severe emphysema", "k": 3}).json()
     assert body["reading"]["degree"] == "marked" and body["hits"][0]["report_id"] == "severe"
+
+
+def test_an_open_phrase_alone_asks_no_degree(index):
+    # the hashing index links nothing: "tiny metal clamps" is an open phrase, "severe emphysema" a lexicon finding
+    assert index.read("tiny metal clamps left inside me").degree is None
+    assert index.read("severe emphysema").degree == "marked"

@@ -231,8 +231,9 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         # line they put in my neck") every unit naming the neck would lead whatever it states
         location, regions, _ = _query_location(query, body=False)
     findings, change_bit = _read_change(query, findings)
-    # a degree of a finding read ("small pneumothorax"), in the user's words ("big" is no degree: "big heart")
-    degree_bit = degrees.query_degree(words)[1] if findings and locations.enabled() else 0
+    # a degree of a lexicon finding read ("small pneumothorax"), in the user's words ("big" is no degree: "big heart");
+    # beside an open phrase alone the words may size anything ("i only breathed in a little")
+    degree_bit = degrees.query_degree(words)[1] if any(f.labeled for f in findings) and locations.enabled() else 0
     if read_as != "literal":  # the lexicon's alternatives: links it makes itself (no encoder needed)
         findings = _with_any_of(findings, getattr(labeler, "lexicon", None))
     note = ""
