@@ -20,7 +20,7 @@ thoracic spine, "lower cervical spinal fusion" the cervical spine, while "spinal
 from __future__ import annotations
 
 from radsift.text import locations
-from radsift.text.tokens import stem, token_spans
+from radsift.text.tokens import stem, token_spans, word_groups
 
 #: Place bits: the three levels of the spine, then one bit per place.
 SPINE_C, SPINE_T, SPINE_L = 1 << 8, 1 << 9, 1 << 10
@@ -34,36 +34,32 @@ BODY = SPINE | SHOULDER | SCAPULA | HUMERUS | CLAVICLE | STERNUM | RIBS | NECK |
 FAMILIES = (SPINE,)
 
 
-def _each(bits: int, *words: str) -> tuple[tuple[tuple[str, ...], int], ...]:
-    return tuple(((w,), bits) for w in words)
-
-
 #: (word group, place bits): a text holding every word of a group names its place. "thoracic" alone is no level
 #: of the spine (the thoracic aorta, the thoracic cavity); "cervical" alone is (in chest reports, the cervical spine).
 PLACE_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
-    _each(SPINE, "spine", "spines", "spinal", "vertebra", "vertebrae", "vertebral", "paraspinal", "paravertebral",
+    word_groups(SPINE, "spine", "spines", "spinal", "vertebra", "vertebrae", "vertebral", "paraspinal", "paravertebral",
           "scoliosis", "levoscoliosis", "dextroscoliosis", "kyphosis", "vertebroplasty", "kyphoplasty")
-    + _each(SPINE_C, "cervical")
-    + _each(SPINE_C | SPINE_T, "cervicothoracic")
+    + word_groups(SPINE_C, "cervical")
+    + word_groups(SPINE_C | SPINE_T, "cervicothoracic")
     + tuple((("thoracic", w), SPINE_T) for w in ("spine", "spinal", "vertebra", "vertebrae", "vertebral", "kyphosis",
                                                   "scoliosis", "fusion", "vertebroplasty", "kyphoplasty"))
-    + _each(SPINE_T, "midthoracic")
-    + _each(SPINE_T | SPINE_L, "thoracolumbar")
-    + _each(SPINE_L, "lumbar", "lumbosacral")
-    + _each(SHOULDER, "shoulder", "shoulders", "glenohumeral", "glenoid", "acromion", "acromial")
+    + word_groups(SPINE_T, "midthoracic")
+    + word_groups(SPINE_T | SPINE_L, "thoracolumbar")
+    + word_groups(SPINE_L, "lumbar", "lumbosacral")
+    + word_groups(SHOULDER, "shoulder", "shoulders", "glenohumeral", "glenoid", "acromion", "acromial")
     + ((("rotator", "cuff"), SHOULDER), (("humeral", "head"), SHOULDER | HUMERUS))
-    + _each(SHOULDER | CLAVICLE, "acromioclavicular")
-    + _each(SCAPULA, "scapula", "scapulae", "scapular")
-    + _each(HUMERUS, "humerus", "humeri", "humeral")
-    + _each(CLAVICLE, "clavicle", "clavicles", "clavicular")
-    + _each(CLAVICLE | STERNUM, "sternoclavicular")
-    + _each(STERNUM, "sternum", "sternal", "sternotomy", "manubrium", "manubrial")
-    + _each(RIBS, "rib", "ribs")
-    + _each(NECK, "neck", "supraclavicular")
-    + _each(ABDOMEN, "abdomen", "abdominal", "quadrant", "ruq", "luq", "epigastric", "epigastrium")
-    + _each(SUBCLAVIAN, "subclavian")
-    + _each(JUGULAR, "jugular", "ij")
-    + _each(AXILLA, "axilla", "axillae", "axillary")
+    + word_groups(SHOULDER | CLAVICLE, "acromioclavicular")
+    + word_groups(SCAPULA, "scapula", "scapulae", "scapular")
+    + word_groups(HUMERUS, "humerus", "humeri", "humeral")
+    + word_groups(CLAVICLE, "clavicle", "clavicles", "clavicular")
+    + word_groups(CLAVICLE | STERNUM, "sternoclavicular")
+    + word_groups(STERNUM, "sternum", "sternal", "sternotomy", "manubrium", "manubrial")
+    + word_groups(RIBS, "rib", "ribs")
+    + word_groups(NECK, "neck", "supraclavicular")
+    + word_groups(ABDOMEN, "abdomen", "abdominal", "quadrant", "ruq", "luq", "epigastric", "epigastrium")
+    + word_groups(SUBCLAVIAN, "subclavian")
+    + word_groups(JUGULAR, "jugular", "ij")
+    + word_groups(AXILLA, "axilla", "axillae", "axillary")
 )
 
 def is_whole(bits: int) -> bool:

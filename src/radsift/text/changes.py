@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from radsift.text.tokens import word_groups
+
 #: Change bits: the finding is new, worse, better, gone (resolved, removed) or the same as before.
 NEW, WORSE, BETTER, GONE, SAME = 1 << 24, 1 << 25, 1 << 26, 1 << 27, 1 << 28
 #: Every change bit.
@@ -26,23 +28,19 @@ CHANGE = NEW | WORSE | BETTER | GONE | SAME
 NAMES = {NEW: "new", WORSE: "worse", BETTER: "better", GONE: "gone", SAME: "unchanged"}
 
 
-def _each(bits: int, *words: str) -> tuple[tuple[tuple[str, ...], int], ...]:
-    return tuple(((w,), bits) for w in words)
-
-
 #: (word group, change bit): a unit holding every word of a group says that change. Words whose stem a state
 #: shares are left out: "enlarging" stems as "enlarged", "cleared" as "clear", "appeared" as "appears";
 #: "resolving" stems as "resolved" (counted as gone).
 UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
-    _each(NEW, "new", "newly", "developed", "developing", "development", "placement", "inserted",
+    word_groups(NEW, "new", "newly", "developed", "developing", "development", "placement", "inserted",
           "insertion")
-    + _each(WORSE, "increased", "increasing", "increase", "worsened", "worsening", "worse", "progressed",
+    + word_groups(WORSE, "increased", "increasing", "increase", "worsened", "worsening", "worse", "progressed",
             "progression", "progressive", "larger", "bigger")
-    + _each(BETTER, "improved", "improving", "improvement", "decreased", "decreasing", "decrease", "smaller",
+    + word_groups(BETTER, "improved", "improving", "improvement", "decreased", "decreasing", "decrease", "smaller",
             "diminished")
-    + _each(GONE, "resolved", "resolution", "removed", "removal", "extubated", "extubation")
+    + word_groups(GONE, "resolved", "resolution", "removed", "removal", "extubated", "extubation")
     + ((("no", "longer"), GONE), (("no", "new"), SAME), (("no", "change"), SAME), (("no", "changes"), SAME))
-    + _each(SAME, "stable", "stably", "unchanged", "persistent", "persists", "persisting", "again", "similar",
+    + word_groups(SAME, "stable", "stably", "unchanged", "persistent", "persists", "persisting", "again", "similar",
             "redemonstrated", "remains")
 )
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from radsift.text.tokens import word_groups
+
 #: Degree bits: slight (mild, small, minimal, trace ...), moderate, marked (large, severe, massive ...).
 SLIGHT, MODERATE, MARKED = 1 << 29, 1 << 30, 1 << 31
 #: Every degree bit.
@@ -24,16 +26,12 @@ DEGREE = SLIGHT | MODERATE | MARKED
 NAMES = {SLIGHT: "slight", MODERATE: "moderate", MARKED: "marked"}
 
 
-def _each(bits: int, *words: str) -> tuple[tuple[tuple[str, ...], int], ...]:
-    return tuple(((w,), bits) for w in words)
-
-
 #: (word group, degree bit): a unit holding every word of a group says that degree ("small to moderate": both).
 UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
-    _each(SLIGHT, "mild", "mildly", "minimal", "minimally", "small", "slight", "slightly", "trace", "tiny", "subtle",
+    word_groups(SLIGHT, "mild", "mildly", "minimal", "minimally", "small", "slight", "slightly", "trace", "tiny", "subtle",
           "borderline")
-    + _each(MODERATE, "moderate", "moderately")
-    + _each(MARKED, "large", "severe", "severely", "massive", "extensive", "huge")
+    + word_groups(MODERATE, "moderate", "moderately")
+    + word_groups(MARKED, "large", "severe", "severely", "massive", "extensive", "huge")
 )
 
 #: A query's words for each degree (the first that matches is the query's degree).

@@ -24,6 +24,12 @@ def stem(word: str) -> str:
     return _stemmer.stemWord(word)
 
 
+def word_groups(bits: int, *words: str) -> tuple[tuple[tuple[str, ...], int], ...]:
+    """``((word,), bits)`` for each of ``words``: one-word groups of a word table read from units' postings
+    (:data:`radsift.text.bodyplaces.PLACE_WORDS`, :data:`radsift.text.changes.UNIT_WORDS` ...)."""
+    return tuple(((w,), bits) for w in words)
+
+
 def tokenize(text: str) -> list[str]:
     """Stemmed, lower-cased tokens of ``text``, in order, keeping negation words."""
     return [stem(m.group().lower()) for m in TOKEN_RE.finditer(text)]
