@@ -9,7 +9,7 @@ import pytest
 
 from radsift.index import build_index
 from radsift.models.hashing import HashingEncoder
-from radsift.ranking.places import location_slots, location_tiers, with_changes
+from radsift.ranking.places import location_slots, location_tiers, with_qualifiers
 from radsift.records import ReadFinding, Report
 from radsift.search import candidates
 from radsift.search.reading import _read_change
@@ -66,7 +66,7 @@ def test_units_say_a_change_from_their_words_and_a_state_word_is_none():
     def units_with(stems):
         return [i for i, t in enumerate(terms) if all(s in t for s in stems)]
 
-    got = with_changes(np.zeros(len(texts), dtype=np.uint32), units_with)
+    got = with_qualifiers(np.zeros(len(texts), dtype=np.uint32), units_with)
     assert [int(g) for g in got] == [NEW, WORSE, BETTER, SAME, NEW | SAME, GONE, 0, 0, SAME, SAME]
 
 

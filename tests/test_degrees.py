@@ -9,7 +9,7 @@ import pytest
 
 from radsift.index import build_index
 from radsift.models.hashing import HashingEncoder
-from radsift.ranking.places import location_slots, location_tiers, placed_mask, with_changes
+from radsift.ranking.places import location_slots, location_tiers, placed_mask, with_qualifiers
 from radsift.records import Report
 from radsift.search import candidates
 from radsift.text.changes import CHANGE, NEW
@@ -52,7 +52,7 @@ def test_units_say_a_degree_and_interstitial_markings_say_none():
     def units_with(stems):
         return [i for i, t in enumerate(terms) if all(s in t for s in stems)]
 
-    got = with_changes(np.zeros(len(texts), dtype=np.uint32), units_with) & np.uint32(DEGREE)
+    got = with_qualifiers(np.zeros(len(texts), dtype=np.uint32), units_with) & np.uint32(DEGREE)
     assert [int(g) for g in got] == [SLIGHT, MODERATE, MARKED, 0, SLIGHT | MODERATE, 0]
 
 

@@ -165,8 +165,8 @@ class QueryReading:
         negation: ``aware`` (ranking by the reading) or ``ignore`` (plain similarity).
         note: Why something was left out (too many findings, a query with only a cue word ...).
         location: The lobes, apices or bases the query names, in its words ("left lower lobe"), or None.
-        regions: Their regions (:mod:`radsift.text.locations` bit mask; 0 when none), with the change's bit
-            (:mod:`radsift.text.changes`).
+        regions: Their regions (:mod:`radsift.text.locations` bit mask; 0 when none), with the bits of the change
+            and the degree asked (:mod:`radsift.text.changes`, :mod:`radsift.text.degrees`).
         change: The change since the last study the query asks for (``new``, ``worse``, ``better``, ``gone``,
             ``unchanged``), or None.
         degree: The degree the query asks of its finding (``slight``, ``moderate``, ``marked``), or None.
@@ -183,7 +183,8 @@ class QueryReading:
 
     @property
     def active(self) -> bool:
-        """Whether the ranking reads anything (negation aware and a finding, a side, a location or a change)."""
+        """Whether the ranking reads anything (negation aware and a finding, a side, a location or a change; a degree
+        comes with a finding)."""
         return self.negation == "aware" and bool(self.findings or self.side or self.regions)
 
     def describe(self) -> str:

@@ -15,7 +15,7 @@ like the mediastinal bit, the units' places are read from their postings (:func:
 A query asking for a change since the last study ("new pleural effusion", "improving right lower lobe pneumonia":
 :mod:`radsift.text.changes`) or a degree ("small pneumothorax", "severe emphysema": :mod:`radsift.text.degrees`)
 splits each location tier: the units saying it first (:func:`location_tiers`); their words are read from the
-postings too (:func:`with_changes`).
+postings too (:func:`with_qualifiers`).
 """
 
 from __future__ import annotations
@@ -92,10 +92,7 @@ def unplaced_key(regions: int) -> int:
 def placed_mask(regions: int) -> int:
     """The unit bits that may set a unit's location tier apart for a query's ``regions``: every place bit, and the
     bits of each qualifier family asked (the query's or another of the family: that one holds the unplaced tier)."""
-    asked = 0
-    for family in QUALIFIERS:
-        asked |= family if regions & family else 0
-    return (0xFFFFFFFF & ~QUALIFIER_BITS) | asked
+    return (0xFFFFFFFF & ~QUALIFIER_BITS) | sum(family for family in QUALIFIERS if regions & family)
 
 
 def placed_rows(places: np.ndarray, regions: int) -> np.ndarray:
@@ -105,7 +102,7 @@ def placed_rows(places: np.ndarray, regions: int) -> np.ndarray:
 
 
 def _place_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
-    """:func:`location_tiers` less the change."""
+    """:func:`location_tiers` less the qualifiers."""
     tiers = np.ones(len(unit_regions), dtype=np.int64)
     if not regions & LOBES:
         if regions & BODY:
@@ -206,10 +203,10 @@ def with_body_places(regions: np.ndarray, units_with: Callable[[Sequence[str]], 
             target = wholes if is_whole(bits) else parts
             target[rows] |= np.uint32(bits)
     regions |= resolve(parts, wholes).astype(np.uint32)
-    return with_changes(regions, units_with)
+    return with_qualifiers(regions, units_with)
 
 
-def with_changes(regions: np.ndarray, units_with: Callable[[Sequence[str]], Sequence[int]]) -> np.ndarray:
+def with_qualifiers(regions: np.ndarray, units_with: Callable[[Sequence[str]], Sequence[int]]) -> np.ndarray:
     """``regions`` (uint32, modified in place and returned) with the changes each unit says
     (:data:`radsift.text.changes.UNIT_WORDS`: "new", "improved", "resolved", "stable" ...) and the degrees
     (:data:`radsift.text.degrees.UNIT_WORDS`: "mild", "small", "moderate", "severe" ...)."""
@@ -231,8 +228,8 @@ def with_implied_sides(sides: tuple[np.ndarray, np.ndarray, np.ndarray],
 def where_tiers(locations: np.ndarray | None, sides: np.ndarray | None) -> np.ndarray | None:
     """One key per unit from its location tier and its side tier (location first); None when neither is read.
 
-    Without a location the key is the side tier (0-2); with one, ``location * 3 + side`` (0-8; 0-17 with a
-    change), a missing side counting as tier 0 for every unit.
+    Without a location the key is the side tier (0-2); with one, ``location * 3 + side`` (0-8, and 9 more for each
+    qualifier asked), a missing side counting as tier 0 for every unit.
     """
     if locations is None:
         return sides
@@ -242,4 +239,4 @@ def where_tiers(locations: np.ndarray | None, sides: np.ndarray | None) -> np.nd
 
 __all__ = ["LOCATION_SLOTS", "QUALIFIERS", "QUALIFIER_BITS", "location_flags", "location_slots", "location_tiers",
            "placed_mask", "placed_rows",
-           "unplaced_key", "where_tiers", "with_body_places", "with_changes", "with_compartments", "with_implied_sides"]
+           "unplaced_key", "where_tiers", "with_body_places", "with_qualifiers", "with_compartments", "with_implied_sides"]

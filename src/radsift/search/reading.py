@@ -287,7 +287,7 @@ def _read_change(query: str, findings: list[ReadFinding]) -> tuple[list[ReadFind
     (:func:`radsift.text.changes.query_change`; 0 for none, or where locations are not read). An organ removed
     ("lung taken out": a surgery, read present) asks for no change."""
     change, bit = changes.query_change(query) if locations.enabled() else (None, 0)
-    if bit == changes.GONE and any(f.status == "present" and REMOVAL.search(change or "") for f in findings):
+    if bit == changes.GONE and REMOVAL.search(change) and any(f.status == "present" for f in findings):
         return findings, 0
     if bit:
         findings = [f for f in findings if f.source != "open" or not changes.only_change(f.finding, change)]
