@@ -152,3 +152,39 @@ def test_a_part_that_links_nothing_is_read_in_its_own_words_when_the_index_holds
     # words no unit holds make a reading nothing can state: the lexicon's finding alone
     reading = read_query("hiatal hernia, lungs clear", labeler, link=_part_links, literal=lambda stems: False)
     assert [f.finding for f in reading.findings] == ["hiatal hernia"]
+
+
+# -- two things asked at once, in everyday words (queries_v10 dev) --------------------------------------------------
+def _pair_links(text: str):
+    from radsift.search.concepts import Link
+
+    table = {"curved spine": "scoliosis", "a twisted aorta": "aortic tortuosity",
+             "curved spine and a twisted aorta": "scoliosis", "heart surgery wires": "sternotomy wires",
+             "fluid around the lungs": "pleural effusion", "a pacemaker": "pacemaker",
+             "breast removed": "mastectomy", "curved spine a hump": "kyphosis"}
+    concept = table.get(text.lower())
+    return Link(concept, 0.9, text) if concept else None
+
+
+def test_two_things_asked_in_everyday_words_are_each_linked(labeler) -> None:
+    reading = read_query("curved spine and a twisted aorta", labeler, link=_pair_links, literal=lambda stems: False)
+    assert [(f.finding, f.source) for f in reading.findings] == [("scoliosis", "linked"), ("aortic tortuosity", "linked")]
+    # one part links: the whole words are linked (or read), as before
+    reading = read_query("heart surgery wires and fluid at the bottom of the lungs", labeler, link=_pair_links,
+                         literal=lambda stems: False)
+    assert [f.source for f in reading.findings] == ["open", "open"]
+    reading = read_query("curved spine with a hump", labeler, link=_pair_links, literal=lambda stems: False)
+    assert [f.finding for f in reading.findings] == ["kyphosis"]
+
+
+def test_an_organ_removed_in_a_part_is_a_surgery_done(labeler) -> None:
+    reading = read_query("breast removed and a port for chemo", labeler, link=_pair_links, literal=lambda stems: True)
+    assert [(f.finding, f.status) for f in reading.findings] == [("port", "present"), ("mastectomy", "present")]
+
+
+def test_an_article_is_no_modifier_sharing_a_head(labeler) -> None:
+    from radsift.search.reading import shared_heads
+
+    assert shared_heads("fluid around the lungs and a pacemaker", labeler) == "fluid around the lungs and a pacemaker"
+    reading = read_query("fluid around the lungs and a pacemaker", labeler, link=_pair_links, literal=lambda stems: False)
+    assert [(f.finding, f.source) for f in reading.findings] == [("pacemaker", "lexicon"), ("pleural effusion", "linked")]

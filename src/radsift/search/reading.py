@@ -80,7 +80,9 @@ LAY_NORMALS = (
 )
 #: A head noun shared by two modifiers joined by "and" ("endotracheal and nasogastric tubes"): written out for each
 #: ("endotracheal tube and nasogastric tube") when the first modifier with the head names a lexicon phrase.
-SHARED_HEAD = re.compile(r"\b([a-z][\w-]*)\s+and\s+([a-z][\w-]*)\s+([a-z]+?)(s?)\b(?=\W*$|\s)", re.IGNORECASE)
+#: The second modifier is no article or possessive: "fluid around the lungs and a pacemaker" shares no head.
+SHARED_HEAD = re.compile(r"\b([a-z][\w-]*)\s+and\s+(?!(?:a|an|the|some|my|his|her|their|its|any)\b)([a-z][\w-]*)\s+"
+                         r"([a-z]+?)(s?)\b(?=\W*$|\s)", re.IGNORECASE)
 #: A question mark closing a query: the user asks whether the finding is there, which is no hedge
 #: (in a report "Pneumonia?" is hypothetical: :mod:`radsift.labels` rules).
 QUESTION = re.compile(r"\s*\?+\s*$")
@@ -205,21 +207,18 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         _read_parts(found, query, labeler, link, read_as, literal, side)
     phrases = labeler.query_phrases(query) if not found else []
     if not found and lexicon and link is not None and read_as != "literal":
-        text, status, cue = labeler.query_finding_text(words)
-        linked = link(text) if text else None
-        if cue and REMOVAL.search(cue):
-            # "part of the lung removed", "gallbladder removed": an organ removed is a surgery done (stated
-            # present), while a device removed is gone; the whole words, the removal kept, say which
-            whole = link(words)
-            lexicon = getattr(labeler, "lexicon", None)
-            if whole is not None and lexicon is not None and whole.concept in lexicon and \
-                    lexicon[whole.concept].category == "procedure":
-                linked, status, cue = whole, "present", None
-                phrases = []  # "part of the lung" absent is not what the words say: the surgery stands alone
-        if linked is not None and normal_statement(text):
-            # "lungs are clear" states the linked opacity absent; "lungs are not clear" (the statement read
-            # absent: the labeler keeps the "not") states it present
-            status = _FLIPPED.get(status, status)
+        # "curved spine and a twisted aorta": two things asked at once, each part linked on its own where two parts
+        # link to two concepts (the whole words link to one of them). One part's link alone is not taken: a short
+        # part links loosely ("lines" and tubes -> PICC, "out of breath" -> low lung volumes).
+        parts = _clause_links(query, labeler, link, read_as, literal)
+        if len({p[0].concept for p in parts if p[0] is not None}) >= 2:
+            for part_link, part_status, part_cue, stays, part_phrases in parts[:MAX_FINDINGS]:
+                _add_reading(found, part_link, part_status, part_cue, side, part_phrases, stays)
+            phrases = []
+    if not found and lexicon and link is not None and read_as != "literal":
+        linked, status, cue, surgery = _link_finding(words, labeler, link)
+        if surgery:
+            phrases = []  # "part of the lung" absent is not what the words say: the surgery stands alone
         if linked is not None:
             _add_reading(found, linked, status, cue, side, phrases, _words_stay(phrases, read_as, literal))
     if not found:
@@ -294,6 +293,25 @@ def _read_change(query: str, findings: list[ReadFinding]) -> tuple[list[ReadFind
     return findings, bit
 
 
+def _link_finding(words: str, labeler, link: Callable[[str], "Link | None"]) -> tuple["Link | None", str, str | None, bool]:
+    """``(link, status, cue, surgery)`` of the finding ``words`` name (the words less their cue words, linked):
+    an organ removed ("part of the lung removed", "breast removed") is a surgery done, stated present
+    (``surgery``), while a device removed is gone; the whole words, the removal kept, say which. A normal statement
+    ("lungs are clear") states the linked concept absent, and "lungs are not clear" (the statement read absent:
+    the labeler keeps the "not") states it present."""
+    text, status, cue = labeler.query_finding_text(words)
+    linked = link(text) if text else None
+    if cue and REMOVAL.search(cue):
+        whole = link(words)
+        lexicon = getattr(labeler, "lexicon", None)
+        if whole is not None and lexicon is not None and whole.concept in lexicon and \
+                lexicon[whole.concept].category == "procedure":
+            return whole, "present", None, True
+    if linked is not None and normal_statement(text):
+        status = _FLIPPED.get(status, status)
+    return linked, status, cue, False
+
+
 def _words_stay(phrases: Sequence, read_as: str, literal: Callable[[Sequence[str]], bool] | None) -> bool:
     """Whether the user's words stay beside a link: the index holds every phrase of them (a phrase it never holds
     makes a literal reading no unit can state)."""
@@ -320,8 +338,8 @@ def _read_parts(found: dict[str, ReadFinding], query: str, labeler, link: Callab
 
 def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], read_as: str,
                   literal: Callable[[Sequence[str]], bool] | None) -> list[tuple["Link | None", str, str | None, bool, list]]:
-    """The links of the query's parts that name no lexicon finding, when another part names one: ``(link, status,
-    cue, stays, phrases)`` for each, ``stays`` when the part's own words occur in the index (they stay beside
+    """The links of the query's parts that name no lexicon finding (beside a part that names one, or, in
+    :func:`read_query`, each of two things asked at once): ``(link, status, cue, stays, phrases)`` for each, ``stays`` when the part's own words occur in the index (they stay beside
     the link, as a whole query's do). A part that links to nothing but whose words the index holds ("hiatal hernia,
     lungs clear") is read in its own words: ``(None, ..., True, phrases)``."""
     parts = [part for part in CLAUSES.split(query) if part and any(ch.isalpha() for ch in part)]
@@ -331,11 +349,8 @@ def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], rea
     for part in parts:
         if getattr(labeler, "label_query", labeler.label)(part):
             continue  # read by the lexicon with the whole query
-        text, status, cue = labeler.query_finding_text(link_words(part))
-        linked = link(text) if text else None
-        if linked is not None and normal_statement(text):
-            status = _FLIPPED.get(status, status)  # "otherwise normal": the linked concept absent
-        phrases = labeler.query_phrases(part)
+        linked, status, cue, surgery = _link_finding(link_words(part), labeler, link)
+        phrases = [] if surgery else labeler.query_phrases(part)
         stays = _words_stay(phrases, read_as, literal)
         if linked is not None or stays:
             out.append((linked, status, cue, stays, phrases))
