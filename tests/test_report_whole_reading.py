@@ -1,0 +1,49 @@
+"""At report level, a unit stating one of the query's findings, in a report stating them all, ranks by its place and
+side as a unit stating them all does (queries_v10 dev "bibasilar atelectasis and cardiomegaly": "Mild bibasilar
+dependent atelectasis." beside "The cardiac silhouette is enlarged." ranked under "Cardiomegaly with small
+bilateral pleural effusions and left basilar atelectasis."). A unit saying nothing of any finding, and every unit at
+sentence level, keep their own reading; both engines agree."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from radsift.index import build_index
+from radsift.models.hashing import HashingEncoder
+from radsift.ranking.tiers import UNSTATED, own_reading
+from radsift.records import Report
+from radsift.search import candidates
+
+R = [
+    Report("apart", {"findings": "The heart is enlarged. Mild bibasilar atelectasis. No pneumothorax."}),
+    Report("one_side", {"findings": "Cardiomegaly with left basilar atelectasis. No pneumothorax."}),
+    Report("heart_only", {"findings": "Cardiomegaly. No pneumothorax."}),
+    Report("clear", {"findings": "Heart size normal. Lungs clear."}),
+]
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    from radsift.search import Index
+
+    root = tmp_path_factory.mktemp("whole")
+    enc = HashingEncoder(root / "model")
+    build_index(root / "idx", R, encoder=enc, progress=False)
+    return Index.open(root / "idx", encoder=enc)
+
+
+def test_own_reading_fills_a_silent_finding_only_beside_a_stated_one_and_only_by_report() -> None:
+    stated = np.array([[0, UNSTATED], [UNSTATED, UNSTATED], [2, UNSTATED]], dtype=np.int8)
+    group = np.array([0, 0, 1])
+    assert own_reading(stated, group).tolist() == [[0, 0], [UNSTATED, UNSTATED], [2, 0]]
+    assert own_reading(stated, None).tolist() == stated.tolist()
+    assert own_reading(stated[:, :1], group).tolist() == stated[:, :1].tolist()
+
+
+@pytest.mark.parametrize("engine", candidates.ENGINES)
+def test_the_place_asked_leads_among_reports_stating_both(index, monkeypatch, engine) -> None:
+    monkeypatch.setenv(candidates.ENV, engine)
+    hits = index.search("bibasilar atelectasis and cardiomegaly", k=4, mode="hybrid")
+    assert [h.report_id for h in hits][:2] == ["apart", "one_side"]
+    assert {h.report_id: h.band for h in hits}["heart_only"] != "states"
