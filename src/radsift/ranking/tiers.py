@@ -258,7 +258,8 @@ def with_normal(tiers: np.ndarray, keys: np.ndarray | None, by_report: bool) -> 
 
 
 def stating(tiers: np.ndarray, slots: int = SIDE_SLOTS) -> np.ndarray:
-    """Units (of :func:`unit_tiers`) that state the query's whole reading, whatever their side and location."""
+    """Units (of :func:`unit_tiers`) that state the query's whole reading, whatever their side and location (at report
+    level, in a report stating it all, a unit stating a part of it and nothing against it: :func:`own_reading`)."""
     return np.asarray(tiers) < slots
 
 
