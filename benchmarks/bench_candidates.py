@@ -53,7 +53,10 @@ FIXED = ["pneumothorax", "no pneumothorax", "pleural effusion", "no pleural effu
          # a finding read with its alternatives (pneumonia: consolidation, infiltrate, airspace disease)
          "pneumonia", "new pneumonia", "right lower lobe pneumonia getting better",
          # a degree, alone and beside a change and a lobe; lay words for a base
-         "small pneumothorax", "severe emphysema", "small new left pleural effusion", "scarring at the bottom of the lungs"]
+         "small pneumothorax", "severe emphysema", "small new left pleural effusion", "scarring at the bottom of the lungs",
+         # two things at once: each part linked, a device by its parts, a place beside two findings (own_reading)
+         "curved spine and a twisted aorta", "pacemaker with a hiatal hernia", "bibasilar atelectasis and cardiomegaly",
+         "emphysema with biapical scarring"]
 SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
             {"mode": "dense", "level": "report"}, {"mode": "bm25", "level": "report"},
             {"mode": "hybrid", "level": "report", "offset": 20}, {"mode": "hybrid", "level": "report", "target": "impression"},
