@@ -339,8 +339,8 @@ def _read_parts(found: dict[str, ReadFinding], query: str, labeler, link: Callab
 def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], read_as: str,
                   literal: Callable[[Sequence[str]], bool] | None) -> list[tuple["Link | None", str, str | None, bool, list]]:
     """The links of the query's parts that name no lexicon finding (beside a part that names one, or, in
-    :func:`read_query`, each of two things asked at once): ``(link, status, cue, stays, phrases)`` for each, ``stays`` when the part's own words occur in the index (they stay beside
-    the link, as a whole query's do). A part that links to nothing but whose words the index holds ("hiatal hernia,
+    :func:`read_query`, each of two things asked at once): ``(link, status, cue, stays, phrases)`` for each,
+    ``stays`` when the part's own words occur in the index (they stay beside the link, as a whole query's do). A part that links to nothing but whose words the index holds ("hiatal hernia,
     lungs clear") is read in its own words: ``(None, ..., True, phrases)``."""
     parts = [part for part in CLAUSES.split(query) if part and any(ch.isalpha() for ch in part)]
     if len(parts) < 2:
