@@ -293,7 +293,8 @@ def _read_change(query: str, findings: list[ReadFinding]) -> tuple[list[ReadFind
     return findings, bit
 
 
-def _link_finding(words: str, labeler, link: Callable[[str], "Link | None"]) -> tuple["Link | None", str, str | None, bool]:
+def _link_finding(words: str, labeler,
+                  link: Callable[[str], "Link | None"]) -> tuple["Link | None", str, str | None, bool]:
     """``(link, status, cue, surgery)`` of the finding ``words`` name (the words less their cue words, linked):
     an organ removed ("part of the lung removed", "breast removed") is a surgery done, stated present
     (``surgery``), while a device removed is gone; the whole words, the removal kept, say which. A normal statement
@@ -340,8 +341,9 @@ def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], rea
                   literal: Callable[[Sequence[str]], bool] | None) -> list[tuple["Link | None", str, str | None, bool, list]]:
     """The links of the query's parts that name no lexicon finding (beside a part that names one, or, in
     :func:`read_query`, each of two things asked at once): ``(link, status, cue, stays, phrases)`` for each,
-    ``stays`` when the part's own words occur in the index (they stay beside the link, as a whole query's do). A part that links to nothing but whose words the index holds ("hiatal hernia,
-    lungs clear") is read in its own words: ``(None, ..., True, phrases)``."""
+    ``stays`` when the part's own words occur in the index (they stay beside the link, as a whole query's do). A part
+    that links to nothing but whose words the index holds ("hiatal hernia, lungs clear") is read in its own words:
+    ``(None, ..., True, phrases)``."""
     parts = [part for part in CLAUSES.split(query) if part and any(ch.isalpha() for ch in part)]
     if len(parts) < 2:
         return []

@@ -38,7 +38,7 @@ FAMILIES = (SPINE,)
 #: of the spine (the thoracic aorta, the thoracic cavity); "cervical" alone is (in chest reports, the cervical spine).
 PLACE_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
     word_groups(SPINE, "spine", "spines", "spinal", "vertebra", "vertebrae", "vertebral", "paraspinal", "paravertebral",
-          "scoliosis", "levoscoliosis", "dextroscoliosis", "kyphosis", "vertebroplasty", "kyphoplasty")
+                "scoliosis", "levoscoliosis", "dextroscoliosis", "kyphosis", "vertebroplasty", "kyphoplasty")
     + word_groups(SPINE_C, "cervical")
     + word_groups(SPINE_C | SPINE_T, "cervicothoracic")
     + tuple((("thoracic", w), SPINE_T) for w in ("spine", "spinal", "vertebra", "vertebrae", "vertebral", "kyphosis",

@@ -33,15 +33,15 @@ NAMES = {NEW: "new", WORSE: "worse", BETTER: "better", GONE: "gone", SAME: "unch
 #: "resolving" stems as "resolved" (counted as gone).
 UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
     word_groups(NEW, "new", "newly", "developed", "developing", "development", "placement", "inserted",
-          "insertion")
+                "insertion")
     + word_groups(WORSE, "increased", "increasing", "increase", "worsened", "worsening", "worse", "progressed",
-            "progression", "progressive", "larger", "bigger")
+                  "progression", "progressive", "larger", "bigger")
     + word_groups(BETTER, "improved", "improving", "improvement", "decreased", "decreasing", "decrease", "smaller",
-            "diminished")
+                  "diminished")
     + word_groups(GONE, "resolved", "resolution", "removed", "removal", "extubated", "extubation")
     + ((("no", "longer"), GONE), (("no", "new"), SAME), (("no", "change"), SAME), (("no", "changes"), SAME))
     + word_groups(SAME, "stable", "stably", "unchanged", "persistent", "persists", "persisting", "again", "similar",
-            "redemonstrated", "remains")
+                  "redemonstrated", "remains")
 )
 
 #: A query's words for each change, most specific first (the first that matches is the query's change).

@@ -28,8 +28,8 @@ NAMES = {SLIGHT: "slight", MODERATE: "moderate", MARKED: "marked"}
 
 #: (word group, degree bit): a unit holding every word of a group says that degree ("small to moderate": both).
 UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
-    word_groups(SLIGHT, "mild", "mildly", "minimal", "minimally", "small", "slight", "slightly", "trace", "tiny", "subtle",
-          "borderline")
+    word_groups(SLIGHT, "mild", "mildly", "minimal", "minimally", "small", "slight", "slightly", "trace", "tiny",
+                "subtle", "borderline")
     + word_groups(MODERATE, "moderate", "moderately")
     + word_groups(MARKED, "large", "severe", "severely", "massive", "extensive", "huge")
 )
