@@ -35,10 +35,9 @@ def index(tmp_path_factory):
 
 def test_own_reading_fills_a_silent_finding_only_beside_a_stated_one_and_only_by_report() -> None:
     stated = np.array([[0, UNSTATED], [UNSTATED, UNSTATED], [2, UNSTATED]], dtype=np.int8)
-    group = np.array([0, 0, 1])
-    assert own_reading(stated, group).tolist() == [[0, 0], [UNSTATED, UNSTATED], [2, 0]]
-    assert own_reading(stated, None).tolist() == stated.tolist()
-    assert own_reading(stated[:, :1], group).tolist() == stated[:, :1].tolist()
+    assert own_reading(stated, True).tolist() == [[0, 0], [UNSTATED, UNSTATED], [2, 0]]
+    assert own_reading(stated, False).tolist() == stated.tolist()
+    assert own_reading(stated[:, :1], True).tolist() == stated[:, :1].tolist()
 
 
 @pytest.mark.parametrize("engine", candidates.ENGINES)

@@ -138,13 +138,13 @@ def _resolve(stated: np.ndarray, statuses: Sequence[str]) -> np.ndarray:
     return out
 
 
-def own_reading(stated: np.ndarray, group_of: np.ndarray | None) -> np.ndarray:
+def own_reading(stated: np.ndarray, by_report: bool) -> np.ndarray:
     """What each unit states of the query's findings, as its own key within its report's tier: at report level, a
     finding a unit says nothing of counts as stated where the unit states another of them (the report is judged
     on its whole text first), so that "Mild bibasilar atelectasis." in a report whose next sentence states
     cardiomegaly ranks by its place and side as "Cardiomegaly with bibasilar atelectasis." does; a unit saying
-    nothing of any keeps :data:`UNSTATED`, and at sentence level (``group_of`` None) every unit keeps its own."""
-    if group_of is None or stated.shape[1] < 2:
+    nothing of any keeps :data:`UNSTATED`, and at sentence level (``by_report`` False) every unit keeps its own."""
+    if not by_report or stated.shape[1] < 2:
         return stated
     says = (stated != UNSTATED).any(axis=1, keepdims=True)
     return np.where(says & (stated == UNSTATED), np.int8(0), stated).astype(np.int8)
@@ -281,8 +281,10 @@ def unit_tiers(stated: np.ndarray | None, statuses: Sequence[str], sides: np.nda
     if stated is None and sides is None:
         return None
     n = len(stated) if stated is not None else len(sides)
-    reading = np.zeros(n, dtype=np.int64) if stated is None else combine(_resolve(own_reading(stated, group_of),
-                                                                                   statuses))
+    if stated is None:
+        reading = np.zeros(n, dtype=np.int64)
+    else:
+        reading = combine(_resolve(own_reading(stated, group_of is not None), statuses))
     tiers = reading * slots + (0 if sides is None else sides)
     if group_of is not None and stated is not None and n:
         # A report is judged on its whole text: per finding, the best reading any of its units states.

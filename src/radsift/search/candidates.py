@@ -488,8 +488,7 @@ class QueryTiers:
         return out
 
     def _unit_tiers(self, rows: np.ndarray) -> np.ndarray:
-        reading = (combine(self._resolve(own_reading(self.stated(rows), self.post.report_row[rows]
-                                                     if self.by_report else None))) if self.statuses
+        reading = (combine(self._resolve(own_reading(self.stated(rows), self.by_report))) if self.statuses
                    else np.zeros(rows.size, dtype=np.int64))
         sides = places = None
         if self.side and self.sides is not None:
