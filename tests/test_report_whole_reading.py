@@ -20,6 +20,8 @@ R = [
     Report("one_side", {"findings": "Cardiomegaly with left basilar atelectasis. No pneumothorax."}),
     Report("heart_only", {"findings": "Cardiomegaly. No pneumothorax."}),
     Report("clear", {"findings": "Heart size normal. Lungs clear."}),
+    Report("together", {"findings": "Marked cardiomegaly is again seen, with no evidence of pneumothorax or "
+                                    "pleural effusion on either side. Mild degenerative changes of the spine."}),
 ]
 
 
@@ -35,9 +37,23 @@ def index(tmp_path_factory):
 
 def test_own_reading_fills_a_silent_finding_only_beside_a_stated_one_and_only_by_report() -> None:
     stated = np.array([[0, UNSTATED], [UNSTATED, UNSTATED], [2, UNSTATED]], dtype=np.int8)
-    assert own_reading(stated, True).tolist() == [[0, 0], [UNSTATED, UNSTATED], [2, 0]]
-    assert own_reading(stated, False).tolist() == stated.tolist()
-    assert own_reading(stated[:, :1], True).tolist() == stated[:, :1].tolist()
+    both = ["present", "present"]
+    assert own_reading(stated, both, True).tolist() == [[0, 0], [UNSTATED, UNSTATED], [2, 0]]
+    assert own_reading(stated, both, False).tolist() == stated.tolist()
+    assert own_reading(stated[:, :1], both[:1], True).tolist() == stated[:, :1].tolist()
+
+
+def test_own_reading_never_fills_a_finding_asked_absent() -> None:
+    # "X without Y": "X." is not "X without Y.", and "No Y." alone states nothing asked present.
+    stated = np.array([[0, UNSTATED], [UNSTATED, 0], [0, 0]], dtype=np.int8)
+    assert own_reading(stated, ["present", "absent"], True).tolist() == stated.tolist()
+    # "X and Y without Z": the present ones fill each other, the absent one stays.
+    stated = np.array([[0, UNSTATED, UNSTATED], [UNSTATED, UNSTATED, 0]], dtype=np.int8)
+    assert own_reading(stated, ["present", "present", "absent"], True).tolist() == [
+        [0, 0, UNSTATED], [UNSTATED, UNSTATED, 0]]
+    # only absences asked ("no effusion or pneumothorax"): a unit denying one is as much the query as the list
+    stated = np.array([[0, UNSTATED], [UNSTATED, UNSTATED]], dtype=np.int8)
+    assert own_reading(stated, ["absent", "absent"], True).tolist() == [[0, 0], [UNSTATED, UNSTATED]]
 
 
 @pytest.mark.parametrize("engine", candidates.ENGINES)
@@ -46,3 +62,12 @@ def test_the_place_asked_leads_among_reports_stating_both(index, monkeypatch, en
     hits = index.search("bibasilar atelectasis and cardiomegaly", k=4, mode="hybrid")
     assert [h.report_id for h in hits][:2] == ["apart", "one_side"]
     assert {h.report_id: h.band for h in hits}["heart_only"] != "states"
+
+
+@pytest.mark.parametrize("engine", candidates.ENGINES)
+def test_a_sentence_stating_the_absence_asked_leads_one_stating_the_finding_alone(index, monkeypatch, engine) -> None:
+    # Every report but "clear" states cardiomegaly and denies pneumothorax; only "together" says both at once.
+    monkeypatch.setenv(candidates.ENV, engine)
+    hits = index.search("cardiomegaly without pneumothorax", k=5, mode="hybrid")
+    assert hits[0].report_id == "together"
+    assert hits[0].sentence.text.startswith("Marked cardiomegaly")

@@ -138,16 +138,23 @@ def _resolve(stated: np.ndarray, statuses: Sequence[str]) -> np.ndarray:
     return out
 
 
-def own_reading(stated: np.ndarray, by_report: bool) -> np.ndarray:
+def own_reading(stated: np.ndarray, statuses: Sequence[str], by_report: bool) -> np.ndarray:
     """What each unit states of the query's findings, as its own key within its report's tier: at report level, a
-    finding a unit says nothing of counts as stated where the unit states another of them (the report is judged
-    on its whole text first), so that "Mild bibasilar atelectasis." in a report whose next sentence states
-    cardiomegaly ranks by its place and side as "Cardiomegaly with bibasilar atelectasis." does; a unit saying
-    nothing of any keeps :data:`UNSTATED`, and at sentence level (``by_report`` False) every unit keeps its own."""
+    finding asked present (or uncertain) that a unit says nothing of counts as stated where the unit states another
+    finding asked present (the report is judged on its whole text first), so that "Mild bibasilar atelectasis." in a
+    report whose next sentence states cardiomegaly ranks by its place and side as "Cardiomegaly with bibasilar
+    atelectasis." does. Beside a finding asked present, one asked absent is never filled: for "X without Y",
+    "X without Y." leads "X." (the absence qualifies the finding, and the sentence denying it answers the query
+    whole), and a unit denying Y alone states nothing asked present. A query asking only absences ("no effusion or
+    pneumothorax") fills them all, as it does the present ones. A unit saying nothing that fills keeps its own, and
+    at sentence level (``by_report`` False) every unit keeps its own."""
     if not by_report or stated.shape[1] < 2:
         return stated
-    says = (stated != UNSTATED).any(axis=1, keepdims=True)
-    return np.where(says & (stated == UNSTATED), np.int8(0), stated).astype(np.int8)
+    asked = np.array([status != "absent" for status in statuses], dtype=bool)
+    if not asked.any():
+        asked[:] = True  # only absences asked: each is as much the query as another
+    says = ((stated != UNSTATED) & asked).any(axis=1, keepdims=True)
+    return np.where(says & asked & (stated == UNSTATED), np.int8(0), stated).astype(np.int8)
 
 
 def combine(per_finding: np.ndarray) -> np.ndarray:
@@ -284,7 +291,7 @@ def unit_tiers(stated: np.ndarray | None, statuses: Sequence[str], sides: np.nda
     if stated is None:
         reading = np.zeros(n, dtype=np.int64)
     else:
-        reading = combine(_resolve(own_reading(stated, group_of is not None), statuses))
+        reading = combine(_resolve(own_reading(stated, statuses, group_of is not None), statuses))
     tiers = reading * slots + (0 if sides is None else sides)
     if group_of is not None and stated is not None and n:
         # A report is judged on its whole text: per finding, the best reading any of its units states.

@@ -488,8 +488,8 @@ class QueryTiers:
         return out
 
     def _unit_tiers(self, rows: np.ndarray) -> np.ndarray:
-        reading = (combine(self._resolve(own_reading(self.stated(rows), self.by_report))) if self.statuses
-                   else np.zeros(rows.size, dtype=np.int64))
+        reading = (combine(self._resolve(own_reading(self.stated(rows), self.statuses, self.by_report)))
+                   if self.statuses else np.zeros(rows.size, dtype=np.int64))
         sides = places = None
         if self.side and self.sides is not None:
             sides = side_tiers(self.side, self.sides[0][rows], self.sides[1][rows], self.sides[2][rows])
