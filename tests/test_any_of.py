@@ -86,3 +86,21 @@ def test_the_named_finding_ranks_before_its_alternatives_within_a_tier(tmp_path,
     idx = Index.open(tmp_path / "idx", encoder=enc)
     monkeypatch.setenv(candidates.ENV, engine)
     assert idx.search("pneumonia", k=10, mode="hybrid")[0].report_id == "named"
+
+
+def test_copd_accepts_emphysema_and_keeps_hyperinflation_apart(tmp_path, monkeypatch):
+    from radsift.search import Index
+
+    # queries_v11 dev "pleural effusion in a patient with COPD": judged relevant on "hyperinflated compatible with
+    # emphysema" beside an effusion
+    reports = [Report("emph", {"findings": "Emphysema. Small right pleural effusion."}),
+               Report("hyper", {"findings": "Hyperinflated lungs. Small right pleural effusion."}),
+               Report("named", {"findings": "COPD. Small right pleural effusion."})]
+    enc = HashingEncoder(tmp_path / "model")
+    build_index(tmp_path / "idx", reports, encoder=enc, progress=False)
+    idx = Index.open(tmp_path / "idx", encoder=enc)
+    assert idx.read("COPD").findings[0].any_of == ("emphysema",)
+    for engine in candidates.ENGINES:
+        monkeypatch.setenv(candidates.ENV, engine)
+        bands = {h.report_id: h.band for h in idx.search("pleural effusion in a patient with COPD", k=3, mode="hybrid")}
+        assert bands["named"] == bands["emph"] == "states" and bands["hyper"] != "states"
