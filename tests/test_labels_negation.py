@@ -75,6 +75,11 @@ CASES = [
      [("acute cardiopulmonary abnormality", A), ("emphysema", P)]),
     ("The heart is not enlarged, this is worrisome for pulmonary hypertension.",
      [("cardiomegaly", A), ("pulmonary hypertension", U)]),
+    # a normal predicate's "not" describes its subject and denies nothing after it (queries_v11 dev "heart not
+    # enlarged, lungs hyperinflated" read the hyperinflation absent); a cue of its own still does
+    ("The heart is not enlarged, the lungs are hyperinflated.", [("cardiomegaly", A), ("hyperinflation", P)]),
+    ("Heart not enlarged, lungs hyperinflated.", [("cardiomegaly", A), ("hyperinflation", P)]),
+    ("The heart is not enlarged, no pleural effusion.", [("cardiomegaly", A), ("pleural effusion", A)]),
     ("Not an infiltrate and represents scarring.", [("infiltrate", A), ("scarring", P)]),
     ("Removal of the chest tube with increased atelectasis.", [("chest tube", A), ("atelectasis", P)]),
     ("Emphysema with resolved pneumothorax.", [("emphysema", P), ("pneumothorax", A)]),

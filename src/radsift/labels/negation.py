@@ -21,6 +21,7 @@ lexicon mentions are put in ``doc.ents`` directly, so no target matcher or model
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from radsift.labels.spacy_light import ConText, ConTextRule, Doc, spacy
@@ -209,16 +210,19 @@ class NegationDetector:
                 out.append(_mention(m, "absent", m.text, ABSENT_PHRASE_RULE))
         synonyms = [m for m in matches if m.kind == "synonym"]
         if synonyms:
-            out.extend(self.read_matches(text, synonyms, doc, differential))
+            spent = [(p.start_char, p.end_char) for p in predicates]
+            out.extend(self.read_matches(text, synonyms, doc, differential, spent))
         out.sort(key=lambda x: (x.start, x.end))
         return out
 
     def read_matches(self, text: str, matches: list[Match], doc: Doc | None = None,
-                     differential: bool = True) -> list[Mention]:
+                     differential: bool = True, spent: Sequence[tuple[int, int]] = ()) -> list[Mention]:
         """ConText statuses of spotted matches (non-overlapping, in order) of one sentence.
 
         Also used for phrases outside the lexicon (:mod:`radsift.labels.openvocab`). ``differential``:
-        see :meth:`mentions`.
+        see :meth:`mentions`. ``spent``: character spans of normal predicates already read (:meth:`mentions`):
+        a cue inside one describes its subject and modifies nothing else ("The heart is not enlarged, the lungs
+        are hyperinflated." states the hyperinflation).
         """
         if doc is None:
             doc = self.nlp.make_doc(text)
@@ -244,8 +248,9 @@ class NegationDetector:
                     joined.setdefault(id(mod), set()).add(m.concept.name)
         alternatives = {key for key, names in joined.items() if len(names) > 1}
         out = []
+        spent_tokens = [_token_range(doc, x, y) for x, y in spent]
         for span, m in zip(doc.ents, kept):
-            status, cue, rule = _decide(doc, span, differential, alternatives)
+            status, cue, rule = _decide(doc, span, differential, alternatives, spent_tokens)
             out.append(_mention(m, status, cue, rule))
         return out
 
@@ -292,10 +297,17 @@ def _distance(span, mod) -> int:
     return 0
 
 
-def _decide(doc: Doc, span, differential: bool = True, alternatives: frozenset | set = frozenset()
-            ) -> tuple[str, str | None, str]:
+def _token_range(doc: Doc, start_char: int, end_char: int) -> tuple[int, int]:
+    """The tokens of ``doc`` a character span touches, as ``(first, end)``."""
+    inside = [t.i for t in doc if t.idx < end_char and start_char < t.idx + len(t.text)]
+    return (inside[0], inside[-1] + 1) if inside else (0, 0)
+
+
+def _decide(doc: Doc, span, differential: bool = True, alternatives: frozenset | set = frozenset(),
+            spent: Sequence[tuple[int, int]] = ()) -> tuple[str, str | None, str]:
     mods = [m for m in span._.modifiers if m.category in STATUS_OF and _closing(doc, m)
-            and not (m.category == NEGATED and _in_later_parenthesis(doc, span, m))]
+            and not (m.category == NEGATED and _in_later_parenthesis(doc, span, m))
+            and not any(a <= m.modifier_span[0] and m.modifier_span[1] <= b for a, b in spent)]
     if not differential or any(m.category == NEGATED for m in mods):
         # "No pneumothorax or pleural effusion": a negation of the list beats the alternatives in it.
         mods = [m for m in mods if m.category != DIFFERENTIAL]
