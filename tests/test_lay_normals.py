@@ -161,7 +161,8 @@ def _pair_links(text: str):
     table = {"curved spine": "scoliosis", "a twisted aorta": "aortic tortuosity",
              "curved spine and a twisted aorta": "scoliosis", "heart surgery wires": "sternotomy wires",
              "fluid around the lungs": "pleural effusion", "a pacemaker": "pacemaker",
-             "breast removed": "mastectomy", "curved spine a hump": "kyphosis"}
+             "breast removed": "mastectomy", "curved spine a hump": "kyphosis", "congested lungs": "pulmonary edema",
+             "fluid around the heart": "pericardial effusion"}
     concept = table.get(text.lower())
     return Link(concept, 0.9, text) if concept else None
 
@@ -188,3 +189,19 @@ def test_an_article_is_no_modifier_sharing_a_head(labeler) -> None:
     assert shared_heads("fluid around the lungs and a pacemaker", labeler) == "fluid around the lungs and a pacemaker"
     reading = read_query("fluid around the lungs and a pacemaker", labeler, link=_pair_links, literal=lambda stems: False)
     assert [(f.finding, f.source) for f in reading.findings] == [("pacemaker", "lexicon"), ("pleural effusion", "linked")]
+
+
+def test_a_pronoun_in_a_part_stands_for_the_thing_the_part_before_named(labeler) -> None:
+    # queries_v11 dev "congested lungs with fluid around them": the fluid around the lungs went unread
+    from radsift.search.reading import _with_antecedents
+
+    assert _with_antecedents(["congested lungs", "fluid around them"]) == ["congested lungs", "fluid around the lungs"]
+    assert _with_antecedents(["no effusion", "a spot on it"]) == ["no effusion", "a spot on the effusion"]
+    assert _with_antecedents(["a spot on it"]) == ["a spot on it"]  # nothing before it
+    assert _with_antecedents(["heart is", "fluid around it"]) == ["heart is", "fluid around it"]  # no thing named
+    reading = read_query("congested lungs with fluid around them", labeler, link=_pair_links,
+                         literal=lambda stems: False)
+    assert [(f.finding, f.source) for f in reading.findings] == [("pulmonary edema", "linked"),
+                                                                 ("pleural effusion", "linked")]
+    reading = read_query("enlarged heart with fluid around it", labeler, link=_pair_links, literal=lambda stems: False)
+    assert [f.finding for f in reading.findings] == ["cardiomegaly", "pericardial effusion"]

@@ -344,7 +344,7 @@ def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], rea
     ``stays`` when the part's own words occur in the index (they stay beside the link, as a whole query's do). A part
     that links to nothing but whose words the index holds ("hiatal hernia, lungs clear") is read in its own words:
     ``(None, ..., True, phrases)``."""
-    parts = [part for part in CLAUSES.split(query) if part and any(ch.isalpha() for ch in part)]
+    parts = _with_antecedents([part for part in CLAUSES.split(query) if part and any(ch.isalpha() for ch in part)])
     if len(parts) < 2:
         return []
     out = []
@@ -356,6 +356,26 @@ def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], rea
         stays = _words_stay(phrases, read_as, literal)
         if linked is not None or stays:
             out.append((linked, status, cue, stays, phrases))
+    return out
+
+
+#: A pronoun standing for the thing the part before named: "congested lungs with fluid around them".
+PRONOUN = re.compile(r"\b(them|it)\b", re.IGNORECASE)
+#: Words that end a part without naming a thing a pronoun could stand for.
+_NO_ANTECEDENT = frozenset({"a", "an", "the", "some", "any", "no", "not", "of", "in", "on", "at", "to", "and", "or",
+                            "with", "without", "it", "them", "is", "are", "was", "were"})
+
+
+def _with_antecedents(parts: Sequence[str]) -> list[str]:
+    """``parts`` with a pronoun written out as the last word of the part before it ("fluid around them" after
+    "congested lungs" is "fluid around the lungs"), so that a part is linked in the words it means; a part the
+    pronoun cannot be resolved in keeps its words."""
+    out = []
+    for i, part in enumerate(parts):
+        before = re.findall(r"[a-z][a-z-]*", parts[i - 1].lower()) if i else []
+        if before and before[-1] not in _NO_ANTECEDENT:
+            part = PRONOUN.sub(f"the {before[-1]}", part)
+        out.append(part)
     return out
 
 
