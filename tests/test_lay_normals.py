@@ -162,7 +162,8 @@ def _pair_links(text: str):
              "curved spine and a twisted aorta": "scoliosis", "heart surgery wires": "sternotomy wires",
              "fluid around the lungs": "pleural effusion", "a pacemaker": "pacemaker",
              "breast removed": "mastectomy", "curved spine a hump": "kyphosis", "congested lungs": "pulmonary edema",
-             "fluid around the heart": "pericardial effusion"}
+             "fluid around the heart": "pericardial effusion", "thin bones": "osteopenia",
+             "vertebral body heights are maintained": "compression fracture"}
     concept = table.get(text.lower())
     return Link(concept, 0.9, text) if concept else None
 
@@ -205,3 +206,22 @@ def test_a_pronoun_in_a_part_stands_for_the_thing_the_part_before_named(labeler)
                                                                  ("pleural effusion", "linked")]
     reading = read_query("enlarged heart with fluid around it", labeler, link=_pair_links, literal=lambda stems: False)
     assert [f.finding for f in reading.findings] == ["cardiomegaly", "pericardial effusion"]
+
+
+def test_a_part_calling_an_organ_normal_lets_the_other_part_link(labeler) -> None:
+    # queries_v8 dev "healthy lungs but thin bones": one part's link alone was refused, and neither was read
+    reading = read_query("healthy lungs but thin bones", labeler, link=_pair_links, literal=lambda stems: True)
+    assert ("osteopenia", "present", "linked") in [(f.finding, f.status, f.source) for f in reading.findings]
+    reading = read_query("heart surgery wires and fluid at the bottom of the lungs", labeler, link=_pair_links,
+                         literal=lambda stems: False)
+    assert [f.source for f in reading.findings] == ["open", "open"]  # the other part is no normal statement
+
+
+def test_heights_maintained_is_a_normal_statement(labeler) -> None:
+    from radsift.search.concepts import normal_statement
+
+    assert normal_statement("vertebral body heights are maintained") and normal_statement("disc spaces preserved")
+    assert not normal_statement("vertebral body height loss")
+    reading = read_query("vertebral body heights are maintained", labeler, link=_pair_links,
+                         literal=lambda stems: False)
+    assert [(f.finding, f.status) for f in reading.findings] == [("compression fracture", "absent")]

@@ -209,9 +209,11 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     if not found and lexicon and link is not None and read_as != "literal":
         # "curved spine and a twisted aorta": two things asked at once, each part linked on its own where two parts
         # link to two concepts (the whole words link to one of them). One part's link alone is not taken: a short
-        # part links loosely ("lines" and tubes -> PICC, "out of breath" -> low lung volumes).
+        # part links loosely ("lines" and tubes -> PICC, "out of breath" -> low lung volumes), unless every other part
+        # only calls an organ normal ("healthy lungs but thin bones").
         parts = _clause_links(query, labeler, link, read_as, literal)
-        if len({p[0].concept for p in parts if p[0] is not None}) >= 2:
+        concepts = {p[0].concept for p in parts if p[0] is not None}
+        if len(concepts) >= 2 or (len(concepts) == 1 and _rest_normal(query, parts)):
             for part_link, part_status, part_cue, stays, part_phrases in parts[:MAX_FINDINGS]:
                 _add_reading(found, part_link, part_status, part_cue, side, part_phrases, stays)
             phrases = []
@@ -335,6 +337,15 @@ def _read_parts(found: dict[str, ReadFinding], query: str, labeler, link: Callab
     for linked, status, cue, stays, phrases in _clause_links(query, labeler, link, read_as, literal):
         if (linked is None or linked.concept not in found) and len(found) < MAX_FINDINGS:
             _add_reading(found, linked, status, cue, side, phrases, stays)
+
+
+def _rest_normal(query: str, parts: Sequence[tuple]) -> bool:
+    """Whether the query's parts that link to nothing each only call an organ normal ("healthy lungs"), and at
+    least one does (:func:`_clause_links`' parts, of ``query``)."""
+    said = _with_antecedents([p for p in CLAUSES.split(query) if p and any(ch.isalpha() for ch in p)])
+    linked = len([p for p in parts if p[0] is not None])
+    rest = [part for part in said if normal_statement(link_words(part))]
+    return bool(rest) and len(rest) + linked == len(said)
 
 
 def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], read_as: str,
