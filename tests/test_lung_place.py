@@ -113,13 +113,15 @@ def test_the_mediastinal_bit_is_the_same_with_stored_flags_and_with_flags_read_f
 @pytest.mark.parametrize("query, place", [
     ("right hilar mass", "hilar"), ("mediastinal mass", "mediastinal"), ("paratracheal lymph nodes", "paratracheal"),
     ("mass in the AP window", "ap window"), ("no mediastinal lymphadenopathy", "mediastinal"),
+    # everyday words (queries_v10 dev "metal clips near the heart": the reports' "mediastinal clips")
+    ("metal clips near the heart", "mediastinum"), ("a mass in the middle of the chest", "mediastinum"),
 ])
 def test_a_query_placing_its_finding_in_the_mediastinum_or_a_hilum_names_it(query, place):
     assert mediastinal_place(query) == place
 
 
 @pytest.mark.parametrize("query", ["perihilar opacity", "right hilar and right upper lobe masses", "lung mass",
-                                   "left lower lobe mass", "pneumomediastinum"])
+                                   "left lower lobe mass", "pneumomediastinum", "fluid around the heart"])
 def test_a_lung_or_lobe_query_names_no_mediastinal_place(query):
     assert mediastinal_place(query) is None
 

@@ -47,6 +47,10 @@ LOBES = locations.RIGHT | locations.LEFT
 MEDIASTINAL_WORDS: tuple[tuple[str, ...], ...] = tuple((w,) for w in (
     "mediastinum", "mediastinal", "hilum", "hila", "hilar", "paratracheal", "aortopulmonary", "subcarinal",
     "precarinal", "prevascular", "paraesophageal")) + (("ap", "window"),)
+#: Everyday words for the mediastinum in a query: "metal clips near the heart" (reports: "mediastinal clips"), "a
+#: mass in the middle of the chest". Not "around the heart" ("fluid around the heart" is the pericardium's).
+LAY_MIDDLE = re.compile(r"\b(?:(?:near|next\s+to|beside|by)\s+(?:the\s+|my\s+|his\s+|her\s+)?heart|"
+                        r"(?:in\s+)?the\s+(?:middle|center|centre)\s+of\s+(?:the\s+|my\s+)?chest)\b", re.IGNORECASE)
 #: Those of :data:`MEDIASTINAL_WORDS` naming a hilum (:data:`HILA`); the others name the mediastinum (:data:`MIDDLE`).
 HILAR_WORDS: tuple[tuple[str, ...], ...] = (("hilum",), ("hila",), ("hilar",))
 #: Words placing something in the lung; a unit holding one (or naming a lobe) is not a mediastinal one.
@@ -98,6 +102,8 @@ def mediastinal_place(query: str) -> str | None:
     words = [w.lower() for w in re.findall(r"[A-Za-z]+", query)]
     if any((w,) in LUNG_WORDS for w in words):
         return None
+    if LAY_MIDDLE.search(query):
+        return "mediastinum"
     for group in MEDIASTINAL_WORDS:
         if all(g in words for g in group):
             return " ".join(group)
@@ -109,5 +115,5 @@ def place_bit(word: str) -> int:
     return HILA if tuple(word.split()) in HILAR_WORDS else MIDDLE
 
 
-__all__ = ["HILA", "HILAR_WORDS", "LOBES", "LUNG", "LUNG_WORDS", "MEDIASTINAL_WORDS", "MEDIASTINUM", "MIDDLE",
+__all__ = ["HILA", "HILAR_WORDS", "LAY_MIDDLE", "LOBES", "LUNG", "LUNG_WORDS", "MEDIASTINAL_WORDS", "MEDIASTINUM", "MIDDLE",
            "lung_place", "mediastinal_place", "place_bit"]
