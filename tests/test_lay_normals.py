@@ -225,3 +225,29 @@ def test_heights_maintained_is_a_normal_statement(labeler) -> None:
     reading = read_query("vertebral body heights are maintained", labeler, link=_pair_links,
                          literal=lambda stems: False)
     assert [(f.finding, f.status) for f in reading.findings] == [("compression fracture", "absent")]
+
+
+def test_a_past_cause_named_is_not_asked_for(labeler) -> None:
+    # queries_v10 dev "calcium spots from an old lung infection" read pneumonia present
+    reading = read_query("scarring from an old infection", labeler, link=_pair_links, literal=lambda stems: True)
+    assert [f.finding for f in reading.findings] == ["scarring"]
+    reading = read_query("calcium spots from an old lung infection", labeler, link=_pair_links,
+                         literal=lambda stems: False)
+    assert "pneumonia" not in [f.finding for f in reading.findings]
+    reading = read_query("scarring with an infection", labeler, link=_pair_links, literal=lambda stems: True)
+    assert [f.finding for f in reading.findings] == ["scarring", "pneumonia"]  # no past cause: both asked
+
+
+def test_a_concepts_own_description_written_whole_names_it(labeler) -> None:
+    # queries_v9 dev "zipper scar on the chest" read scarring, though "zipper scar" is the sternotomy's everyday name
+    reading = read_query("zipper scar on the chest", labeler, link=_pair_links, literal=lambda stems: False)
+    assert [(f.finding, f.status, f.source, f.via) for f in reading.findings] == [
+        ("sternotomy wires", "present", "linked", "zipper scar")]
+    assert [(f.finding, f.status) for f in read_query("no zipper scar", labeler, link=_pair_links,
+                                                      literal=lambda stems: False).findings] == [
+        ("sternotomy wires", "absent")]
+    # the index holding the words keeps them (the user's words stay), and a literal reading reads them
+    assert [f.finding for f in read_query("zipper scar on the chest", labeler, link=_pair_links,
+                                          literal=lambda stems: True).findings] == ["scarring"]
+    assert [f.finding for f in read_query("zipper scar on the chest", labeler, link=_pair_links,
+                                          literal=lambda stems: False, read_as="literal").findings] == ["scarring"]

@@ -201,8 +201,16 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     side = side or implied
     found: dict[str, ReadFinding] = {}
     if lexicon:
-        for m in getattr(labeler, "label_query", labeler.label)(query):  # alternatives keep their status
-            found.setdefault(m.finding, ReadFinding(m.finding, m.status, "lexicon", m.cue, side))
+        causes = [c.span() for c in CAUSE.finditer(query)]
+        mentions = [m for m in getattr(labeler, "label_query", labeler.label)(query)  # alternatives keep their status
+                    if not any(a <= m.start and m.end <= b for a, b in causes)]  # a cause named is not asked for
+        named = _named_descriptions(query, mentions, labeler, read_as, literal) if read_as != "literal" else {}
+        for m in mentions:
+            if id(m) in named:
+                concept, phrase = named[id(m)]
+                found.setdefault(concept, ReadFinding(concept, m.status, "linked", m.cue, side, phrase, 1.0))
+            else:
+                found.setdefault(m.finding, ReadFinding(m.finding, m.status, "lexicon", m.cue, side))
     if found and lexicon and link is not None and read_as != "literal":
         _read_parts(found, query, labeler, link, read_as, literal, side)
     phrases = labeler.query_phrases(query) if not found else []
@@ -266,6 +274,46 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     findings = [replace(f, beside=None) if f.beside and f.beside not in kept else f for f in findings]
     return QueryReading(tuple(findings), side, negation, note, location, regions | change_bit | degree_bit,
                         changes.NAMES.get(change_bit), degrees.NAMES.get(degree_bit))
+
+
+_DESCRIPTIONS: dict[int, tuple[object, re.Pattern | None, dict[str, str]]] = {}
+
+
+def _descriptions(lexicon) -> tuple[re.Pattern | None, dict[str, str]]:
+    """A pattern of every concept description of ``lexicon`` (longest first) and description -> concept (cached)."""
+    cached = _DESCRIPTIONS.get(id(lexicon))
+    if cached is None or cached[0] is not lexicon:
+        table = {}
+        for concept in lexicon:
+            for d in concept.descriptions:
+                table.setdefault(" ".join(d.lower().split()), concept.name)
+        words = sorted(table, key=len, reverse=True)
+        pattern = re.compile(r"\b(?:" + "|".join(r"\s+".join(map(re.escape, w.split())) for w in words) + r")\b",
+                             re.IGNORECASE) if words else None
+        cached = _DESCRIPTIONS[id(lexicon)] = (lexicon, pattern, table)
+    return cached[1], cached[2]
+
+
+def _named_descriptions(query: str, mentions: Sequence, labeler, read_as: str,
+                        literal: Callable[[Sequence[str]], bool] | None) -> dict[int, tuple[str, str]]:
+    """Lexicon mentions lying in a concept's own description that the query writes out whole, where the index
+    does not hold the description's words and the lexicon reads no mention of that concept in it: ``{id(mention):
+    (concept, description)}``. "zipper scar on the chest" names the sternotomy wires (an everyday name of theirs),
+    not the scarring its "scar" would be read as; "fluid in the chest cavity" is an effusion, no cavity."""
+    lexicon = getattr(labeler, "lexicon", None)
+    if lexicon is None or not mentions:
+        return {}
+    pattern, table = _descriptions(lexicon)
+    out: dict[int, tuple[str, str]] = {}
+    for d in pattern.finditer(query) if pattern is not None else ():
+        concept = table[" ".join(d.group(0).lower().split())]
+        inside = [m for m in mentions if d.start() <= m.start and m.end <= d.end()]
+        if not inside or any(m.finding == concept for m in inside) or \
+                _words_stay(labeler.query_phrases(d.group(0)), read_as, literal):
+            continue
+        for m in inside:
+            out[id(m)] = (concept, d.group(0).lower())
+    return out
 
 
 def _with_any_of(findings: list[ReadFinding], lexicon) -> list[ReadFinding]:
@@ -370,6 +418,10 @@ def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], rea
     return out
 
 
+#: A past cause of what the query asks for: "calcium spots from an old lung infection", "scarring from old TB". The
+#: user asks for what is seen now (the calcified granulomas, the scar), not for the infection.
+CAUSE = re.compile(r"\b(?:from|after|due\s+to|caused\s+by|because\s+of|left\s+by)\s+(?:(?:an?|the|my|his|her|their)\s+)?"
+                   r"(?:old|prior|previous|past|healed|remote|earlier|former)\b[^,;]*", re.IGNORECASE)
 #: A pronoun standing for the thing the part before named: "congested lungs with fluid around them".
 PRONOUN = re.compile(r"\b(them|it)\b", re.IGNORECASE)
 #: Words that end a part without naming a thing a pronoun could stand for.
