@@ -59,15 +59,15 @@ def test_units_name_body_places_from_their_words_a_level_before_the_whole_spine(
              "Tortuous thoracic aorta.",                                     # thoracic alone: no spine
              "Left subclavian central venous catheter.",
              "Hardware noted."]
-    got = with_body_places(np.zeros(len(texts), dtype=np.uint32), _units_with(texts))
+    got = with_body_places(np.zeros(len(texts), dtype=np.uint64), _units_with(texts))
     assert got.tolist() == [SPINE_C | SPINE_T, SPINE, SHOULDER | HUMERUS, 0, SUBCLAVIAN, 0]
     # with the lobes and the mediastinal bit beside them, as the search reads units
     both = with_compartments(np.array([0, 0, 0, 0, 0, RUL], dtype=np.uint8), _units_with(texts))
-    assert both.dtype == np.uint32 and (both & ~np.uint32(BODY)).tolist() == [0, 0, 0, 0, 0, RUL]
+    assert both.dtype == np.uint64 and (both & ~np.uint64(BODY)).tolist() == [0, 0, 0, 0, 0, RUL]
 
 
 def test_a_body_place_query_ranks_units_naming_it_first_and_others_alike():
-    units = np.array([0, SPINE_T, SPINE_C, SHOULDER, RUL, MEDIASTINUM, SPINE_C | SPINE_T, SPINE], dtype=np.uint32)
+    units = np.array([0, SPINE_T, SPINE_C, SHOULDER, RUL, MEDIASTINUM, SPINE_C | SPINE_T, SPINE], dtype=np.uint64)
     assert location_tiers(SPINE_T, units).tolist() == [1, 0, 1, 1, 1, 1, 0, 1]  # the whole spine: no level named
     assert location_tiers(SPINE, units).tolist() == [1, 0, 0, 1, 1, 1, 0, 0]    # the spine: every level meets it
     assert location_tiers(SPINE_T | LUNG, units).tolist() == [1, 0, 1, 1, 1, 2, 0, 1]  # the lung's rule beside it

@@ -66,12 +66,12 @@ def test_units_say_a_change_from_their_words_and_a_state_word_is_none():
     def units_with(stems):
         return [i for i, t in enumerate(terms) if all(s in t for s in stems)]
 
-    got = with_qualifiers(np.zeros(len(texts), dtype=np.uint32), units_with)
+    got = with_qualifiers(np.zeros(len(texts), dtype=np.uint64), units_with)
     assert [int(g) for g in got] == [NEW, WORSE, BETTER, SAME, NEW | SAME, GONE, 0, 0, SAME, SAME]
 
 
 def test_a_change_splits_each_location_tier_in_two():
-    units = np.array([RLL | NEW, RLL, 0, NEW, RLL | SAME], dtype=np.uint32)
+    units = np.array([RLL | NEW, RLL, 0, NEW, RLL | SAME], dtype=np.uint64)
     assert location_tiers(RLL | NEW, units).tolist() == [0, 1, 3, 2, 1]
     assert location_tiers(NEW, units).tolist() == [2, 3, 3, 2, 3]  # no place asked: every unit's place tier is 1
     assert location_tiers(RLL, units).tolist() == [0, 0, 1, 1, 0]  # no change asked: the change words are ignored
@@ -140,7 +140,13 @@ def test_the_change_bits_share_no_bit_with_a_place():
     from radsift.text.compartments import HILA, LOBES, LUNG, MEDIASTINUM, MIDDLE
 
     assert CHANGE & (BODY | HILA | MIDDLE | LOBES | LUNG | MEDIASTINUM) == 0
-    assert CHANGE < 1 << 32  # the units' masks are uint32
+    assert CHANGE < 1 << 32
+    from radsift.text.degrees import DEGREE
+    from radsift.text.patterns import PATTERN
+
+    # every family its own bits, all within the units' 64-bit masks
+    assert PATTERN & (CHANGE | DEGREE | BODY | HILA | MIDDLE | LOBES | LUNG | MEDIASTINUM) == 0
+    assert DEGREE & CHANGE == 0 and PATTERN < 1 << 64
 
 
 def test_the_server_shows_the_change_and_drops_it_on_request(index):

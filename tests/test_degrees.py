@@ -52,12 +52,12 @@ def test_units_say_a_degree_and_interstitial_markings_say_none():
     def units_with(stems):
         return [i for i, t in enumerate(terms) if all(s in t for s in stems)]
 
-    got = with_qualifiers(np.zeros(len(texts), dtype=np.uint32), units_with) & np.uint32(DEGREE)
+    got = with_qualifiers(np.zeros(len(texts), dtype=np.uint64), units_with) & np.uint64(DEGREE)
     assert [int(g) for g in got] == [SLIGHT, MODERATE, MARKED, 0, SLIGHT | MODERATE, 0]
 
 
 def test_each_qualifier_asked_adds_a_slot_and_a_unit_missing_one_follows():
-    units = np.array([NEW | SLIGHT, NEW, SLIGHT, 0], dtype=np.uint32)
+    units = np.array([NEW | SLIGHT, NEW, SLIGHT, 0], dtype=np.uint64)
     assert location_tiers(NEW | SLIGHT, units).tolist() == [3, 4, 4, 5]
     assert location_slots(NEW | SLIGHT) == 9 and location_slots(SLIGHT) == 6
     # a unit saying only another degree holds the unplaced tier: not among the placed rows' bits for a change query

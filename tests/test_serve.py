@@ -537,7 +537,7 @@ def test_search_returns_the_reading_and_each_hits_status(client):
                                              "cue": "no", "side": None, "via": None, "score": None,
                                              "beside": None, "any_of": []}],
                                "side": None, "negation": "aware", "note": "", "location": None, "change": None,
-                               "degree": None}
+                               "degree": None, "pattern": None}
     assert body["read_as"] == body["reading"]
     top = body["hits"][0]
     assert top["report_id"] == "b" and _statuses(top) == ["absent"]

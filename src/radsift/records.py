@@ -165,11 +165,14 @@ class QueryReading:
         negation: ``aware`` (ranking by the reading) or ``ignore`` (plain similarity).
         note: Why something was left out (too many findings, a query with only a cue word ...).
         location: The lobes, apices or bases the query names, in its words ("left lower lobe"), or None.
-        regions: Their regions (:mod:`radsift.text.locations` bit mask; 0 when none), with the bits of the change
-            and the degree asked (:mod:`radsift.text.changes`, :mod:`radsift.text.degrees`).
+        regions: Their regions (:mod:`radsift.text.locations` bit mask; 0 when none), with the bits of the change,
+            the degree and the patterns asked (:mod:`radsift.text.changes`, :mod:`radsift.text.degrees`,
+            :mod:`radsift.text.patterns`).
         change: The change since the last study the query asks for (``new``, ``worse``, ``better``, ``gone``,
             ``unchanged``), or None.
         degree: The degree the query asks of its finding (``slight``, ``moderate``, ``marked``), or None.
+        pattern: The patterns of its look the query asks (``streaky``, ``plate-like``, ``subsegmental`` ...,
+            joined by ", "), or None.
     """
 
     findings: tuple[ReadFinding, ...] = ()
@@ -180,6 +183,7 @@ class QueryReading:
     regions: int = 0
     change: str | None = None
     degree: str | None = None
+    pattern: str | None = None
 
     @property
     def active(self) -> bool:
@@ -200,6 +204,8 @@ class QueryReading:
             parts.append(f"change {self.change}")
         if self.degree:
             parts.append(f"degree {self.degree}")
+        if self.pattern:
+            parts.append(f"pattern {self.pattern}")
         text = "; ".join(parts) or "no finding"
         if self.negation != "aware":
             text += " [negation ignored]"
@@ -208,7 +214,7 @@ class QueryReading:
     def to_dict(self) -> dict[str, Any]:
         return {"findings": [f.to_dict() for f in self.findings], "side": self.side, "negation": self.negation,
                 "note": self.note, "location": self.location, "change": self.change,
-                "degree": self.degree}
+                "degree": self.degree, "pattern": self.pattern}
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,8 @@ from radsift.text.degrees import DEGREE
 from radsift.text.degrees import UNIT_WORDS as DEGREE_WORDS
 from radsift.text.compartments import HILA, HILAR_WORDS, LOBES, LUNG, LUNG_WORDS, MEDIASTINAL_WORDS, MEDIASTINUM, MIDDLE
 from radsift.text.locations import LING, LUL, TRIGGERS, text_regions
+from radsift.text.patterns import PATTERN
+from radsift.text.patterns import UNIT_WORDS as PATTERN_WORDS
 from radsift.text.tokens import stem
 
 #: The words of the mediastinum proper (:data:`~radsift.text.compartments.MIDDLE`): the mediastinal ones less the hila's.
@@ -39,11 +41,14 @@ _MIDDLE_WORDS = tuple(g for g in MEDIASTINAL_WORDS if g not in HILAR_WORDS)
 #: Location tiers within one reading tier (same, none, another), each holding the side tiers.
 LOCATION_SLOTS = 3
 #: What a query may ask of its finding beside a place, each a family of bits: a change since the last study
-#: (:mod:`radsift.text.changes`) and a degree (:mod:`radsift.text.degrees`). Each one asked adds a slot to every
-#: location tier: the units saying all of them first, then those missing one, and so on.
-QUALIFIERS = (CHANGE, DEGREE)
+#: (:mod:`radsift.text.changes`), a degree (:mod:`radsift.text.degrees`) and a pattern (:mod:`radsift.text.patterns`).
+#: Each one asked adds a slot to every location tier: the units saying all of them first, then those missing one, and
+#: so on.
+QUALIFIERS = (CHANGE, DEGREE, PATTERN)
 #: Every qualifier bit.
-QUALIFIER_BITS = CHANGE | DEGREE
+QUALIFIER_BITS = CHANGE | DEGREE | PATTERN
+#: Every bit of a region mask (64: the patterns' lie above 32).
+ALL_BITS = (1 << 64) - 1
 #: (a whole, its parts a query may name alone): "left upper lobe" holds the lingula (the left apex, read as the
 #: upper lobe, is no part of it here: a left upper lobe finding is an apical one for the location tier).
 WHOLE_LOBES = ((LUL | LING, LING),)
@@ -86,19 +91,19 @@ def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
 def unplaced_key(regions: int) -> int:
     """The location part of the key (:func:`where_tiers`) of a unit naming no place and saying no change: its
     location tier (:func:`location_tiers`) times the side slots; 0 for a query of no regions."""
-    return int(location_tiers(regions, np.zeros(1, dtype=np.uint32))[0]) * SIDE_SLOTS if regions else 0
+    return int(location_tiers(regions, np.zeros(1, dtype=np.uint64))[0]) * SIDE_SLOTS if regions else 0
 
 
 def placed_mask(regions: int) -> int:
     """The unit bits that may set a unit's location tier apart for a query's ``regions``: every place bit, and the
     bits of each qualifier family asked (the query's or another of the family: that one holds the unplaced tier)."""
-    return (0xFFFFFFFF & ~QUALIFIER_BITS) | sum(family for family in QUALIFIERS if regions & family)
+    return (ALL_BITS & ~QUALIFIER_BITS) | sum(family for family in QUALIFIERS if regions & family)
 
 
 def placed_rows(places: np.ndarray, regions: int) -> np.ndarray:
     """The units whose location tier for a query's ``regions`` may differ from a unit naming no place: those holding
     a bit of :func:`placed_mask`."""
-    return np.flatnonzero(np.asarray(places) & np.uint32(placed_mask(regions)))
+    return np.flatnonzero(np.asarray(places, dtype=np.uint64) & np.uint64(placed_mask(regions)))
 
 
 def _place_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
@@ -174,9 +179,9 @@ def with_compartments(regions: np.ndarray, units_with: Callable[[Sequence[str]],
         units_with: Stems -> the units holding every one of them.
 
     Returns:
-        A new uint32 array (the body places' bits lie above a byte).
+        A new uint64 array (the body places' bits lie above a byte, the patterns' above 32 bits).
     """
-    out = np.array(regions, dtype=np.uint32, copy=True)
+    out = np.array(regions, dtype=np.uint64, copy=True)
     # each word's postings read once: the hila's words and the mediastinum proper's make up the mediastinal ones
     hilar = np.zeros(out.shape[0], dtype=bool)
     hilar[_holding(units_with, HILAR_WORDS)] = True
@@ -193,27 +198,28 @@ def with_compartments(regions: np.ndarray, units_with: Callable[[Sequence[str]],
 
 
 def with_body_places(regions: np.ndarray, units_with: Callable[[Sequence[str]], Sequence[int]]) -> np.ndarray:
-    """``regions`` (uint32, modified in place and returned) with the body places each unit names
+    """``regions`` (uint64, modified in place and returned) with the body places each unit names
     (:data:`radsift.text.bodyplaces.PLACE_WORDS`, read as :func:`radsift.text.bodyplaces.resolve` reads them)."""
     n = regions.shape[0]
-    parts, wholes = np.zeros(n, dtype=np.uint32), np.zeros(n, dtype=np.uint32)
+    parts, wholes = np.zeros(n, dtype=np.uint64), np.zeros(n, dtype=np.uint64)
     for words, bits in PLACE_WORDS:
         rows = _holding(units_with, (words,))
         if rows.size:
             target = wholes if is_whole(bits) else parts
-            target[rows] |= np.uint32(bits)
-    regions |= resolve(parts, wholes).astype(np.uint32)
+            target[rows] |= np.uint64(bits)
+    regions |= resolve(parts, wholes).astype(np.uint64)
     return with_qualifiers(regions, units_with)
 
 
 def with_qualifiers(regions: np.ndarray, units_with: Callable[[Sequence[str]], Sequence[int]]) -> np.ndarray:
-    """``regions`` (uint32, modified in place and returned) with the changes each unit says
-    (:data:`radsift.text.changes.UNIT_WORDS`: "new", "improved", "resolved", "stable" ...) and the degrees
-    (:data:`radsift.text.degrees.UNIT_WORDS`: "mild", "small", "moderate", "severe" ...)."""
-    for words, bits in CHANGE_WORDS + DEGREE_WORDS:
+    """``regions`` (uint64, modified in place and returned) with the changes each unit says
+    (:data:`radsift.text.changes.UNIT_WORDS`: "new", "improved", "resolved", "stable" ...), the degrees
+    (:data:`radsift.text.degrees.UNIT_WORDS`: "mild", "small", "moderate", "severe" ...) and the patterns
+    (:data:`radsift.text.patterns.UNIT_WORDS`: "streaky", "platelike", "subsegmental" ...)."""
+    for words, bits in CHANGE_WORDS + DEGREE_WORDS + PATTERN_WORDS:
         rows = _holding(units_with, (words,))
         if rows.size:
-            regions[rows] |= np.uint32(bits)
+            regions[rows] |= np.uint64(bits)
     return regions
 
 

@@ -49,6 +49,8 @@ def reading_text(reading: QueryReading) -> Text:
         line.append(f"{' · ' if reading.findings or reading.side or reading.location else ''}change {reading.change}")
     if reading.degree:
         line.append(f" · degree {reading.degree}")
+    if reading.pattern:
+        line.append(f" · pattern {reading.pattern}")
     if reading.negation != "aware":
         line.append("  [negation ignored: ranked by similarity only]", style="yellow")
     elif reading.note:

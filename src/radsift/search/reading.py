@@ -37,7 +37,7 @@ from radsift.ranking.places import location_slots, location_tiers, where_tiers
 from radsift.ranking.tiers import SIDE_SLOTS, asks_finding, normal_keys, opposite_reports, reading_classes, with_normal
 from radsift.records import QueryReading, ReadFinding
 from radsift.search.concepts import normal_statement
-from radsift.text import bodyplaces, changes, compartments, degrees, locations, zones
+from radsift.text import bodyplaces, changes, compartments, degrees, locations, patterns, zones
 from radsift.text.normality import NORMAL, sentence_kind
 
 if TYPE_CHECKING:
@@ -243,6 +243,11 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     # a degree of a lexicon finding read ("small pneumothorax"), in the user's words ("big" is no degree: "big heart");
     # beside an open phrase alone the words may size anything ("i only breathed in a little")
     degree_bit = degrees.query_degree(words)[1] if any(f.labeled for f in findings) and locations.enabled() else 0
+    # a pattern of its look ("streaky", "platelike", "subsegmental"), beside a lexicon finding asked present, as a
+    # degree is; not beside a denial alone ("no interstitial abnormality": the units saying "interstitial" that lead
+    # its unplaced tier state something interstitial)
+    pattern_bits = patterns.query_pattern(query)[1] if any(f.labeled and f.status != "absent" for f in findings) \
+        and locations.enabled() else 0
     if read_as != "literal":  # the lexicon's alternatives: links it makes itself (no encoder needed)
         findings = _with_any_of(findings, getattr(labeler, "lexicon", None))
     note = ""
@@ -253,7 +258,8 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         note = "the query names no finding: plain similarity"
     if override:
         known = {f.finding for f in findings} | ({"side"} if side else set()) | ({"location"} if regions else set()) \
-            | ({"change"} if change_bit else set()) | ({"degree"} if degree_bit else set())
+            | ({"change"} if change_bit else set()) | ({"degree"} if degree_bit else set()) \
+            | ({"pattern"} if pattern_bits else set())
         unknown = [k for k in override if k not in known]
         if unknown:
             listed = ", ".join(sorted(known)) or "none"
@@ -269,11 +275,13 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
             findings = [replace(f, side=None) for f in findings]
         change_bit = 0 if override.get("change") == "ignore" else change_bit
         degree_bit = 0 if override.get("degree") == "ignore" else degree_bit
+        pattern_bits = 0 if override.get("pattern") == "ignore" else pattern_bits
     kept = {f.finding for f in findings}
     # A link whose literal reading was taken out (or lies past MAX_FINDINGS) stands in its place.
     findings = [replace(f, beside=None) if f.beside and f.beside not in kept else f for f in findings]
-    return QueryReading(tuple(findings), side, negation, note, location, regions | change_bit | degree_bit,
-                        changes.NAMES.get(change_bit), degrees.NAMES.get(degree_bit))
+    return QueryReading(tuple(findings), side, negation, note, location,
+                        regions | change_bit | degree_bit | pattern_bits, changes.NAMES.get(change_bit),
+                        degrees.NAMES.get(degree_bit), patterns.pattern_names(pattern_bits))
 
 
 _DESCRIPTIONS: dict[int, tuple[object, re.Pattern | None, dict[str, str]]] = {}

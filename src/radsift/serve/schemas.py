@@ -52,6 +52,9 @@ class ReadingOut(BaseModel):
                                                  "better, gone or unchanged (`change=ignore` in `reading` drops it).")
     degree: str | None = Field(None, description="The degree the query asks of its finding: slight, moderate or "
                                                  "marked (`degree=ignore` in `reading` drops it).")
+    pattern: str | None = Field(None, description="The patterns of its look the query asks of its finding: streaky, "
+                                                  "plate-like, subsegmental, patchy, interstitial, perihilar, nodular, "
+                                                  "hazy, diffuse (`pattern=ignore` in `reading` drops them).")
 
 
 class HitOut(BaseModel):

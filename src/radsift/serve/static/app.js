@@ -495,6 +495,10 @@
       chips.append(readingChip("degree", "a degree of the finding in the query (mild, small, severe ...)", null,
         result.reading.degree ? asRead.degree : "ignore", [asRead.degree, "ignore"], asRead.degree));
     }
+    if (asRead.pattern) {
+      chips.append(readingChip("pattern", "a pattern of the finding's look in the query (streaky, platelike ...)", null,
+        result.reading.pattern ? asRead.pattern : "ignore", [asRead.pattern, "ignore"], asRead.pattern));
+    }
     const notes = [];
     if (result.reading.note) notes.push(result.reading.note);
     if (result.negation === "ignore" && asRead.findings.length) notes.push("negation ignored: ranked by similarity only");

@@ -1,0 +1,83 @@
+"""A pattern the query asks of its finding's look: "streaky left basilar opacity", "platelike atelectasis", "bibasilar
+subsegmental atelectasis", "perihilar opacities", "patchy airspace disease", "diffuse osteopenia".
+
+The finding is read as before; the pattern (one or more of :data:`NAMES`) is a bit each (:data:`PATTERN`, above the
+degrees' bits: the region mask is 64 bits wide) in the same region mask, read from queries by their words
+(:func:`query_pattern`) and from units by report words (:data:`UNIT_WORDS`, a unit's from its BM25 postings at search
+time, never stored). The location tier (:mod:`radsift.ranking.places`) ranks, within each of its tiers, the units
+saying a pattern asked ("Streaky left basilar opacity.") before those that do not, as it ranks a degree
+(:mod:`radsift.text.degrees`); a unit stating the finding in other words still ranks before any unit that does not
+state it.
+
+A query's patterns are asked together: a unit saying any of them says the pattern ("patchy or streaky"). Lay words:
+"a thin white line at the bottom of the lung" is a plate-like (linear) one. "focal" is left out: "No focal
+consolidation." says no pattern of a finding it denies, and nearly every report says it.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Pattern bits (of a 64-bit region mask): streaky, plate-like (linear, discoid), subsegmental, patchy, interstitial
+#: (reticular), perihilar, nodular, hazy, diffuse. "Hazy" is haze alone: an ill-defined or vague opacity is no hazy
+#: one (the newcomer judges' reading of *hazy areas in the lungs*).
+STREAKY, PLATE, SUBSEGMENTAL, PATCHY, INTERSTITIAL, PERIHILAR, NODULAR, HAZY, DIFFUSE = (1 << b for b in range(32, 41))
+#: Every pattern bit.
+PATTERN = STREAKY | PLATE | SUBSEGMENTAL | PATCHY | INTERSTITIAL | PERIHILAR | NODULAR | HAZY | DIFFUSE
+#: The name of each pattern, as the reading shows it.
+NAMES = {STREAKY: "streaky", PLATE: "plate-like", SUBSEGMENTAL: "subsegmental", PATCHY: "patchy",
+         INTERSTITIAL: "interstitial", PERIHILAR: "perihilar", NODULAR: "nodular", HAZY: "hazy", DIFFUSE: "diffuse"}
+
+#: (word group, pattern bit): a unit holding every word of a group says that pattern ("plate-like" is two tokens).
+UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
+    tuple(((w,), STREAKY) for w in ("streaky", "streak", "streaks", "strandy", "stranding"))
+    + tuple(((w,), PLATE) for w in ("platelike", "plate", "discoid", "linear", "bandlike"))
+    + ((("subsegmental",), SUBSEGMENTAL),)
+    + ((("patchy",), PATCHY),)
+    + tuple(((w,), INTERSTITIAL) for w in ("interstitial", "reticular", "reticulonodular", "reticulation"))
+    + tuple(((w,), PERIHILAR) for w in ("perihilar", "parahilar"))
+    + ((("nodular",), NODULAR),)
+    + tuple(((w,), HAZY) for w in ("hazy", "haziness", "haze"))
+    + tuple(((w,), DIFFUSE) for w in ("diffuse", "diffusely", "widespread", "generalized"))
+)
+
+#: A query's words for each pattern.
+_QUERY = (
+    (STREAKY, r"streaky|streaks?|strandy|stranding"),
+    (PLATE, r"plate[\s-]?like|discoid|linear|band[\s-]?like|thin\s+(?:white\s+)?lines?"),
+    (SUBSEGMENTAL, r"subsegmental"),
+    (PATCHY, r"patchy|spotty"),
+    (INTERSTITIAL, r"interstitial|reticular|reticulonodular"),
+    (PERIHILAR, r"perihilar|parahilar|around\s+the\s+(?:hila|hilum)"),
+    (NODULAR, r"nodular"),
+    (HAZY, r"hazy|haziness|haze"),
+    (DIFFUSE, r"diffuse(?:ly)?|widespread|generalized|all\s+over"),
+)
+_QUERY_RES = tuple((bits, re.compile(rf"\b(?:{pattern})\b", re.IGNORECASE)) for bits, pattern in _QUERY)
+
+
+def query_pattern(query: str) -> tuple[str | None, int]:
+    """``(the query's words for its patterns, their bits)``; ``(None, 0)`` for none.
+
+    >>> query_pattern("streaky left basilar opacity") == ("streaky", STREAKY)
+    True
+    >>> query_pattern("left basilar opacity")
+    (None, 0)
+    """
+    words, bits = [], 0
+    for bit, pattern in _QUERY_RES:
+        m = pattern.search(query)
+        if m:
+            words.append(" ".join(m.group(0).lower().split()))
+            bits |= bit
+    return (", ".join(words), bits) if bits else (None, 0)
+
+
+def pattern_names(bits: int) -> str | None:
+    """The names of the pattern bits in ``bits`` (:data:`NAMES`), joined; None for none."""
+    names = [name for bit, name in NAMES.items() if bits & bit]
+    return ", ".join(names) if names else None
+
+
+__all__ = ["DIFFUSE", "HAZY", "INTERSTITIAL", "NAMES", "NODULAR", "PATCHY", "PATTERN", "PERIHILAR", "PLATE",
+           "STREAKY", "SUBSEGMENTAL", "UNIT_WORDS", "pattern_names", "query_pattern"]

@@ -1,0 +1,107 @@
+"""A pattern of its look the query asks of its finding (queries_v9 dev "streaky left basilar opacity", "platelike
+atelectasis in the right lower lobe", "diffuse osteopenia"; v10 dev "bibasilar subsegmental atelectasis"): the finding
+is read as before, and within each tier the units saying the pattern rank first, as a degree's do; the bits lie
+above 32, in the 64-bit masks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from radsift.index import build_index
+from radsift.models.hashing import HashingEncoder
+from radsift.ranking.places import location_slots, location_tiers, placed_mask, placed_rows, with_qualifiers
+from radsift.records import Report
+from radsift.search import candidates
+from radsift.text.degrees import DEGREE, SLIGHT
+from radsift.text.locations import LLL
+from radsift.text.patterns import (DIFFUSE, HAZY, PATTERN, PERIHILAR, PLATE, STREAKY, SUBSEGMENTAL, query_pattern)
+from radsift.text.tokens import stem
+
+R = [
+    Report("plain", {"findings": "Left basilar opacity, likely atelectasis. Heart size normal. Lungs otherwise clear."}),
+    Report("streaky", {"findings": "Streaky left basilar opacity, seen again on the frontal and the lateral view of "
+                                   "today's examination. Heart size normal."}),
+    Report("patchy", {"findings": "Patchy left basilar opacity. Heart size normal."}),
+    Report("right", {"findings": "Streaky right basilar opacity. Heart size normal."}),
+    Report("none", {"findings": "No focal opacity. Heart size normal."}),
+]
+
+
+@pytest.mark.parametrize("query, words, bits", [
+    ("streaky left basilar opacity", "streaky", STREAKY),
+    ("platelike atelectasis in the right lower lobe", "platelike", PLATE),
+    ("plate-like atelectasis", "plate-like", PLATE),
+    ("linear atelectasis in the lingula", "linear", PLATE),
+    ("bibasilar subsegmental atelectasis", "subsegmental", SUBSEGMENTAL),
+    ("perihilar opacities with cardiomegaly", "perihilar", PERIHILAR),
+    ("diffuse osteopenia", "diffuse", DIFFUSE),
+    ("hazy ill-defined opacity", "hazy", HAZY),
+    ("ill-defined opacity", None, 0),
+    ("streaky perihilar opacities", "streaky, perihilar", STREAKY | PERIHILAR),
+    ("left basilar opacity", None, 0),
+    ("no focal consolidation", None, 0),
+])
+def test_a_query_names_its_patterns(query, words, bits):
+    assert query_pattern(query) == (words, bits)
+
+
+def test_units_say_a_pattern_from_their_words_and_the_bits_lie_above_32():
+    texts = ["Streaky left basilar opacity.", "Plate-like atelectasis.", "Subsegmental atelectasis.",
+             "Hazy opacity.", "Left basilar opacity.", "Mild diffuse osteopenia.", "Ill-defined opacity."]
+    terms = [{stem(w) for w in t.lower().replace(".", "").replace("-", " ").split()} for t in texts]
+
+    def units_with(stems):
+        return [i for i, t in enumerate(terms) if all(s in t for s in stems)]
+
+    got = with_qualifiers(np.zeros(len(texts), dtype=np.uint64), units_with)
+    assert [int(g) for g in got & np.uint64(PATTERN)] == [STREAKY, PLATE, SUBSEGMENTAL, HAZY, 0, DIFFUSE, 0]
+    assert int(got[5]) & DEGREE == SLIGHT  # a degree beside it, in its own bits
+    assert PATTERN >= 1 << 32 and PATTERN < 1 << 64
+
+
+def test_a_pattern_asked_adds_a_slot_and_its_units_are_placed():
+    units = np.array([LLL | STREAKY, LLL, STREAKY, 0, LLL | HAZY], dtype=np.uint64)
+    assert location_tiers(LLL | STREAKY, units).tolist() == [0, 1, 2, 3, 1]
+    assert location_slots(STREAKY) == 6 and placed_mask(STREAKY) & PATTERN == PATTERN
+    assert placed_mask(LLL) & PATTERN == 0  # no pattern asked: a unit saying one holds the unplaced tier
+    assert placed_rows(units, STREAKY).tolist() == [0, 1, 2, 4]
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    from radsift.search import Index
+
+    root = tmp_path_factory.mktemp("patterns")
+    enc = HashingEncoder(root / "model")
+    build_index(root / "idx", R, encoder=enc, progress=False)
+    return Index.open(root / "idx", encoder=enc)
+
+
+def test_the_reading_shows_the_pattern_and_a_finding_is_needed(index):
+    reading = index.read("streaky left basilar opacity")
+    assert reading.pattern == "streaky" and reading.regions & PATTERN == STREAKY
+    assert "pattern streaky" in reading.describe() and reading.to_dict()["pattern"] == "streaky"
+    assert index.read("streaky").pattern is None  # no finding read: no pattern
+    assert index.read("no streaky opacity").pattern is None  # a denial alone asks none
+    assert index.read("streaky left basilar opacity", reading={"pattern": "ignore"}).pattern is None
+
+
+@pytest.mark.parametrize("engine", candidates.ENGINES)
+def test_units_saying_the_pattern_rank_first_within_the_tier(index, monkeypatch, engine):
+    monkeypatch.setenv(candidates.ENV, engine)
+    order = [h.report_id for h in index.search("streaky left basilar opacity", k=10, mode="hybrid")]
+    assert order[0] == "streaky"
+    assert order.index("plain") < order.index("right")  # the side still ranks before the pattern
+    without = [h.report_id for h in index.search("streaky left basilar opacity", k=10, mode="hybrid",
+                                                 reading={"pattern": "ignore"})]
+    assert without.index("streaky") <= 2
+
+
+def test_with_the_pattern_taken_out_the_units_saying_it_lose_their_lead(index, monkeypatch):
+    monkeypatch.setenv(candidates.ENV, "exact")
+    # "strandy" is no word of the reports' left ones: only the pattern's words bring "Streaky ..." first by BM25
+    with_pattern = [h.report_id for h in index.search("strandy left basilar opacity", k=10, mode="bm25")]
+    without = [h.report_id for h in index.search("strandy left basilar opacity", k=10, mode="bm25",
+                                                 reading={"pattern": "ignore"})]
+    assert with_pattern[0] == "streaky" and without[0] != "streaky"
