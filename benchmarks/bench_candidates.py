@@ -56,7 +56,11 @@ FIXED = ["pneumothorax", "no pneumothorax", "pleural effusion", "no pleural effu
          "small pneumothorax", "severe emphysema", "small new left pleural effusion", "scarring at the bottom of the lungs",
          # two things at once: each part linked, a device by its parts, a place beside two findings (own_reading)
          "curved spine and a twisted aorta", "pacemaker with a hiatal hernia", "bibasilar atelectasis and cardiomegaly",
-         "emphysema with biapical scarring"]
+         "emphysema with biapical scarring",
+         # a finding without another (the absence never filled), COPD read with emphysema, a mediastinal place in
+         # everyday words, a pattern of the look (alone, beside a lobe, beside two findings)
+         "cardiomegaly without pleural effusion", "pleural effusion in a patient with COPD", "metal clips near the heart",
+         "streaky left basilar opacity", "bibasilar subsegmental atelectasis", "perihilar opacities with cardiomegaly"]
 SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
             {"mode": "dense", "level": "report"}, {"mode": "bm25", "level": "report"},
             {"mode": "hybrid", "level": "report", "offset": 20}, {"mode": "hybrid", "level": "report", "target": "impression"},
