@@ -80,6 +80,9 @@ CASES = [
     ("The heart is not enlarged, the lungs are hyperinflated.", [("cardiomegaly", A), ("hyperinflation", P)]),
     ("Heart not enlarged, lungs hyperinflated.", [("cardiomegaly", A), ("hyperinflation", P)]),
     ("The heart is not enlarged, no pleural effusion.", [("cardiomegaly", A), ("pleural effusion", A)]),
+    # what a finding is denied after is done, not denied (queries_v9 "no pleural effusion after bypass surgery")
+    ("No pleural effusion after bypass surgery.", [("pleural effusion", A), ("CABG", P)]),
+    ("No pneumothorax following sternotomy.", [("pneumothorax", A), ("sternotomy wires", P)]),
     ("Not an infiltrate and represents scarring.", [("infiltrate", A), ("scarring", P)]),
     ("Removal of the chest tube with increased atelectasis.", [("chest tube", A), ("atelectasis", P)]),
     ("Emphysema with resolved pneumothorax.", [("emphysema", P), ("pneumothorax", A)]),
