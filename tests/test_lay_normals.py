@@ -236,6 +236,10 @@ def test_a_past_cause_named_is_not_asked_for(labeler) -> None:
     assert "pneumonia" not in [f.finding for f in reading.findings]
     reading = read_query("scarring with an infection", labeler, link=_pair_links, literal=lambda stems: True)
     assert [f.finding for f in reading.findings] == ["scarring", "pneumonia"]  # no past cause: both asked
+    # a cause named specifically stays asked (queries_v12 dev "leftover scarring from an old TB infection")
+    reading = read_query("leftover scarring from an old TB infection", labeler, link=_pair_links,
+                         literal=lambda stems: True)
+    assert [f.finding for f in reading.findings] == ["scarring", "tuberculosis"]
 
 
 def test_a_concepts_own_description_written_whole_names_it(labeler) -> None:

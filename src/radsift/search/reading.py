@@ -203,7 +203,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     if lexicon:
         causes = [c.span() for c in CAUSE.finditer(query)]
         mentions = [m for m in getattr(labeler, "label_query", labeler.label)(query)  # alternatives keep their status
-                    if not any(a <= m.start and m.end <= b for a, b in causes)]  # a cause named is not asked for
+                    if not _generic_cause(m, causes)]
         named = _named_descriptions(query, mentions, labeler, read_as, literal) if read_as != "literal" else {}
         for m in mentions:
             if id(m) in named:
@@ -426,10 +426,22 @@ def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], rea
     return out
 
 
-#: A past cause of what the query asks for: "calcium spots from an old lung infection", "scarring from old TB". The
-#: user asks for what is seen now (the calcified granulomas, the scar), not for the infection.
+#: A past cause of what the query asks for: "calcium spots from an old lung infection", "scarring from old TB". Named
+#: in general words, the user asks for what is seen now (the calcified granulomas), not for the infection
+#: (:func:`_generic_cause`); named specifically (old TB), the cause is asked too.
 CAUSE = re.compile(r"\b(?:from|after|due\s+to|caused\s+by|because\s+of|left\s+by)\s+(?:(?:an?|the|my|his|her|their)\s+)?"
                    r"(?:old|prior|previous|past|healed|remote|earlier|former)\b[^,;]*", re.IGNORECASE)
+#: Words a past cause names only in general: "from an old infection" names no finding the user asks to see.
+_GENERIC_CAUSES = frozenset({"infection", "infections", "lung infection", "chest infection", "infectious process"})
+
+
+def _generic_cause(mention, causes: Sequence[tuple[int, int]]) -> bool:
+    """Whether a lexicon ``mention`` of the query only names a past cause in general words (:data:`CAUSE`,
+    :data:`_GENERIC_CAUSES`): "calcium spots from an old lung infection" asks for the calcified granulomas, not a
+    pneumonia; a cause named specifically stays asked ("scarring from an old TB infection": the tuberculosis)."""
+    return mention.text.lower() in _GENERIC_CAUSES and any(a <= mention.start and mention.end <= b for a, b in causes)
+
+
 #: A pronoun standing for the thing the part before named: "congested lungs with fluid around them".
 PRONOUN = re.compile(r"\b(them|it)\b", re.IGNORECASE)
 #: Words that end a part without naming a thing a pronoun could stand for.
