@@ -36,6 +36,10 @@ from radsift.text.locations import LING, LLL, LUL, RLL, RML, RUL, read_locations
     ("Tiny right apical pneumothorax.", RUL, "right"),
     ("Right upper and middle lobe nodules.", RUL | RML, "right"),
     ("Left upper lung zone nodule.", LUL, "left"),
+    # a zone without "lung" (queries_v12 dev "right upper zone fibrosis", "bilateral lower zone reticulation")
+    ("Right upper zone fibrosis.", RUL, "right"),
+    ("Bilateral lower zone reticulation.", RLL | LLL, None),
+    ("Upper zone fibrosis.", RUL | LUL, None),
 ])
 def test_locations_are_read_with_their_regions_and_side(text, regions, side):
     found = read_locations(text)

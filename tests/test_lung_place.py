@@ -24,6 +24,7 @@ from radsift.text.tokens import tokenize
     ("lung mass", "lung"), ("pulmonary nodules", "pulmonary"), ("a lump in the lung", "lung"),
     ("spots on the lungs", "lungs"), ("nodule within the left lung", "lung"), ("no lung mass", "lung"),
     ("holes in the lungs from smoking", "lungs"), ("Pulmonary Edema", "pulmonary"),
+    ("scarring below the left hilum", "lung"),  # queries_v12 dev: the lung beside a hilum, not the hilum
 ])
 def test_a_query_placing_its_finding_in_the_lung_names_the_lung(query, lung):
     assert lung_place(query) == lung
@@ -123,7 +124,8 @@ def test_a_query_placing_its_finding_in_the_mediastinum_or_a_hilum_names_it(quer
 
 
 @pytest.mark.parametrize("query", ["perihilar opacity", "right hilar and right upper lobe masses", "lung mass",
-                                   "left lower lobe mass", "pneumomediastinum", "fluid around the heart"])
+                                   "left lower lobe mass", "pneumomediastinum", "fluid around the heart",
+                                   "scarring below the left hilum"])
 def test_a_lung_or_lobe_query_names_no_mediastinal_place(query):
     assert mediastinal_place(query) is None
 

@@ -55,8 +55,8 @@ LAY_MIDDLE = re.compile(r"\b(?:(?:near|next\s+to|beside|by)\s+(?:the\s+|my\s+|hi
 HILAR_WORDS: tuple[tuple[str, ...], ...] = (("hilum",), ("hila",), ("hilar",))
 #: Words placing something in the lung; a unit holding one (or naming a lobe) is not a mediastinal one.
 LUNG_WORDS: tuple[tuple[str, ...], ...] = tuple((w,) for w in (
-    "lung", "lungs", "pulmonary", "intrapulmonary", "parenchyma", "parenchymal", "perihilar", "parahilar",
-    "airspace", "alveolar", "lobe", "lobes", "lobar", "lingula", "lingular"))
+    "lung", "lungs", "pulmonary", "intrapulmonary", "parenchyma", "parenchymal", "perihilar", "parahilar", "infrahilar",
+    "suprahilar", "airspace", "alveolar", "lobe", "lobes", "lobar", "lingula", "lingular"))
 
 # What follows a lung word when the lung is not the finding's place: its lining and surface (the pleura), its
 # vessels, its volumes; after a lung word that would modify the finding, also a verb or a preposition ("lungs are
@@ -77,6 +77,11 @@ _PATTERNS = [re.compile(p, re.I) for p in (
 )]
 
 
+#: A place beside a hilum, in the lung around it: "scarring below the left hilum" (reports: "left infrahilar scarring").
+NEAR_HILUM = re.compile(r"\b(?:below|under|beneath|above|around|near|next\s+to|beside)\s+(?:the\s+|both\s+)?"
+                        r"(?:(?:right|left)\s+)?hil(?:um|a|ar)\b", re.IGNORECASE)
+
+
 def lung_place(query: str) -> str | None:
     """The lung word that places the query's finding in the lung ("lung", "pulmonary", "lungs"), or None.
 
@@ -85,6 +90,8 @@ def lung_place(query: str) -> str | None:
     """
     if not locations.enabled() or locations.read_locations(query):
         return None
+    if NEAR_HILUM.search(query):
+        return "lung"  # the lung beside a hilum, not the hilum
     for pattern in _PATTERNS:
         m = pattern.search(query)
         if m:
@@ -100,7 +107,7 @@ def mediastinal_place(query: str) -> str | None:
     if not locations.enabled() or locations.read_locations(query):
         return None
     words = [w.lower() for w in re.findall(r"[A-Za-z]+", query)]
-    if any((w,) in LUNG_WORDS for w in words):
+    if any((w,) in LUNG_WORDS for w in words) or NEAR_HILUM.search(query):
         return None
     if LAY_MIDDLE.search(query):
         return "mediastinum"
@@ -115,5 +122,5 @@ def place_bit(word: str) -> int:
     return HILA if tuple(word.split()) in HILAR_WORDS else MIDDLE
 
 
-__all__ = ["HILA", "HILAR_WORDS", "LAY_MIDDLE", "LOBES", "LUNG", "LUNG_WORDS", "MEDIASTINAL_WORDS", "MEDIASTINUM", "MIDDLE",
+__all__ = ["HILA", "HILAR_WORDS", "LAY_MIDDLE", "LOBES", "NEAR_HILUM", "LUNG", "LUNG_WORDS", "MEDIASTINAL_WORDS", "MEDIASTINUM", "MIDDLE",
            "lung_place", "mediastinal_place", "place_bit"]

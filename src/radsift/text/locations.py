@@ -51,7 +51,7 @@ _PATTERNS: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), kind) for p, ki
     (rf"\b{_SIDE}{_LUNG}\s+{_LEVEL}\s*(?:and|,|/|&)\s*{_LEVEL}\s+lob(?:e|es|ar)\b", "side_levels"),
     # "right lower lobe", "left upper lobar", "right lung lower lobe", "right lower lung zone"
     (rf"\b{_SIDE}{_LUNG}\s+{_LEVEL}[-\s]+lob(?:e|es|ar)\b", "side_level"),
-    (rf"\b{_SIDE}\s+(upper|lower)\s+lung(?:\s+(?:zone|field)s?)?\b", "side_zone"),
+    (rf"\b{_SIDE}\s+(upper|lower)\s+(?:lung(?:\s+(?:zone|field)s?)?|zones?)\b", "side_zone"),
     # "lower lobe of the left lung"
     (rf"\b{_LEVEL}\s+lob(?:e|es)\s+of\s+the\s+{_SIDE}\s+lung\b", "level_of_side"),
     (r"\b(rul|rml|rll|lul|lll)\b", "abbrev"),
@@ -65,14 +65,15 @@ _PATTERNS: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), kind) for p, ki
     (rf"\bbases?\s+of\s+the\s+{_SIDE}\s+lung\b", "base_of_side"),
     # no side named: both lower lobes ("lower lobes bilaterally", "bibasilar", "lung bases")
     (rf"\b(?:{_BOTH}\s+)?{_LEVEL}\s+lob(?:e|es|ar)(?:\s+{_BOTH})?\b", "level"),
-    (r"\b(?:bibasilar|bibasal|bibasally|bibasilarly|basilar|basal|basally|bases|lung\s+base|lower\s+lung\s+"
+    (r"\b(?:bibasilar|bibasal|bibasally|bibasilarly|basilar|basal|basally|bases|lung\s+base|lower\s+(?:lung\s+)?"
      r"(?:zones?|fields?))\b(?!\s+(?:ganglia|cell))", "bases"),
-    (r"\b(?:biapical|apical|apices|lung\s+apex|apex\s+of\s+the\s+lung)\b", "apices"),
+    # "upper zone fibrosis", "upper lung zones": the upper lobes, as apices are
+    (r"\b(?:biapical|apical|apices|lung\s+apex|apex\s+of\s+the\s+lung|upper\s+(?:lung\s+)?zones?)\b", "apices"),
 ]]
 
 
 # Every pattern above holds one of these: a text without any names no location (read in one pass).
-_ANY = re.compile(r"lob|rul|rml|rll|lul|lll|lingul|retrocardiac|apex|apic|bas|lung", re.I)
+_ANY = re.compile(r"lob|rul|rml|rll|lul|lll|lingul|retrocardiac|apex|apic|bas|lung|zone", re.I)
 
 
 def _fingerprint() -> str:
@@ -182,7 +183,8 @@ def describe(regions: int) -> str:
 TRIGGERS = tuple((w,) for w in ("lobe", "lobes", "lobar", "rul", "rml", "rll", "lul", "lll", "lingula", "lingular",
                                  "retrocardiac", "apex", "apices", "apical", "apically", "biapical", "base",
                                  "bases", "basilar", "basal", "basally", "basilarly", "bibasilar", "bibasal",
-                                 "bibasally", "bibasilarly")) + (("upper", "lung"), ("lower", "lung"))
+                                 "bibasally", "bibasilarly")) + (("upper", "lung"), ("lower", "lung"), ("upper", "zone"),
+                                                                 ("lower", "zone"), ("lower", "field"))
 
 __all__ = ["ENV", "FINGERPRINT", "LEFT", "LING", "LLL", "LUL", "Location", "REGION_NAMES", "RIGHT", "RLL", "RML", "RUL",
            "TRIGGERS", "describe", "enabled", "read_locations", "text_regions"]
