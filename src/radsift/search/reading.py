@@ -37,6 +37,7 @@ from radsift.ranking.places import location_slots, location_tiers, where_tiers
 from radsift.ranking.tiers import SIDE_SLOTS, asks_finding, normal_keys, opposite_reports, reading_classes, with_normal
 from radsift.records import QueryReading, ReadFinding
 from radsift.search.concepts import normal_statement
+from radsift.search import clauses
 from radsift.text import bodyplaces, changes, compartments, degrees, locations, patterns, zones
 from radsift.text.normality import NORMAL, sentence_kind
 
@@ -97,12 +98,8 @@ ON_THE_FILM = re.compile(
 #: The negation cues saying something was taken out ("lung removed", "removal of the tube"): of a device, it is gone;
 #: of an organ, a surgery was done (:func:`read_query` links the whole words to tell).
 REMOVAL = re.compile(r"\b(?:remov(?:ed|al)|taken\s+out)\b", re.IGNORECASE)
-#: Where a query joins its parts ("pneumonia with fluid around the lung", "small lungs and a big heart", "hiatal
-#: hernia, lungs clear"): a part that names no lexicon finding beside one that does is linked on its own, or read in
-#: its own words when the index holds them (:func:`read_query`), so the second part is read, not dropped. "without"
-#: is a negation cue, not a join (``\bwith\b`` ends before its "out"). Modes that never link (``bm25``) read the
-#: lexicon's findings alone.
-CLAUSES = re.compile(r"\s*(?:[,;]|\band\b|\bwith\b|\bplus\b|\bbut\b|\balong\s+with\b)\s*", re.IGNORECASE)
+#: A part's link as near as a concept's own everyday name (cosine): taken alone beside parts that link to nothing.
+STRONG_LINK = 0.95
 #: The status a link to a concept takes from a text that calls something normal ("lungs are clear": no opacity).
 _FLIPPED = {"present": "absent", "absent": "present"}
 #: How a query that links to a concept is read: ``both`` (the literal reading, with the link beside it
@@ -201,30 +198,13 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     side = side or implied
     found: dict[str, ReadFinding] = {}
     if lexicon:
-        causes = [c.span() for c in CAUSE.finditer(query)]
-        mentions = [m for m in getattr(labeler, "label_query", labeler.label)(query)  # alternatives keep their status
-                    if not _generic_cause(m, causes)]
-        named = _named_descriptions(query, mentions, labeler, read_as, literal) if read_as != "literal" else {}
-        for m in mentions:
-            if id(m) in named:
-                concept, phrase = named[id(m)]
-                found.setdefault(concept, ReadFinding(concept, m.status, "linked", m.cue, side, phrase, 1.0))
-            else:
-                found.setdefault(m.finding, ReadFinding(m.finding, m.status, "lexicon", m.cue, side))
+        _read_lexicon(found, query, labeler, read_as, literal, side)
     if found and lexicon and link is not None and read_as != "literal":
         _read_parts(found, query, labeler, link, read_as, literal, side)
     phrases = labeler.query_phrases(query) if not found else []
-    if not found and lexicon and link is not None and read_as != "literal":
-        # "curved spine and a twisted aorta": two things asked at once, each part linked on its own where two parts
-        # link to two concepts (the whole words link to one of them). One part's link alone is not taken: a short
-        # part links loosely ("lines" and tubes -> PICC, "out of breath" -> low lung volumes), unless every other part
-        # only calls an organ normal ("healthy lungs but thin bones").
-        parts = _clause_links(query, labeler, link, read_as, literal)
-        concepts = {p[0].concept for p in parts if p[0] is not None}
-        if len(concepts) >= 2 or (len(concepts) == 1 and _rest_normal(query, parts)):
-            for part_link, part_status, part_cue, stays, part_phrases in parts[:MAX_FINDINGS]:
-                _add_reading(found, part_link, part_status, part_cue, side, part_phrases, stays)
-            phrases = []
+    if not found and lexicon and link is not None and read_as != "literal" and \
+            _read_two_things(found, query, labeler, link, read_as, literal, side):
+        phrases = []
     if not found and lexicon and link is not None and read_as != "literal":
         linked, status, cue, surgery = _link_finding(words, labeler, link)
         if surgery:
@@ -284,44 +264,40 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
                         degrees.NAMES.get(degree_bit), patterns.pattern_names(pattern_bits))
 
 
-_DESCRIPTIONS: dict[int, tuple[object, re.Pattern | None, dict[str, str]]] = {}
+def _read_lexicon(found: dict[str, ReadFinding], query: str, labeler, read_as: str,
+                  literal: Callable[[Sequence[str]], bool] | None, side: str | None) -> None:
+    """Add to ``found`` the lexicon's findings of the query (alternatives keep their status), less a past cause
+    named in general words (:func:`radsift.search.clauses.generic_cause`); a mention inside a concept's own
+    description written out whole is read as that concept (:func:`radsift.search.clauses.named_descriptions`)."""
+    causes = [c.span() for c in clauses.CAUSE.finditer(query)]
+    mentions = [m for m in getattr(labeler, "label_query", labeler.label)(query) if not clauses.generic_cause(m, causes)]
+    named = clauses.named_descriptions(query, mentions, getattr(labeler, "lexicon", None),
+                                       lambda words: _words_stay(labeler.query_phrases(words), read_as, literal)) \
+        if read_as != "literal" else {}
+    for m in mentions:
+        if id(m) in named:
+            concept, phrase = named[id(m)]
+            found.setdefault(concept, ReadFinding(concept, m.status, "linked", m.cue, side, phrase, 1.0))
+        else:
+            found.setdefault(m.finding, ReadFinding(m.finding, m.status, "lexicon", m.cue, side))
 
 
-def _descriptions(lexicon) -> tuple[re.Pattern | None, dict[str, str]]:
-    """A pattern of every concept description of ``lexicon`` (longest first) and description -> concept (cached)."""
-    cached = _DESCRIPTIONS.get(id(lexicon))
-    if cached is None or cached[0] is not lexicon:
-        table = {}
-        for concept in lexicon:
-            for d in concept.descriptions:
-                table.setdefault(" ".join(d.lower().split()), concept.name)
-        words = sorted(table, key=len, reverse=True)
-        pattern = re.compile(r"\b(?:" + "|".join(r"\s+".join(map(re.escape, w.split())) for w in words) + r")\b",
-                             re.IGNORECASE) if words else None
-        cached = _DESCRIPTIONS[id(lexicon)] = (lexicon, pattern, table)
-    return cached[1], cached[2]
-
-
-def _named_descriptions(query: str, mentions: Sequence, labeler, read_as: str,
-                        literal: Callable[[Sequence[str]], bool] | None) -> dict[int, tuple[str, str]]:
-    """Lexicon mentions lying in a concept's own description that the query writes out whole, where the index
-    does not hold the description's words and the lexicon reads no mention of that concept in it: ``{id(mention):
-    (concept, description)}``. "zipper scar on the chest" names the sternotomy wires (an everyday name of theirs),
-    not the scarring its "scar" would be read as; "fluid in the chest cavity" is an effusion, no cavity."""
-    lexicon = getattr(labeler, "lexicon", None)
-    if lexicon is None or not mentions:
-        return {}
-    pattern, table = _descriptions(lexicon)
-    out: dict[int, tuple[str, str]] = {}
-    for d in pattern.finditer(query) if pattern is not None else ():
-        concept = table[" ".join(d.group(0).lower().split())]
-        inside = [m for m in mentions if d.start() <= m.start and m.end <= d.end()]
-        if not inside or any(m.finding == concept for m in inside) or \
-                _words_stay(labeler.query_phrases(d.group(0)), read_as, literal):
-            continue
-        for m in inside:
-            out[id(m)] = (concept, d.group(0).lower())
-    return out
+def _read_two_things(found: dict[str, ReadFinding], query: str, labeler, link: Callable[[str], "Link | None"],
+                     read_as: str, literal: Callable[[Sequence[str]], bool] | None, side: str | None) -> bool:
+    """Read a query the lexicon reads nothing of by its parts, where they say two things ("curved spine and a
+    twisted aorta": each part linked on its own where two parts link to two concepts; the whole words link to one of
+    them); whether it was. One part's link alone is not taken: a short part links loosely ("lines" and tubes -> PICC
+    0.71, "out of breath" -> low lung volumes 0.74), unless every other part only calls an organ normal ("healthy
+    lungs but thin bones") or the part is a concept's own everyday name ("swollen heart" 1.00 beside "a flattened
+    vertebra", which links to nothing clearly: :data:`STRONG_LINK`)."""
+    parts = _clause_links(query, labeler, link, read_as, literal)
+    concepts = {p[0].concept for p in parts if p[0] is not None}
+    strong = any(p[0] is not None and p[0].score is not None and p[0].score >= STRONG_LINK for p in parts)
+    if not (len(concepts) >= 2 or (len(concepts) == 1 and (strong or _rest_normal(query, parts)))):
+        return False
+    for part_link, part_status, part_cue, stays, part_phrases in parts[:MAX_FINDINGS]:
+        _add_reading(found, part_link, part_status, part_cue, side, part_phrases, stays)
+    return True
 
 
 def _with_any_of(findings: list[ReadFinding], lexicon) -> list[ReadFinding]:
@@ -398,7 +374,7 @@ def _read_parts(found: dict[str, ReadFinding], query: str, labeler, link: Callab
 def _rest_normal(query: str, parts: Sequence[tuple]) -> bool:
     """Whether the query's parts that link to nothing each only call an organ normal ("healthy lungs"), and at
     least one does (:func:`_clause_links`' parts, of ``query``)."""
-    said = _with_antecedents([p for p in CLAUSES.split(query) if p and any(ch.isalpha() for ch in p)])
+    said = clauses.query_parts(query)
     linked = len([p for p in parts if p[0] is not None])
     rest = [part for part in said if normal_statement(link_words(part))]
     return bool(rest) and len(rest) + linked == len(said)
@@ -411,7 +387,7 @@ def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], rea
     ``stays`` when the part's own words occur in the index (they stay beside the link, as a whole query's do). A part
     that links to nothing but whose words the index holds ("hiatal hernia, lungs clear") is read in its own words:
     ``(None, ..., True, phrases)``."""
-    parts = _with_antecedents([part for part in CLAUSES.split(query) if part and any(ch.isalpha() for ch in part)])
+    parts = clauses.query_parts(query)
     if len(parts) < 2:
         return []
     out = []
@@ -423,42 +399,6 @@ def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], rea
         stays = _words_stay(phrases, read_as, literal)
         if linked is not None or stays:
             out.append((linked, status, cue, stays, phrases))
-    return out
-
-
-#: A past cause of what the query asks for: "calcium spots from an old lung infection", "scarring from old TB". Named
-#: in general words, the user asks for what is seen now (the calcified granulomas), not for the infection
-#: (:func:`_generic_cause`); named specifically (old TB), the cause is asked too.
-CAUSE = re.compile(r"\b(?:from|after|due\s+to|caused\s+by|because\s+of|left\s+by)\s+(?:(?:an?|the|my|his|her|their)\s+)?"
-                   r"(?:old|prior|previous|past|healed|remote|earlier|former)\b[^,;]*", re.IGNORECASE)
-#: Words a past cause names only in general: "from an old infection" names no finding the user asks to see.
-_GENERIC_CAUSES = frozenset({"infection", "infections", "lung infection", "chest infection", "infectious process"})
-
-
-def _generic_cause(mention, causes: Sequence[tuple[int, int]]) -> bool:
-    """Whether a lexicon ``mention`` of the query only names a past cause in general words (:data:`CAUSE`,
-    :data:`_GENERIC_CAUSES`): "calcium spots from an old lung infection" asks for the calcified granulomas, not a
-    pneumonia; a cause named specifically stays asked ("scarring from an old TB infection": the tuberculosis)."""
-    return mention.text.lower() in _GENERIC_CAUSES and any(a <= mention.start and mention.end <= b for a, b in causes)
-
-
-#: A pronoun standing for the thing the part before named: "congested lungs with fluid around them".
-PRONOUN = re.compile(r"\b(them|it)\b", re.IGNORECASE)
-#: Words that end a part without naming a thing a pronoun could stand for.
-_NO_ANTECEDENT = frozenset({"a", "an", "the", "some", "any", "no", "not", "of", "in", "on", "at", "to", "and", "or",
-                            "with", "without", "it", "them", "is", "are", "was", "were"})
-
-
-def _with_antecedents(parts: Sequence[str]) -> list[str]:
-    """``parts`` with a pronoun written out as the last word of the part before it ("fluid around them" after
-    "congested lungs" is "fluid around the lungs"), so that a part is linked in the words it means; a part the
-    pronoun cannot be resolved in keeps its words."""
-    out = []
-    for i, part in enumerate(parts):
-        before = re.findall(r"[a-z][a-z-]*", parts[i - 1].lower()) if i else []
-        if before and before[-1] not in _NO_ANTECEDENT:
-            part = PRONOUN.sub(f"the {before[-1]}", part)
-        out.append(part)
     return out
 
 
