@@ -174,3 +174,12 @@ def test_user_rules_file(tmp_path) -> None:
     custom = Labeler(rules=rules)
     assert labels(custom, "Pneumothorax is excluded.") == [("pneumothorax", A)]
     assert labels(custom, "No pneumothorax.") == [("pneumothorax", P)]  # "no" is not a cue in this file
+
+
+def test_a_negation_end_of_time_stays_a_word_of_the_linked_text() -> None:
+    # "after" ends a denial, but a description linked without it drifted ("partly closed surgery" -> lung resection)
+    labeler = Labeler()
+    text, status, _ = labeler.query_finding_text("the bottom of my lung stays partly closed after surgery")
+    assert "after surgery" in text and status == "present"
+    text, status, cue = labeler.query_finding_text("no fluid after surgery")
+    assert text == "fluid after surgery" and status == "absent" and cue == "no"

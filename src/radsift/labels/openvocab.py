@@ -79,6 +79,9 @@ _SPLIT = frozenset({"and", "or", "with", "plus", ",", ";", "/", "versus", "vs"})
 #: Separators joining subjects that share what is said after them ("heart and lungs are normal").
 _JOINING = frozenset({"and", ","})
 _WORD = re.compile(r"[A-Za-z]")
+#: Negation ends that are words of time: they end a denial ("no pleural effusion after bypass surgery" states the
+#: CABG) and split phrases, but stay words of the text a concept is linked from ("partly closed after surgery").
+_KEPT_CUES = frozenset({"after", "following"})
 _NORMAL_STEMS = frozenset(stem(w) for w in NORMAL_WORDS)
 
 
@@ -144,7 +147,8 @@ class PhraseReader:
         status is that of the query's first finding phrase (``present`` when it has none).
         """
         doc, in_cue = self._cues(query)
-        text = " ".join(t.text for i, t in enumerate(doc) if i not in in_cue and _WORD.search(t.text))
+        text = " ".join(t.text for i, t in enumerate(doc)
+                        if (i not in in_cue or t.lower_ in _KEPT_CUES) and _WORD.search(t.text))
         phrases = self.phrases(query)
         status, cue = (phrases[0].status, phrases[0].cue) if phrases else ("present", None)
         return text, status, cue
