@@ -166,8 +166,9 @@ def _alpha(name: str, value, facts: IndexFacts) -> float | None:
 
 
 READING_HELP = ("Override how the query is read, finding by finding: FINDING=STATUS with STATUS present, absent, "
-                "uncertain or ignore (repeatable), e.g. cardiomegaly=absent; side=ignore drops the side. The "
-                "finding must be one the query was read to name.")
+                "uncertain or ignore (repeatable), e.g. cardiomegaly=absent; side=ignore drops the side, and "
+                "location=, change=, degree= and pattern=ignore the others read. The finding must be one the query "
+                "was read to name.")
 WHERE_HELP = ("Metadata filter (repeatable): KEY=VALUE (or KEY:VALUE) matches exactly, KEY~VALUE case-insensitively "
               "by substring, e.g. indication~cough, KEY>=VALUE and KEY<=VALUE compare as text (date>=2025-01-01); "
               "several filters on one key: any (ranges: all), on several keys: all. Keys must be metadata of the "
