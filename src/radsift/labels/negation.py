@@ -248,7 +248,8 @@ class NegationDetector:
                     joined.setdefault(id(mod), set()).add(m.concept.name)
         alternatives = {key for key, names in joined.items() if len(names) > 1}
         out = []
-        spent_tokens = [_token_range(doc, x, y) for x, y in spent]
+        spent_tokens = [(sp.start, sp.end) for sp in (doc.char_span(x, y, alignment_mode="expand") for x, y in spent)
+                        if sp is not None]
         for span, m in zip(doc.ents, kept):
             status, cue, rule = _decide(doc, span, differential, alternatives, spent_tokens)
             out.append(_mention(m, status, cue, rule))
@@ -295,12 +296,6 @@ def _distance(span, mod) -> int:
     if start >= span.end:
         return start - span.end
     return 0
-
-
-def _token_range(doc: Doc, start_char: int, end_char: int) -> tuple[int, int]:
-    """The tokens of ``doc`` a character span touches, as ``(first, end)``."""
-    inside = [t.i for t in doc if t.idx < end_char and start_char < t.idx + len(t.text)]
-    return (inside[0], inside[-1] + 1) if inside else (0, 0)
 
 
 def _decide(doc: Doc, span, differential: bool = True, alternatives: frozenset | set = frozenset(),

@@ -122,5 +122,5 @@ def place_bit(word: str) -> int:
     return HILA if tuple(word.split()) in HILAR_WORDS else MIDDLE
 
 
-__all__ = ["HILA", "HILAR_WORDS", "LAY_MIDDLE", "LOBES", "NEAR_HILUM", "LUNG", "LUNG_WORDS", "MEDIASTINAL_WORDS", "MEDIASTINUM", "MIDDLE",
-           "lung_place", "mediastinal_place", "place_bit"]
+__all__ = ["HILA", "HILAR_WORDS", "LAY_MIDDLE", "LOBES", "LUNG", "LUNG_WORDS", "MEDIASTINAL_WORDS", "MEDIASTINUM",
+           "MIDDLE", "NEAR_HILUM", "lung_place", "mediastinal_place", "place_bit"]
