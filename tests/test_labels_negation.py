@@ -63,6 +63,15 @@ CASES = [
     ("No change in the small left pleural effusion.", [("pleural effusion", P)]),
     ("There is no interval change in the right upper lobe nodule.", [("nodule", P)]),
     ("Not only cardiomegaly but also effusions.", [("cardiomegaly", P), ("pleural effusion", P)]),
+    # the age is unknown, not whether the finding is there (queries_v12 dev "stomach poking up into the chest and a
+    # squashed vertebra": "An age-indeterminate XXXX fracture is present in the lower thoracic vertebra" read uncertain)
+    ("Age-indeterminate anterior wedging deformity of lower thoracic vertebra.", [("compression fracture", P)]),
+    ("Multiple age-indeterminate left-sided rib fractures.", [("rib fracture", P)]),
+    ("Mild age indeterminate anterior wedging at the T11 level.", [("compression fracture", P)]),
+    ("Possible age-indeterminate fracture of the right 5th rib.", [("rib fracture", U)]),
+    ("Indeterminate opacity in the right lower lobe.", [("lung opacity", U)]),
+    # a predicate of the bones' density (queries_v12 dev "fragile bones and a hiatus hernia")
+    ("Bone density is decreased.", [("osteopenia", P)]),
     # scope ends
     ("No effusion, but there is a small pneumothorax.", [("pleural effusion", A), ("pneumothorax", P)]),
     ("No consolidation; however, there is mild atelectasis.", [("consolidation", A), ("atelectasis", P)]),

@@ -163,6 +163,9 @@ def test_words_of_place_and_substance_are_read():
     assert query_places("fluid in the pleural space") == ["pleura"]
     assert query_places("liquid in the sac around my heart") == ["pericardium"]
     assert query_places("water in the lungs") == ["lung"]
+    # queries_v12 "crooked spine and a fluid build-up by one lung": beside one lung is outside it
+    assert query_places("a fluid build-up by one lung") == ["pleura"]
+    assert query_places("fluid in one lung") == ["lung"]
     # fluid lies on a lung outside it; a spot on the lung is only seen on it
     assert query_places("water on the lungs") == ["pleura"] and query_places("fluid on my left lung") == ["pleura"]
     assert query_places("a shadow on the lung") == [] and query_places("spot on my lung") == []

@@ -22,7 +22,9 @@ labeler reads as absent ("Heart size is normal.") state the absent reading like 
 Several findings ("cardiomegaly with pulmonary edema and bilateral effusions") combine
 lexicographically: a unit that denies any wanted finding (tier 3 in any column) ranks below
 all that deny none; among those, the sum of the per-finding tiers orders (stating all beats
-stating some). At report level the per-finding tier of a report is the best its units state, so
+stating some). Where a query asks some findings present and some absent ("port, no pneumothorax"), the
+findings asked present weigh more (:func:`weights`): a report stating the port and nothing of a
+pneumothorax leads one denying a pneumothorax alone. At report level the per-finding tier of a report is the best its units state, so
 a report is judged on its whole text ("Heart size is normal." anywhere in it denies cardiomegaly),
 and the unit that stands for it is its best unit.
 
@@ -157,13 +159,27 @@ def own_reading(stated: np.ndarray, statuses: Sequence[str], by_report: bool) ->
     return np.where(says & asked & (stated == UNSTATED), np.int8(0), stated).astype(np.int8)
 
 
-def combine(per_finding: np.ndarray) -> np.ndarray:
-    """One tier per row from per-finding tiers: (denies any, sum of tiers), lexicographically."""
+def weights(statuses: Sequence[str] | None, n: int) -> np.ndarray:
+    """Each finding's weight in :func:`combine`: where a query asks some findings present (or uncertain) and some
+    absent, a finding asked present weighs :data:`OPPOSITE_TIER` (more than any tier an absence not denied can
+    cost), so that for "port, no pneumothorax" a report stating the port and nothing of a pneumothorax leads one
+    denying a pneumothorax and naming no port: the absence qualifies what is asked, it is not asked alone. Else 1."""
+    if not statuses or len(statuses) != n:
+        return np.ones(n, dtype=np.int64)
+    asked = np.array([status != "absent" for status in statuses], dtype=bool)
+    return np.where(asked, OPPOSITE_TIER, 1).astype(np.int64) if asked.any() and not asked.all() \
+        else np.ones(n, dtype=np.int64)
+
+
+def combine(per_finding: np.ndarray, statuses: Sequence[str] | None = None) -> np.ndarray:
+    """One tier per row from per-finding tiers: (denies any, weighted sum of tiers), lexicographically; the weights
+    are :func:`weights` of the findings' wanted ``statuses`` (all 1 without them)."""
     n, f = per_finding.shape
     if f == 1:
         return per_finding[:, 0].astype(np.int64)
+    w = weights(statuses, f)
     denies = (per_finding == OPPOSITE_TIER).any(axis=1).astype(np.int64)
-    return denies * (OPPOSITE_TIER * f + 1) + per_finding.sum(axis=1, dtype=np.int64)
+    return denies * (OPPOSITE_TIER * int(w.sum()) + 1) + (per_finding.astype(np.int64) * w).sum(axis=1)
 
 
 def side_tiers(side: str, has_left: np.ndarray, has_right: np.ndarray, has_bilateral: np.ndarray) -> np.ndarray:
@@ -291,12 +307,13 @@ def unit_tiers(stated: np.ndarray | None, statuses: Sequence[str], sides: np.nda
     if stated is None:
         reading = np.zeros(n, dtype=np.int64)
     else:
-        reading = combine(_resolve(own_reading(stated, statuses, group_of is not None), statuses))
+        reading = combine(_resolve(own_reading(stated, statuses, group_of is not None), statuses), statuses)
     tiers = reading * slots + (0 if sides is None else sides)
     if group_of is not None and stated is not None and n:
         # A report is judged on its whole text: per finding, the best reading any of its units states.
         group_of = np.asarray(group_of, dtype=np.int64)
-        report = combine(_resolve(report_readings(stated, statuses, group_of, int(group_of.max()) + 1), statuses))
+        report = combine(_resolve(report_readings(stated, statuses, group_of, int(group_of.max()) + 1), statuses),
+                         statuses)
         tiers = report[group_of] * (int(tiers.max()) + 1) + tiers
     return tiers
 

@@ -348,7 +348,7 @@ class QueryTiers:
         self.special = self._memo["special"]
         self.slots = SIDE_SLOTS * (location_slots(self.regions) if self.regions else 1)
         no_reading = np.array([[NO_READING[s] for s in self.statuses]], dtype=np.int8)
-        self.rep_default = int(combine(no_reading)[0]) if self.statuses else 0
+        self.rep_default = int(combine(no_reading, self.statuses)[0]) if self.statuses else 0
         side_default = 1 if self.side and sides is not None else 0
         self.default_unit = self.rep_default * self.slots + side_default + unplaced_key(self.regions)
         self.by_report = by_report and bool(self.statuses) and post.n_units > 0
@@ -488,7 +488,7 @@ class QueryTiers:
         return out
 
     def _unit_tiers(self, rows: np.ndarray) -> np.ndarray:
-        reading = (combine(self._resolve(own_reading(self.stated(rows), self.statuses, self.by_report)))
+        reading = (combine(self._resolve(own_reading(self.stated(rows), self.statuses, self.by_report)), self.statuses)
                    if self.statuses else np.zeros(rows.size, dtype=np.int64))
         sides = places = None
         if self.side and self.sides is not None:
@@ -546,7 +546,7 @@ class QueryTiers:
         return reports if opposite is None or not opposite.size else reports[~np.isin(reports, opposite)]
 
     def _report_tiers(self, reports: np.ndarray) -> np.ndarray:
-        return combine(self._resolve(self.report_best(reports)))
+        return combine(self._resolve(self.report_best(reports)), self.statuses)
 
     def classes(self, best: np.ndarray) -> np.ndarray:
         """:func:`radsift.ranking.tiers.reading_classes` of per-finding best tiers."""

@@ -101,13 +101,13 @@ MAX_EXPANSION_WORDS = 3
 #: 214 of 223; 0.07: 0.975, 199 of 204); one outside finding of 141 links at any margin.
 LINK_MARGIN = 0.05
 
-_DET = r"(?:(?:the|my|his|her|their|a|both|either|each|right|left|\w+al)\s+){0,2}"
+_DET = r"(?:(?:the|my|his|her|their|a|one|both|either|each|right|left|\w+al)\s+){0,2}"
 #: Places a finding text may name, each as (the words that name it in a query, the words that put a
 #: concept there in its name or synonyms, the places it rules out). A query naming a place links only
 #: to concepts of that place; ``lung`` (inside the lung) rules the pleura and the pericardium out.
 PLACES: dict[str, tuple[re.Pattern, re.Pattern | None, tuple[str, ...]]] = {
     "pleura": (re.compile(r"\b(?:around|surrounding|encasing|outside|about|lining(?:\s+of)?|covering|beside|alongside|"
-                          r"next\s+to|adjacent\s+to)\s+" + _DET
+                          r"next\s+to|adjacent\s+to|by)\s+" + _DET
                           + r"lungs?\b|\b(?:fluid|water|liquid|blood|pus)\s+on\s+" + _DET
                           + r"lungs?\b|\blungs?\W+lining|\bpleura\w*|\bchest\s+wall\s+and\s+" + _DET
                           + r"lungs?\b|\bbetween\s+" + _DET + r"lungs?\s+and\b", re.IGNORECASE),
