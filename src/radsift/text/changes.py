@@ -22,10 +22,12 @@ from radsift.text.tokens import word_groups
 
 #: Change bits: the finding is new, worse, better, gone (resolved, removed) or the same as before.
 NEW, WORSE, BETTER, GONE, SAME = 1 << 24, 1 << 25, 1 << 26, 1 << 27, 1 << 28
+#: The finding is old (healed, chronic, remote): its age, the other end of "new" (above the patterns' bits).
+OLD = 1 << 41
 #: Every change bit.
-CHANGE = NEW | WORSE | BETTER | GONE | SAME
+CHANGE = NEW | WORSE | BETTER | GONE | SAME | OLD
 #: The name of each change, as the reading shows it.
-NAMES = {NEW: "new", WORSE: "worse", BETTER: "better", GONE: "gone", SAME: "unchanged"}
+NAMES = {NEW: "new", WORSE: "worse", BETTER: "better", GONE: "gone", SAME: "unchanged", OLD: "old"}
 
 
 #: (word group, change bit): a unit holding every word of a group says that change. Words whose stem a state
@@ -42,6 +44,9 @@ UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
     + ((("no", "longer"), GONE), (("no", "new"), SAME), (("no", "change"), SAME), (("no", "changes"), SAME))
     + word_groups(SAME, "stable", "stably", "unchanged", "persistent", "persists", "persisting", "again", "similar",
                   "redemonstrated", "remains")
+    # an old finding: "Old healed left rib fractures", "chronic compression deformity", "sequela of prior
+    # granulomatous disease" ("healing" stems as "healed": a healing fracture is no new one either)
+    + word_groups(OLD, "old", "healed", "chronic", "chronically", "remote", "longstanding", "sequela", "sequelae")
 )
 
 #: A query's words for each change, most specific first (the first that matches is the query's change).
@@ -55,6 +60,8 @@ _QUERY = (
     (WORSE, r"(?:getting|got|grown|grew|growing)\s+(?:bigger|larger|worse)|worse(?:ning|ned)?|increasing|"
             r"progress(?:ing|ion|ed)|enlarging|bigger\s+than\s+(?:before|last)"),
     (NEW, r"new(?:ly)?|developed|developing|appeared"),
+    # "old compression fracture", "healed rib fracture" ("chronic obstructive" names a disease, not its age)
+    (OLD, r"old|healed|chronic(?!\s+obstructive)|remote|long-?standing"),
 )
 _QUERY_RES = tuple((bits, re.compile(rf"\b(?:{pattern})\b", re.IGNORECASE)) for bits, pattern in _QUERY)
 #: Words that only place a change in time ("since last time", "than before", "interval"): a query of them and a
@@ -88,5 +95,5 @@ def only_change(text: str, words: str) -> bool:
     return not re.search(r"[a-z]", TIME_WORDS.sub(" ", rest), re.IGNORECASE)
 
 
-__all__ = ["BETTER", "CHANGE", "GONE", "NAMES", "NEW", "SAME", "TIME_WORDS", "UNIT_WORDS", "WORSE", "only_change",
+__all__ = ["BETTER", "CHANGE", "GONE", "NAMES", "NEW", "OLD", "SAME", "TIME_WORDS", "UNIT_WORDS", "WORSE", "only_change",
            "query_change"]
