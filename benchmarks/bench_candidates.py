@@ -60,7 +60,10 @@ FIXED = ["pneumothorax", "no pneumothorax", "pleural effusion", "no pleural effu
          # a finding without another (the absence never filled), COPD read with emphysema, a mediastinal place in
          # everyday words, a pattern of the look (alone, beside a lobe, beside two findings)
          "cardiomegaly without pleural effusion", "pleural effusion in a patient with COPD", "metal clips near the heart",
-         "streaky left basilar opacity", "bibasilar subsegmental atelectasis", "perihilar opacities with cardiomegaly"]
+         "streaky left basilar opacity", "bibasilar subsegmental atelectasis", "perihilar opacities with cardiomegaly",
+         # an absence beside a finding asked present weighs less (tiers.weights), an old finding (a change bit)
+         "chest port, no pneumothorax", "emphysema without signs of CHF", "old compression fracture",
+         "healed rib fracture"]
 SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
             {"mode": "dense", "level": "report"}, {"mode": "bm25", "level": "report"},
             {"mode": "hybrid", "level": "report", "offset": 20}, {"mode": "hybrid", "level": "report", "target": "impression"},

@@ -50,6 +50,8 @@ R = [
     ("healed broken rib", "healed", OLD),
     ("chronic changes in the lungs", "chronic", OLD),
     ("chronic obstructive pulmonary disease", None, 0),
+    ("calcium spots from an old lung infection", None, 0),  # a cause, not the finding's age
+    ("no old x-rays to compare", None, 0),
     ("left lower lobe opacity", None, 0),
     ("big heart", None, 0),
 ])
