@@ -31,6 +31,9 @@ from radsift.text.tokens import tokenize
     ("shoulder replacement", "shoulder", SHOULDER),
     ("humeral head prosthesis", "humeral head", SHOULDER | HUMERUS),
     ("sternotomy wires", "sternotomy", STERNUM),
+    # queries_v12 dev "clips from a thyroidectomy": the clips lie in the neck, at the thoracic inlet
+    ("clips from a thyroidectomy", "thyroidectomy", NECK),
+    ("surgical clips at the thoracic inlet", "thoracic inlet", NECK),
 ])
 def test_a_query_names_its_body_place(query, words, bits):
     assert query_places(query) == (words, bits)
