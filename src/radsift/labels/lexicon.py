@@ -22,6 +22,8 @@ File format (YAML; the packaged chest X-ray lexicon is ``data/chest_xray.yaml``)
           hemopneumothorax: [pneumothorax]
         any_of: [consolidation]     # optional: concepts a report writes for it without naming it; a
                                     #   query for it accepts a unit stating any of them (the query reader)
+        signs: [pulmonary edema]    # optional: concepts a film shows it by; a query for it, present or
+                                    #   absent ("no signs of CHF"), accepts a unit stating or denying them
         observations: [enlarged cardiac silhouette]  # optional: its phrases that describe what is seen
                                     #   rather than name it; a doubt naming it ("cardiomegaly versus
                                     #   pericardial effusion") outranks them (radsift.labels.observations)
@@ -64,7 +66,7 @@ MAX_GAP = 4  # words a "*" in a phrase may stand for
 
 _TOP_KEYS = {"version", "name", "description", "categories", "concepts"}
 _CONCEPT_KEYS = {"name", "category", "synonyms", "absent_phrases", "normal_subjects", "description",
-                 "descriptions", "parts", "phrase_parts", "observations", "any_of"}
+                 "descriptions", "parts", "phrase_parts", "observations", "any_of", "signs"}
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
 
 
@@ -93,6 +95,9 @@ class Concept:
         any_of: Concepts a report writes for this one without naming it (pneumonia: consolidation, infiltrate,
             airspace disease): a query for it accepts a unit stating any of them
             (:func:`radsift.search.reading.read_query`); the stored labels are untouched.
+        signs: Concepts a film shows this one by (congestive heart failure: pulmonary edema, vascular
+            congestion): a query for it accepts a unit stating them, and a query denying it ("no signs of CHF") a
+            unit denying them, where ``any_of`` holds for presence alone ("no consolidation" is no "no pneumonia").
     """
 
     name: str
@@ -107,6 +112,7 @@ class Concept:
     phrase_parts: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
     observations: tuple[tuple[str, ...], ...] = ()
     any_of: tuple[str, ...] = ()
+    signs: tuple[str, ...] = ()
 
     def observes(self, words: tuple[str, ...]) -> bool:
         """Whether a mention's normalized words are one of :attr:`observations` (a ``*`` spans 0 to
@@ -293,6 +299,7 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
     concepts = []
     pending: list[tuple[str, int, str]] = []  # (part, line, concept): checked once every name is known
     pending_any: list[tuple[str, int, str]] = []  # the same for any_of
+    pending_signs: list[tuple[str, int, str]] = []  # and for signs
     for node, name, category, lists in raw:
         line = node.line
         if name.casefold() in names:
@@ -328,6 +335,8 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
         observations = _read_observations(node, name, normalizer, phrases, source)
         any_of = [(" ".join(p.split()), ln) for p, ln in string_list(node, "any_of", source, f"concept {name!r}")]
         pending_any.extend((alt, ln, name) for alt, ln in any_of)
+        signs = [(" ".join(p.split()), ln) for p, ln in string_list(node, "signs", source, f"concept {name!r}")]
+        pending_signs.extend((sign, ln, name) for sign, ln in signs)
         concepts.append(
             Concept(
                 name=name,
@@ -342,6 +351,7 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
                 phrase_parts=tuple((k, tuple(p for p, _ in names)) for k, _, names in phrase_parts),
                 observations=observations,
                 any_of=tuple(p for p, _ in any_of),
+                signs=tuple(p for p, _ in signs),
             )
         )
         for k, ln, _ in phrase_parts:
@@ -349,7 +359,7 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
                 raise LexiconError(f"{source}:{ln}: phrase_parts of {name!r}: {' '.join(k)!r} is not one of its phrases")
         for part, ln in parts + [p for *_, names in phrase_parts for p in names]:
             pending.append((part, ln, name))
-    _check_named({n for _, n, _, _ in raw}, source, part=pending, any_of=pending_any)
+    _check_named({n for _, n, _, _ in raw}, source, part=pending, any_of=pending_any, signs=pending_signs)
     _check_descriptions(raw, phrases, source)
     return Lexicon(
         concepts=tuple(concepts),
@@ -361,7 +371,8 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
 
 
 def _check_named(known: set[str], source: str, **named: list[tuple[str, int, str]]) -> None:
-    """Every ``(other concept, line, concept)`` of each key (``part``, ``any_of``) names another known concept."""
+    """Every ``(other concept, line, concept)`` of each key (``part``, ``any_of``, ``signs``) names another known
+    concept."""
     for key, items in named.items():
         for other, ln, name in items:
             if other not in known or other == name:

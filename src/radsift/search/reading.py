@@ -302,15 +302,17 @@ def _read_two_things(found: dict[str, ReadFinding], query: str, labeler, link: C
 
 def _with_any_of(findings: list[ReadFinding], lexicon) -> list[ReadFinding]:
     """The findings, a lexicon one asked present or uncertain with what a unit may state in its place (the lexicon's
-    ``any_of``, less the query's other findings); a denial stays literal ("no pneumonia" is not denied by "no focal
-    consolidation" alone ... nor contradicted by a consolidation called atelectasis)."""
+    ``any_of`` and ``signs``, less the query's other findings); a denial stays literal ("no pneumonia" is not denied
+    by "no focal consolidation" alone ... nor contradicted by a consolidation called atelectasis) but for the signs a
+    film shows a finding by ("no signs of CHF": "No pulmonary edema." denies them, "Pulmonary edema." states one)."""
     if lexicon is None:
         return findings
     named = {f.finding for f in findings}
     out = []
     for f in findings:
-        concept = lexicon[f.finding] if f.labeled and f.status != "absent" and f.finding in lexicon else None
-        alts = tuple(a for a in concept.any_of if a not in named) if concept is not None else ()
+        concept = lexicon[f.finding] if f.labeled and f.finding in lexicon else None
+        alts = () if concept is None else concept.signs if f.status == "absent" else concept.any_of + concept.signs
+        alts = tuple(a for a in dict.fromkeys(alts) if a not in named)
         out.append(replace(f, any_of=alts) if alts else f)
     return out
 
