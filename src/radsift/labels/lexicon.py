@@ -271,14 +271,7 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
         LexiconError: Naming ``source`` and the line of the first problem.
     """
     data = load_yaml(text, source)
-    if data is None:
-        raise LexiconError(f"{source}: empty lexicon file")
-    check_keys(data, _TOP_KEYS, {"concepts"}, source, "lexicon")
-    if "version" in data and data["version"] != 1:
-        raise LexiconError(f"{source}:{data.line_of('version')}: unsupported lexicon version {data['version']!r}")
-    for key in ("name", "description"):
-        if key in data and not isinstance(data[key], str):
-            raise LexiconError(f"{source}:{data.line_of(key)}: {key!r} must be a string")
+    _check_header(data, source)
     categories = tuple(c for c, _ in string_list(data, "categories", source, "lexicon"))
     concepts_node = data["concepts"]
     if not isinstance(concepts_node, LineList) or not concepts_node:
@@ -333,10 +326,8 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
         description = node.get("description")
         parts, phrase_parts = _read_parts(node, name, normalizer, source)
         observations = _read_observations(node, name, normalizer, phrases, source)
-        any_of = [(" ".join(p.split()), ln) for p, ln in string_list(node, "any_of", source, f"concept {name!r}")]
-        pending_any.extend((alt, ln, name) for alt, ln in any_of)
-        signs = [(" ".join(p.split()), ln) for p, ln in string_list(node, "signs", source, f"concept {name!r}")]
-        pending_signs.extend((sign, ln, name) for sign, ln in signs)
+        any_of = _read_named(node, "any_of", name, source, pending_any)
+        signs = _read_named(node, "signs", name, source, pending_signs)
         concepts.append(
             Concept(
                 name=name,
@@ -368,6 +359,26 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
         categories=categories,
         normalizer=normalizer,
     )
+
+
+def _check_header(data, source: str) -> None:
+    """The lexicon file's top level: not empty, known keys, version 1, a name and a description as strings."""
+    if data is None:
+        raise LexiconError(f"{source}: empty lexicon file")
+    check_keys(data, _TOP_KEYS, {"concepts"}, source, "lexicon")
+    if "version" in data and data["version"] != 1:
+        raise LexiconError(f"{source}:{data.line_of('version')}: unsupported lexicon version {data['version']!r}")
+    for key in ("name", "description"):
+        if key in data and not isinstance(data[key], str):
+            raise LexiconError(f"{source}:{data.line_of(key)}: {key!r} must be a string")
+
+
+def _read_named(node, key: str, name: str, source: str, pending: list[tuple[str, int, str]]) -> list[tuple[str, int]]:
+    """A concept's list of other concepts under ``key`` (``any_of``, ``signs``) as ``(name, line)``, each also queued
+    in ``pending`` for :func:`_check_named` once every name is known."""
+    named = [(" ".join(p.split()), ln) for p, ln in string_list(node, key, source, f"concept {name!r}")]
+    pending.extend((other, ln, name) for other, ln in named)
+    return named
 
 
 def _check_named(known: set[str], source: str, **named: list[tuple[str, int, str]]) -> None:
