@@ -61,7 +61,8 @@ FIXED = ["pneumothorax", "no pneumothorax", "pleural effusion", "no pleural effu
          # everyday words, a pattern of the look (alone, beside a lobe, beside two findings)
          "cardiomegaly without pleural effusion", "pleural effusion in a patient with COPD", "metal clips near the heart",
          "streaky left basilar opacity", "bibasilar subsegmental atelectasis", "perihilar opacities with cardiomegaly",
-         # an absence beside a finding asked present weighs less (tiers.weights), an old finding (a change bit), the signs of a finding (lexicon signs)
+         # an absence beside a finding asked present weighs less (tiers.weights), an old finding (a change bit), a
+         # finding's signs (the lexicon's signs)
          "chest port, no pneumothorax", "emphysema without signs of CHF", "old compression fracture",
          "healed rib fracture", "pacemaker with no signs of heart failure", "heart failure"]
 SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
