@@ -24,9 +24,9 @@ lexicographically: a unit that denies any wanted finding (tier 3 in any column) 
 all that deny none; among those, the sum of the per-finding tiers orders (stating all beats
 stating some). Where a query asks some findings present and some absent ("port, no pneumothorax"), the
 findings asked present weigh more (:func:`weights`): a report stating the port and nothing of a
-pneumothorax leads one denying a pneumothorax alone. At report level the per-finding tier of a report is the best its units state, so
-a report is judged on its whole text ("Heart size is normal." anywhere in it denies cardiomegaly),
-and the unit that stands for it is its best unit.
+pneumothorax leads one denying a pneumothorax alone. At report level the per-finding tier of a report
+is the best its units state, so a report is judged on its whole text ("Heart size is normal." anywhere
+in it denies cardiomegaly), and the unit that stands for it is its best unit.
 
 Sides add a second key within a reading tier: same side 0, no side word (or both sides named)
 1, the opposite side 2 (for "bilateral": one side only is the opposite). A query naming a lobe
