@@ -50,7 +50,6 @@ R = [
     ("healed broken rib", "healed", OLD),
     ("chronic changes in the lungs", "chronic", OLD),
     ("chronic obstructive pulmonary disease", None, 0),
-    ("calcium spots from an old lung infection", None, 0),  # a cause, not the finding's age
     ("no old x-rays to compare", None, 0),
     ("left lower lobe opacity", None, 0),
     ("big heart", None, 0),
@@ -106,6 +105,14 @@ def test_the_reading_shows_the_change_and_a_change_alone_is_read(index):
     assert alone.findings == () and alone.change == "worse" and alone.active
     assert index.read("pacemaker taken out").findings[0].status == "absent"
     assert index.read("new pleural effusion", reading={"change": "ignore"}).change is None
+
+
+def test_a_past_cause_asks_no_change():
+    # "from an old infection" names how the finding came (clauses.CAUSE), not its age
+    found = [ReadFinding("calcified granuloma", "present", "linked")]
+    assert _read_change("calcium spots from an old lung infection", found) == (found, 0)
+    assert _read_change("scars from an old infection", found) == (found, 0)
+    assert _read_change("old scars at the top of the lungs", found) == (found, OLD)
 
 
 def test_an_organ_removed_is_a_surgery_done_and_asks_no_change():

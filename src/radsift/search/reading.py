@@ -321,7 +321,8 @@ def _read_change(query: str, findings: list[ReadFinding]) -> tuple[list[ReadFind
     """The findings less a phrase of change words alone ("worse than last time"), and the query's change bit
     (:func:`radsift.text.changes.query_change`; 0 for none, or where locations are not read). An organ removed
     ("lung taken out": a surgery, read present) asks for no change."""
-    change, bit = changes.query_change(query) if locations.enabled() else (None, 0)
+    # a past cause ("calcium spots from an old lung infection") says how the finding came, not its change or age
+    change, bit = changes.query_change(clauses.CAUSE.sub(" ", query)) if locations.enabled() else (None, 0)
     if bit == changes.GONE and REMOVAL.search(change) and any(f.status == "present" for f in findings):
         return findings, 0
     if bit:

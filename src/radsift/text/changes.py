@@ -60,10 +60,10 @@ _QUERY = (
     (WORSE, r"(?:getting|got|grown|grew|growing)\s+(?:bigger|larger|worse)|worse(?:ning|ned)?|increasing|"
             r"progress(?:ing|ion|ed)|enlarging|bigger\s+than\s+(?:before|last)"),
     (NEW, r"new(?:ly)?|developed|developing|appeared"),
-    # "old compression fracture", "healed rib fracture" ("chronic obstructive" names a disease, not its age; "from an
-    # old infection" names a cause, and "old x-rays" earlier studies)
-    (OLD, r"(?<!from\san\s)(?<!from\s)(?<!after\san\s)old(?!\s+(?:x-?rays?|films?|stud(?:y|ies)|images?|exams?|"
-          r"comparisons?|reports?)\b)|healed|chronic(?!\s+obstructive)|remote|long-?standing"),
+    # "old compression fracture", "healed rib fracture" ("chronic obstructive" names a disease, not its age; "old
+    # x-rays" are earlier studies; a past cause, "from an old infection", is taken out by the query reader first)
+    (OLD, r"old(?!\s+(?:x-?rays?|films?|stud(?:y|ies)|images?|exams?|comparisons?|reports?)\b)|healed|"
+          r"chronic(?!\s+obstructive)|remote|long-?standing"),
 )
 _QUERY_RES = tuple((bits, re.compile(rf"\b(?:{pattern})\b", re.IGNORECASE)) for bits, pattern in _QUERY)
 #: Words that only place a change in time ("since last time", "than before", "interval"): a query of them and a
