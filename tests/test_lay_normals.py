@@ -86,8 +86,9 @@ def test_a_device_removed_is_still_gone(labeler) -> None:
 @pytest.mark.parametrize("query, read", [
     ("x-ray came back clean", "normal chest x-ray"),
     ("my chest x-ray was fine", "normal chest x-ray"),
-    ("lungs are dry", "no fluid in the lungs"),
-    ("dry lungs", "no fluid in the lungs"),
+    ("lungs are dry", "no pulmonary edema"),
+    ("dry lungs", "no pulmonary edema"),
+    ("big heart, lungs dry, no effusion", "big heart, no pulmonary edema, no effusion"),
     ("dry cough", "dry cough"),
 ])
 def test_a_clean_film_and_dry_lungs_are_read_as_reports_say_them(query, read) -> None:

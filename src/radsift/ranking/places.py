@@ -31,7 +31,7 @@ from radsift.text.changes import UNIT_WORDS as CHANGE_WORDS
 from radsift.text.degrees import DEGREE
 from radsift.text.degrees import UNIT_WORDS as DEGREE_WORDS
 from radsift.text.compartments import HILA, HILAR_WORDS, LOBES, LUNG, LUNG_WORDS, MEDIASTINAL_WORDS, MEDIASTINUM, MIDDLE
-from radsift.text.locations import LING, LUL, TRIGGERS, text_regions
+from radsift.text.locations import EVERY, LING, LLL, LUL, RLL, RML, RUL, TRIGGERS, text_regions
 from radsift.text.patterns import PATTERN
 from radsift.text.patterns import UNIT_WORDS as PATTERN_WORDS
 from radsift.text.tokens import stem
@@ -59,16 +59,36 @@ def _asked(regions: int) -> list[int]:
     return [regions & family for family in QUALIFIERS if regions & family]
 
 
+def lobe_groups(regions: int) -> list[int]:
+    """The lobes a query's regions name apart (:data:`~radsift.text.locations.EVERY`), each as its bits ("left upper
+    lobe": the lobe with its lingula; "lingula": the lingula alone); none for a query not naming them apart.
+    "RML and RLL infiltrates" names two: a unit stating both ranks before one stating one."""
+    if not regions & EVERY:
+        return []
+    groups = [bit for bit in (RUL, RML, RLL, LLL) if regions & bit]
+    if regions & LUL:
+        groups.append(LUL | LING)
+    elif regions & LING:
+        groups.append(LING)
+    return groups
+
+
+def _keys(regions: int) -> int:
+    """How many keys split each location tier: one per qualifier asked, and one for two lobes or more."""
+    return len(_asked(regions)) + (len(lobe_groups(regions)) > 1)
+
+
 def location_slots(regions: int) -> int:
     """How many location tiers (:func:`location_tiers`) a query's regions give: 3, times one more for each qualifier
-    asked (a change: 6; a change and a degree: 9)."""
-    return LOCATION_SLOTS * (len(_asked(regions)) + 1)
+    asked (a change: 6; a change and a degree: 9), and one more for two lobes or more."""
+    return LOCATION_SLOTS * (_keys(regions) + 1)
 
 
 def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
     """Per-unit location tier for a query's regions: overlapping 0, no location 1, only other regions 2; with
     qualifiers among the regions (:data:`QUALIFIERS`: a change, a degree), ``that * (asked + 1) + missing``, where
-    ``missing`` counts the asked qualifiers the unit does not say.
+    ``missing`` counts the asked qualifiers the unit does not say; a query naming two lobes or more
+    (:func:`lobe_groups`) asks one key more, missed by a unit that does not name them all.
 
     A query of the lung (:data:`~radsift.text.compartments.LUNG`): 2 for a unit of the mediastinum or hila
     alone (:data:`~radsift.text.compartments.MEDIASTINUM`), 1 for every other (the tier of a unit naming no
@@ -80,11 +100,14 @@ def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
     for a lingula query, the spine for a thoracic spine query) counts as naming no place (:func:`_meets`).
     """
     unit_regions = np.asarray(unit_regions)
-    asked = _asked(regions)
     tiers = _place_tiers(regions & ~QUALIFIER_BITS, unit_regions)
-    if asked:
-        missing = sum(((unit_regions & bits) == 0).astype(np.int64) for bits in asked)
-        tiers = tiers * (len(asked) + 1) + missing
+    keys = _keys(regions)
+    if keys:
+        missing = sum(((unit_regions & bits) == 0).astype(np.int64) for bits in _asked(regions))
+        groups = lobe_groups(regions)
+        if len(groups) > 1:  # short of every lobe asked: one more key, however many lobes are missing
+            missing = missing + np.any([(unit_regions & g) == 0 for g in groups], axis=0).astype(np.int64)
+        tiers = tiers * (keys + 1) + missing
     return tiers
 
 
@@ -243,6 +266,6 @@ def where_tiers(locations: np.ndarray | None, sides: np.ndarray | None) -> np.nd
     return np.asarray(locations, dtype=np.int64) * SIDE_SLOTS + side_part
 
 
-__all__ = ["LOCATION_SLOTS", "QUALIFIERS", "QUALIFIER_BITS", "location_flags", "location_slots", "location_tiers",
+__all__ = ["LOCATION_SLOTS", "QUALIFIERS", "QUALIFIER_BITS", "lobe_groups", "location_flags", "location_slots", "location_tiers",
            "placed_mask", "placed_rows",
            "unplaced_key", "where_tiers", "with_body_places", "with_qualifiers", "with_compartments", "with_implied_sides"]

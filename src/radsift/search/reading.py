@@ -38,6 +38,7 @@ from radsift.ranking.tiers import SIDE_SLOTS, asks_finding, normal_keys, opposit
 from radsift.records import QueryReading, ReadFinding
 from radsift.search.concepts import normal_statement
 from radsift.search import clauses
+from radsift.search.lay import LAY_SIZES, better_without_change, lay_normals, link_words
 from radsift.text import bodyplaces, changes, compartments, degrees, locations, patterns, zones
 from radsift.text.normality import NORMAL, sentence_kind
 
@@ -54,31 +55,6 @@ OVERRIDE_STATUSES = ("present", "absent", "uncertain", "ignore")
 #: as reports and the lexicon write them ("overinflated"), so the prefix is neither a phrase of its own nor lost.
 PREFIXES = re.compile(r"\b(hyper|hypo|over|under|non|post|pre|sub|peri|intra|inter|retro)-(?=[^\W\d_]{3,})",
                       re.IGNORECASE)
-#: Lay words for a size that reports write otherwise ("big heart": "the heart is large"): replaced before the
-#: query is read, so that the lexicon's phrases and the open-vocabulary reader meet the reports' word (the
-#: concept linker still reads the user's words: descriptions say "too big").
-LAY_SIZES = re.compile(r"\bbig\b", re.IGNORECASE)
-#: Lay words calling an organ normal ("lungs look fine", "healthy lungs", "heart is okay"): reports write "normal"
-#: or "clear", so they are replaced before the query is read, the linker's words included (a normal statement's
-#: link states its concept absent: ``normal_statement``). "fine" and "good" only after a verb ("fine nodules").
-LAY_NORMALS = (
-    (re.compile(r"\b(?:looks?|looked|seems?|appears?)\s+(?:to\s+be\s+)?(okay|ok|fine|alright|all\s+right|good|healthy|"
-                r"normal|clear|unremarkable)\b", re.IGNORECASE), r"are \1"),
-    (re.compile(r"\b(okay|ok|fine|alright|all\s+right|good|healthy)\b(?=\W*$)", re.IGNORECASE), "normal"),
-    (re.compile(r"\b(?:healthy|normal[\s-]looking|healthy[\s-]looking)\b", re.IGNORECASE), "normal"),
-    # "x-ray came back clean": the film is normal, as reports say it ("normal chest x-ray")
-    (re.compile(r"^\W*(?:(?:my|the|his|her)\s+)?(?:chest\s+)?(?:x\W?rays?|xrays?|films?|cxr)\s+(?:came\s+back|was|is|looks?)\s+"
-                r"(?:clean|clear|normal|fine|okay|ok|good)\W*$", re.IGNORECASE), "normal chest x-ray"),
-    (re.compile(r"\b(?:came\s+back\s+)?clean\b(?=\W*$)", re.IGNORECASE), "normal"),
-    # "tortuous aorta, otherwise normal", "old scarring but nothing acute": nothing else of note, as reports say it
-    # ("No acute cardiopulmonary process."), not the word "normal" stated nor "acute" something present
-    # (a part of its own: "lungs are otherwise clear" stays; "low lung volumes, otherwise clear" is the lungs clear)
-    (re.compile(r"(?:^|(?<=,)|(?<=;)|(?<=\bbut)|(?<=\band))\s*(?:otherwise|else)\s+(?:normal|unremarkable|negative|"
-                r"fine|okay|ok|healthy)\b|\bnothing\s+(?:else\s+)?acute\b", re.IGNORECASE), " no acute disease"),
-    # "lungs are dry", "dry lungs": no fluid in them (an embedding hears "wet" in "dry")
-    (re.compile(r"\b(lungs?|chest)\s+(?:are|is|look|looks|seem|seems)\s+dry\b", re.IGNORECASE), r"no fluid in the \1"),
-    (re.compile(r"\bdry\s+(lungs?|chest)\b", re.IGNORECASE), r"no fluid in the \1"),
-)
 #: A head noun shared by two modifiers joined by "and" ("endotracheal and nasogastric tubes"): written out for each
 #: ("endotracheal tube and nasogastric tube") when the first modifier with the head names a lexicon phrase.
 #: The second modifier is no article or possessive: "fluid around the lungs and a pacemaker" shares no head.
@@ -87,14 +63,6 @@ SHARED_HEAD = re.compile(r"\b([a-z][\w-]*)\s+and\s+(?!(?:a|an|the|some|my|his|he
 #: A question mark closing a query: the user asks whether the finding is there, which is no hedge
 #: (in a report "Pneumonia?" is hypothetical: :mod:`radsift.labels` rules).
 QUESTION = re.compile(r"\s*\?+\s*$")
-#: Where everything in a report is seen ("on the x-ray", "in my chest film"): these words say nothing of what the
-#: finding is, so the concept linker compares the finding text without them (an embedding hears "x-ray" and
-#: drifts from the finding toward whatever description names a film). An organ named with the film stays
-#: ("on my lung x-ray" -> "on my lung"): it says where.
-ON_THE_FILM = re.compile(
-    r"\s*\b(?:seen\s+)?(?P<where>(?:on|in|from)\s+(?:(?:the|my|this|a|his|her|their)\s+)?)"
-    r"(?P<organ>(?:chest|lungs?)\s+)?(?:x\W?rays?|xrays?|cxr|films?|radiographs?|scans?|images?|pictures?)\b",
-    re.IGNORECASE)
 #: The negation cues saying something was taken out ("lung removed", "removal of the tube"): of a device, it is gone;
 #: of an organ, a surgery was done (:func:`read_query` links the whole words to tell).
 REMOVAL = re.compile(r"\b(?:remov(?:ed|al)|taken\s+out)\b", re.IGNORECASE)
@@ -106,14 +74,6 @@ _FLIPPED = {"present": "absent", "absent": "present"}
 #: when the query's phrase occurs in the index; the link alone when it occurs nowhere), ``literal`` (never
 #: linked) or ``linked`` (the link in the literal reading's place, whatever the index holds).
 READ_AS = ("both", "literal", "linked")
-
-
-def lay_normals(query: str) -> str:
-    """``query`` with its lay words for normal written as reports write them (:data:`LAY_NORMALS`):
-    "lungs look fine" -> "lungs are normal", "healthy lungs" -> "normal lungs"."""
-    for pattern, repl in LAY_NORMALS:
-        query = pattern.sub(repl, query)
-    return query
 
 
 def shared_heads(query: str, labeler) -> str:
@@ -131,16 +91,6 @@ def shared_heads(query: str, labeler) -> str:
         return f"{a} {head} and {b} {head}"
 
     return SHARED_HEAD.sub(one, query)
-
-
-def link_words(query: str) -> str:
-    """The words of ``query`` the concept linker reads: the query less where it is seen (:data:`ON_THE_FILM`)."""
-    return ON_THE_FILM.sub(_organ_seen, query).strip() or query
-
-
-def _organ_seen(m: re.Match) -> str:
-    """What stays of a place of seeing: the organ, if the film was named with one ("on my lung x-ray")."""
-    return f" {m['where']}{m['organ'].strip()}" if m["organ"] else ""
 
 
 def parse_override(items: Iterable[str] | Mapping[str, str] | None) -> dict[str, str]:
@@ -195,6 +145,8 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     query = LAY_SIZES.sub("large", query)
     side = query_side(query)
     location, regions, implied = _query_location(query)
+    if side in ("left", "right") and regions & locations.EVERY and regions & locations.LEFT and regions & locations.RIGHT:
+        side = "bilateral"  # "right middle lobe and lingula": the side word names one of two lobes on two sides
     side = side or implied
     found: dict[str, ReadFinding] = {}
     if lexicon:
@@ -338,7 +290,9 @@ def _link_finding(words: str, labeler,
     ("lungs are clear") states the linked concept absent, and "lungs are not clear" (the statement read absent:
     the labeler keeps the "not") states it present."""
     text, status, cue = labeler.query_finding_text(words)
-    linked = link(text) if text else None
+    linked = better_without_change(text, link(text), link) if text else None
+    if text and linked is None and bodyplaces.BONE_WORDS.search(text):
+        linked = link(bodyplaces.BONE_WORDS.sub("the bone", text))  # "cracked shoulder blade": a cracked bone
     if cue and REMOVAL.search(cue):
         whole = link(words)
         lexicon = getattr(labeler, "lexicon", None)
@@ -419,10 +373,11 @@ def _query_location(query: str, body: bool = True) -> tuple[str | None, int, str
         words = ", ".join(w for w in (lung, middle, body) if w)
         bits |= (compartments.LUNG if lung else 0) | (compartments.place_bit(middle) if middle else 0)
         return (words, bits, None) if words else (None, 0, None)
-    regions = zone_regions
+    zone = locations.Location(zone_regions, zone_words or "", 0, 0)
+    regions = zone_regions | locations.apart(locs + [zone])
     for loc in locs:
         regions |= loc.regions
-    sides = {loc.side for loc in locs if loc.side} | {locations.Location(zone_regions, "", 0, 0).side} - {None}
+    sides = {loc.side for loc in locs if loc.side} | {zone.side} - {None}
     words = [loc.text.lower() for loc in locs] + ([zone_words] if zone_words else [])
     return ", ".join(words), regions, sides.pop() if len(sides) == 1 else None
 

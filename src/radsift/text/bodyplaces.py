@@ -19,6 +19,8 @@ thoracic spine, "lower cervical spinal fusion" the cervical spine, while "spinal
 
 from __future__ import annotations
 
+import re
+
 from radsift.text import locations
 from radsift.text.tokens import stem, token_spans, word_groups
 
@@ -64,6 +66,19 @@ PLACE_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
     + word_groups(AXILLA, "axilla", "axillae", "axillary")
 )
 
+#: Everyday names of the places in a query, read as the report words (queries only: units keep :data:`PLACE_WORDS`).
+LAY_PLACES = tuple((re.compile(rf"\b{pattern}\b", re.IGNORECASE), word) for pattern, word in (
+    (r"shoulder[\s-]?blades?", "scapula"), (r"upper\s+arms?|arm\s+bones?", "humerus"),
+    (r"collar[\s-]?bones?", "clavicle"), (r"breast[\s-]?bones?", "sternum"), (r"back[\s-]?bones?", "spine")))
+
+
+#: A bone of the shoulder girdle, arm or breastbone named in a query, in report or everyday words: the concept linker
+#: tries the finding's words with it written "bone" ("cracked shoulder blade": a cracked bone, its place read apart).
+BONE_WORDS = re.compile(r"\b(?:the\s+|my\s+|his\s+|her\s+)?(?:(?:right|left)\s+)?(?:shoulder[\s-]?blades?|scapulae?|"
+                        r"upper\s+arms?|arm\s+bones?|humerus|humeri|collar[\s-]?bones?|clavicles?|breast[\s-]?bones?|"
+                        r"sternum)\b", re.IGNORECASE)
+
+
 def is_whole(bits: int) -> bool:
     """Whether a word group's bits are a whole family (:data:`FAMILIES`): they give way to a part named beside."""
     return bits in FAMILIES
@@ -84,6 +99,8 @@ def query_places(query: str) -> tuple[str | None, int]:
     read (``RADSIFT_LOCATIONS=off``)."""
     if not locations.enabled():
         return None, 0
+    for pattern, word in LAY_PLACES:
+        query = pattern.sub(word, query)
     spans = token_spans(query)
     stems = {s for _, _, s in spans}
     held = [(words, bits) for words, bits in PLACE_WORDS if all(stem(w) in stems for w in words)]
@@ -102,6 +119,7 @@ def query_places(query: str) -> tuple[str | None, int]:
     return text, found
 
 
-__all__ = ["ABDOMEN", "AXILLA", "BODY", "CLAVICLE", "FAMILIES", "HUMERUS", "JUGULAR", "NECK", "PLACE_WORDS", "RIBS",
+__all__ = ["ABDOMEN", "AXILLA", "BODY", "BONE_WORDS", "CLAVICLE", "FAMILIES", "HUMERUS", "JUGULAR", "LAY_PLACES", "NECK", "PLACE_WORDS",
+           "RIBS",
            "SCAPULA", "SHOULDER", "SPINE", "SPINE_C", "SPINE_L", "SPINE_T", "STERNUM", "SUBCLAVIAN", "is_whole",
            "query_places", "resolve"]

@@ -58,7 +58,9 @@ _QUERY = (
     (BETTER, r"(?:getting|got|gotten|becoming)\s+(?:better|smaller)|better|improv(?:ed|ing|ement)|shrinking|shrunk|"
              r"decreas(?:ed|ing)|resolving|clearing(?:\s+up)?|(?:smaller|less)\s+than\s+(?:before|last|prior)"),
     (WORSE, r"(?:getting|got|grown|grew|growing)\s+(?:bigger|larger|worse)|worse(?:ning|ned)?|increasing|"
-            r"progress(?:ing|ion|ed)|enlarging|bigger\s+than\s+(?:before|last)"),
+            r"progress(?:ing|ion|ed)|enlarging|bigger\s+than\s+(?:before|last)|"
+            # "is growing", "growing nodule", "has grown"; not "nothing growing in the lungs" (no mass at all)
+            r"(?<!nothing\s)(?<!anything\s)growing(?!\s+(?:in|on|inside|within|out|from)\b)|(?:has|have)\s+grown|grew"),
     (NEW, r"new(?:ly)?|developed|developing|appeared"),
     # "old compression fracture", "healed rib fracture" ("chronic obstructive" names a disease, not its age; "old
     # x-rays" are earlier studies; a past cause, "from an old infection", is taken out by the query reader first)

@@ -48,9 +48,11 @@ MEDIASTINAL_WORDS: tuple[tuple[str, ...], ...] = tuple((w,) for w in (
     "mediastinum", "mediastinal", "hilum", "hila", "hilar", "paratracheal", "aortopulmonary", "subcarinal",
     "precarinal", "prevascular", "paraesophageal")) + (("ap", "window"),)
 #: Everyday words for the mediastinum in a query: "metal clips near the heart" (reports: "mediastinal clips"), "a
-#: mass in the middle of the chest". Not "around the heart" ("fluid around the heart" is the pericardium's).
+#: mass in the middle of the chest", "a growth between the lungs". Not "around the heart" ("fluid around the heart" is
+#: the pericardium's).
 LAY_MIDDLE = re.compile(r"\b(?:(?:near|next\s+to|beside|by)\s+(?:the\s+|my\s+|his\s+|her\s+)?heart|"
-                        r"(?:in\s+)?the\s+(?:middle|center|centre)\s+of\s+(?:the\s+|my\s+)?chest)\b", re.IGNORECASE)
+                        r"(?:in\s+)?the\s+(?:middle|center|centre)\s+of\s+(?:the\s+|my\s+)?chest|"
+                        r"between\s+(?:the\s+|my\s+|both\s+)?(?:two\s+)?lungs)\b", re.IGNORECASE)
 #: Those of :data:`MEDIASTINAL_WORDS` naming a hilum (:data:`HILA`); the others name the mediastinum (:data:`MIDDLE`).
 HILAR_WORDS: tuple[tuple[str, ...], ...] = (("hilum",), ("hila",), ("hilar",))
 #: Words placing something in the lung; a unit holding one (or naming a lobe) is not a mediastinal one.
@@ -107,10 +109,10 @@ def mediastinal_place(query: str) -> str | None:
     if not locations.enabled() or locations.read_locations(query):
         return None
     words = [w.lower() for w in re.findall(r"[A-Za-z]+", query)]
+    if LAY_MIDDLE.search(query) and not NEAR_HILUM.search(query):
+        return "mediastinum"  # before the lung words: "between the lungs" names them to place what lies outside
     if any((w,) in LUNG_WORDS for w in words) or NEAR_HILUM.search(query):
         return None
-    if LAY_MIDDLE.search(query):
-        return "mediastinum"
     for group in MEDIASTINAL_WORDS:
         if all(g in words for g in group):
             return " ".join(group)

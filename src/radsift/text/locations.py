@@ -29,6 +29,10 @@ from pathlib import Path
 RUL, RML, RLL, LUL, LING, LLL = 1, 2, 4, 8, 16, 32
 RIGHT = RUL | RML | RLL
 LEFT = LUL | LING | LLL
+#: A query's bit (never a unit's): it names two lobes or more apart ("RML and RLL infiltrates", "right upper and lower
+#: lobes"), each on its side; a unit naming every one of them ranks first (:func:`radsift.ranking.places.lobe_groups`).
+#: "Bibasilar" or "the bottom of the lung" name the bases as one place: either base meets them.
+EVERY = 1 << 42
 #: Region bit -> name, for display.
 REGION_NAMES = {RUL: "right upper lobe", RML: "right middle lobe", RLL: "right lower lobe",
                 LUL: "left upper lobe", LING: "lingula", LLL: "left lower lobe"}
@@ -161,6 +165,17 @@ def read_locations(text: str) -> list[Location]:
     return sorted(out, key=lambda loc: loc.start)
 
 
+def apart(locs: list[Location]) -> int:
+    """:data:`EVERY` when the one-sided locations among ``locs`` name two lobes or more ("RML and RLL", "right upper and
+    lower lobes", "right middle lobe and lingula"), else 0 ("bibasilar", "both apices", "left lower lobe")."""
+    regions = 0
+    for loc in locs:
+        if loc.side:
+            regions |= loc.regions
+    lobes = sum(bool(regions & bit) for bit in (RUL, RML, RLL, LLL)) + bool(regions & (LUL | LING))
+    return EVERY if lobes > 1 else 0
+
+
 def text_regions(text: str) -> tuple[int, int]:
     """``(regions, implied sides)`` of a text: the union of its locations' regions, and a bit mask of the
     sides its one-sided locations imply (1 left, 2 right: "RLL" is on the right; "bases" implies none)."""
@@ -186,5 +201,5 @@ TRIGGERS = tuple((w,) for w in ("lobe", "lobes", "lobar", "rul", "rml", "rll", "
                                  "bibasally", "bibasilarly")) + (("upper", "lung"), ("lower", "lung"), ("upper", "zone"),
                                                                  ("lower", "zone"), ("lower", "field"))
 
-__all__ = ["ENV", "FINGERPRINT", "LEFT", "LING", "LLL", "LUL", "Location", "REGION_NAMES", "RIGHT", "RLL", "RML", "RUL",
-           "TRIGGERS", "describe", "enabled", "read_locations", "text_regions"]
+__all__ = ["ENV", "EVERY", "FINGERPRINT", "LEFT", "LING", "LLL", "LUL", "Location", "REGION_NAMES", "RIGHT", "RLL", "RML", "RUL",
+           "TRIGGERS", "apart", "describe", "enabled", "read_locations", "text_regions"]
