@@ -87,3 +87,15 @@ def test_a_bone_anchor_is_orthopedic_hardware_and_suture_material_is_not(labeler
         ["Right humeral head bone anchor.", "Suture anchors in the left shoulder.", "Suture material at the left apex."])]
     assert found[0] == [("orthopedic hardware", "present")] and found[1] == [("orthopedic hardware", "present")]
     assert found[2] == [("surgical staples", "present")]
+
+
+@pytest.mark.parametrize("sentence, found", [
+    ("There is mild deformity of the T9 vertebral body.", [("compression fracture", "present")]),
+    ("Stable deformities within the midthoracic spine.", [("compression fracture", "present")]),
+    ("Vertebral body deformity in the lumbar spine.", [("compression fracture", "present")]),
+    ("No vertebral deformity.", [("compression fracture", "absent")]),
+    ("Pectus deformity.", [("pectus deformity", "present")]),
+])
+def test_a_vertebras_deformity_is_its_compression(labeler, sentence, found):
+    # "swollen heart and a flattened vertebra" (queries_v12 dev): reports write "deformity of the T9 vertebral body"
+    assert [(m.finding, m.status) for m in labeler.label_sentences([sentence])[0]] == found
