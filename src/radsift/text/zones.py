@@ -25,11 +25,15 @@ ZONE = re.compile(r"\b(?:(right|left)\s+)?mid[\s-]?(?:lungs?(?:\s+(?:zones?|fiel
 #: read in :mod:`radsift.text.locations`).
 BEHIND_HEART = re.compile(r"\bbehind\s+the\s+(?:heart|cardiac\s+(?:silhouette|shadow))\b", re.IGNORECASE)
 #: Lay words for a base or an apex: "scarring at the bottom of the lungs", "spot at the top of the lung", "the lower part
-#: of the left lung", "lung lining thickened at the bottom"; read as "bases" and "apices" are (the lower and upper
-#: lobes). "on top of COPD" is none.
+#: of the left lung", "lung lining thickened at the bottom", "density low in the left chest"; read as "bases" and
+#: "apices" are (the lower and upper lobes). "on top of COPD" is none.
 LAY_ENDS = re.compile(r"\b(?:(?:at|in|on|near)\s+)?(?:the\s+)?(bottom|bottoms|base|lower\s+parts?|top|tops|upper\s+parts?)"
                       r"\s+of\s+(?:the\s+|my\s+|both\s+|his\s+|her\s+)?(?:(right|left)\s+)?lungs?\b|"
-                      r"\bat\s+the\s+(bottom|top)\b(?!\s+of)", re.IGNORECASE)
+                      r"\bat\s+the\s+(bottom|top)\b(?!\s+of)|"
+                      # "density low in the left chest", "high in the right lung", "lower left chest" (not "upper left
+                      # chest": a port's or a pacemaker's place in the chest wall)
+                      r"\b(?:(low|lower)\s+(?:in\s+(?:the\s+|my\s+)?)?(right|left)\s+(?:chest|lung)|"
+                      r"(high|upper)\s+(?:in\s+(?:the\s+|my\s+)?)?(right|left)\s+lung)\b", re.IGNORECASE)
 #: The lobe each side's mid zone holds.
 _LOBE_OF = {"left": LING, "right": RML, None: LING | RML}
 #: The lobes each side's base and apex are.
@@ -42,9 +46,10 @@ def query_zones(query: str) -> tuple[str | None, int]:
     found = [(m.group(0), _LOBE_OF[m.group(1).lower() if m.group(1) else None]) for m in ZONE.finditer(query)]
     found += [(m.group(0), LLL) for m in BEHIND_HEART.finditer(query)]
     for m in LAY_ENDS.finditer(query):
-        end = (m.group(1) or m.group(3)).lower()
-        level = "up" if end.startswith(("top", "upper")) else "low"
-        found.append((m.group(0).strip(), _END_OF[level, m.group(2).lower() if m.group(2) else None]))
+        end = (m.group(1) or m.group(3) or m.group(4) or m.group(6)).lower()
+        side = m.group(2) or m.group(5) or m.group(7)
+        level = "up" if end.startswith(("top", "upper", "high")) else "low"
+        found.append((m.group(0).strip(), _END_OF[level, side.lower() if side else None]))
     if not found:
         return None, 0
     regions = 0
