@@ -64,7 +64,12 @@ FIXED = ["pneumothorax", "no pneumothorax", "pleural effusion", "no pleural effu
          # an absence beside a finding asked present weighs less (tiers.weights), an old finding (a change bit), a
          # finding's signs (the lexicon's signs)
          "chest port, no pneumothorax", "emphysema without signs of CHF", "old compression fracture",
-         "healed rib fracture", "pacemaker with no signs of heart failure", "heart failure"]
+         "healed rib fracture", "pacemaker with no signs of heart failure", "heart failure",
+         # lobes asked apart (one key more), the airspace words' alternatives, a base in everyday words, the mediastinum
+         # in everyday words, a bone place, a change read apart from the linked words
+         "RML and RLL infiltrates", "opacities in the right middle lobe and lingula", "left midzone consolidation",
+         "density low in the left chest", "growth between the lungs", "cracked shoulder blade",
+         "lung nodule is growing", "compression deformity"]
 SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
             {"mode": "dense", "level": "report"}, {"mode": "bm25", "level": "report"},
             {"mode": "hybrid", "level": "report", "offset": 20}, {"mode": "hybrid", "level": "report", "target": "impression"},
