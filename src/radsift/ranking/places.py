@@ -31,7 +31,7 @@ from radsift.text.changes import UNIT_WORDS as CHANGE_WORDS
 from radsift.text.degrees import DEGREE
 from radsift.text.degrees import UNIT_WORDS as DEGREE_WORDS
 from radsift.text.compartments import HILA, HILAR_WORDS, LOBES, LUNG, LUNG_WORDS, MEDIASTINAL_WORDS, MEDIASTINUM, MIDDLE
-from radsift.text.locations import EVERY, LING, LLL, LUL, RLL, RML, RUL, TRIGGERS, text_regions
+from radsift.text.locations import EVERY, LING, LUL, TRIGGERS, lobes, text_regions
 from radsift.text.patterns import PATTERN
 from radsift.text.patterns import UNIT_WORDS as PATTERN_WORDS
 from radsift.text.tokens import stem
@@ -60,28 +60,22 @@ def _asked(regions: int) -> list[int]:
 
 
 def lobe_groups(regions: int) -> list[int]:
-    """The lobes a query's regions name apart (:data:`~radsift.text.locations.EVERY`), each as its bits ("left upper
-    lobe": the lobe with its lingula; "lingula": the lingula alone); none for a query not naming them apart.
-    "RML and RLL infiltrates" names two: a unit stating both ranks before one stating one."""
-    if not regions & EVERY:
-        return []
-    groups = [bit for bit in (RUL, RML, RLL, LLL) if regions & bit]
-    if regions & LUL:
-        groups.append(LUL | LING)
-    elif regions & LING:
-        groups.append(LING)
-    return groups
+    """The lobes a query's regions name apart (:data:`~radsift.text.locations.EVERY`), each as its bits
+    (:func:`radsift.text.locations.lobes`); none for a query not naming them apart. "RML and RLL infiltrates" names
+    two: a unit stating both ranks before one stating one."""
+    return lobes(regions) if regions & EVERY else []
 
 
-def _keys(regions: int) -> int:
-    """How many keys split each location tier: one per qualifier asked, and one for two lobes or more."""
-    return len(_asked(regions)) + (len(lobe_groups(regions)) > 1)
+def _keys(regions: int, groups: list[int]) -> int:
+    """How many keys split each location tier: one per qualifier asked, and one for two lobes or more (``groups``:
+    :func:`lobe_groups`)."""
+    return len(_asked(regions)) + (len(groups) > 1)
 
 
 def location_slots(regions: int) -> int:
     """How many location tiers (:func:`location_tiers`) a query's regions give: 3, times one more for each qualifier
     asked (a change: 6; a change and a degree: 9), and one more for two lobes or more."""
-    return LOCATION_SLOTS * (_keys(regions) + 1)
+    return LOCATION_SLOTS * (_keys(regions, lobe_groups(regions)) + 1)
 
 
 def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
@@ -101,10 +95,10 @@ def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
     """
     unit_regions = np.asarray(unit_regions)
     tiers = _place_tiers(regions & ~QUALIFIER_BITS, unit_regions)
-    keys = _keys(regions)
+    groups = lobe_groups(regions)
+    keys = _keys(regions, groups)
     if keys:
         missing = sum(((unit_regions & bits) == 0).astype(np.int64) for bits in _asked(regions))
-        groups = lobe_groups(regions)
         if len(groups) > 1:  # short of every lobe asked: one more key, however many lobes are missing
             missing = missing + np.any([(unit_regions & g) == 0 for g in groups], axis=0).astype(np.int64)
         tiers = tiers * (keys + 1) + missing

@@ -66,17 +66,16 @@ PLACE_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
     + word_groups(AXILLA, "axilla", "axillae", "axillary")
 )
 
-#: Everyday names of the places in a query, read as the report words (queries only: units keep :data:`PLACE_WORDS`).
-LAY_PLACES = tuple((re.compile(rf"\b{pattern}\b", re.IGNORECASE), word) for pattern, word in (
-    (r"shoulder[\s-]?blades?", "scapula"), (r"upper\s+arms?|arm\s+bones?", "humerus"),
-    (r"collar[\s-]?bones?", "clavicle"), (r"breast[\s-]?bones?", "sternum"), (r"back[\s-]?bones?", "spine")))
-
-
+#: Everyday names of the places in a query (pattern, the report word): read as the report words (queries only: units
+#: keep :data:`PLACE_WORDS`).
+_LAY_NAMES = ((r"shoulder[\s-]?blades?", "scapula"), (r"upper\s+arms?|arm\s+bones?", "humerus"),
+              (r"collar[\s-]?bones?", "clavicle"), (r"breast[\s-]?bones?", "sternum"), (r"back[\s-]?bones?", "spine"))
+LAY_PLACES = tuple((re.compile(rf"\b(?:{pattern})\b", re.IGNORECASE), word) for pattern, word in _LAY_NAMES)
 #: A bone of the shoulder girdle, arm or breastbone named in a query, in report or everyday words: the concept linker
 #: tries the finding's words with it written "bone" ("cracked shoulder blade": a cracked bone, its place read apart).
-BONE_WORDS = re.compile(r"\b(?:the\s+|my\s+|his\s+|her\s+)?(?:(?:right|left)\s+)?(?:shoulder[\s-]?blades?|scapulae?|"
-                        r"upper\s+arms?|arm\s+bones?|humerus|humeri|collar[\s-]?bones?|clavicles?|breast[\s-]?bones?|"
-                        r"sternum)\b", re.IGNORECASE)
+BONE_WORDS = re.compile(r"\b(?:the\s+|my\s+|his\s+|her\s+)?(?:(?:right|left)\s+)?(?:"
+                        + "|".join(pattern for pattern, word in _LAY_NAMES if word != "spine")
+                        + r"|scapulae?|humerus|humeri|clavicles?|sternum)\b", re.IGNORECASE)
 
 
 def is_whole(bits: int) -> bool:

@@ -165,6 +165,17 @@ def read_locations(text: str) -> list[Location]:
     return sorted(out, key=lambda loc: loc.start)
 
 
+def lobes(regions: int) -> list[int]:
+    """The lobes ``regions`` name, each as its bits ("left upper lobe": the lobe with its lingula; "lingula": the
+    lingula alone)."""
+    groups = [bit for bit in (RUL, RML, RLL, LLL) if regions & bit]
+    if regions & LUL:
+        groups.append(LUL | LING)
+    elif regions & LING:
+        groups.append(LING)
+    return groups
+
+
 def apart(locs: list[Location]) -> int:
     """:data:`EVERY` when the one-sided locations among ``locs`` name two lobes or more ("RML and RLL", "right upper and
     lower lobes", "right middle lobe and lingula"), else 0 ("bibasilar", "both apices", "left lower lobe")."""
@@ -172,8 +183,7 @@ def apart(locs: list[Location]) -> int:
     for loc in locs:
         if loc.side:
             regions |= loc.regions
-    lobes = sum(bool(regions & bit) for bit in (RUL, RML, RLL, LLL)) + bool(regions & (LUL | LING))
-    return EVERY if lobes > 1 else 0
+    return EVERY if len(lobes(regions)) > 1 else 0
 
 
 def text_regions(text: str) -> tuple[int, int]:
@@ -202,4 +212,4 @@ TRIGGERS = tuple((w,) for w in ("lobe", "lobes", "lobar", "rul", "rml", "rll", "
                                                                  ("lower", "zone"), ("lower", "field"))
 
 __all__ = ["ENV", "EVERY", "FINGERPRINT", "LEFT", "LING", "LLL", "LUL", "Location", "REGION_NAMES", "RIGHT", "RLL", "RML", "RUL",
-           "TRIGGERS", "apart", "describe", "enabled", "read_locations", "text_regions"]
+           "TRIGGERS", "apart", "describe", "enabled", "lobes", "read_locations", "text_regions"]
