@@ -82,6 +82,10 @@ _WORD = re.compile(r"[A-Za-z]")
 #: Negation ends that are words of time: they end a denial ("no pleural effusion after bypass surgery" states the
 #: CABG) and split phrases, but stay words of the text a concept is linked from ("partly closed after surgery").
 _KEPT_CUES = frozenset({"after", "following"})
+#: Words of an organ working as it should ("not working", "not fully inflated", "not opening up"): "not" before one
+#: states a finding, so it is no denial of a state with its copula left out (:func:`_negated_statement`).
+_WORKING = frozenset("working functioning moving pumping opening inflated inflating expanded expanding aerated "
+                     "breathing clear normal well fully properly completely right".split())
 _NORMAL_STEMS = frozenset(stem(w) for w in NORMAL_WORDS)
 
 
@@ -273,15 +277,20 @@ def _normal_phrase(phrase: Phrase) -> bool:
 
 def _negated_statement(doc, i: int, in_cue: set[int], group: list[int]) -> bool:
     """Whether cue token ``i`` negates a statement inside a phrase: it follows a copula after the phrase's
-    subject ("lungs are not clear") and a word that is no cue follows it."""
+    subject ("lungs are not clear"), or is "not" right after the subject ("lungs not overexpanded"), and a word
+    that is no cue follows it."""
     j = i
     while j > 0 and j - 1 in in_cue:  # the cue's first token
         j -= 1
-    if not group or j == 0 or doc[j - 1].lower_ not in COPULAS:
-        return False
     k = i
     while k < len(doc) and k in in_cue:
         k += 1
+    # the copula may be left out where "not" follows the subject and denies a state ("lungs not overexpanded"), not
+    # a working ("diaphragm not working", "lungs not fully inflated": the finding is there, as before)
+    elided = i == j and doc[i].lower_ == "not" and j > 0 and doc[j - 1].i in group and \
+        doc[j - 1].lower_ not in _SPLIT and k < len(doc) and doc[k].lower_ not in _WORKING
+    if not group or j == 0 or (doc[j - 1].lower_ not in COPULAS and not elided):
+        return False
     return k < len(doc) and _WORD.search(doc[k].text) is not None and doc[k].lower_ not in _SPLIT
 
 

@@ -187,14 +187,15 @@ _FELT = re.compile(
 
 #: Words that call something normal ("lungs are clear", "heart normal"); not "bigger than normal".
 NORMAL = re.compile(r"(?<!than )(?<!not )\b(?:clear|normal|unremarkable|within\s+normal\s+limits|healthy|maintained|"
-                    r"preserved)\b",
+                    r"preserved|intact)\b",
                     re.IGNORECASE)
 #: What a normal statement may say beside its normal word: the organ and the words around it, no finding.
 _SAID_NORMAL = re.compile(
     r"\b(?:is|are|was|were|looks?|appears?|seems?|the|my|his|her|their|both|and|a|an|of|all|completely|perfectly|"
     r"entirely|totally|lungs?|lung\s+fields?|heart|cardiac|chest|mediastin\w*|cardiomediastinal|silhouette|contours?|"
     r"size|pleura\w*|spaces?|bones?|bony|osseous|structures?|aorta|aortic|diaphragms?|hila|hilar|x\s*ray|film|"
-    r"study|exam|vertebra[el]?|vertebral|body|bodies|heights?|spine|spinal|dis[ck]s?|volumes?|well)\b", re.IGNORECASE)
+    r"study|exam|vertebra[el]?|vertebral|body|bodies|heights?|spine|spinal|dis[ck]s?|volumes?|well|"
+    r"clavicles?|ribs?|sternum|scapulae?|humer(?:us|i|al\s+heads?)|thorax|skeleton|skeletal)\b", re.IGNORECASE)
 
 
 def normal_statement(text: str, query: str | None = None) -> bool:

@@ -42,6 +42,19 @@ LAY_NORMALS = (
     # "no fluid in the lungs", the open words left "big heart, lungs dry, no effusion" no unit stating them all)
     (re.compile(r"\b(lungs?|chest)\s+(?:(?:are|is|look|looks|seem|seems)\s+)?dry\b", re.IGNORECASE), r"no pulmonary edema"),
     (re.compile(r"\bdry\s+(lungs?|chest)\b", re.IGNORECASE), r"no pulmonary edema"),
+    # "normal appearance of the lungs", "normal-appearing heart", "lungs normal in appearance": the organ called normal
+    # ("appearance" is no word of the organ: it kept the phrase from the units calling it normal)
+    (re.compile(r"\bnormal[\s-]+appear(?:ance|ing)(?:\s+of)?(?:\s+(?:the|my))?\b", re.IGNORECASE), "normal"),
+    (re.compile(r"\bnormal\s+in\s+appearance\b", re.IGNORECASE), "normal"),
+    # "nothing abnormal in the heart or lungs": both called normal, as "heart and lungs are okay" is (read as
+    # "abnormal in the heart" and "lungs" denied, an organ itself was asked absent)
+    (re.compile(r"\b(?:nothing|no)\s+(?:abnormal(?:ity|ities)?|wrong|amiss)\s+(?:in|of|with|about)\s+(?:the\s+|my\s+)?"
+                r"(heart|lungs?)(?:\s+(?:or|and|nor)\s+(?:the\s+|my\s+)?(heart|lungs?))?\b", re.IGNORECASE),
+     lambda m: f"{m[1]} and {m[2]} are normal" if m[2] else f"{m[1]} {'are' if m[1].lower().endswith('s') else 'is'} normal"),
+    # "lungs filling with fluid", "lungs full of water": fluid in the lungs (split at "with", "lungs filling" and
+    # "fluid" stood apart, the bare "fluid" stating any pleural fluid)
+    (re.compile(r"\b(lungs?)\s+(?:(?:are|is)\s+)?(?:filling|filled|full)\s+(?:up\s+)?(?:with|of)\s+(fluid|water)\b",
+                re.IGNORECASE), r"\2 in the \1"),
 )
 #: A change said of the finding as a predicate ("is shrinking", "getting smaller", "has grown", "is new"): the words a link
 #: of the finding is tried without (:func:`better_without_change`); the change itself is read apart.

@@ -68,6 +68,10 @@ QUESTION = re.compile(r"\s*\?+\s*$")
 REMOVAL = re.compile(r"\b(?:remov(?:ed|al)|taken\s+out)\b", re.IGNORECASE)
 #: A part's link as near as a concept's own everyday name (cosine): taken alone beside parts that link to nothing.
 STRONG_LINK = 0.95
+#: A negation inside the description a query linked to ("heart not pumping well", "a small bit of lung not opening up
+#: fully"): the description says the finding with it, so a query denying the same words states the finding (the
+#: linker compares the words less their cue, and an embedding does not hear the "not").
+NEGATED_DESCRIPTION = re.compile(r"\b(?:not|no|never|without|cannot)\b|n't\b", re.IGNORECASE)
 #: The status a link to a concept takes from a text that calls something normal ("lungs are clear": no opacity).
 _FLIPPED = {"present": "absent", "absent": "present"}
 #: How a query that links to a concept is read: ``both`` (the literal reading, with the link beside it
@@ -288,7 +292,8 @@ def _link_finding(words: str, labeler,
     an organ removed ("part of the lung removed", "breast removed") is a surgery done, stated present
     (``surgery``), while a device removed is gone; the whole words, the removal kept, say which. A normal statement
     ("lungs are clear") states the linked concept absent, and "lungs are not clear" (the statement read absent:
-    the labeler keeps the "not") states it present."""
+    the labeler keeps the "not") states it present, as a denial of a description that holds a "not" itself does
+    ("heart is not pumping well": :data:`NEGATED_DESCRIPTION`)."""
     text, status, cue = labeler.query_finding_text(words)
     linked = better_without_change(text, link(text), link) if text else None
     if text and linked is None and bodyplaces.BONE_WORDS.search(text):
@@ -299,7 +304,9 @@ def _link_finding(words: str, labeler,
         if whole is not None and lexicon is not None and whole.concept in lexicon and \
                 lexicon[whole.concept].category == "procedure":
             return whole, "present", None, True
-    if linked is not None and normal_statement(text):
+    if linked is not None and status == "absent" and NEGATED_DESCRIPTION.search(linked.phrase or ""):
+        status = "present"  # "heart is not pumping well": the description's own "not" is the query's
+    elif linked is not None and normal_statement(text):
         status = _FLIPPED.get(status, status)
     return linked, status, cue, False
 

@@ -51,7 +51,11 @@ UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
 
 #: A query's words for each change, most specific first (the first that matches is the query's change).
 _QUERY = (
-    (SAME, r"(?:nothing|no|not?\s+any)\s+new|no\s+(?:interval\s+)?change|(?:has|have)\s*n[o']t\s+changed|not\s+changed|"
+    # "no significant change", "no increase in the effusion": not worse, as reports say "stable" ("not enlarged" is a
+    # size, not a change: "heart not enlarged")
+    (SAME, r"(?:nothing|no|not?\s+any)\s+new|no\s+(?:(?:significant|appreciable|definite|further|real)\s+)?"
+           r"(?:interval\s+)?(?:change|increase|progression|worsening)|not\s+(?:increased|worsened|progressed)|"
+           r"(?:has|have)\s*n[o']t\s+changed|not\s+changed|"
            r"unchanged|stable|same\s+as\s+(?:before|last)|persistent|persisting|still\s+there"),
     (GONE, r"resolved|gone(?:\s+away)?|went\s+away|cleared(?:\s+up)?|removed|removal|taken\s+out|pulled(?:\s+out)?|"
            r"no\s+longer|extubated"),

@@ -35,7 +35,7 @@ UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
     + ((("subsegmental",), SUBSEGMENTAL),)
     + ((("patchy",), PATCHY),)
     + tuple(((w,), INTERSTITIAL) for w in ("interstitial", "reticular", "reticulonodular", "reticulation"))
-    + tuple(((w,), PERIHILAR) for w in ("perihilar", "parahilar"))
+    + tuple(((w,), PERIHILAR) for w in ("perihilar", "parahilar", "juxtahilar"))
     + ((("nodular",), NODULAR),)
     + tuple(((w,), HAZY) for w in ("hazy", "haziness", "haze"))
     + tuple(((w,), DIFFUSE) for w in ("diffuse", "diffusely", "widespread", "generalized"))
@@ -48,7 +48,8 @@ _QUERY = (
     (SUBSEGMENTAL, r"subsegmental"),
     (PATCHY, r"patchy|spotty"),
     (INTERSTITIAL, r"interstitial|reticular|reticulonodular"),
-    (PERIHILAR, r"perihilar|parahilar|around\s+the\s+(?:hila|hilum)"),
+    (PERIHILAR, r"perihilar|parahilar|juxtahilar|(?:around|near|next\s+to|beside)\s+(?:the\s+|both\s+)?"
+                r"(?:(?:right|left)\s+)?(?:hila|hilum)"),
     (NODULAR, r"nodular"),
     (HAZY, r"hazy|haziness|haze"),
     (DIFFUSE, r"diffuse(?:ly)?|widespread|generalized|all\s+over"),
