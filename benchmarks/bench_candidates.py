@@ -69,7 +69,12 @@ FIXED = ["pneumothorax", "no pneumothorax", "pleural effusion", "no pleural effu
          # in everyday words, a bone place, a change read apart from the linked words
          "RML and RLL infiltrates", "opacities in the right middle lobe and lingula", "left midzone consolidation",
          "density low in the left chest", "growth between the lungs", "cracked shoulder blade",
-         "lung nodule is growing", "compression deformity"]
+         "lung nodule is growing", "compression deformity",
+         # a state denied without its copula, a bone called intact, a change denied, perihilar in everyday words, a
+         # mediastinal mass, an ill-defined margin
+         "lungs not overexpanded", "clavicle intact", "no increase in the pleural effusion",
+         "no significant change since the prior study", "hazy opacity around the right hilum", "goiter",
+         "ill-defined opacity in the left lower lobe"]
 SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
             {"mode": "dense", "level": "report"}, {"mode": "bm25", "level": "report"},
             {"mode": "hybrid", "level": "report", "offset": 20}, {"mode": "hybrid", "level": "report", "target": "impression"},

@@ -22,11 +22,15 @@ import re
 #: (reticular), perihilar, nodular, hazy, diffuse. "Hazy" is haze alone: an ill-defined or vague opacity is no hazy
 #: one (the newcomer judges' reading of *hazy areas in the lungs*).
 STREAKY, PLATE, SUBSEGMENTAL, PATCHY, INTERSTITIAL, PERIHILAR, NODULAR, HAZY, DIFFUSE = (1 << b for b in range(32, 41))
+#: Ill-defined (vague, poorly marginated, indistinct): the margin a report gives a nodule or an opacity (above the old
+#: finding's bit, 41, and the lobes-apart query bit, 42).
+ILL_DEFINED = 1 << 43
 #: Every pattern bit.
-PATTERN = STREAKY | PLATE | SUBSEGMENTAL | PATCHY | INTERSTITIAL | PERIHILAR | NODULAR | HAZY | DIFFUSE
+PATTERN = STREAKY | PLATE | SUBSEGMENTAL | PATCHY | INTERSTITIAL | PERIHILAR | NODULAR | HAZY | DIFFUSE | ILL_DEFINED
 #: The name of each pattern, as the reading shows it.
 NAMES = {STREAKY: "streaky", PLATE: "plate-like", SUBSEGMENTAL: "subsegmental", PATCHY: "patchy",
-         INTERSTITIAL: "interstitial", PERIHILAR: "perihilar", NODULAR: "nodular", HAZY: "hazy", DIFFUSE: "diffuse"}
+         INTERSTITIAL: "interstitial", PERIHILAR: "perihilar", NODULAR: "nodular", HAZY: "hazy", DIFFUSE: "diffuse",
+         ILL_DEFINED: "ill-defined"}
 
 #: (word group, pattern bit): a unit holding every word of a group says that pattern ("plate-like" is two tokens).
 UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
@@ -38,6 +42,9 @@ UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
     + tuple(((w,), PERIHILAR) for w in ("perihilar", "parahilar", "juxtahilar"))
     + ((("nodular",), NODULAR),)
     + tuple(((w,), HAZY) for w in ("hazy", "haziness", "haze"))
+    + ((("ill", "defined"), ILL_DEFINED), (("illdefined",), ILL_DEFINED), (("poorly", "defined"), ILL_DEFINED),
+       (("poorly", "marginated"), ILL_DEFINED), (("poorly", "circumscribed"), ILL_DEFINED), (("vague",), ILL_DEFINED),
+       (("indistinct",), ILL_DEFINED))
     + tuple(((w,), DIFFUSE) for w in ("diffuse", "diffusely", "widespread", "generalized"))
 )
 
@@ -53,6 +60,7 @@ _QUERY = (
     (NODULAR, r"nodular"),
     (HAZY, r"hazy|haziness|haze"),
     (DIFFUSE, r"diffuse(?:ly)?|widespread|generalized|all\s+over"),
+    (ILL_DEFINED, r"ill[\s-]?defined|poorly[\s-](?:defined|marginated|circumscribed)|vague|indistinct"),
 )
 _QUERY_RES = tuple((bits, re.compile(rf"\b(?:{pattern})\b", re.IGNORECASE)) for bits, pattern in _QUERY)
 
@@ -80,5 +88,5 @@ def pattern_names(bits: int) -> str | None:
     return ", ".join(names) if names else None
 
 
-__all__ = ["DIFFUSE", "HAZY", "INTERSTITIAL", "NAMES", "NODULAR", "PATCHY", "PATTERN", "PERIHILAR", "PLATE",
+__all__ = ["DIFFUSE", "HAZY", "ILL_DEFINED", "INTERSTITIAL", "NAMES", "NODULAR", "PATCHY", "PATTERN", "PERIHILAR", "PLATE",
            "STREAKY", "SUBSEGMENTAL", "UNIT_WORDS", "pattern_names", "query_pattern"]
