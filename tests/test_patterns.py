@@ -15,7 +15,7 @@ from radsift.records import Report
 from radsift.search import candidates
 from radsift.text.degrees import DEGREE, SLIGHT
 from radsift.text.locations import LLL
-from radsift.text.patterns import (DIFFUSE, HAZY, ILL_DEFINED, NODULAR, PATTERN, PERIHILAR, PLATE, STREAKY, SUBSEGMENTAL,
+from radsift.text.patterns import (DIFFUSE, HAZY, ILL_DEFINED, MARGIN, NODULAR, PATTERN, PERIHILAR, PLATE, STREAKY, SUBSEGMENTAL,
                                    query_pattern)
 from radsift.text.tokens import stem
 
@@ -58,7 +58,8 @@ def test_units_say_a_pattern_from_their_words_and_the_bits_lie_above_32():
         return [i for i, t in enumerate(terms) if all(s in t for s in stems)]
 
     got = with_qualifiers(np.zeros(len(texts), dtype=np.uint64), units_with)
-    assert [int(g) for g in got & np.uint64(PATTERN)] == [STREAKY, PLATE, SUBSEGMENTAL, HAZY, 0, DIFFUSE, ILL_DEFINED]
+    assert [int(g) for g in got & np.uint64(PATTERN | MARGIN)] == [STREAKY, PLATE, SUBSEGMENTAL, HAZY, 0, DIFFUSE,
+                                                                    ILL_DEFINED]
     assert int(got[5]) & DEGREE == SLIGHT  # a degree beside it, in its own bits
     assert PATTERN >= 1 << 32 and PATTERN < 1 << 64
 
@@ -69,6 +70,15 @@ def test_a_pattern_asked_adds_a_slot_and_its_units_are_placed():
     assert location_slots(STREAKY) == 6 and placed_mask(STREAKY) & PATTERN == PATTERN
     assert placed_mask(LLL) & PATTERN == 0  # no pattern asked: a unit saying one holds the unplaced tier
     assert placed_rows(units, STREAKY).tolist() == [0, 1, 2, 4]
+
+
+def test_a_margin_is_asked_beside_a_pattern_not_instead_of_it():
+    # "ill-defined nodular density" (queries_v14, spent test): "vague nodular density" before "nodular density"
+    units = np.array([NODULAR, NODULAR | ILL_DEFINED, ILL_DEFINED, 0], dtype=np.uint64)
+    # no place asked: every unit in the place tier "none" (1), then the families it misses (2 asked: 3 slots)
+    assert location_tiers(NODULAR | ILL_DEFINED, units).tolist() == [4, 3, 4, 5]
+    assert location_slots(NODULAR | ILL_DEFINED) == 9 and location_slots(NODULAR) == 6
+    assert MARGIN & PATTERN == 0
 
 
 @pytest.fixture(scope="module")

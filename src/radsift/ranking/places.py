@@ -32,7 +32,7 @@ from radsift.text.degrees import DEGREE
 from radsift.text.degrees import UNIT_WORDS as DEGREE_WORDS
 from radsift.text.compartments import HILA, HILAR_WORDS, LOBES, LUNG, LUNG_WORDS, MEDIASTINAL_WORDS, MEDIASTINUM, MIDDLE
 from radsift.text.locations import EVERY, LING, LUL, TRIGGERS, lobes, text_regions
-from radsift.text.patterns import PATTERN
+from radsift.text.patterns import MARGIN, PATTERN
 from radsift.text.patterns import UNIT_WORDS as PATTERN_WORDS
 from radsift.text.tokens import stem
 
@@ -41,12 +41,13 @@ _MIDDLE_WORDS = tuple(g for g in MEDIASTINAL_WORDS if g not in HILAR_WORDS)
 #: Location tiers within one reading tier (same, none, another), each holding the side tiers.
 LOCATION_SLOTS = 3
 #: What a query may ask of its finding beside a place, each a family of bits: a change since the last study
-#: (:mod:`radsift.text.changes`), a degree (:mod:`radsift.text.degrees`) and a pattern (:mod:`radsift.text.patterns`).
+#: (:mod:`radsift.text.changes`), a degree (:mod:`radsift.text.degrees`), a pattern and a margin
+#: (:mod:`radsift.text.patterns`).
 #: Each one asked adds a slot to every location tier: the units saying all of them first, then those missing one, and
 #: so on.
-QUALIFIERS = (CHANGE, DEGREE, PATTERN)
+QUALIFIERS = (CHANGE, DEGREE, PATTERN, MARGIN)
 #: Every qualifier bit.
-QUALIFIER_BITS = CHANGE | DEGREE | PATTERN
+QUALIFIER_BITS = CHANGE | DEGREE | PATTERN | MARGIN
 #: Every bit of a region mask (64: the patterns' lie above 32).
 ALL_BITS = (1 << 64) - 1
 #: (a whole, its parts a query may name alone): "left upper lobe" holds the lingula (the left apex, read as the

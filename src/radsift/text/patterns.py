@@ -23,10 +23,13 @@ import re
 #: one (the newcomer judges' reading of *hazy areas in the lungs*).
 STREAKY, PLATE, SUBSEGMENTAL, PATCHY, INTERSTITIAL, PERIHILAR, NODULAR, HAZY, DIFFUSE = (1 << b for b in range(32, 41))
 #: Ill-defined (vague, poorly marginated, indistinct): the margin a report gives a nodule or an opacity (above the old
-#: finding's bit, 41, and the lobes-apart query bit, 42).
+#: finding's bit, 41, and the lobes-apart query bit, 42). A family of its own (:data:`MARGIN`): asked beside a pattern
+#: ("ill-defined nodular density") it is asked as well, not as one more pattern a unit may say instead.
 ILL_DEFINED = 1 << 43
 #: Every pattern bit.
-PATTERN = STREAKY | PLATE | SUBSEGMENTAL | PATCHY | INTERSTITIAL | PERIHILAR | NODULAR | HAZY | DIFFUSE | ILL_DEFINED
+PATTERN = STREAKY | PLATE | SUBSEGMENTAL | PATCHY | INTERSTITIAL | PERIHILAR | NODULAR | HAZY | DIFFUSE
+#: Every margin bit.
+MARGIN = ILL_DEFINED
 #: The name of each pattern, as the reading shows it.
 NAMES = {STREAKY: "streaky", PLATE: "plate-like", SUBSEGMENTAL: "subsegmental", PATCHY: "patchy",
          INTERSTITIAL: "interstitial", PERIHILAR: "perihilar", NODULAR: "nodular", HAZY: "hazy", DIFFUSE: "diffuse",
@@ -88,5 +91,5 @@ def pattern_names(bits: int) -> str | None:
     return ", ".join(names) if names else None
 
 
-__all__ = ["DIFFUSE", "HAZY", "ILL_DEFINED", "INTERSTITIAL", "NAMES", "NODULAR", "PATCHY", "PATTERN", "PERIHILAR", "PLATE",
+__all__ = ["DIFFUSE", "HAZY", "ILL_DEFINED", "INTERSTITIAL", "MARGIN", "NAMES", "NODULAR", "PATCHY", "PATTERN", "PERIHILAR", "PLATE",
            "STREAKY", "SUBSEGMENTAL", "UNIT_WORDS", "pattern_names", "query_pattern"]
