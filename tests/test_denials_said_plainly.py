@@ -141,3 +141,9 @@ def test_normal_appearance_is_normal():
     assert lay_normals("normal appearance of the lungs") == "normal lungs"
     assert lay_normals("normal-appearing heart") == "normal heart"
     assert lay_normals("abnormal appearance of the lungs") == "abnormal appearance of the lungs"
+
+
+def test_overexpanded_lungs_are_hyperinflated(labeler):
+    # "lungs not overexpanded" (queries_v14 dev): Open-i writes "Over expanded lungs." for what it denies
+    assert [(m.finding, m.status) for m in labeler.label("Over expanded lungs.")] == [("hyperinflation", "present")]
+    assert ("hyperinflation", "present") in [(m.finding, m.status) for m in labeler.label("Overexpanded lungs.")]
