@@ -73,7 +73,7 @@ FIXED = ["pneumothorax", "no pneumothorax", "pleural effusion", "no pleural effu
          # a state denied without its copula, a bone called intact, a change denied, perihilar in everyday words, a
          # mediastinal mass, an ill-defined margin
          "lungs not overexpanded", "clavicle intact", "no increase in the pleural effusion",
-         "no significant change since the prior study", "hazy opacity around the right hilum", "goiter",
+         "no significant change since the prior study", "hazy opacity around the right hilum", "paratracheal mass",
          "ill-defined opacity in the left lower lobe"]
 SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
             {"mode": "dense", "level": "report"}, {"mode": "bm25", "level": "report"},
