@@ -1,5 +1,5 @@
-"""Denials said plainly, and a mass beside the trachea (queries_v14 dev: "lungs not overexpanded", "clavicle intact", "nothing abnormal in the heart
-or lungs", "lungs filling with fluid", "no mass effect on the trachea").
+"""Denials said plainly, and a mass beside the trachea (queries_v14 dev: "lungs not overexpanded", "clavicle intact",
+"nothing abnormal in the heart or lungs", "lungs filling with fluid", "no mass effect on the trachea").
 
 - "not" right after the subject denies the statement as "are not" does: "lungs not overexpanded" asks for lungs
   not hyperinflated, and its link is absent too (it was read "lungs" present, the link hyperinflation present).
@@ -21,10 +21,11 @@ from __future__ import annotations
 import pytest
 
 from radsift.labels import Labeler
-from radsift.search.concepts import Link, normal_statement
+from radsift.search.concepts import normal_statement
 from radsift.search.lay import lay_normals
 from radsift.search.reading import read_query
 from radsift.text import changes, patterns
+from test_lay_predicates import table_link
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +45,7 @@ _TABLE = {
 _VIA = {"congestive heart failure": "heart not pumping well", "atelectasis": "partly deflated lung"}
 
 
-def _link(text: str):
-    concept, score = _TABLE.get(" ".join(text.lower().split()), (None, 0.0))
-    return Link(concept, score, _VIA.get(concept, text)) if concept else None
+_link = table_link(_TABLE, _VIA)
 
 
 def _read(labeler, query: str):
@@ -141,4 +140,3 @@ def test_normal_appearance_is_normal():
     assert lay_normals("normal appearance of the lungs") == "normal lungs"
     assert lay_normals("normal-appearing heart") == "normal heart"
     assert lay_normals("abnormal appearance of the lungs") == "abnormal appearance of the lungs"
-

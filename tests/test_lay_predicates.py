@@ -34,9 +34,17 @@ _TABLE = {
 }
 
 
-def _link(text: str):
-    concept, score = _TABLE.get(" ".join(text.lower().split()), (None, 0.0))
-    return Link(concept, score, text) if concept else None
+def table_link(table: dict[str, tuple[str, float]], via: dict[str, str] | None = None):
+    """A stand-in linker: a text -> the :class:`Link` of its concept and cosine in ``table`` (case and spaces folded),
+    linked from ``via[concept]`` where given (the description's words), else from the text itself."""
+    def link(text: str):
+        concept, score = table.get(" ".join(text.lower().split()), (None, 0.0))
+        return Link(concept, score, (via or {}).get(concept, text)) if concept else None
+
+    return link
+
+
+_link = table_link(_TABLE)
 
 
 def _read(labeler, query: str):

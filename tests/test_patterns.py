@@ -15,8 +15,8 @@ from radsift.records import Report
 from radsift.search import candidates
 from radsift.text.degrees import DEGREE, SLIGHT
 from radsift.text.locations import LLL
-from radsift.text.patterns import (DIFFUSE, HAZY, ILL_DEFINED, MARGIN, NODULAR, PATTERN, PERIHILAR, PLATE, STREAKY, SUBSEGMENTAL,
-                                   query_pattern)
+from radsift.text.patterns import (DIFFUSE, HAZY, ILL_DEFINED, MARGIN, NODULAR, PATTERN, PERIHILAR, PLATE, STREAKY,
+                                   SUBSEGMENTAL, query_pattern)
 from radsift.text.tokens import stem
 
 R = [

@@ -287,8 +287,8 @@ def _negated_statement(doc, i: int, in_cue: set[int], group: list[int]) -> bool:
         k += 1
     # the copula may be left out where "not" follows the subject and denies a state ("lungs not overexpanded"), not
     # a working ("diaphragm not working", "lungs not fully inflated": the finding is there, as before)
-    elided = i == j and doc[i].lower_ == "not" and j > 0 and doc[j - 1].i in group and \
-        doc[j - 1].lower_ not in _SPLIT and k < len(doc) and doc[k].lower_ not in _WORKING
+    # (a group holds no cue nor split word: the subject's last word is the group's)
+    elided = i == j and doc[i].lower_ == "not" and j - 1 in group and k < len(doc) and doc[k].lower_ not in _WORKING
     if not group or j == 0 or (doc[j - 1].lower_ not in COPULAS and not elided):
         return False
     return k < len(doc) and _WORD.search(doc[k].text) is not None and doc[k].lower_ not in _SPLIT

@@ -50,7 +50,8 @@ LAY_NORMALS = (
     # "abnormal in the heart" and "lungs" denied, an organ itself was asked absent)
     (re.compile(r"\b(?:nothing|no)\s+(?:abnormal(?:ity|ities)?|wrong|amiss)\s+(?:in|of|with|about)\s+(?:the\s+|my\s+)?"
                 r"(heart|lungs?)(?:\s+(?:or|and|nor)\s+(?:the\s+|my\s+)?(heart|lungs?))?\b", re.IGNORECASE),
-     lambda m: f"{m[1]} and {m[2]} are normal" if m[2] else f"{m[1]} {'are' if m[1].lower().endswith('s') else 'is'} normal"),
+     lambda m: f"{m[1]} and {m[2]} are normal" if m[2] else
+     f"{m[1]} {'are' if m[1].lower().endswith('s') else 'is'} normal"),
     # "lungs filling with fluid", "lungs full of water": fluid in the lungs (split at "with", "lungs filling" and
     # "fluid" stood apart, the bare "fluid" stating any pleural fluid)
     (re.compile(r"\b(lungs?)\s+(?:(?:are|is)\s+)?(?:filling|filled|full)\s+(?:up\s+)?(?:with|of)\s+(fluid|water)\b",

@@ -91,5 +91,5 @@ def pattern_names(bits: int) -> str | None:
     return ", ".join(names) if names else None
 
 
-__all__ = ["DIFFUSE", "HAZY", "ILL_DEFINED", "INTERSTITIAL", "MARGIN", "NAMES", "NODULAR", "PATCHY", "PATTERN", "PERIHILAR", "PLATE",
-           "STREAKY", "SUBSEGMENTAL", "UNIT_WORDS", "pattern_names", "query_pattern"]
+__all__ = ["DIFFUSE", "HAZY", "ILL_DEFINED", "INTERSTITIAL", "MARGIN", "NAMES", "NODULAR", "PATCHY", "PATTERN",
+           "PERIHILAR", "PLATE", "STREAKY", "SUBSEGMENTAL", "UNIT_WORDS", "pattern_names", "query_pattern"]
