@@ -10,6 +10,18 @@ import pytest
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
+#: The test files that take longest (`pytest --durations` in one process, beside the data) run first, so that `make
+#: test`'s two workers (pytest-xdist, a file each at a time) do not end with one waiting for the README's Open-i
+#: build (2 to 3 minutes): the rest follow in file order. Order only: every file still runs, and alone runs the same.
+LONGEST_FIRST = ("test_readme.py",)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Move the longest test files to the front, keeping the order within each file (a stable sort)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The folder of real data (``../shared/data``); skips the test when it is absent."""

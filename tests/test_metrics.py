@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
-import warnings
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -247,23 +249,40 @@ def _random_case(seed: int = 20240611):
     return qrels, run
 
 
+#: ranx in a child process with numba's JIT off: compiling ranx's metrics took 35-50 s of every fresh CI run, and
+#: on 48 queries the plain Python of the same functions answers in about a second.
+RANX_CHILD = """
+import json, sys, warnings
+import ranx
+case = json.load(sys.stdin)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    run = ranx.Run(case["run"])
+    ranx.evaluate(ranx.Qrels(case["qrels"]), run, case["metrics"], return_mean=False, make_comparable=True)
+json.dump({"scores": {m: dict(run.scores[m]) for m in case["metrics"]}, "means": run.mean_scores}, sys.stdout)
+"""
+
+
+def _ranx_scores(qrels, run, metrics: list[str]) -> dict:
+    """ranx's per-query scores and means (``{"scores": {metric: {qid: score}}, "means": {metric: mean}}``)."""
+    import ranx  # noqa: F401  in the dev extra (make test installs it): a missing ranx is a failure, not a skip
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    out = subprocess.run([sys.executable, "-c", RANX_CHILD], input=json.dumps(
+        {"qrels": qrels, "run": run, "metrics": metrics}), env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
 @pytest.fixture(scope="module")
 def ranx_case():
-    """Our per-query scores and ranx's on one random case (ranx's numba compile happens here once)."""
-    import ranx  # in the dev extra (make test installs it): a missing ranx is a failure, not a skip
+    """Our per-query scores and ranx's on one random case."""
     qrels, run = _random_case()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # numba's type-safety warnings inside ranx
-        ranx_run = ranx.Run(run)
-        ranx.evaluate(
-            ranx.Qrels(qrels), ranx_run, list(RANX_NAMES.values()), return_mean=False, make_comparable=True
-        )
-    theirs = {ours: dict(ranx_run.scores[name]) for ours, name in RANX_NAMES.items()}
+    ranx_out = _ranx_scores(qrels, run, list(RANX_NAMES.values()))
+    theirs = {ours: ranx_out["scores"][name] for ours, name in RANX_NAMES.items()}
     ours_per_query, ours_mean = evaluate(qrels, {q: list(e.items()) for q, e in run.items()}, list(RANX_NAMES))
-    return qrels, ours_per_query, ours_mean, theirs, ranx_run.mean_scores
+    return qrels, ours_per_query, ours_mean, theirs, ranx_out["means"]
 
 
-@pytest.mark.slow  # ranx's numba functions load from cache in ~5-10 s (compile ~50 s on a fresh venv)
 def test_case_covers_the_edge_cases(ranx_case):
     qrels, per_query, _, _, _ = ranx_case
     _, run = _random_case()
@@ -274,7 +293,6 @@ def test_case_covers_the_edge_cases(ranx_case):
     assert 0.05 < sum(s["map"] for s in per_query.values()) / len(per_query) < 0.95  # not degenerate
 
 
-@pytest.mark.slow  # ranx's numba functions load from cache in ~5-10 s (compile ~50 s on a fresh venv)
 @pytest.mark.parametrize("metric", list(RANX_NAMES))
 def test_per_query_scores_match_ranx(ranx_case, metric):
     qrels, ours, _, theirs, _ = ranx_case
@@ -283,7 +301,6 @@ def test_per_query_scores_match_ranx(ranx_case, metric):
         assert ours[qid][metric] == pytest.approx(theirs[metric][qid], abs=1e-9), (metric, qid)
 
 
-@pytest.mark.slow  # ranx's numba functions load from cache in ~5-10 s (compile ~50 s on a fresh venv)
 @pytest.mark.parametrize("metric", list(RANX_NAMES))
 def test_means_match_ranx(ranx_case, metric):
     _, _, ours_mean, _, ranx_mean = ranx_case
