@@ -231,3 +231,33 @@ def test_v3_names_no_lexicon_finding_and_its_test_half_shares_no_wording_with_th
     bad += [(r["qid"], c.name, d) for r in v3_rows if r["split"] == "test" for c in lexicon for d in c.descriptions
             if _shared_wording(r["query"], d)]
     assert bad == []
+
+
+# -- the fifth batch (issue 35, item 1; eighteenth session): written and committed before any linker run on it ----
+V5 = TSV.with_name("description_queries_v5.tsv")
+EARLIER_BATCHES = (TSV, DEV2, V3, TSV.with_name("description_queries_v4.tsv"))
+
+
+def test_v5_keeps_the_batch_rules_and_names_no_lexicon_finding(labeler) -> None:
+    # The same rules as v3 (split by the query's hash; no negation; lower case; 3-15 words; no row of an earlier
+    # batch), and no row names a lexicon finding or shares wording with a concept description on the test half.
+    from radsift.evaluation.newcomer import split_of
+
+    rows = read_rows(V5)
+    lexicon = labeler.lexicon
+    assert len(rows) >= 150 and sum(r["finding"] == "none" for r in rows) >= 20
+    assert {r["finding"] for r in rows} - {"none"} <= set(lexicon.names)
+    qids = [r["qid"] for r in rows]
+    assert len(set(qids)) == len(qids) and all(re.fullmatch(r"v5-\d{3}", q) for q in qids)
+    assert all(r["split"] == split_of(r["query"]) for r in rows) and {r["split"] for r in rows} == SPLITS
+    earlier = {" ".join(r["query"].split()) for path in EARLIER_BATCHES for r in read_rows(path)}
+    assert not {" ".join(r["query"].split()) for r in rows} & earlier
+    bad = [(r["qid"], r["query"]) for r in rows if r["style"] not in STYLES or not 3 <= len(r["query"].split()) <= 15
+           or r["query"] != r["query"].lower().strip() or NEGATION_RE.search(r["query"])]
+    mentions = labeler.label_many([r["query"] for r in rows])
+    bad += [(r["qid"], r["query"], [m.finding for m in found]) for r, found in zip(rows, mentions) if found]
+    bad += [(r["qid"], r["query"], s) for r in rows if r["finding"] != "none"
+            for s in lexicon[r["finding"]].synonyms if synonym_pattern(s).search(r["query"])]
+    bad += [(r["qid"], c.name, d) for r in rows if r["split"] == "test" for c in lexicon for d in c.descriptions
+            if _shared_wording(r["query"], d)]
+    assert bad == []
