@@ -51,6 +51,8 @@ DEV2 = QUERIES.with_name("description_queries_dev2.tsv")
 V3 = QUERIES.with_name("description_queries_v3.tsv")
 #: The fourth batch (session 10): written blind after the lexicon's everyday names, split by the same hash.
 V4 = QUERIES.with_name("description_queries_v4.tsv")
+#: The fifth batch (session 18): written blind after the lexicon's mediastinal mass and everyday names, same split.
+V5 = QUERIES.with_name("description_queries_v5.tsv")
 
 
 def link_rows(idx, texts: list[str]) -> list[str | None]:
@@ -86,19 +88,24 @@ def pooled(parts: list[dict]) -> dict:
 
 
 def batches(splits: list[str]) -> dict[str, list[dict]]:
-    """The description batches of ``splits`` by name: dev, dev2, dev3, dev4 (and test, test3, test4)."""
+    """The description batches of ``splits`` by name: dev, dev2, dev3, dev4, dev5 (and test, test3, test4, test5)."""
     first = read_queries()
     third = read_queries(V3)
     fourth = read_queries(V4) if V4.exists() else []
+    fifth = read_queries(V5) if V5.exists() else []
     out = {"dev": [q for q in first if q["split"] == "dev"], "dev2": read_queries(DEV2),
            "dev3": [q for q in third if q["split"] == "dev"]}
     if fourth:
         out["dev4"] = [q for q in fourth if q["split"] == "dev"]
+    if fifth:
+        out["dev5"] = [q for q in fifth if q["split"] == "dev"]
     if "test" in splits:
         out["test"] = [q for q in first if q["split"] == "test"]
         out["test3"] = [q for q in third if q["split"] == "test"]
         if fourth:
             out["test4"] = [q for q in fourth if q["split"] == "test"]
+        if fifth:
+            out["test5"] = [q for q in fifth if q["split"] == "test"]
     return out
 
 
@@ -146,9 +153,9 @@ def main() -> int:
     res: dict = {"settings": str(idx.settings), "splits": args.splits}
     for name, qs in batches(args.splits).items():
         res[f"link_{name}"] = precision(qs, link_rows(idx, [q["query"] for q in qs]))
-    res["link_dev_pooled"] = pooled([res[f"link_{n}"] for n in ("dev", "dev2", "dev3", "dev4") if f"link_{n}" in res])
+    res["link_dev_pooled"] = pooled([res[f"link_{n}"] for n in ("dev", "dev2", "dev3", "dev4", "dev5") if f"link_{n}" in res])
     if "test" in args.splits:
-        res["link_test_pooled"] = pooled([res[f"link_{n}"] for n in ("test", "test3", "test4") if f"link_{n}" in res])
+        res["link_test_pooled"] = pooled([res[f"link_{n}"] for n in ("test", "test3", "test4", "test5") if f"link_{n}" in res])
     outside = outside_findings()
     got = link_rows(idx, outside)
     res["outside"] = {"n": len(outside), "linked": sum(g is not None for g in got),
