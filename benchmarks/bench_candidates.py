@@ -74,7 +74,9 @@ FIXED = ["pneumothorax", "no pneumothorax", "pleural effusion", "no pleural effu
          # mediastinal mass, an ill-defined margin
          "lungs not overexpanded", "clavicle intact", "no increase in the pleural effusion",
          "no significant change since the prior study", "hazy opacity around the right hilum", "paratracheal mass",
-         "ill-defined opacity in the left lower lobe"]
+         "ill-defined opacity in the left lower lobe",
+         # a heart chamber's side: no side of the chest, and asked of the chambers when it is the query's side
+         "catheter tip in the right atrium", "enlarged left atrium", "right pleural effusion with a pacemaker"]
 SETTINGS = [{"mode": "hybrid", "level": "report"}, {"mode": "hybrid", "level": "sentence"},
             {"mode": "dense", "level": "report"}, {"mode": "bm25", "level": "report"},
             {"mode": "hybrid", "level": "report", "offset": 20}, {"mode": "hybrid", "level": "report", "target": "impression"},

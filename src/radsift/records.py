@@ -173,6 +173,8 @@ class QueryReading:
         degree: The degree the query asks of its finding (``slight``, ``moderate``, ``marked``), or None.
         pattern: The patterns of its look the query asks (``streaky``, ``plate-like``, ``subsegmental`` ...,
             joined by ", "), or None.
+        chamber: The side is a heart chamber's ("catheter tip in the right atrium"): asked of the units naming a
+            chamber's side, not of the sides of the chest (:func:`radsift.text.sides.names_chamber_side`).
     """
 
     findings: tuple[ReadFinding, ...] = ()
@@ -184,6 +186,7 @@ class QueryReading:
     change: str | None = None
     degree: str | None = None
     pattern: str | None = None
+    chamber: bool = False
 
     @property
     def active(self) -> bool:
@@ -197,7 +200,7 @@ class QueryReading:
                  f"{', cue ' + repr(f.cue) if f.cue else ''}{', or ' + ', '.join(f.any_of) if f.any_of else ''}"
                  f"{', understood from ' + repr(f.via) if f.source == 'linked' else ''})" for f in self.findings]
         if self.side:
-            parts.append(f"side {self.side}")
+            parts.append(f"side {self.side}{' (of a heart chamber)' if self.chamber else ''}")
         if self.location:
             parts.append(f"location {self.location}")
         if self.change:
@@ -214,7 +217,7 @@ class QueryReading:
     def to_dict(self) -> dict[str, Any]:
         return {"findings": [f.to_dict() for f in self.findings], "side": self.side, "negation": self.negation,
                 "note": self.note, "location": self.location, "change": self.change,
-                "degree": self.degree, "pattern": self.pattern}
+                "degree": self.degree, "pattern": self.pattern, "chamber": self.chamber}
 
 
 @dataclass(frozen=True)

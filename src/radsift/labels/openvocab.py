@@ -116,7 +116,8 @@ class Phrase:
 
 
 def query_side(query: str) -> str | None:
-    """The side a query names: ``left``, ``right``, ``bilateral`` or None (none, or both named)."""
+    """The side a query names: ``left``, ``right``, ``bilateral`` or None (none, or both named); a heart chamber's side
+    counts ("right atrium": right), :func:`radsift.text.sides.names_chamber_side` says when it is one."""
     sides = {SIDE_WORDS[w] for w in (m.group().lower() for m in TOKEN_RE.finditer(query)) if w in SIDE_WORDS}
     if {"left", "right"} <= sides:
         sides = (sides - {"left", "right"}) | {"bilateral"}

@@ -48,11 +48,11 @@ them into calibrated boosts instead (each tier costs ``gap`` times the score ran
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from radsift.text.sides import SIDES, side_words
+from radsift.text.sides import CHAMBER_WORDS, SIDES, chamber_sides, side_words, text_sides
 from radsift.text.tokens import stem
 
 #: Signed polarity of a stated reading (uncertain mentions have none).
@@ -198,12 +198,19 @@ def side_tiers(side: str, has_left: np.ndarray, has_right: np.ndarray, has_bilat
     return tiers
 
 
-def side_flags(n_units: int, units_with: Callable[[str], Sequence[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def side_flags(n_units: int, units_with: Callable[[str], Sequence[int]],
+               texts: Callable[[Sequence[int]], Mapping[int, str]] | None = None, chambers: bool = False,
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per unit: whether it has a left, a right and a bilateral side word (:data:`radsift.text.sides.SIDE_WORDS`).
 
     Args:
         n_units: Number of units.
         units_with: A word's stem (:func:`radsift.text.tokens.stem`) -> the units holding it.
+        texts: Unit rows -> their texts. When given, the units holding a side word and a heart chamber's word
+            are read (only those), and a side word naming a chamber ("tip in the right atrium") is no side of the
+            chest (:func:`radsift.text.sides.text_sides`).
+        chambers: With ``texts``: the sides of the chambers the units name instead ("enlarged left atrium": left;
+            a unit naming no chamber's side has none), for a query whose side is a chamber's.
 
     Returns:
         ``(has left, has right, has bilateral)``, the arguments of :func:`side_tiers`.
@@ -214,6 +221,17 @@ def side_flags(n_units: int, units_with: Callable[[str], Sequence[int]]) -> tupl
         for word in side_words(side):
             has[np.asarray(units_with(stem(word)), dtype=np.int64)] = True
         flags.append(has)
+    if texts is None:
+        return flags[0], flags[1], flags[2]
+    chamber = np.zeros(n_units, dtype=bool)
+    for word in CHAMBER_WORDS:
+        chamber[np.asarray(units_with(stem(word)), dtype=np.int64)] = True
+    rows = np.flatnonzero(chamber & (flags[0] | flags[1]))
+    if chambers:
+        flags = [np.zeros(n_units, dtype=bool) for _ in SIDES]
+    for row, text in (texts(rows.tolist()).items() if rows.size else ()):
+        named = chamber_sides(text) if chambers else text_sides(text)
+        flags[0][row], flags[1][row] = "left" in named, "right" in named
     return flags[0], flags[1], flags[2]
 
 

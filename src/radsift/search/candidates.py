@@ -324,19 +324,22 @@ class QueryTiers:
         #: An open-vocabulary phrase had more candidate sentences than were read: ``matching`` is a lower bound.
         self.capped = any(capped for _, capped in keys)
         self.side, self._findings = reading.side, [(k, f.status) for (k, _), f in zip(keys, reading.findings)]
+        self.chamber = reading.chamber  # the side is a heart chamber's: other flags, kept apart
         self.views = [post.view(code, status) for code, status in self._findings]
         self._mentions: list | None = None
         self.sides = sides  # (left, right, bilateral) flags of every unit, or None
         side_rows = np.zeros(0, dtype=np.int64)
         if self.side and sides is not None:
-            side_rows = store.cached(("side_rows", post.unit, locations.enabled()), lambda: np.flatnonzero(sides[0] | sides[1] | sides[2]))
+            side_rows = store.cached(("side_rows", post.unit, locations.enabled(), self.chamber),
+                                     lambda: np.flatnonzero(sides[0] | sides[1] | sides[2]))
         self.regions = reading.regions if places is not None else 0
         self.places = places  # regions named by every unit, or None
         # One finding, no side word, no location: the special units' tiers depend on the finding's view alone
         # (kept there); else on the findings, the side word and the regions (kept per reading by the postings).
         single = len(self.views) == 1 and not side_rows.size and not self.regions
         self._memo = self.views[0].memo if single else post.memo(
-            (tuple(self._findings), self.side if sides is not None else None, self.regions, locations.enabled()))
+            (tuple(self._findings), self.side if sides is not None else None, self.chamber, self.regions,
+             locations.enabled()))
         if "special" not in self._memo:
             mentioned = (self.views[0].rows if len(self.views) == 1 else
                          union([v.rows for v in self.views] + [np.zeros(0, np.int64)]))

@@ -109,7 +109,7 @@ def unit_reading(store: IndexStore, opts, reading: QueryReading, labeler, normal
         labels=(labels.row, labels.finding, labels.status),
         finding_codes={f: i for i, f in enumerate(store.manifest.findings)},
         sentence_texts=sentence_texts(store), open_candidates=open_candidates(store),
-        side_flags=lambda: unit_sides(store, opts.unit),
+        side_flags=lambda: unit_sides(store, opts.unit, reading.chamber),
         location_flags=lambda: unit_locations(store, opts.unit)[0],
         unit_of=None if opts.unit == "sentence" else store.cached(("section_of_sentence",),
                                                                    lambda: section_of_sentence(store)),
@@ -139,19 +139,22 @@ def literal_check(store: IndexStore):
     return occurs
 
 
-def unit_sides(store: IndexStore, unit: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per unit: whether it has a left, a right and a bilateral side word (from its BM25 terms), or a
-    location on that side ("RLL": right; :func:`radsift.ranking.places.with_implied_sides`); kept per store."""
-    on = locations.enabled()
+def unit_sides(store: IndexStore, unit: str, chambers: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per unit: whether it has a left, a right and a bilateral side word (from its BM25 terms; a heart chamber's
+    side is none), or a location on that side ("RLL": right; :func:`radsift.ranking.places.with_implied_sides`);
+    ``chambers``: the sides of the heart chambers the units name instead (a query whose side is a chamber's:
+    :attr:`~radsift.records.QueryReading.chamber`); kept per store."""
+    on = locations.enabled() and not chambers
     places = unit_locations(store, unit) if on else None  # filled first: the store's cache lock is not reentrant
 
     def compute():
         retriever = store.bm25(unit)
         n = store.units(unit).report_row.shape[0]
-        words = side_flags(n, lambda term: units_with_terms(retriever, [term], n))
+        words = side_flags(n, lambda term: units_with_terms(retriever, [term], n),
+                           lambda rows: {r: u.text for r, u in unit_texts(store, unit, list(rows)).items()}, chambers)
         return words if places is None else with_implied_sides(words, places)
 
-    return store.cached(("sides", unit, on), compute)
+    return store.cached(("sides", unit, on, chambers), compute)
 
 
 def unit_locations(store: IndexStore, unit: str) -> tuple[np.ndarray, np.ndarray]:

@@ -41,6 +41,7 @@ from radsift.search import clauses
 from radsift.search.lay import LAY_SIZES, better_without_change, lay_normals, link_words
 from radsift.text import bodyplaces, changes, compartments, degrees, locations, patterns, zones
 from radsift.text.normality import NORMAL, sentence_kind
+from radsift.text.sides import names_chamber_side
 
 if TYPE_CHECKING:
     from radsift.search.concepts import Link
@@ -215,9 +216,11 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     kept = {f.finding for f in findings}
     # A link whose literal reading was taken out (or lies past MAX_FINDINGS) stands in its place.
     findings = [replace(f, beside=None) if f.beside and f.beside not in kept else f for f in findings]
+    # the side of a heart chamber ("lead tip in the right ventricle") is asked of the chambers the units name
+    chamber = bool(side) and side == query_side(query) and names_chamber_side(query)
     return QueryReading(tuple(findings), side, negation, note, location,
                         regions | change_bit | degree_bit | pattern_bits, changes.NAMES.get(change_bit),
-                        degrees.NAMES.get(degree_bit), patterns.pattern_names(pattern_bits))
+                        degrees.NAMES.get(degree_bit), patterns.pattern_names(pattern_bits), chamber)
 
 
 def _read_lexicon(found: dict[str, ReadFinding], query: str, labeler, read_as: str,

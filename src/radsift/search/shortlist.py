@@ -63,7 +63,7 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
     post = ReadingPostings.of(store, unit)
     qt = None
     if reading.active:
-        sides = unit_sides(store, unit) if reading.side else None
+        sides = unit_sides(store, unit, reading.chamber) if reading.side else None
         places = unit_locations(store, unit)[0] if reading.regions else None
         qt = query_tiers(store, reading, post, {f: i for i, f in enumerate(store.manifest.findings)},
                          opts.level == "report", sides, places, index.labeler)

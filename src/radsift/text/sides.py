@@ -9,6 +9,8 @@ keeps side words out of a finding's content words. A location that lies on one s
 
 from __future__ import annotations
 
+import re
+
 #: The sides a query may name.
 SIDES = ("left", "right", "bilateral")
 #: Side word -> side.
@@ -21,4 +23,35 @@ def side_words(side: str) -> tuple[str, ...]:
     return tuple(word for word, named in SIDE_WORDS.items() if named == side)
 
 
-__all__ = ["SIDES", "SIDE_WORDS", "side_words"]
+#: The words of a heart chamber: "right atrium", "left ventricular" name a chamber, not a side of the chest.
+CHAMBER_WORDS = ("atrium", "atria", "atrial", "ventricle", "ventricles", "ventricular")
+_CHAMBER = "(?:" + "|".join(CHAMBER_WORDS) + r")\b"
+_CHAMBER_SIDE = re.compile(r"\b(?:left|right)\s+(?=" + _CHAMBER + ")", re.I)
+_CHAMBER_SIDE_WORD = re.compile(r"\b(left|right)\s+" + _CHAMBER, re.I)
+
+
+def without_chamber_sides(text: str) -> str:
+    """``text`` without the side words that name a heart chamber ("catheter tip in the right atrium" ->
+    "catheter tip in the atrium"), so that what is left names the sides of the chest only."""
+    return _CHAMBER_SIDE.sub("", text)
+
+
+def text_sides(text: str) -> set[str]:
+    """The sides of the chest ``text`` names by a side word (:data:`SIDE_WORDS`), a heart chamber's side left out."""
+    words = re.findall(r"[a-z]+", without_chamber_sides(text).lower())
+    return {SIDE_WORDS[w] for w in words if w in SIDE_WORDS}
+
+
+def chamber_sides(text: str) -> set[str]:
+    """The sides of the heart chambers ``text`` names ("enlarged left atrium": left)."""
+    return {m.group(1).lower() for m in _CHAMBER_SIDE_WORD.finditer(text)}
+
+
+def names_chamber_side(query: str) -> bool:
+    """Whether the query's side words name heart chambers only ("lead tip in the right ventricle"): its side is then
+    a chamber's, asked of the units that name a chamber's side, not a side of the chest."""
+    return bool(chamber_sides(query)) and not text_sides(query)
+
+
+__all__ = ["CHAMBER_WORDS", "SIDES", "SIDE_WORDS", "chamber_sides", "names_chamber_side", "side_words", "text_sides",
+           "without_chamber_sides"]

@@ -187,9 +187,9 @@ class RankedSystem(System):
                 info["places"] = with_compartments(regions, with_terms), sided  # as the search reads them
             return info["places"]
 
-        def sides():
-            words = side_flags(n, lambda s: stems.get(s, []))
-            return with_implied_sides(words, places()) if locations.enabled() else words
+        def sides(chambers: bool = False):
+            words = side_flags(n, lambda s: stems.get(s, []), lambda rows: {r: candidates[r] for r in rows}, chambers)
+            return with_implied_sides(words, places()) if locations.enabled() and not chambers else words
 
         def said():
             # what every candidate states, as the search reads its sentences (:func:`radsift.search.normals.sentence_said`)
@@ -206,7 +206,8 @@ class RankedSystem(System):
         return reading_tiers(
             reading, self.labeler, n_units=n, labels=info["labels"],
             finding_codes=info["codes"], sentence_texts=lambda rows: {r: candidates[r] for r in rows},
-            open_candidates=with_terms, side_flags=sides, location_flags=lambda: places()[0],
+            open_candidates=with_terms, side_flags=lambda: sides(reading.chamber),
+            location_flags=lambda: places()[0],
             group_of=groups, classes=True,
             said=said if normal_key_wanted(reading, query) else None)  # as the search: normal-only units last
 
