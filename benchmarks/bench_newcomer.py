@@ -3,6 +3,7 @@
 Run:  .venv/bin/python benchmarks/bench_newcomer.py [--index DIR] [--systems default bm25 dense ...]
                                                     [--unjudged > round2.tsv] [--judge round2.tsv]
                                                     [--json results.json]
+      .venv/bin/python benchmarks/bench_newcomer.py --index DIR --every-pool [--json pools.json]
 
 The queries and judgments are ``radsift/evaluation/data/newcomer/`` (read its README): 100 queries of
 five kinds (finding names, lay phrasings, negated, lobes, devices) written for this project before any
@@ -25,6 +26,10 @@ The judging loop, when a change to search brings reports nobody has judged:
 2. replace each ``?`` by 1 (relevant) or 0 by the rules of the data README (``?`` rows are left for
    later);
 3. ``bench_newcomer.py --judge round2.tsv`` appends them to ``judgments.tsv`` and scores again.
+
+``--every-pool``: the default system over every batch (``queries.tsv``, ``queries_dev2.tsv``, ``queries_v3.tsv`` ...,
+each with its judgments), one line a batch with each split's P@5 and its lay phrasings': how a change to search
+is measured before and after on all of them (run it with each checkout on ``PYTHONPATH``, one index).
 
 ``--index``: an index of Open-i to search (for the quick start's adapted index, build it with
 ``radsift index build my-index reports.csv $READER_OPTIONS --adapt`` and pass it here). Without it the
@@ -146,6 +151,36 @@ def print_unjudged(scores_by_system: dict, texts: dict[str, str], idx) -> int:
     return n
 
 
+def pools() -> dict[str, tuple[Path, Path]]:
+    """Every batch of the newcomer's check: name -> (queries, judgments), in the order they were written."""
+    folder = QUERIES.parent
+    out = {"v1": (QUERIES, JUDGMENTS), "dev2": (folder / "queries_dev2.tsv", folder / "judgments_dev2.tsv")}
+    numbered = sorted(folder.glob("queries_v*.tsv"), key=lambda p: int(p.stem.split("_v")[1]))
+    out.update({p.stem.split("_")[1]: (p, folder / p.name.replace("queries", "judgments")) for p in numbered})
+    return out
+
+
+def every_pool(args) -> int:
+    """The default system over every batch, each split's P@k and its lay phrasings'; ``--json`` keeps the hits."""
+    idx = open_index(args)
+    log(f"index {idx.path}: {idx.stats()['model']}, settings {idx.settings}")
+    results = {}
+    for name, (qpath, jpath) in pools().items():
+        queries = read_queries(qpath)
+        judgments = read_judgments(jpath, queries)
+        queries = [q for q in queries if q.split in args.splits]
+        scores, _ = run_system(idx, "default", queries, judgments, args.k)
+        summary = summarize(scores, args.k)
+        results[name] = {"summary": summary, "hits": {s.query.qid: list(s.hits) for s in scores}}
+        cells = [f"{split} {fmt(summary[split]['all']['precision'])}"
+                 + (f" (lay {fmt(summary[split]['lay']['precision'])})" if "lay" in summary[split] else "")
+                 for split in args.splits if split in summary]
+        print(f"{name}: P@{args.k} " + ", ".join(cells), flush=True)
+    if args.json is not None:
+        args.json.write_text(json.dumps({"index": str(idx.path), "k": args.k, "pools": results}, indent=1))
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", type=Path, default=None, help="an Open-i index (default: build the packaged "
@@ -162,10 +197,14 @@ def main() -> int:
     parser.add_argument("--judge", type=Path, default=None, help="a judged --unjudged file: append its rows to "
                         "the judgments first")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--every-pool", action="store_true", help="the default system over every batch of queries "
+                        "with its judgments, one line each (--queries, --judgments, --systems, --unjudged unused)")
     args = parser.parse_args()
     if args.index is None and not args.openi.exists():
         print(f"skipped: {args.openi} absent (../shared/data is not on this machine)")
         return 0
+    if args.every_pool:
+        return every_pool(args)
     queries = read_queries(args.queries)
     if args.judge is not None:
         rows, pending = read_new_judgments(args.judge)

@@ -111,6 +111,13 @@ def test_every_batch_is_found():
     assert len(BATCHES) >= 8 and all(j.is_file() for _, j in BATCHES)
 
 
+def test_every_pool_runs_every_batch_in_the_order_written():
+    pools = bench_newcomer.pools()
+    assert sorted(pools.values()) == BATCHES  # the same batches, none left out
+    names = list(pools)
+    assert names[:3] == ["v1", "dev2", "v3"] and names.index("v9") < names.index("v10") < names.index("v14")
+
+
 def _write(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
