@@ -29,7 +29,8 @@ The judging loop, when a change to search brings reports nobody has judged:
 
 ``--every-pool``: the default system over every batch (``queries.tsv``, ``queries_dev2.tsv``, ``queries_v3.tsv`` ...,
 each with its judgments), one line a batch with each split's P@5 and its lay phrasings': how a change to search
-is measured before and after on all of them (run it with each checkout on ``PYTHONPATH``, one index).
+is measured before and after on all of them (run it with each checkout on ``PYTHONPATH``, one index, and
+``--pools-dir`` naming the newest checkout's ``src/radsift/evaluation/data/newcomer`` so both use its judgments).
 
 ``--index``: an index of Open-i to search (for the quick start's adapted index, build it with
 ``radsift index build my-index reports.csv $READER_OPTIONS --adapt`` and pass it here). Without it the
@@ -151,10 +152,9 @@ def print_unjudged(scores_by_system: dict, texts: dict[str, str], idx) -> int:
     return n
 
 
-def pools() -> dict[str, tuple[Path, Path]]:
-    """Every batch of the newcomer's check: name -> (queries, judgments), in the order they were written."""
-    folder = QUERIES.parent
-    out = {"v1": (QUERIES, JUDGMENTS), "dev2": (folder / "queries_dev2.tsv", folder / "judgments_dev2.tsv")}
+def pools(folder: Path = QUERIES.parent) -> dict[str, tuple[Path, Path]]:
+    """Every batch of the newcomer's check in ``folder``: name -> (queries, judgments), in the order written."""
+    out = {"v1": (folder / QUERIES.name, folder / JUDGMENTS.name), "dev2": (folder / "queries_dev2.tsv", folder / "judgments_dev2.tsv")}
     numbered = sorted(folder.glob("queries_v*.tsv"), key=lambda p: int(p.stem.split("_v")[1]))
     out.update({p.stem.split("_")[1]: (p, folder / p.name.replace("queries", "judgments")) for p in numbered})
     return out
@@ -165,7 +165,7 @@ def every_pool(args) -> int:
     idx = open_index(args)
     log(f"index {idx.path}: {idx.stats()['model']}, settings {idx.settings}")
     results = {}
-    for name, (qpath, jpath) in pools().items():
+    for name, (qpath, jpath) in pools(args.pools_dir).items():
         queries = read_queries(qpath)
         judgments = read_judgments(jpath, queries)
         queries = [q for q in queries if q.split in args.splits]
@@ -197,6 +197,8 @@ def main() -> int:
     parser.add_argument("--judge", type=Path, default=None, help="a judged --unjudged file: append its rows to "
                         "the judgments first")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--pools-dir", type=Path, default=QUERIES.parent, help="--every-pool: the folder of the "
+                        "batches (another checkout's, to score older code with the newest judgments)")
     parser.add_argument("--every-pool", action="store_true", help="the default system over every batch of queries "
                         "with its judgments, one line each (--queries, --judgments, --systems, --unjudged unused)")
     args = parser.parse_args()
