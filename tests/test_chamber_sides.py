@@ -118,3 +118,12 @@ def test_a_chambers_side_is_asked_of_the_chambers(index, monkeypatch, engine, mo
     # (by words alone the effusion's "left" was the query's side and it ranked above)
     got = _scores(index, "left atrial enlargement", mode)
     assert max(got, key=got.get) == "lae" and got["la"] > got["lpe"], got
+
+
+def test_the_reading_says_a_chambers_side_in_every_view(index):
+    from radsift.search.display import reading_text
+
+    reading = index.read("catheter tip in the right atrium")
+    assert reading.to_dict()["chamber"] is True and index.read("right chest tube").to_dict()["chamber"] is False
+    assert "side right (of a heart chamber)" in reading_text(reading).plain
+    assert "(of a heart chamber)" not in reading_text(index.read("right chest tube")).plain

@@ -42,7 +42,8 @@ def reading_text(reading: QueryReading) -> Text:
         alts = f", or {', '.join(f.any_of)}" if f.any_of else ""
         line.append(f" ({f.source}{', cue ' + repr(f.cue) if f.cue else ''}{via}{alts})", style="dim")
     if reading.side:
-        line.append(f"{' · ' if reading.findings else ''}side {reading.side}")
+        line.append(f"{' · ' if reading.findings else ''}side {reading.side}"
+                    f"{' (of a heart chamber)' if reading.chamber else ''}")
     if reading.location:
         line.append(f"{' · ' if reading.findings or reading.side else ''}location {reading.location}")
     if reading.change:

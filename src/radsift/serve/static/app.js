@@ -480,7 +480,8 @@
       chips.append(readingChip(f.finding, source, f.cue, status, STATUSES, f.status, op));
     });
     if (asRead.side) {
-      chips.append(readingChip("side", "side words in the query", null, result.reading.side ? asRead.side : "ignore",
+      chips.append(readingChip("side", asRead.chamber ? "a heart chamber's side in the query (asked of the chambers)"
+        : "side words in the query", null, result.reading.side ? asRead.side : "ignore",
         [asRead.side, "ignore"], asRead.side));
     }
     if (asRead.location) {
