@@ -189,28 +189,45 @@ def v3_rows() -> list[dict[str, str]]:
     return read_rows(V3)
 
 
-def test_v3_is_split_by_the_fixed_hash_and_repeats_no_earlier_row(v3_rows) -> None:
-    # Written and committed before the linker was run on it; the split is the query's hash, not a choice.
+def assert_batch_rules(rows: list[dict[str, str]], prefix: str, earlier_paths) -> None:
+    """A description batch's writing rules: lexicon findings (or ``none``) only; ids ``<prefix>-NNN``, each once;
+    split by the query's hash (not a choice; both splits); no query twice nor one of an earlier batch; a known style,
+    3-15 words, lower case, no negation."""
     from radsift.evaluation.newcomer import split_of
 
-    names = set(load_lexicon().names)
-    assert len(v3_rows) >= 200 and sum(r["finding"] == "none" for r in v3_rows) >= 30
-    assert {r["finding"] for r in v3_rows} - {"none"} <= names
-    qids = [r["qid"] for r in v3_rows]
-    assert len(set(qids)) == len(qids) and all(re.fullmatch(r"v3-\d{3}", q) for q in qids)
-    assert all(r["split"] == split_of(r["query"]) for r in v3_rows)
-    assert {r["split"] for r in v3_rows} == SPLITS
-    earlier = set()
-    for path in (TSV, DEV2):
-        with path.open(encoding="utf-8", newline="") as f:
-            earlier |= {" ".join(r["query"].split()) for r in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)}
-    queries = [" ".join(r["query"].split()) for r in v3_rows]
+    assert {r["finding"] for r in rows} - {"none"} <= set(load_lexicon().names)
+    qids = [r["qid"] for r in rows]
+    assert len(set(qids)) == len(qids) and all(re.fullmatch(rf"{prefix}-\d{{3}}", q) for q in qids)
+    assert all(r["split"] == split_of(r["query"]) for r in rows)
+    assert {r["split"] for r in rows} == SPLITS
+    earlier = {" ".join(r["query"].split()) for path in earlier_paths for r in read_rows(path)}
+    queries = [" ".join(r["query"].split()) for r in rows]
     assert len(set(queries)) == len(queries) and not set(queries) & earlier
-    for r in v3_rows:
+    for r in rows:
         assert r["style"] in STYLES, r
         assert 3 <= len(r["query"].split()) <= 15, r
         assert r["query"] == r["query"].lower() == r["query"].strip(), r
         assert not NEGATION_RE.search(r["query"]), r
+
+
+def naming_or_shared_wording(rows: list[dict[str, str]], labeler, named_later=()) -> list[tuple]:
+    """The rows that name a lexicon finding (the labeler reads one, or the row's own finding's synonym occurs), but
+    those of ``named_later``, and the test rows sharing wording with a concept description."""
+    lexicon = labeler.lexicon
+    named = [r for r in rows if r["qid"] not in named_later]
+    mentions = labeler.label_many([r["query"] for r in named])
+    bad = [(r["qid"], r["query"], [m.finding for m in found]) for r, found in zip(named, mentions) if found]
+    bad += [(r["qid"], r["query"], s) for r in named if r["finding"] != "none"
+            for s in lexicon[r["finding"]].synonyms if synonym_pattern(s).search(r["query"])]
+    bad += [(r["qid"], c.name, d) for r in rows if r["split"] == "test" for c in lexicon for d in c.descriptions
+            if _shared_wording(r["query"], d)]
+    return bad
+
+
+def test_v3_is_split_by_the_fixed_hash_and_repeats_no_earlier_row(v3_rows) -> None:
+    # Written and committed before the linker was run on it; the split is the query's hash, not a choice.
+    assert len(v3_rows) >= 200 and sum(r["finding"] == "none" for r in v3_rows) >= 30
+    assert_batch_rules(v3_rows, "v3", (TSV, DEV2))
 
 
 #: Rows that name a lexicon synonym added after the batch was committed (the batch named none then): the row's
@@ -220,17 +237,10 @@ V3_NAMED_LATER = {"v3-116": "large heart"}  # cardiomegaly's "large heart", adde
 
 def test_v3_names_no_lexicon_finding_and_its_test_half_shares_no_wording_with_the_descriptions(v3_rows, labeler):
     lexicon = labeler.lexicon
-    rows = [r for r in v3_rows if r["qid"] not in V3_NAMED_LATER]
-    mentions = labeler.label_many([r["query"] for r in rows])
-    bad = [(r["qid"], r["query"], [m.finding for m in found]) for r, found in zip(rows, mentions) if found]
-    bad += [(r["qid"], r["query"], s) for r in rows if r["finding"] != "none"
-            for s in lexicon[r["finding"]].synonyms if synonym_pattern(s).search(r["query"])]
     by_qid = {r["qid"]: r for r in v3_rows}
     for qid, synonym in V3_NAMED_LATER.items():  # still named by that synonym, or the exception is stale
         assert synonym in lexicon[by_qid[qid]["finding"]].synonyms and synonym in by_qid[qid]["query"], qid
-    bad += [(r["qid"], c.name, d) for r in v3_rows if r["split"] == "test" for c in lexicon for d in c.descriptions
-            if _shared_wording(r["query"], d)]
-    assert bad == []
+    assert naming_or_shared_wording(v3_rows, labeler, V3_NAMED_LATER) == []
 
 
 # -- the fifth batch (issue 35, item 1; eighteenth session): written and committed before any linker run on it ----
@@ -239,25 +249,9 @@ EARLIER_BATCHES = (TSV, DEV2, V3, TSV.with_name("description_queries_v4.tsv"))
 
 
 def test_v5_keeps_the_batch_rules_and_names_no_lexicon_finding(labeler) -> None:
-    # The same rules as v3 (split by the query's hash; no negation; lower case; 3-15 words; no row of an earlier
-    # batch), and no row names a lexicon finding or shares wording with a concept description on the test half.
-    from radsift.evaluation.newcomer import split_of
-
+    # The same rules as v3, and no row names a lexicon finding or shares wording with a concept description on the
+    # test half.
     rows = read_rows(V5)
-    lexicon = labeler.lexicon
     assert len(rows) >= 150 and sum(r["finding"] == "none" for r in rows) >= 20
-    assert {r["finding"] for r in rows} - {"none"} <= set(lexicon.names)
-    qids = [r["qid"] for r in rows]
-    assert len(set(qids)) == len(qids) and all(re.fullmatch(r"v5-\d{3}", q) for q in qids)
-    assert all(r["split"] == split_of(r["query"]) for r in rows) and {r["split"] for r in rows} == SPLITS
-    earlier = {" ".join(r["query"].split()) for path in EARLIER_BATCHES for r in read_rows(path)}
-    assert not {" ".join(r["query"].split()) for r in rows} & earlier
-    bad = [(r["qid"], r["query"]) for r in rows if r["style"] not in STYLES or not 3 <= len(r["query"].split()) <= 15
-           or r["query"] != r["query"].lower().strip() or NEGATION_RE.search(r["query"])]
-    mentions = labeler.label_many([r["query"] for r in rows])
-    bad += [(r["qid"], r["query"], [m.finding for m in found]) for r, found in zip(rows, mentions) if found]
-    bad += [(r["qid"], r["query"], s) for r in rows if r["finding"] != "none"
-            for s in lexicon[r["finding"]].synonyms if synonym_pattern(s).search(r["query"])]
-    bad += [(r["qid"], c.name, d) for r in rows if r["split"] == "test" for c in lexicon for d in c.descriptions
-            if _shared_wording(r["query"], d)]
-    assert bad == []
+    assert_batch_rules(rows, "v5", EARLIER_BATCHES)
+    assert naming_or_shared_wording(rows, labeler) == []
