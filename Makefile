@@ -53,7 +53,7 @@ test: install-dev browser
 	# pyflakes' rules (pyproject.toml [tool.ruff.lint]): undefined, unused and shadowed names.
 	$(VENV)/bin/ruff check src tests benchmarks
 	# Two workers, a test file each at a time (loadfile keeps a module's fixtures in one process), the
-	# longest files first (tests/conftest.py orders them): the suite in about two thirds of its one-process time.
+	# README's examples first (tests/conftest.py orders them): the suite in about two thirds of its one-process time.
 	@$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: treating that as a failure"; exit 1; fi; \
 	exit $$rc

@@ -90,22 +90,14 @@ def pooled(parts: list[dict]) -> dict:
 def batches(splits: list[str]) -> dict[str, list[dict]]:
     """The description batches of ``splits`` by name: dev, dev2, dev3, dev4, dev5 (and test, test3, test4, test5)."""
     first = read_queries()
-    third = read_queries(V3)
-    fourth = read_queries(V4) if V4.exists() else []
-    fifth = read_queries(V5) if V5.exists() else []
-    out = {"dev": [q for q in first if q["split"] == "dev"], "dev2": read_queries(DEV2),
-           "dev3": [q for q in third if q["split"] == "dev"]}
-    if fourth:
-        out["dev4"] = [q for q in fourth if q["split"] == "dev"]
-    if fifth:
-        out["dev5"] = [q for q in fifth if q["split"] == "dev"]
+    out = {"dev": [q for q in first if q["split"] == "dev"], "dev2": read_queries(DEV2)}
     if "test" in splits:
         out["test"] = [q for q in first if q["split"] == "test"]
-        out["test3"] = [q for q in third if q["split"] == "test"]
-        if fourth:
-            out["test4"] = [q for q in fourth if q["split"] == "test"]
-        if fifth:
-            out["test5"] = [q for q in fifth if q["split"] == "test"]
+    for n, path in ((3, V3), (4, V4), (5, V5)):  # each later batch split dev<n> / test<n> by the query's hash
+        rows = read_queries(path)
+        for split in ("dev", "test"):
+            if split in splits:
+                out[f"{split}{n}"] = [q for q in rows if q["split"] == split]
     return out
 
 
@@ -153,9 +145,9 @@ def main() -> int:
     res: dict = {"settings": str(idx.settings), "splits": args.splits}
     for name, qs in batches(args.splits).items():
         res[f"link_{name}"] = precision(qs, link_rows(idx, [q["query"] for q in qs]))
-    res["link_dev_pooled"] = pooled([res[f"link_{n}"] for n in ("dev", "dev2", "dev3", "dev4", "dev5") if f"link_{n}" in res])
+    res["link_dev_pooled"] = pooled([res[k] for k in list(res) if k.startswith("link_dev")])
     if "test" in args.splits:
-        res["link_test_pooled"] = pooled([res[f"link_{n}"] for n in ("test", "test3", "test4", "test5") if f"link_{n}" in res])
+        res["link_test_pooled"] = pooled([res[k] for k in list(res) if k.startswith("link_test")])
     outside = outside_findings()
     got = link_rows(idx, outside)
     res["outside"] = {"n": len(outside), "linked": sum(g is not None for g in got),

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from radsift.text.tokens import TOKEN_RE
+
 #: The sides a query may name.
 SIDES = ("left", "right", "bilateral")
 #: Side word -> side.
@@ -38,7 +40,7 @@ def without_chamber_sides(text: str) -> str:
 
 def text_sides(text: str) -> set[str]:
     """The sides of the chest ``text`` names by a side word (:data:`SIDE_WORDS`), a heart chamber's side left out."""
-    words = re.findall(r"[a-z]+", without_chamber_sides(text).lower())
+    words = (m.group().lower() for m in TOKEN_RE.finditer(without_chamber_sides(text)))
     return {SIDE_WORDS[w] for w in words if w in SIDE_WORDS}
 
 
