@@ -24,7 +24,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from radsift.ranking.tiers import SIDE_SLOTS
+from radsift.ranking.tiers import SIDE_SLOTS, side_flags
 from radsift.text.bodyplaces import BODY, FAMILIES, PLACE_WORDS, is_whole, resolve
 from radsift.text.changes import CHANGE
 from radsift.text.changes import UNIT_WORDS as CHANGE_WORDS
@@ -249,6 +249,27 @@ def with_implied_sides(sides: tuple[np.ndarray, np.ndarray, np.ndarray],
     return left | ((sided & 1) != 0), right | ((sided & 2) != 0), bilateral
 
 
+def unit_side_flags(n_units: int, units_with: Callable[[str], Sequence[int]],
+                    texts: Callable[[Sequence[int]], Mapping[int, str]], chambers: bool = False,
+                    locations: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None,
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The side flags a search ranks by, for the search and the evaluation systems alike.
+
+    Args:
+        n_units: Number of units.
+        units_with: A word's stem -> the units holding it.
+        texts: Unit rows -> their texts (the units naming a heart chamber beside a side word are read again).
+        chambers: The sides of the heart chambers the units name instead (a query whose side is a chamber's).
+        locations: When given (location reading on), the units' locations (:func:`location_flags`), whose sides
+            are added ("RLL": right); a chamber's side takes none from them.
+
+    Returns:
+        ``(has left, has right, has bilateral)`` (:func:`radsift.ranking.tiers.side_flags`).
+    """
+    words = side_flags(n_units, units_with, texts, chambers)
+    return words if chambers or locations is None else with_implied_sides(words, locations())
+
+
 def where_tiers(locations: np.ndarray | None, sides: np.ndarray | None) -> np.ndarray | None:
     """One key per unit from its location tier and its side tier (location first); None when neither is read.
 
@@ -263,4 +284,4 @@ def where_tiers(locations: np.ndarray | None, sides: np.ndarray | None) -> np.nd
 
 __all__ = ["LOCATION_SLOTS", "QUALIFIERS", "QUALIFIER_BITS", "lobe_groups", "location_flags", "location_slots", "location_tiers",
            "placed_mask", "placed_rows",
-           "unplaced_key", "where_tiers", "with_body_places", "with_qualifiers", "with_compartments", "with_implied_sides"]
+           "unplaced_key", "where_tiers", "with_body_places", "with_qualifiers", "with_compartments", "with_implied_sides", "unit_side_flags"]

@@ -17,8 +17,8 @@ import numpy as np
 
 from radsift.index.places import store_locations
 from radsift.index.reader import IndexStore
-from radsift.ranking import side_flags, stating, units_with_terms
-from radsift.ranking.places import location_flags, with_compartments, with_implied_sides
+from radsift.ranking import stating, units_with_terms
+from radsift.ranking.places import location_flags, unit_side_flags, with_compartments
 from radsift.records import QueryReading
 from radsift.search.options import SearchRequest
 from radsift.search.normals import sentence_said
@@ -150,9 +150,9 @@ def unit_sides(store: IndexStore, unit: str, chambers: bool = False) -> tuple[np
     def compute():
         retriever = store.bm25(unit)
         n = store.units(unit).report_row.shape[0]
-        words = side_flags(n, lambda term: units_with_terms(retriever, [term], n),
-                           lambda rows: {r: u.text for r, u in unit_texts(store, unit, list(rows)).items()}, chambers)
-        return words if places is None else with_implied_sides(words, places)
+        return unit_side_flags(n, lambda term: units_with_terms(retriever, [term], n),
+                               lambda rows: {r: u.text for r, u in unit_texts(store, unit, list(rows)).items()},
+                               chambers, None if places is None else lambda: places)
 
     return store.cached(("sides", unit, on, chambers), compute)
 

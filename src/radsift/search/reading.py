@@ -148,7 +148,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     # what the concept linker compares with descriptions, in the user's own words ("too big"), less the film
     words = link_words(query)
     query = LAY_SIZES.sub("large", query)
-    side = query_side(query)
+    side = own_side = query_side(query)  # the query's own side word, before any its location implies
     location, regions, implied = _query_location(query)
     if side in ("left", "right") and regions & locations.EVERY and regions & locations.LEFT and regions & locations.RIGHT:
         side = "bilateral"  # "right middle lobe and lingula": the side word names one of two lobes on two sides
@@ -205,7 +205,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
                     for f in findings if override.get(f.finding) != "ignore"]
         if override.get("location") == "ignore":
             location, regions = None, 0
-            if side and side == implied and not query_side(query):  # the side came from the location alone
+            if side and side == implied and not own_side:  # the side came from the location alone
                 override = {**override, "side": "ignore"}
         if override.get("side") == "ignore":
             side = None
@@ -217,7 +217,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     # A link whose literal reading was taken out (or lies past MAX_FINDINGS) stands in its place.
     findings = [replace(f, beside=None) if f.beside and f.beside not in kept else f for f in findings]
     # the side of a heart chamber ("lead tip in the right ventricle") is asked of the chambers the units name
-    chamber = bool(side) and side == query_side(query) and names_chamber_side(query)
+    chamber = bool(side) and side == own_side and names_chamber_side(query)
     return QueryReading(tuple(findings), side, negation, note, location,
                         regions | change_bit | degree_bit | pattern_bits, changes.NAMES.get(change_bit),
                         degrees.NAMES.get(degree_bit), patterns.pattern_names(pattern_bits), chamber)

@@ -23,9 +23,9 @@ from radsift.models.reranker import Reranker
 from radsift.models.settings import settings_of_model
 from radsift.progress import progress_bar
 from radsift.ranking import (BM25_PARAMS, DENSE_WEIGHT, NEEDS_BM25, NEEDS_DENSE, RRF_K, STATUS_CODES, bm25_scores,
-                             build_bm25_texts, rank, rank_groups, side_flags, stating)
+                             build_bm25_texts, rank, rank_groups, stating)
 from radsift.ranking import rerank as rerank_core
-from radsift.ranking.places import location_flags, with_compartments, with_implied_sides
+from radsift.ranking.places import location_flags, unit_side_flags, with_compartments
 from radsift.search.normals import said_by_labels, said_of_texts
 from radsift.search.reading import normal_key_wanted, read_query, reading_tiers
 from radsift.text import locations
@@ -188,8 +188,8 @@ class RankedSystem(System):
             return info["places"]
 
         def sides(chambers: bool = False):
-            words = side_flags(n, lambda s: stems.get(s, []), lambda rows: {r: candidates[r] for r in rows}, chambers)
-            return with_implied_sides(words, places()) if locations.enabled() and not chambers else words
+            return unit_side_flags(n, lambda s: stems.get(s, []), lambda rows: {r: candidates[r] for r in rows},
+                                   chambers, places if locations.enabled() else None)
 
         def said():
             # what every candidate states, as the search reads its sentences (:func:`radsift.search.normals.sentence_said`)
