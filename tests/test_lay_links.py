@@ -1,5 +1,6 @@
-"""Lay phrasings link to what they mean (issue 35, item 6): the film a finding is seen on says nothing of what
-it is, and a word of the body's own contour names no device.
+"""Lay phrasings link to what they mean (issue 35, items 1 and 6): the film a finding is seen on says nothing of
+what it is, a word of the body's own contour names no device, a bend forward is no scoliosis, and metal was put
+there.
 
 Made from the development halves of the newcomer batches only; the hand-made vectors (no
 model) keep the tests fast.
@@ -11,7 +12,7 @@ import numpy as np
 
 from radsift.labels import Labeler
 from radsift.labels.lexicon import load_lexicon
-from radsift.search.concepts import SHAPES, ConceptLinker
+from radsift.search.concepts import METAL, SHAPES, ConceptLinker, bends_of, substances_of
 from radsift.search.lay import ON_THE_FILM, link_words
 from radsift.search.reading import read_query
 from test_literal_reading import _linker as _plain_linker
@@ -73,3 +74,42 @@ def test_the_lexicon_linker_knows_its_devices():
     assert {"chest tube", "endotracheal tube", "sternotomy wires"} <= devices
     assert not devices & {"pectus deformity", "kyphosis", "pulmonary edema"}
     assert devices == {c.name for c in lexicon if c.category == "device"}
+
+
+def test_sideways_is_not_forward():
+    assert bends_of(["increased forward curvature of the thoracic spine"]) == {"forward"}
+    assert bends_of(["hunched upper back"]) == {"forward"} and bends_of(["kyphosis"]) == {"forward"}
+    assert bends_of(["the backbone bends to one side"]) == {"sideways"} and bends_of(["scoliosis"]) == {"sideways"}
+    assert bends_of(["lateral s shaped bend"]) == {"sideways"} == bends_of(["laterally curved spine"])
+    assert bends_of(["lateral view"]) == frozenset()
+    assert bends_of(["curvature of the spine", "thoracic curvature"]) == frozenset()
+    query = np.eye(4, dtype=np.float32)[0]
+    spine = _linker({"scoliosis": 0.80, "kyphosis": 0.70, "bulla": 0.3}, devices=set())
+    assert spine.link(query, 0.5, text="increased forward curvature of the thoracic spine").concept == "kyphosis"
+    assert spine.link(query, 0.5, text="curvature of the thoracic spine").concept == "scoliosis"  # no bend named
+    assert spine.link(query, 0.5, text="spine bent sideways and forward").concept == "scoliosis"  # both: neither
+    other = _linker({"kyphosis": 0.80, "scoliosis": 0.70, "bulla": 0.3}, devices=set())
+    assert other.link(query, 0.5, text="spine curving to one side").concept == "scoliosis"
+
+
+def test_metal_was_put_there():
+    assert METAL.search("metal fixing my collarbone") and METAL.search("metallic plate")
+    assert not METAL.search("metastatic disease") and not METAL.search("metabolic bone disease")
+    query = np.eye(4, dtype=np.float32)[0]
+    names = {"fracture": 0.78, "orthopedic hardware": 0.70, "bulla": 0.3}
+    bones = _linker(names, devices={"orthopedic hardware"}).with_placed([n == "orthopedic hardware" for n in names])
+    assert bones.link(query, 0.5, text="metal fixing my left collarbone after a break").concept == \
+        "orthopedic hardware"
+    assert bones.link(query, 0.5, text="my left collarbone after a break").concept == "fracture"  # no metal named
+    # the lexicon's devices and procedures may be metal; its findings and diseases may not
+    linker = ConceptLinker.for_lexicon(load_lexicon(), _Ones())
+    placed = {c for c, p in zip(linker.concepts, linker.placed) if p}
+    assert {"orthopedic hardware", "spinal fusion", "foreign body", "cholecystectomy"} <= placed
+    assert not placed & {"fracture", "calcified granuloma", "metastatic disease"}
+
+
+def test_a_lung_cyst_names_its_air():
+    # "an air-filled space" was airspace disease's (its "air space" synonyms hold air) until the cyst named its air
+    linker = ConceptLinker.for_lexicon(load_lexicon(), _Ones())
+    made_of = dict(zip(linker.concepts, linker.substances))
+    assert made_of["lung cyst"] == substances_of(["air-filled cyst"]) == {"air"}

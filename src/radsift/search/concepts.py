@@ -64,6 +64,10 @@ These rules keep a link from being a guess between neighbours:
   lexicon ``parts`` (hydropneumothorax and pneumothorax for "collapsed lung"), the part is linked (every
   report stating the compound states the part) and the margin is taken over the next concept, unless the text
   names a substance only the compound holds (the rule above).
+- **Sideways is not forward.** A spine bent forward or hunched (:data:`BENDS`) is no scoliosis, one bent to one
+  side no kyphosis (read from the concept's name only).
+- **Metal was put there.** A text naming metal (:data:`METAL`) links only to devices and procedures ("metal
+  fixing my collarbone after a break" is orthopedic hardware or nothing, never the fracture).
 - **A body's shape is no device.** A text calling something sunken, caved in, hollow, dented, hunched or misshapen
   (:data:`SHAPES`) describes the body's own contour: it links to no concept of the ``device`` category ("a sunken
   chest" is no chest drain for sharing "chest").
@@ -150,7 +154,8 @@ DIRECTIONS: dict[str, re.Pattern] = {
     "less": re.compile(r"\b(?:hypo|under)[- ]?(?:inflat|expan|aerat|lucen|dens|distend|distens|ventil)\w*",
                        re.IGNORECASE),
 }
-_OPPOSITE = {"more": "less", "less": "more", "dark": "white", "white": "dark", "small": "large", "large": "small"}
+_OPPOSITE = {"more": "less", "less": "more", "dark": "white", "white": "dark", "small": "large", "large": "small",
+             "sideways": "forward", "forward": "sideways"}
 #: Words of smallness and of largeness: a text naming one links to no concept whose name or synonyms name the other
 #: ("a little round shadow" is no mass, "a big lump" no micronodule). A mass is large by definition (over 3 cm).
 SIZES: dict[str, re.Pattern] = {
@@ -166,6 +171,20 @@ TONES: dict[str, re.Pattern] = {
     "dark": re.compile(r"\b(?:hyper|radio)?lucen\w*|\bdark\w*|\bblack\w*", re.IGNORECASE),
     "white": re.compile(r"\bwhit(?:e|er|ish|eness|ening)\b|\bopaci\w*|\b(?:radio)?opaque\b", re.IGNORECASE),
 }
+#: Words of a spine's bend, sideways and forward: a text naming one links to no concept whose own name names the
+#: other ("increased forward curvature of the thoracic spine" is no scoliosis, a curve to one side, though an
+#: embedding hears "curvature" in both). Read from a concept's name only, as tones are.
+BENDS: dict[str, re.Pattern] = {
+    "sideways": re.compile(r"\bsideways\b|\bside\s+to\s+side\b|\bto\s+(?:one|the)\s+side\b|\bs[-\s]?(?:shaped|curved?)\b|"
+                           r"\blateral(?:ly)?\s+(?:bend|bent|curv|deviat)\w*|\bscolio\w*", re.IGNORECASE),
+    "forward": re.compile(r"\bforwards?\b|\bbackwards?\b|\bhunch\w*|\bstoop\w*|\bhump\w*|\bkypho\w*", re.IGNORECASE),
+}
+#: Words of metal: what a film shows as metal was put there (a device, a procedure's hardware, a foreign body), so a
+#: text naming metal links only to concepts of the ``device`` and ``procedure`` categories ("metal fixing my
+#: collarbone after a break" is no fracture, whatever "break" says).
+METAL = re.compile(r"\bmetal(?:lic|s)?\b", re.IGNORECASE)
+#: The lexicon categories of what is put into a body (what :data:`METAL` may name).
+PLACED_CATEGORIES = frozenset({"device", "procedure"})
 #: Words of the body's own contour: a text naming one links to no device (a device has no such shape in a query).
 SHAPES = re.compile(r"\b(?:sunken|sunk|caved|cave[sd]?\s+in|hollow(?:ed)?|dented|dips?\s+in(?:ward)?|concave|hunched|"
                     r"humped|hunchback\w*|misshapen|deformed|deformity)\b", re.IGNORECASE)
@@ -270,11 +289,18 @@ class ConceptLinker:
         self.tones = [tones_of([c]) for c in self.concepts]  # the name only (:data:`TONES`)
         self.sizes = [sizes_of([c]) for c in self.concepts]  # for_lexicon reads the synonyms too
         self.parts: list[frozenset[int]] = [frozenset()] * len(self.concepts)
+        self.bends = [bends_of([c]) for c in self.concepts]  # the name only (:data:`BENDS`)
         self.devices = np.zeros(len(self.concepts), dtype=bool)  # for_lexicon reads the categories
+        self.placed = np.ones(len(self.concepts), dtype=bool)  # what may be metal; for_lexicon reads the categories
 
     def with_devices(self, devices: Sequence[bool]) -> ConceptLinker:
         """This linker with each concept's being a device (the lexicon's ``device`` category) or not."""
         self.devices = np.asarray(devices, dtype=bool)
+        return self
+
+    def with_placed(self, placed: Sequence[bool]) -> ConceptLinker:
+        """This linker with each concept's being put into a body (:data:`PLACED_CATEGORIES`) or not."""
+        self.placed = np.asarray(placed, dtype=bool)
         return self
 
     def with_parts(self, parts: Sequence[Sequence[str]]) -> ConceptLinker:
@@ -311,6 +337,7 @@ class ConceptLinker:
         linker.directions = [directions_of([c.name, *c.synonyms]) for c in lexicon]
         linker.sizes = [sizes_of([c.name, *c.synonyms]) for c in lexicon]
         linker.with_devices([c.category == "device" for c in lexicon])
+        linker.with_placed([c.category in PLACED_CATEGORIES for c in lexicon])
         return linker.with_parts([c.parts for c in lexicon])
 
     def scores(self, query_vector: np.ndarray, text: str | None = None) -> np.ndarray:
@@ -334,12 +361,18 @@ class ConceptLinker:
         ways = directions_of([text])
         tones = tones_of([text])
         sizes = sizes_of([text])
+        bends = bends_of([text])
         shaped = bool(SHAPES.search(text))
-        if not named and not stuff and not ways and not tones and not sizes and not shaped:
+        metal = bool(METAL.search(text))
+        if not named and not stuff and not ways and not tones and not sizes and not bends and not shaped and not metal:
             return None
         ok = np.ones(len(self.concepts), dtype=bool)
         if shaped:  # the body's own contour: no device
             ok &= ~self.devices
+        if metal:  # metal was put there
+            ok &= self.placed
+        if len(bends) == 1:  # "sideways" and "forward" together say neither
+            ok &= np.array([_OPPOSITE[next(iter(bends))] not in b for b in self.bends], dtype=bool)
         if stuff:  # a concept of another substance is not what the query describes
             ok &= np.array([s <= stuff for s in self.substances], dtype=bool)
         for way in ways:
@@ -423,6 +456,11 @@ def directions_of(texts: Sequence[str]) -> frozenset[str]:
 def tones_of(texts: Sequence[str]) -> frozenset[str]:
     """The tones of :data:`TONES` the texts name ("large lucent lungs" -> ``{"dark"}``)."""
     return frozenset(name for name, words in TONES.items() if any(words.search(t) for t in texts))
+
+
+def bends_of(texts: Sequence[str]) -> frozenset[str]:
+    """The bends of :data:`BENDS` the texts name ("forward curvature of the spine" -> ``{"forward"}``)."""
+    return frozenset(name for name, words in BENDS.items() if any(words.search(t) for t in texts))
 
 
 def sizes_of(texts: Sequence[str]) -> frozenset[str]:
