@@ -37,6 +37,15 @@ def test_where_a_finding_is_seen_is_not_what_it_is():
     assert ON_THE_FILM.search("pictures of my lungs") is None
 
 
+def test_what_displaced_a_thing_is_not_what_moved():
+    assert link_words("my heart has been pushed over to the other side by the fluid") == \
+        "my heart has been pushed over to the other side"
+    assert link_words("trachea displaced to the left by a large right collection, ? tension") == \
+        "trachea displaced to the left, ? tension"
+    assert link_words("fluid caused by heart failure") == "fluid caused by heart failure"  # no displacement
+    assert link_words("shifted by") == "shifted by"  # nothing after "by": the words stay
+
+
 def test_the_linker_reads_the_query_without_the_film():
     seen = []
 

@@ -83,9 +83,16 @@ def lay_normals(query: str) -> str:
     return query
 
 
+#: A displacement and what displaced it: "my heart has been pushed over to the other side by the fluid" describes
+#: the shift (the fluid is its cause, said apart), so the linker reads the words before "by".
+DISPLACED_BY = re.compile(r"\b((?:pushed|displaced|shifted|deviated|moved)\b[^,;?]*?)\s+by\s+[^,;?]*", re.IGNORECASE)
+
+
 def link_words(query: str) -> str:
-    """The words of ``query`` the concept linker reads: the query less where it is seen (:data:`ON_THE_FILM`)."""
-    return ON_THE_FILM.sub(_organ_seen, query).strip() or query
+    """The words of ``query`` the concept linker reads: the query less where it is seen (:data:`ON_THE_FILM`) and
+    less what displaced the thing it says moved (:data:`DISPLACED_BY`)."""
+    words = DISPLACED_BY.sub(r"\1", ON_THE_FILM.sub(_organ_seen, query)).strip()
+    return words or query
 
 
 def _organ_seen(m: re.Match) -> str:
@@ -106,5 +113,5 @@ def better_without_change(text: str, linked: "Link | None", link: Callable[[str]
     return other
 
 
-__all__ = ["CHANGE_PREDICATE", "LAY_NORMALS", "LAY_SIZES", "ON_THE_FILM", "better_without_change", "lay_normals",
+__all__ = ["CHANGE_PREDICATE", "DISPLACED_BY", "LAY_NORMALS", "LAY_SIZES", "ON_THE_FILM", "better_without_change", "lay_normals",
            "link_words"]
