@@ -172,3 +172,17 @@ def test_edema_outside_the_lungs_is_not_pulmonary_edema(labeler) -> None:
                      for c in lexicon.concepts)
     plain = Labeler(lexicon=replace(lexicon, concepts=concepts))
     assert read(plain, "Chest wall edema.")["pulmonary edema"][0] == P
+
+
+def test_a_dialysis_catheter_is_its_own_concept_and_a_central_line(labeler) -> None:
+    for text in ("Left-sided hemodialysis catheter with its tip at the right atrium.",
+                 "Stable tunneled dialysis catheter.", "Right IJ Permcath in place."):
+        got = read(labeler, text)
+        assert got["dialysis catheter"][0] == P and got["central venous catheter"][0] == P, text
+    assert "dialysis catheter" not in read(labeler, "Right IJ central line tip in the SVC.")
+    assert read(labeler, "Male on hemodialysis now with cough.") == {}  # the treatment, not the line
+    # ablation: without its parts a dialysis catheter is no central venous catheter
+    lexicon = load_lexicon()
+    concepts = tuple(replace(c, parts=()) if c.name == "dialysis catheter" else c for c in lexicon.concepts)
+    plain = Labeler(lexicon=replace(lexicon, concepts=concepts))
+    assert "central venous catheter" not in read(plain, "Stable tunneled dialysis catheter.")
