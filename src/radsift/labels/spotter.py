@@ -32,6 +32,8 @@ GAP_STOP_WORDS = frozenset(
     "whereas while resolved removed normal".split()
 )
 KINDS = ("synonym", "absent", "subject")
+#: The words that join premodifiers sharing one head ("cardiac and mediastinal contours", "hilar, mediastinal").
+SHARED_HEAD_JOINS = frozenset({"and", "or", ","})
 _KIND_RANK = {"absent": 0, "synonym": 1, "subject": 2}
 
 
@@ -134,8 +136,33 @@ class Spotter:
             start, end = toks[first].start, toks[last - 1].end
             inner = _inner(candidates, first, last, pattern, toks, text) if GAP in pattern.key else ()
             chosen.append(Match(pattern.concept, pattern.kind, start, end, first, last, text[start:end], inner))
+        chosen.extend(self._shared_heads(chosen, norms, toks, text, taken))
         chosen.sort(key=lambda m: m.start)
         return chosen
+
+    def _shared_heads(self, chosen: list[Match], norms: list[str], toks: list[Token], text: str,
+                      taken: list[bool]) -> list[Match]:
+        """Normal subjects that share the head of one spotted: in "cardiac and mediastinal contours" the word
+        "cardiac" stands for "cardiac contours" (a normal subject of its own), joined to "mediastinal contours" by
+        "and", "or" or a comma. Each such word is a one-token ``subject`` match, so the normal form read for the
+        phrase ("... are within normal limits") is read for it too (:mod:`radsift.labels.negation`)."""
+        out: list[Match] = []
+        for m in chosen:
+            if m.kind != "subject" or m.last - m.first < 2:
+                continue
+            head = tuple(norms[m.first + 1:m.last])
+            i = m.first - 1
+            while i >= 1 and norms[i] in SHARED_HEAD_JOINS and not taken[i - 1]:
+                word = norms[i - 1]
+                pattern = next((p for p in self._by_first.get(word, ())
+                                if p.kind == "subject" and p.key == (word, *head)), None)
+                if pattern is None:
+                    break
+                taken[i - 1] = True
+                start, end = toks[i - 1].start, toks[i - 1].end
+                out.append(Match(pattern.concept, "subject", start, end, i - 1, i, text[start:end]))
+                i -= 2
+        return out
 
 
 def _inner(candidates, first: int, last: int, outer: _Pattern, toks: list[Token], text: str) -> tuple[Match, ...]:
