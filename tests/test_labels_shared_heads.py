@@ -54,3 +54,34 @@ def test_an_aorta_described_as_normal_has_no_aneurysm(labeler) -> None:
     for text in ("Aorta normal.", "Thoracic aorta is normal in caliber.", "Heart and aorta are normal."):
         assert read(labeler, text)["aortic aneurysm"] == A, text
     assert read(labeler, "The aorta is tortuous.") == {"aortic tortuosity": "present"}
+
+
+@pytest.mark.parametrize("text, findings", [
+    ("The heart and lungs are normal.", {"cardiomegaly"}),
+    ("The heart and pulmonary XXXX are normal.", {"cardiomegaly"}),  # Open-i masks words as XXXX
+    ("The heart, lungs and mediastinum are normal.", {"cardiomegaly", "enlarged cardiomediastinum"}),
+    ("Normal lungs and heart.", {"cardiomegaly"}),
+])
+def test_a_structure_listed_beside_a_subject_does_not_hide_it(labeler, text, findings) -> None:
+    assert read(labeler, text) == {f: A for f in findings}
+
+
+def test_a_listed_structure_carries_no_predicate_of_its_own(labeler) -> None:
+    assert read(labeler, "The heart is enlarged and the lungs are clear.") == {"cardiomegaly": "present"}
+    assert read(labeler, "Heart enlarged, lungs clear.") == {"cardiomegaly": "present"}
+    assert read(labeler, "The heart and lungs have not changed.") == {}
+
+
+def test_a_query_asks_of_each_organ_apart(labeler) -> None:
+    # a query's organs are read apart ("heart and lungs are okay": both normal, by the open-vocabulary reader)
+    assert labeler.label_query("the heart and lungs are normal") == []
+
+
+def test_without_the_listed_structures_the_heart_is_lost() -> None:
+    # ablation: the packaged rules less their "others" read nothing of the heart
+    from dataclasses import replace
+
+    from radsift.labels.rules import load_rules
+    rules = load_rules()
+    plain = Labeler(rules=replace(rules, normal_forms=replace(rules.normal_forms, others=())))
+    assert read(plain, "The heart and lungs are normal.") == {}

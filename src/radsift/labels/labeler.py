@@ -139,7 +139,8 @@ class Labeler:
         with self._lock:
             tokens = self.spotter.tokens(query)
             matches = drop_other_organs(query, self.spotter.spot(query, tokens))
-            mentions = self.detector.mentions(query, tokens, matches, None, differential=False)
+            # organs listed beside a subject are asked of apart ("heart and lungs are okay": both normal)
+            mentions = self.detector.mentions(query, tokens, matches, None, differential=False, others=False)
             return self._with_parts(_with_inner(mentions, matches))
 
     def query_phrases(self, query: str) -> list[Phrase]:

@@ -68,6 +68,16 @@ class NormalFormResolver:
                 keys.sort(key=len, reverse=True)
         self._coordination = {self._word(w) for w in forms.coordination}
         self._links = {self._word(w) for w in forms.links}
+        self._others_first: dict[str, list[tuple[str, ...]]] = {}
+        self._others_last: dict[str, list[tuple[str, ...]]] = {}
+        for phrase in forms.others:
+            key = self._key(phrase)
+            if key:
+                self._others_first.setdefault(key[0], []).append(key)
+                self._others_last.setdefault(key[-1], []).append(key)
+        for table in (self._others_first, self._others_last):
+            for keys in table.values():
+                keys.sort(key=len, reverse=True)
 
     def _word(self, word: str) -> str:
         word = word.strip()
@@ -76,7 +86,8 @@ class NormalFormResolver:
     def _key(self, phrase: str) -> tuple[str, ...]:
         return tuple(t.norm for t in self._norm.tokens(phrase))
 
-    def resolve(self, text: str, tokens: list[Token], subject: Match, subjects: list[Match]) -> _Predicate | None:
+    def resolve(self, text: str, tokens: list[Token], subject: Match, subjects: list[Match],
+                others: bool = True) -> _Predicate | None:
         """The predicate that states ``subject`` is normal, or None.
 
         Args:
@@ -84,6 +95,8 @@ class NormalFormResolver:
             tokens: Its tokens.
             subject: A ``subject`` match.
             subjects: All subject matches of the sentence (coordinated subjects are skipped).
+            others: Skip the structures listed beside the subjects (:attr:`~radsift.labels.rules.NormalForms.others`:
+                "the heart and lungs are normal"); False for a query, whose organs are each asked of apart.
         """
         norms = [t.norm for t in tokens]
         starts = {m.first: m for m in subjects}
@@ -101,6 +114,11 @@ class NormalFormResolver:
             if coordinating and j in starts:
                 j = starts[j].last
                 continue
+            other = self._longest(self._others_first.get(norms[j], ()), norms, j, forward=True) \
+                if coordinating and others else 0
+            if other and j > subject.last:  # a structure listed beside ("the heart and lungs"), after a joining word
+                j += other
+                continue
             if norms[j] in self._links:
                 coordinating = False
                 j += 1
@@ -117,6 +135,11 @@ class NormalFormResolver:
                 k -= 1
             if k < j and k in ends:
                 j = ends[k].first - 1
+                continue
+            other = self._longest(self._others_last.get(norms[k], ()), norms, k, forward=False) \
+                if others and 0 <= k < j else 0
+            if other:  # a structure listed before ("normal lungs and heart"), then a joining word
+                j = k - other
                 continue
             break
         return None
@@ -180,7 +203,7 @@ class NegationDetector:
         return self.nlp.tokenizer.pipe(texts, batch_size=batch_size)
 
     def mentions(self, text: str, tokens: list[Token], matches: list[Match], doc: Doc | None = None,
-                 differential: bool = True) -> list[Mention]:
+                 differential: bool = True, others: bool = True) -> list[Mention]:
         """Mentions with statuses for the matches of one sentence.
 
         Args:
@@ -190,12 +213,14 @@ class NegationDetector:
             doc: Its spaCy doc when already tokenized (needed only if there are synonym matches).
             differential: Read findings joined as alternatives ("effusion or atelectasis") as uncertain;
                 False for a query, where "effusion or pneumothorax" asks for either.
+            others: Let a normal form reach a subject across the structures listed beside it ("the heart and lungs
+                are normal"); False for a query, whose organs are each asked of apart.
         """
         out: list[Mention] = []
         subjects = [m for m in matches if m.kind == "subject"]
         predicates = []
         for m in subjects:
-            pred = self.normal_forms.resolve(text, tokens, m, subjects)
+            pred = self.normal_forms.resolve(text, tokens, m, subjects, others)
             if pred is not None:
                 predicates.append(pred)
                 out.append(_mention(m, "absent", pred.text, NORMAL_FORM_RULE))

@@ -30,6 +30,7 @@ File format (the packaged radiology rules are ``data/radiology_rules.yaml``)::
       before: [normal]                                      # "normal heart size"
       coordination: [and, ","]            # between subjects: "heart size and vascularity are normal"
       links: [is, are, remains]           # between the last subject and an "after" predicate
+      others: [lungs, soft tissues]       # optional: no finding's subject, listed beside them ("heart and lungs")
     anaphoric_hedges:                     # a sentence pointing back with a hedged mimic ("This may be artifact.")
       anaphors: [this, these, it]         # how the sentence opens (after a list number)
       hedges: [may be, could represent]   # then a hedge ...
@@ -75,7 +76,7 @@ _TERMINATORS = (TERMINATE, NEGATION_END)
 DIRECTIONS = ("FORWARD", "BACKWARD", "BIDIRECTIONAL", "PSEUDO", "TERMINATE")
 _TOP_KEYS = {"version", "rules", "normal_forms", "anaphoric_hedges"}
 _GROUP_KEYS = {"category", "direction", "cues", "pattern", "name", "max_scope", "negatable", "negation_end", "types"}
-_NORMAL_KEYS = {"after", "before", "coordination", "links"}
+_NORMAL_KEYS = {"after", "before", "coordination", "links", "others"}
 _ANAPHORIC_KEYS = {"anaphors", "hedges", "mimics", "gap"}
 
 
@@ -120,6 +121,9 @@ class NormalForms:
     before: tuple[str, ...] = ()
     coordination: tuple[str, ...] = ()
     links: tuple[str, ...] = ()
+    #: Structures that are no finding's normal subject but stand in a list of subjects ("the heart and lungs are
+    #: normal"): skipped between coordinated subjects, so the predicate still reaches the heart.
+    others: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
