@@ -122,3 +122,16 @@ def test_a_lung_cyst_names_its_air():
     linker = ConceptLinker.for_lexicon(load_lexicon(), _Ones())
     made_of = dict(zip(linker.concepts, linker.substances))
     assert made_of["lung cyst"] == substances_of(["air-filled cyst"]) == {"air"}
+
+
+def test_a_concepts_own_name_links_without_a_margin():
+    # every phrase the same vector: no concept is clear of the next, so only an exact name links
+    linker = ConceptLinker.for_lexicon(load_lexicon(), _Ones())
+    query = np.ones(4, dtype=np.float32) / 2
+    assert linker.link(query, 0.5, text="a lump in the lung").concept == "mass"  # the mass's everyday name
+    assert linker.link(query, 0.5, text="Spots on the lung").concept == "nodule"  # case and plural aside
+    assert linker.link(query, 0.5, text="small lump in the lung").concept == "nodule"
+    assert linker.link(query, 0.5, text="a lump deep in the lung") is None  # not word for word: the margin decides
+    # ablation: without the names the exact phrase is one more text within the margin
+    linker.names = {}
+    assert linker.link(query, 0.5, text="a lump in the lung") is None

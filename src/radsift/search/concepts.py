@@ -73,6 +73,9 @@ These rules keep a link from being a guess between neighbours:
   chest" is no chest drain for sharing "chest").
 - **A clear winner.** The best concept must beat the next one by :data:`LINK_MARGIN` (cosine): a query
   halfway between fracture and acute osseous abnormality links to neither.
+- **A concept's own name needs no margin.** A finding text that is word for word one of a concept's phrases ("a lump
+  in the lung", the mass's everyday name; case, plurals and a leading article aside) links to it
+  (:meth:`ConceptLinker.exact_name`): the lexicon gives each name to one concept.
 
 The phrase vectors are computed once per (model, lexicon) and kept in the index folder under
 ``cache/`` (outside the generations: a rebuild or an ``index add`` does not touch them); an
@@ -88,7 +91,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -185,6 +188,8 @@ BENDS: dict[str, re.Pattern] = {
 METAL = re.compile(r"\bmetal(?:lic|s)?\b", re.IGNORECASE)
 #: The lexicon categories of what is put into a body (what :data:`METAL` may name).
 PLACED_CATEGORIES = frozenset({"device", "procedure"})
+#: Leading articles and possessives a query may put before a concept's own name ("a lump in the lung").
+EXACT_ARTICLES = re.compile(r"^(?:(?:a|an|the|my|his|her|their|some)\s+)+", re.IGNORECASE)
 #: Words of the body's own contour: a text naming one links to no device (a device has no such shape in a query).
 SHAPES = re.compile(r"\b(?:sunken|sunk|caved|cave[sd]?\s+in|hollow(?:ed)?|dented|dips?\s+in(?:ward)?|concave|hunched|"
                     r"humped|hunchback\w*|misshapen|deformed|deformity)\b", re.IGNORECASE)
@@ -292,6 +297,9 @@ class ConceptLinker:
         self.bends = [bends_of([c]) for c in self.concepts]  # the name only (:data:`BENDS`)
         self.devices = np.zeros(len(self.concepts), dtype=bool)  # for_lexicon reads the categories
         self.placed = np.ones(len(self.concepts), dtype=bool)  # what may be metal; for_lexicon reads the categories
+        # a phrase's normalized words -> its index in ``phrases``; for_lexicon fills it (an exact name links)
+        self.names: dict[tuple[str, ...], int] = {}
+        self.normalize: Callable[[str], tuple[str, ...]] | None = None
 
     def with_devices(self, devices: Sequence[bool]) -> ConceptLinker:
         """This linker with each concept's being a device (the lexicon's ``device`` category) or not."""
@@ -338,6 +346,10 @@ class ConceptLinker:
         linker.sizes = [sizes_of([c.name, *c.synonyms]) for c in lexicon]
         linker.with_devices([c.category == "device" for c in lexicon])
         linker.with_placed([c.category in PLACED_CATEGORIES for c in lexicon])
+        linker.normalize = lexicon.normalizer.phrase
+        linker.names = {}
+        for i, phrase in enumerate(phrases):
+            linker.names.setdefault(linker.normalize(phrase), i)
         return linker.with_parts([c.parts for c in lexicon])
 
     def scores(self, query_vector: np.ndarray, text: str | None = None) -> np.ndarray:
@@ -396,6 +408,9 @@ class ConceptLinker:
         words of place (:data:`PLACES`) count."""
         if not len(self.phrases):
             return None
+        named = self.exact_name(query_vector, text)
+        if named is not None:
+            return named
         best, score, runner_up = self.decide(query_vector, text, margin)
         if not score >= threshold or score - runner_up < margin:
             return None
@@ -403,6 +418,23 @@ class ConceptLinker:
         own = np.flatnonzero(self.owner == best)
         phrase = int(own[np.argmax(sims[own])])
         return Link(self.concepts[best], score, self.phrases[phrase])
+
+    def exact_name(self, query_vector: np.ndarray, text: str | None) -> Link | None:
+        """The concept whose own phrase ``text`` is, word for word (case, plurals and a leading article aside: "a
+        lump in the lung" is the mass's everyday name), where the rules of place and substance allow it; None
+        otherwise. No margin: the lexicon gives each name to one concept (the one a layperson most means), so a
+        near rival ("small lump in the lung", a nodule) is no doubt."""
+        if not text or self.normalize is None:
+            return None
+        key = self.normalize(EXACT_ARTICLES.sub("", text.strip()))
+        phrase = self.names.get(key)
+        if phrase is None:
+            return None
+        concept = int(self.owner[phrase])
+        if not np.isfinite(self.scores(query_vector, text)[concept]):
+            return None  # a word of place, substance or symptom rules the concept out
+        score = float(self.vectors[phrase] @ np.asarray(query_vector, dtype=np.float32))
+        return Link(self.concepts[concept], score, self.phrases[phrase])
 
     def decide(self, query_vector: np.ndarray, text: str | None = None,
                margin: float = LINK_MARGIN) -> tuple[int, float, float]:
