@@ -85,3 +85,21 @@ def test_without_the_listed_structures_the_heart_is_lost() -> None:
     rules = load_rules()
     plain = Labeler(rules=replace(rules, normal_forms=replace(rules.normal_forms, others=())))
     assert read(plain, "The heart and lungs are normal.") == {}
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Heart size upper limits normal.", {"cardiomegaly": A}),
+    ("The cardiac silhouette is near upper limits of normal in size.", {"cardiomegaly": A}),
+    ("Frontal and lateral views of the chest show normal size and configuration of the cardiac silhouette.",
+     {"cardiomegaly": A}),
+    ("Normal and stable cardiomediastinal contours.", {"enlarged cardiomediastinum": A}),
+    ("Cardiomediastinal silhouette stable and unremarkable.", {"enlarged cardiomediastinum": A}),
+    ("The aorta is atherosclerotic.", {"atherosclerotic calcification": "present"}),
+    ("Calcific aorta.", {"atherosclerotic calcification": "present"}),
+    ("Mild unfolding of the thoracic aorta.", {"aortic tortuosity": "present"}),
+    ("The aorta is unfolded.", {"aortic tortuosity": "present"}),
+    ("Prominent hilar contours.", {"hilar enlargement": "present"}),
+])
+def test_the_phrasings_open_i_writes_that_were_read_as_nothing(labeler, text, expected) -> None:
+    # each phrasing read nothing before its normal form or synonym was added
+    assert read(labeler, text) == expected
