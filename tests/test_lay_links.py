@@ -135,3 +135,20 @@ def test_a_concepts_own_name_links_without_a_margin():
     # ablation: without the names the exact phrase is one more text within the margin
     linker.names = {}
     assert linker.link(query, 0.5, text="a lump in the lung") is None
+
+
+def test_a_lone_modifier_borrows_the_head_of_the_part_after_it():
+    from radsift.search import clauses
+    from radsift.search.concepts import Link
+
+    assert clauses.with_next_head("a twisted", "hardened aorta") == "twisted aorta"
+    assert clauses.with_next_head("big heart", "hardened aorta") is None  # two words: a thing of its own
+    assert clauses.with_next_head("a twisted", "aorta") is None  # no modifier after: nothing shared
+    table = {"twisted aorta": "aortic tortuosity", "hardened aorta": "atherosclerotic calcification"}
+
+    def link(text):
+        concept = table.get(text.lower())
+        return Link(concept, 0.99, text) if concept else None
+
+    reading = read_query("big heart with a twisted, hardened aorta", Labeler(), link=link)
+    assert [f.finding for f in reading.findings] == ["cardiomegaly", "aortic tortuosity", "atherosclerotic calcification"]

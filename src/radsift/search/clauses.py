@@ -30,6 +30,21 @@ CAUSE = re.compile(r"\b(?:from|after|due\s+to|caused\s+by|because\s+of|left\s+by
                    r"(?:(?:an?|the|my|his|her|their)\s+)?"
                    r"(?:old|prior|previous|past|healed|remote|earlier|former)\b[^,;]*",
                    re.IGNORECASE)
+#: An article or possessive before a part's words.
+ARTICLE = re.compile(r"^(?:(?:a|an|the|my|his|her|their|some)\s+)+", re.IGNORECASE)
+
+
+def with_next_head(part: str, following: str | None) -> str | None:
+    """A part that is one modifier alone with the head of the part after it ("a twisted" before "hardened aorta" in
+    "a twisted, hardened aorta": "twisted aorta"), or None when ``part`` is more than one word or ``following`` has no
+    modifier of its own before its head."""
+    words = ARTICLE.sub("", part.strip()).split()
+    after = (following or "").split()
+    if len(words) != 1 or len(after) < 2 or not words[0].isalpha():
+        return None
+    return f"{words[0]} {after[-1]}"
+
+
 #: Words a past cause names only in general: "from an old infection" names no finding the user asks to see.
 GENERIC_CAUSES = frozenset({"infection", "infections", "lung infection", "chest infection", "infectious process"})
 

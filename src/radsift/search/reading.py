@@ -358,10 +358,13 @@ def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], rea
     if len(parts) < 2:
         return []
     out = []
-    for part in parts:
+    for i, part in enumerate(parts):
         if getattr(labeler, "label_query", labeler.label)(part):
             continue  # read by the lexicon with the whole query
         linked, status, cue, surgery = _link_finding(link_words(part), labeler, link)
+        headed = clauses.with_next_head(part, parts[i + 1] if i + 1 < len(parts) else None)
+        if linked is None and headed is not None:  # "a twisted, hardened aorta": the twisted aorta too
+            linked, status, cue, surgery = _link_finding(headed, labeler, link)
         phrases = [] if surgery else labeler.query_phrases(part)
         stays = _words_stay(phrases, read_as, literal)
         if linked is not None or stays:
