@@ -152,3 +152,15 @@ def test_a_lone_modifier_borrows_the_head_of_the_part_after_it():
 
     reading = read_query("big heart with a twisted, hardened aorta", Labeler(), link=link)
     assert [f.finding for f in reading.findings] == ["cardiomegaly", "aortic tortuosity", "atherosclerotic calcification"]
+
+
+def test_a_name_the_user_typed_followed_by_where_breaks_a_tie():
+    linker = ConceptLinker.for_lexicon(load_lexicon(), _Ones())  # every concept tied
+    query = np.ones(4, dtype=np.float32) / 2
+    assert linker.placed_name("a breathing tube in the windpipe") == linker.concepts.index("endotracheal tube")
+    assert linker.link(query, 0.5, text="a breathing tube in the windpipe").concept == "endotracheal tube"
+    assert linker.link(query, 0.5, text="breathing tube in the neck").concept == "tracheostomy tube"  # its own name
+    assert linker.placed_name("a breathing tube for the windpipe") is None  # "for" says no place
+    assert linker.link(query, 0.5, text="a tube for breathing") is None
+    linker.names = {}  # ablation: no names, no tie broken
+    assert linker.link(query, 0.5, text="a breathing tube in the windpipe") is None

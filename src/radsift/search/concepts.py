@@ -73,6 +73,9 @@ These rules keep a link from being a guess between neighbours:
   chest" is no chest drain for sharing "chest").
 - **A clear winner.** The best concept must beat the next one by :data:`LINK_MARGIN` (cosine): a query
   halfway between fracture and acute osseous abnormality links to neither.
+- **A name the user typed breaks a tie.** Between rivals within the margin, the concept whose own phrase opens the
+  text, followed by where it is ("a breathing tube in the windpipe": the endotracheal tube's "breathing tube"), is
+  linked (:meth:`ConceptLinker.placed_name`); the tracheostomy's "breathing tube in the neck" is its own name.
 - **A concept's own name needs no margin.** A finding text that is word for word one of a concept's phrases ("a lump
   in the lung", the mass's everyday name; case, plurals and a leading article aside) links to it
   (:meth:`ConceptLinker.exact_name`): the lexicon gives each name to one concept.
@@ -190,6 +193,10 @@ METAL = re.compile(r"\bmetal(?:lic|s)?\b", re.IGNORECASE)
 PLACED_CATEGORIES = frozenset({"device", "procedure"})
 #: Leading articles and possessives a query may put before a concept's own name ("a lump in the lung").
 EXACT_ARTICLES = re.compile(r"^(?:(?:a|an|the|my|his|her|their|some)\s+)+", re.IGNORECASE)
+#: Words that open where a thing is: after a concept's own name they say where, not what ("a breathing tube in the
+#: windpipe").
+PLACE_PREPOSITIONS = frozenset({"in", "on", "at", "around", "inside", "within", "near", "into", "through", "over",
+                                "under", "behind", "beside", "along", "across"})
 #: Words of the body's own contour: a text naming one links to no device (a device has no such shape in a query).
 SHAPES = re.compile(r"\b(?:sunken|sunk|caved|cave[sd]?\s+in|hollow(?:ed)?|dented|dips?\s+in(?:ward)?|concave|hunched|"
                     r"humped|hunchback\w*|misshapen|deformed|deformity)\b", re.IGNORECASE)
@@ -412,6 +419,12 @@ class ConceptLinker:
         if named is not None:
             return named
         best, score, runner_up = self.decide(query_vector, text, margin)
+        if score >= threshold and score - runner_up < margin:
+            named = self.placed_name(text)  # a tie between close rivals, broken by the name the user typed
+            if named is not None and named != best and self.scores(query_vector, text)[named] >= score - margin:
+                best, score, runner_up = named, float(self.scores(query_vector, text)[named]), -np.inf
+            elif named == best:
+                runner_up = -np.inf
         if not score >= threshold or score - runner_up < margin:
             return None
         sims = self.vectors @ np.asarray(query_vector, dtype=np.float32)
@@ -435,6 +448,21 @@ class ConceptLinker:
             return None  # a word of place, substance or symptom rules the concept out
         score = float(self.vectors[phrase] @ np.asarray(query_vector, dtype=np.float32))
         return Link(self.concepts[concept], score, self.phrases[phrase])
+
+    def placed_name(self, text: str | None) -> int | None:
+        """The concept whose own phrase opens ``text`` and is followed by where it is ("a breathing tube in the
+        windpipe": the endotracheal tube's everyday name "breathing tube", then "in ..."), or None. Used only to break
+        a tie between close rivals: the lexicon gives each name to the concept a layperson most means by it."""
+        if not text or self.normalize is None:
+            return None
+        words = EXACT_ARTICLES.sub("", text.strip()).split()
+        for k in range(len(words) - 1, 0, -1):
+            if words[k].lower() not in PLACE_PREPOSITIONS:
+                continue
+            phrase = self.names.get(self.normalize(" ".join(words[:k])))
+            if phrase is not None:
+                return int(self.owner[phrase])
+        return None
 
     def decide(self, query_vector: np.ndarray, text: str | None = None,
                margin: float = LINK_MARGIN) -> tuple[int, float, float]:
