@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 
+from radsift.search.concepts import EXACT_ARTICLES
+
 #: Where a query joins its parts ("pneumonia with fluid around the lung", "small lungs and a big heart", "hiatal
 #: hernia, lungs clear"): a part that names no lexicon finding beside one that does is linked on its own, or read in
 #: its own words when the index holds them (:func:`radsift.search.reading.read_query`), so the second part is read,
@@ -30,15 +32,12 @@ CAUSE = re.compile(r"\b(?:from|after|due\s+to|caused\s+by|because\s+of|left\s+by
                    r"(?:(?:an?|the|my|his|her|their)\s+)?"
                    r"(?:old|prior|previous|past|healed|remote|earlier|former)\b[^,;]*",
                    re.IGNORECASE)
-#: An article or possessive before a part's words.
-ARTICLE = re.compile(r"^(?:(?:a|an|the|my|his|her|their|some)\s+)+", re.IGNORECASE)
-
 
 def with_next_head(part: str, following: str | None) -> str | None:
     """A part that is one modifier alone with the head of the part after it ("a twisted" before "hardened aorta" in
     "a twisted, hardened aorta": "twisted aorta"), or None when ``part`` is more than one word or ``following`` has no
     modifier of its own before its head."""
-    words = ARTICLE.sub("", part.strip()).split()
+    words = EXACT_ARTICLES.sub("", part.strip()).split()
     after = (following or "").split()
     if len(words) != 1 or len(after) < 2 or not words[0].isalpha():
         return None

@@ -421,8 +421,9 @@ class ConceptLinker:
         best, score, runner_up = self.decide(query_vector, text, margin)
         if score >= threshold and score - runner_up < margin:
             named = self.placed_name(text)  # a tie between close rivals, broken by the name the user typed
-            if named is not None and named != best and self.scores(query_vector, text)[named] >= score - margin:
-                best, score, runner_up = named, float(self.scores(query_vector, text)[named]), -np.inf
+            named_score = float(self.scores(query_vector, text)[named]) if named is not None and named != best else None
+            if named_score is not None and named_score >= score - margin:
+                best, score, runner_up = named, named_score, -np.inf
             elif named == best:
                 runner_up = -np.inf
         if not score >= threshold or score - runner_up < margin:
