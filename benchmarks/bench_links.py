@@ -14,8 +14,8 @@ Measured with the packaged all-MiniLM-L6-v2 on the Open-i index (built once into
   rows as in dev2), as ``radsift search`` links: the index's link function on the query's finding text;
   ``link_dev_pooled`` is the three development batches together (the figure the linker's rules are chosen
   on), ``link_test_pooled`` the two test splits;
-- the 141 findings outside the lexicon (``open_vocab_findings.tsv``): the share that links to no concept
-  (every link there is wrong), and, over an MTSamples index (``--mtsamples-index``: any index of the
+- the 141 findings outside the lexicon (``open_vocab_findings.tsv``), less those the packaged lexicon has come to
+  name word for word since (``now_in_lexicon``): the share that links to no concept (every link there is wrong), and, over an MTSamples index (``--mtsamples-index``: any index of the
   distinct MTSamples notes; its encoder is not used), the share whose literal reading is kept (the phrase
   occurs in those notes, so a link may only stand beside it);
 - mAP / P@10 of the description queries (hybrid + concepts, the default) and of the Open-i weak-label
@@ -64,6 +64,12 @@ def link_rows(idx, texts: list[str]) -> list[str | None]:
         got = link(finding_text) if finding_text else None
         out.append(None if got is None else got.concept)
     return out
+
+
+def lexicon_names(labeler, finding: str) -> bool:
+    """Whether one lexicon mention spans the whole of ``finding`` (the lexicon names it word for word)."""
+    text = finding.strip()
+    return any(m.start == 0 and m.end >= len(text.rstrip(".")) for m in labeler.label(text))
 
 
 def precision(queries: list[dict], got: list[str | None]) -> dict:
@@ -148,9 +154,13 @@ def main() -> int:
     res["link_dev_pooled"] = pooled([res[k] for k in list(res) if k.startswith("link_dev")])
     if "test" in args.splits:
         res["link_test_pooled"] = pooled([res[k] for k in list(res) if k.startswith("link_test")])
-    outside = outside_findings()
+    # the findings the packaged lexicon has come to name since the list was written are outside it no more: a
+    # search reads them literally, as lexicon findings ("subluxation" since the dislocation concept)
+    listed = outside_findings()
+    named = [f for f in listed if lexicon_names(idx.labeler, f)]
+    outside = [f for f in listed if f not in named]
     got = link_rows(idx, outside)
-    res["outside"] = {"n": len(outside), "linked": sum(g is not None for g in got),
+    res["outside"] = {"n": len(outside), "now_in_lexicon": named, "linked": sum(g is not None for g in got),
                       "precision": round(sum(g is None for g in got) / len(outside), 3),
                       "links": sorted(f"{f} -> {g}" for f, g in zip(outside, got) if g is not None)}
     if args.mtsamples_index is not None:

@@ -220,6 +220,24 @@ def test_a_compound_finding_states_its_parts(labeler) -> None:
     assert set(read(labeler, "Calcified nodules in the left lung.")) == {"calcified granuloma", "granuloma", "nodule"}
     # pleural scarring is pleural thickening, and scarring still
     assert set(read(labeler, "Bilateral apical pleural scarring.")) == {"pleural thickening", "scarring"}
+    # a spine bent forward and sideways states both curves
+    assert {f: s for f, (s, _) in read(labeler, "Thoracic kyphoscoliosis.").items()} == {"kyphosis": P, "scoliosis": P}
+
+
+def test_a_joint_out_of_place_is_a_dislocation(labeler) -> None:
+    assert {f: s for f, (s, _) in read(labeler, "Fracture-dislocation of the right shoulder.").items()} == {
+        "dislocation": P, "fracture": P}
+    assert {f: s for f, (s, _) in read(labeler, "The right acromioclavicular joint is mildly widened.").items()} == {
+        "dislocation": P}
+    assert {f: s for f, (s, _) in read(labeler, "Right shoulder: Negative for fracture or dislocation.").items()} == {
+        "dislocation": A, "fracture": A}
+
+
+def test_the_normal_curve_lost_is_no_kyphosis(labeler) -> None:
+    assert {f: s for f, (s, _) in read(labeler, "Straightening of the normal thoracic kyphosis.").items()} == {
+        "kyphosis": A}
+    assert {f: s for f, (s, _) in read(labeler, "Exaggeration of the normal thoracic kyphosis.").items()} == {
+        "kyphosis": P}
 
 
 def test_without_parts_the_compound_states_only_itself() -> None:

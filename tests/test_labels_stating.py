@@ -39,7 +39,8 @@ def without(*cues: str) -> Labeler:
 
 #: Cues an ablation takes out beside the case's own (the shorter form a moved cue falls back on).
 ALSO = {"would be difficult to exclude": ("difficult to exclude",), "is a concern": ("a concern",),
-        "to confirm clearing of": ("confirm clearing of",), "now resolved": ("has now resolved",)}
+        "to confirm clearing of": ("confirm clearing of",), "now resolved": ("has now resolved",),
+        "negative for": ("negative",)}
 
 
 CASES = [
@@ -76,6 +77,10 @@ CASES = [
     ("Pneumothorax not convincingly demonstrated.", "pneumothorax", A, "NEGATED_EXISTENCE",
      "not convincingly demonstrated"),
     ("Pneumothorax: none.", "pneumothorax", A, "NEGATED_EXISTENCE", "colon before none"),
+    ("Pneumothorax: negative.", "pneumothorax", A, "NEGATED_EXISTENCE", "colon before negative"),
+    # a heading before "negative for" leaves the forward cue its word
+    ("Right shoulder: Negative for fracture.", "fracture", A, "NEGATED_EXISTENCE", "negative for"),
+    ("Chest: negative for pneumothorax.", "pneumothorax", A, "NEGATED_EXISTENCE", "negative for"),
     ("Interval clearing of the right lower lobe pneumonia.", "pneumonia", A, "NEGATED_EXISTENCE",
      "interval clearing of"),
     ("There has been clearing of the right lower lobe consolidation.", "consolidation", A, "NEGATED_EXISTENCE",

@@ -163,6 +163,12 @@ def _literal(variant: str) -> str:
     return re.sub(r"[\\()\[\]?:|+*.^$]", " ", variant)
 
 
+#: Findings of the set that the packaged lexicon came to name after the set was written (the set stays as written,
+#: so its figures stay comparable; ``bench_links.py`` leaves these out of its outside-the-lexicon figure).
+NAMED_SINCE = {"dislocation": "the dislocation concept (twentieth session)",
+               "subluxation": "the dislocation concept (twentieth session)"}
+
+
 def test_findings_are_outside_the_packaged_lexicon(findings: list[dict]) -> None:
     from radsift.labels.lexicon import load_lexicon
     from radsift.labels.spotter import Spotter
@@ -176,7 +182,11 @@ def test_findings_are_outside_the_packaged_lexicon(findings: list[dict]) -> None
         words = " ".join(w for w in phrase.split() if w != "*")
         texts.update({words, words.replace("-", " "), words.replace("-", "")})
     problems = []
+    named = set()
     for row in findings:
+        if row["finding"] in NAMED_SINCE:
+            named.add(row["finding"])
+            continue
         # 1. No lexicon phrase (case, plural and hyphen folded by radsift itself) in the
         #    finding or a variant.
         for text in [row["finding"], *map(_literal, row["variants"])]:
@@ -185,6 +195,9 @@ def test_findings_are_outside_the_packaged_lexicon(findings: list[dict]) -> None
         pattern = nj._mention_regex(tuple(row["variants"]))
         problems += [f"{row['finding']}: a variant matches lexicon phrase {t!r}" for t in texts if pattern.search(t)]
     assert not problems, "\n".join(problems)
+    # the ones named since are named indeed (else they belong outside again)
+    assert named == set(NAMED_SINCE)
+    assert all(any(m.text.lower() == f for m in spotter.spot(f)) for f in NAMED_SINCE)
 
 
 HEADER = "finding\tcategory\tvariants\tnotes_negated\tnotes_mentioned\n"
