@@ -13,7 +13,7 @@ from radsift.ranking.places import location_slots, location_tiers, placed_mask, 
 from radsift.records import Report
 from radsift.search import candidates
 from radsift.text.changes import CHANGE, NEW
-from radsift.text.degrees import DEGREE, MARKED, MODERATE, SLIGHT, query_degree
+from radsift.text.degrees import DEGREE, MARKED, MEASURED, MODERATE, SLIGHT, query_degree
 from radsift.text.tokens import stem
 
 R = [
@@ -23,6 +23,8 @@ R = [
     Report("moderate", {"findings": "Moderate emphysema. Heart size normal."}),
     Report("other", {"findings": "Emphysema. Small left pleural effusion. Heart size normal."}),
     Report("none", {"findings": "No pneumothorax. Heart size normal."}),
+    Report("nodule", {"findings": "Right upper lobe nodule. Heart size normal."}),
+    Report("nodule_mm", {"findings": "Left upper lobe nodule measuring 9 mm. Heart size normal."}),
 ]
 
 
@@ -39,6 +41,12 @@ R = [
     ("large heart", None, 0),
     ("small lungs", None, 0),
     ("minor fissure thickening", None, 0),
+    # a size measured: the units measuring it (queries_v15 dev)
+    ("pulmonary nodule about 1 cm", "1 cm", MEASURED),
+    ("pneumothorax of about 20 percent", "20 percent", MEASURED),
+    ("20% pneumothorax", "20", MEASURED),
+    ("an 8mm nodule", "8mm", MEASURED),
+    ("T12 compression fracture", None, 0),
 ])
 def test_a_query_names_its_degree(query, words, bit):
     assert query_degree(query) == (words, bit)
@@ -46,14 +54,14 @@ def test_a_query_names_its_degree(query, words, bit):
 
 def test_units_say_a_degree_and_interstitial_markings_say_none():
     texts = ["Small right effusion.", "Moderate cardiomegaly.", "Severe emphysema.", "Increased interstitial markings.",
-             "Small to moderate effusion.", "Minor fissure thickening."]
+             "Small to moderate effusion.", "Minor fissure thickening.", "A 9 mm nodule.", "Nodule of 1.2 cm."]
     terms = [{stem(w) for w in t.lower().replace(".", "").split()} for t in texts]
 
     def units_with(stems):
         return [i for i, t in enumerate(terms) if all(s in t for s in stems)]
 
     got = with_qualifiers(np.zeros(len(texts), dtype=np.uint64), units_with) & np.uint64(DEGREE)
-    assert [int(g) for g in got] == [SLIGHT, MODERATE, MARKED, 0, SLIGHT | MODERATE, 0]
+    assert [int(g) for g in got] == [SLIGHT, MODERATE, MARKED, 0, SLIGHT | MODERATE, 0, MEASURED, MEASURED]
 
 
 def test_each_qualifier_asked_adds_a_slot_and_a_unit_missing_one_follows():
@@ -120,3 +128,11 @@ def test_an_open_phrase_alone_asks_no_degree(index):
     # the hashing index links nothing: "tiny metal clamps" is an open phrase, "severe emphysema" a lexicon finding
     assert index.read("tiny metal clamps left inside me").degree is None
     assert index.read("severe emphysema").degree == "marked"
+
+
+@pytest.mark.parametrize("engine", candidates.ENGINES)
+def test_a_size_asked_ranks_the_units_measuring_it_first(index, monkeypatch, engine):
+    monkeypatch.setenv(candidates.ENV, engine)
+    assert index.read("nodule about 1 cm").degree == "measured"
+    order = [h.report_id for h in index.search("nodule about 1 cm", k=10, mode="hybrid")]
+    assert order[0] == "nodule_mm" and order.index("nodule") < order.index("none")

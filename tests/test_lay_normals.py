@@ -29,6 +29,10 @@ def labeler() -> Labeler:
     ("normal-looking chest", "normal chest"),
     ("fine nodules in the lungs", "fine nodules in the lungs"),
     ("good inspiration", "good inspiration"),
+    # a part of the lung called clear: the lungs stated clear there
+    ("retrocardiac region clear", "retrocardiac lungs are clear"),
+    ("the apices are clear", "the apices lungs are clear"),
+    ("lung bases clear of consolidation", "lung bases clear of consolidation"),
 ])
 def test_lay_normal_words_are_written_as_reports_write_them(query, read) -> None:
     assert lay_normals(query) == read
@@ -268,3 +272,13 @@ def test_a_part_linked_as_near_as_an_everyday_name_is_taken_alone(labeler) -> No
     # a part linked loosely (0.9 here) alone is not taken: the words are read as they stand
     reading = read_query("curved spine and a flattened vertebra", labeler, link=_pair_links, literal=lambda stems: False)
     assert "scoliosis" not in [f.finding for f in reading.findings]
+
+
+def test_a_part_of_the_lung_called_clear_reads_the_lungs_clear_there(labeler) -> None:
+    from radsift.search.concepts import normal_statement
+
+    reading = read_query("retrocardiac region clear", labeler)
+    assert [(f.finding, f.status) for f in reading.findings] == [("lungs are clear", "present")]
+    assert reading.location == "retrocardiac"
+    # where it is clear is no finding beside its normal word: a link to it states the concept absent
+    assert normal_statement("left lung base clear") and not normal_statement("left lung base opacity")

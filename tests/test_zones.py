@@ -37,6 +37,10 @@ R = [
     ("roundish density low in the left chest", "low in the left chest", LLL),
     ("opacity lower right chest", "lower right chest", RLL),
     ("spot high in the left lung", "high in the left lung", LUL),
+    # beside a heart border: the lobe that touches it (the silhouette sign); the heart's own side is a chamber
+    ("pneumonia next to the left side of the heart", "next to the left side of the heart", LING),
+    ("opacity along the right heart border", "along the right heart border", RML),
+    ("the left side of the heart is enlarged", None, 0),
     ("upper left chest port", None, 0),
     ("pneumonia on top of COPD", None, 0),
     ("left lower lobe scarring", None, 0),

@@ -226,7 +226,10 @@ _SAID_NORMAL = re.compile(
     r"entirely|totally|lungs?|lung\s+fields?|heart|cardiac|chest|mediastin\w*|cardiomediastinal|silhouette|contours?|"
     r"size|pleura\w*|spaces?|bones?|bony|osseous|structures?|aorta|aortic|diaphragms?|hila|hilar|x\s*ray|film|"
     r"study|exam|vertebra[el]?|vertebral|body|bodies|heights?|spine|spinal|dis[ck]s?|volumes?|well|"
-    r"clavicles?|ribs?|sternum|scapulae?|humer(?:us|i|al\s+heads?)|thorax|skeleton|skeletal)\b", re.IGNORECASE)
+    r"clavicles?|ribs?|sternum|scapulae?|humer(?:us|i|al\s+heads?)|thorax|skeleton|skeletal|"
+    # where in the lung ("left lung base clear", "retrocardiac region clear")
+    r"left|right|bilateral(?:ly)?|bases?|basilar|apex|apices|apical|upper|middle|lower|lobes?|lingula|lingular|"
+    r"retrocardiac|regions?|areas?|zones?)\b", re.IGNORECASE)
 
 
 def normal_statement(text: str, query: str | None = None) -> bool:

@@ -52,6 +52,11 @@ LAY_NORMALS = (
                 r"(heart|lungs?)(?:\s+(?:or|and|nor)\s+(?:the\s+|my\s+)?(heart|lungs?))?\b", re.IGNORECASE),
      lambda m: f"{m[1]} and {m[2]} are normal" if m[2] else
      f"{m[1]} {'are' if m[1].lower().endswith('s') else 'is'} normal"),
+    # "retrocardiac region clear", "left lung base clear", "the apices are clear": a part of the lung called clear is
+    # the lungs stated clear there (its place read apart); read as "clear" alone, the linker took it for an opacity
+    (re.compile(r"\b(retrocardiac|bases?|basilar|apex|apices|apical|lobes?|lingula|lingular|midlungs?)\s+"
+                r"(?:(?:region|area|space|zone|portion)s?\s+)?(?:(?:is|are|appears?|looks?|seems?|remains?)\s+)?"
+                r"clear\b(?!\s+of)", re.IGNORECASE), r"\1 lungs are clear"),
     # "lungs filling with fluid", "lungs full of water": fluid in the lungs (split at "with", "lungs filling" and
     # "fluid" stood apart, the bare "fluid" stating any pleural fluid)
     (re.compile(r"\b(lungs?)\s+(?:(?:are|is)\s+)?(?:filling|filled|full)\s+(?:up\s+)?(?:with|of)\s+(fluid|water)\b",

@@ -56,8 +56,10 @@ _QUERY = (
     (SAME, r"(?:nothing|no|not?\s+any)\s+new|no\s+(?:(?:significant|appreciable|definite|further|real)\s+)?"
            r"(?:interval\s+)?(?:change|increase|progression|worsening)|not\s+(?:increased|worsened|progressed)|"
            r"(?:has|have)\s*n[o']t\s+changed|not\s+changed|"
+           # "not worse than before", "no worse", "not any bigger": the same, not worse
+           r"(?:not?|isn'?t|aren'?t)\s+(?:any\s+)?(?:worse|bigger|larger)|"
            r"unchanged|stable|same\s+as\s+(?:before|last)|persistent|persisting|still\s+there"),
-    (GONE, r"resolved|gone(?:\s+away)?|went\s+away|cleared(?:\s+up)?|removed|removal|taken\s+out|pulled(?:\s+out)?|"
+    (GONE, r"resolved|gone(?:\s+away)?|went\s+away|cleared(?:\s+up)?|removed|removal|taken\s+out|pulled(?!\s+(?:away|apart)\b)(?:\s+out)?|"
            r"no\s+longer|extubated"),
     (BETTER, r"(?:getting|got|gotten|becoming)\s+(?:better|smaller)|better|improv(?:ed|ing|ement)|shrinking|shrunk|"
              r"decreas(?:ed|ing)|resolving|clearing(?:\s+up)?|(?:smaller|less)\s+than\s+(?:before|last|prior)"),

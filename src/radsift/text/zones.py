@@ -24,6 +24,12 @@ ZONE = re.compile(r"\b(?:(right|left)\s+)?mid[\s-]?(?:lungs?(?:\s+(?:zones?|fiel
 #: "behind the heart", "behind the cardiac silhouette": the retrocardiac lung, the left lower lobe (as "retrocardiac" is
 #: read in :mod:`radsift.text.locations`).
 BEHIND_HEART = re.compile(r"\bbehind\s+the\s+(?:heart|cardiac\s+(?:silhouette|shadow))\b", re.IGNORECASE)
+#: Beside a heart border: "pneumonia next to the left side of the heart", "opacity along the right heart border". A
+#: finding touching the left border is in the lingula, one touching the right border in the right middle lobe (the
+#: silhouette sign). Only beside a word of touching: "the left side of the heart is enlarged" is a chamber.
+HEART_BORDER = re.compile(r"\b(?:next\s+to|beside|along|against|by|near|touching|hugging|bordering|obscuring|at)\s+"
+                          r"(?:the\s+)?(?:(right|left)\s+(?:side|edge|border)\s+of\s+the\s+heart|"
+                          r"(right|left)\s+(?:heart|cardiac)\s+(?:border|edge|margin))\b", re.IGNORECASE)
 #: Lay words for a base or an apex: "scarring at the bottom of the lungs", "spot at the top of the lung", "the lower part
 #: of the left lung", "lung lining thickened at the bottom", "density low in the left chest"; read as "bases" and
 #: "apices" are (the lower and upper lobes). "on top of COPD" is none.
@@ -45,6 +51,7 @@ def query_zones(query: str) -> tuple[str | None, int]:
     """``(the zones' words, the lobes' regions they ask for)``; ``(None, 0)`` when the query names no mid zone."""
     found = [(m.group(0), _LOBE_OF[m.group(1).lower() if m.group(1) else None]) for m in ZONE.finditer(query)]
     found += [(m.group(0), LLL) for m in BEHIND_HEART.finditer(query)]
+    found += [(m.group(0), _LOBE_OF[(m.group(1) or m.group(2)).lower()]) for m in HEART_BORDER.finditer(query)]
     for m in LAY_ENDS.finditer(query):
         end = (m.group(1) or m.group(3) or m.group(4) or m.group(6)).lower()
         side = m.group(2) or m.group(5) or m.group(7)
@@ -58,4 +65,4 @@ def query_zones(query: str) -> tuple[str | None, int]:
     return ", ".join(words.lower() for words, _ in found), regions
 
 
-__all__ = ["BEHIND_HEART", "LAY_ENDS", "ZONE", "query_zones"]
+__all__ = ["BEHIND_HEART", "HEART_BORDER", "LAY_ENDS", "ZONE", "query_zones"]
