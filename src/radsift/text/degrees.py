@@ -44,8 +44,7 @@ UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
 #: A query's words for each degree (the first that matches is the query's degree).
 _QUERY = (
     # a number and its unit: "about 1 cm", "8mm", "20 percent", "20%" (the number before a % sign: the sign ends no word)
-    (MEASURED, r"\d+(?:\.\d+)?\s*(?:cm|mm|centimet(?:er|re)s?|millimet(?:er|re)s?|percent|per\s+cent)"),
-    (MEASURED, r"\d+(?:\.\d+)?(?=\s*%)"),
+    (MEASURED, r"\d+(?:\.\d+)?(?:\s*(?:cm|mm|centimet(?:er|re)s?|millimet(?:er|re)s?|percent|per\s+cent)|(?=\s*%))"),
     (MODERATE, r"moderate(?:ly)?"),
     (MARKED, r"severe(?:ly)?|massive|huge|extensive|a\s+lot\s+of|very\s+(?:big|large|enlarged)|"
              r"large(?!\s+(?:heart|lungs?|cardiac))"),
