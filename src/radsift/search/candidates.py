@@ -106,11 +106,11 @@ from radsift.ranking.tiers import (
 from radsift.records import QueryReading
 from radsift.search.bitmaps import TermBitmaps, bits_of
 from radsift.search.finding_views import FindingView
-from radsift.search.plan import open_candidates, sentence_texts
+from radsift.search.plan import open_candidates, sentence_texts, unit_locations
 from radsift.search.reading import open_mentions
 from radsift.search.sortedsets import best_by, lookup, union, unique, value_counts
 from radsift.search.units import section_of_sentence
-from radsift.text import locations
+from radsift.text import changes, locations
 
 #: Environment variable choosing the engine (``candidates`` or ``exact``), for benchmarks and A/B runs.
 ENV = "RADSIFT_ENGINE"
@@ -158,10 +158,14 @@ def _key(code):
     return code if isinstance(code, tuple) else int(code)
 
 
-def _code(codes: dict, f) -> int | tuple:
-    """A lexicon finding's key: its code, or with alternatives (``any_of``) ``("any", its code and theirs)``."""
+def _code(codes: dict, f, gone: bool = False) -> int | tuple:
+    """A lexicon finding's key: its code, or with alternatives (``any_of``) ``("any", its code and theirs)``; a
+    denied one asked gone (``gone``) ``("gone", ...)``: its alternatives count only where a unit says them gone, as
+    :func:`radsift.search.reading.reading_tiers` reads them."""
     own = codes.get(f.finding, -1)
-    return ("any", (own, *(codes.get(a, -1) for a in f.any_of))) if f.any_of else own
+    if not f.any_of:
+        return own
+    return ("gone" if gone and f.status == "absent" else "any", (own, *(codes.get(a, -1) for a in f.any_of)))
 
 
 # -- reading postings -----------------------------------------------------------------------------------
@@ -255,6 +259,11 @@ class ReadingPostings:
         """(unit rows, status codes) of the stored mentions of finding ``code`` (kept once read), or of an
         open-vocabulary phrase (``code`` a key of :meth:`read_open`)."""
         key = _key(code)
+        if isinstance(key, tuple) and key[0] == "gone":  # the finding's own mentions, its alternatives' said gone
+            rows, status = self.mentions(("any", key[1][1:]))
+            keep = self.gone_units[rows]
+            own = self.mentions(key[1][0])
+            return np.concatenate([own[0], rows[keep]]), np.concatenate([own[1], status[keep]])
         if isinstance(key, tuple):  # any of several findings: their mentions together, each unit's best read by view
             return tuple(map(np.concatenate, zip(*(self.mentions(c) for c in key[1])))) if key[0] == "any" \
                 else self._read_open(key[1])[:2]
@@ -266,6 +275,11 @@ class ReadingPostings:
             with self._lock:
                 self._mentions[key] = hit
         return hit
+
+    @cached_property
+    def gone_units(self) -> np.ndarray:
+        """Per unit: it says a finding gone (:data:`radsift.text.changes.GONE` among its words' regions)."""
+        return (unit_locations(self.store, self.unit)[0] & changes.GONE) != 0
 
     @cached_property
     def unit_of(self) -> np.ndarray | None:
@@ -320,7 +334,9 @@ class QueryTiers:
     def __init__(self, store: IndexStore, reading: QueryReading, post: ReadingPostings, codes: dict,
                  by_report: bool, sides, places=None, labeler=None) -> None:
         self.post, self.statuses = post, [f.status for f in reading.findings]
-        keys = [(_code(codes, f), False) if f.labeled else post.read_open(f.finding, labeler) for f in reading.findings]
+        gone = places is not None and reading.change == "gone"
+        keys = [(_code(codes, f, gone), False) if f.labeled else post.read_open(f.finding, labeler)
+                for f in reading.findings]
         #: An open-vocabulary phrase had more candidate sentences than were read: ``matching`` is a lower bound.
         self.capped = any(capped for _, capped in keys)
         self.side, self._findings = reading.side, [(k, f.status) for (k, _), f in zip(keys, reading.findings)]

@@ -186,7 +186,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     pattern_bits = patterns.query_pattern(query)[1] if any(f.labeled and f.status != "absent" for f in findings) \
         and locations.enabled() else 0
     if read_as != "literal":  # the lexicon's alternatives: links it makes itself (no encoder needed)
-        findings = _with_any_of(findings, getattr(labeler, "lexicon", None))
+        findings = _with_any_of(findings, getattr(labeler, "lexicon", None), change_bit)
     note = ""
     if len(findings) > MAX_FINDINGS:
         note = f"read the first {MAX_FINDINGS} of {len(findings)} findings"
@@ -259,18 +259,23 @@ def _read_two_things(found: dict[str, ReadFinding], query: str, labeler, link: C
     return True
 
 
-def _with_any_of(findings: list[ReadFinding], lexicon) -> list[ReadFinding]:
+def _with_any_of(findings: list[ReadFinding], lexicon, change_bit: int = 0) -> list[ReadFinding]:
     """The findings, a lexicon one asked present or uncertain with what a unit may state in its place (the lexicon's
     ``any_of`` and ``signs``, less the query's other findings); a denial stays literal ("no pneumonia" is not denied
     by "no focal consolidation" alone ... nor contradicted by a consolidation called atelectasis) but for the signs a
-    film shows a finding by ("no signs of CHF": "No pulmonary edema." denies them, "Pulmonary edema." states one)."""
+    film shows a finding by ("no signs of CHF": "No pulmonary edema." denies them, "Pulmonary edema." states one).
+    A finding gone since the last study is no denial: "pneumonia cleared up" is how a report's "resolution of the
+    left-sided airspace disease" or "consolidation has cleared" reads, so it keeps the alternatives (``change_bit``
+    :data:`~radsift.text.changes.GONE`; the change tier ranks the units saying it gone first)."""
     if lexicon is None:
         return findings
     named = {f.finding for f in findings}
     out = []
     for f in findings:
         concept = lexicon[f.finding] if f.labeled and f.finding in lexicon else None
-        alts = () if concept is None else concept.signs if f.status == "absent" else concept.any_of + concept.signs
+        gone = f.status == "absent" and change_bit == changes.GONE
+        alts = () if concept is None else concept.signs if f.status == "absent" and not gone \
+            else concept.any_of + concept.signs
         alts = tuple(a for a in dict.fromkeys(alts) if a not in named)
         out.append(replace(f, any_of=alts) if alts else f)
     return out
@@ -466,13 +471,17 @@ def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple
     if not reading.active:
         return ReadingTiers(None) if classes else None
     own, also = ranked_within(reading)
+    flags = location_flags() if reading.regions and location_flags is not None else None
+    # a finding gone is stated by its alternatives only where they are said gone ("resolution of the airspace
+    # disease"), never by a plain denial of them ("no focal consolidation" says nothing of a pneumonia that cleared)
+    gone_units = (flags & changes.GONE) != 0 if flags is not None and reading.change == "gone" else None
     reader = (labeler, labels, finding_codes, sentence_texts, open_candidates, unit_of, n_units)
-    raw, capped = _stated(own, *reader)
+    raw, capped = _stated(own, *reader, gone_units=gone_units)
     sides = places = None
     if reading.side and side_flags is not None:
         sides = side_tiers(reading.side, *side_flags())
-    if reading.regions and location_flags is not None:
-        places = location_tiers(reading.regions, location_flags())
+    if flags is not None:
+        places = location_tiers(reading.regions, flags)
     statuses = [f.status for f in own]
     slots = SIDE_SLOTS * (location_slots(reading.regions) if places is not None else 1)
     tiers = unit_tiers(raw, statuses, where_tiers(places, sides), group_of, slots)
@@ -497,9 +506,10 @@ def ranked_within(reading: QueryReading) -> tuple[list[ReadFinding], list[ReadFi
 
 
 def _stated(findings, labeler, labels, finding_codes, sentence_texts, open_candidates, unit_of,
-            n_units: int) -> tuple[np.ndarray | None, bool]:
+            n_units: int, gone_units: np.ndarray | None = None) -> tuple[np.ndarray | None, bool]:
     """:func:`~radsift.ranking.tiers.stated_tiers` of ``findings`` (None when there are none), and whether
-    an open-vocabulary phrase had candidates left unread."""
+    an open-vocabulary phrase had candidates left unread. With ``gone_units`` (per unit: it says a finding gone),
+    a denied finding's alternatives count only in those units."""
     if not findings:
         return None, False
     columns = []
@@ -510,6 +520,9 @@ def _stated(findings, labeler, labels, finding_codes, sentence_texts, open_candi
             codes = [finding_codes.get(name, -1) for name in (f.finding, *f.any_of)]
             row, finding, status = labels
             sel = np.isin(finding, codes)
+            if gone_units is not None and f.status == "absent" and f.any_of:
+                units = row if unit_of is None else np.asarray(unit_of)[row]
+                sel &= (finding == codes[0]) | gone_units[units]
             columns.append((row[sel], status[sel]))
         else:
             rows_, status_, over = open_mentions(f.finding, labeler, sentence_texts, open_candidates)
