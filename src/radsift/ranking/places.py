@@ -26,7 +26,7 @@ import numpy as np
 
 from radsift.ranking.tiers import SIDE_SLOTS, side_flags
 from radsift.text.bodyplaces import BODY, FAMILIES, PLACE_WORDS, is_whole, resolve
-from radsift.text.changes import CHANGE
+from radsift.text.changes import CHANGE, WORSE, compares_sides_only
 from radsift.text.changes import UNIT_WORDS as CHANGE_WORDS
 from radsift.text.degrees import DEGREE
 from radsift.text.degrees import UNIT_WORDS as DEGREE_WORDS
@@ -185,7 +185,8 @@ def _holding(units_with: Callable[[Sequence[str]], Sequence[int]], groups) -> np
     return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
 
 
-def with_compartments(regions: np.ndarray, units_with: Callable[[Sequence[str]], Sequence[int]]) -> np.ndarray:
+def with_compartments(regions: np.ndarray, units_with: Callable[[Sequence[str]], Sequence[int]],
+                      texts: Callable[[Sequence[int]], Mapping[int, str]] | None = None) -> np.ndarray:
     """Region masks with :data:`~radsift.text.compartments.MEDIASTINUM` set on the units that name the
     mediastinum or a hilum and no lobe nor lung word (with :data:`~radsift.text.compartments.HILA` or
     :data:`~radsift.text.compartments.MIDDLE` saying which), and the body places the units name
@@ -195,6 +196,8 @@ def with_compartments(regions: np.ndarray, units_with: Callable[[Sequence[str]],
         regions: Per-unit lobe masks (:func:`location_flags`, or the index's stored ones, which hold the lobes
             alone); not modified.
         units_with: Stems -> the units holding every one of them.
+        texts: Unit rows -> their texts, for the few units whose change the words alone leave open
+            (:func:`with_qualifiers`); None: the words alone.
 
     Returns:
         A new uint64 array (the body places' bits lie above a byte, the patterns' above 32 bits).
@@ -212,10 +215,11 @@ def with_compartments(regions: np.ndarray, units_with: Callable[[Sequence[str]],
         out[mediastinal] |= MEDIASTINUM
         out[mediastinal & hilar] |= HILA  # which of them: "right hilar mass" is no mediastinal one
         out[mediastinal & middle] |= MIDDLE
-    return with_body_places(out, units_with)
+    return with_body_places(out, units_with, texts)
 
 
-def with_body_places(regions: np.ndarray, units_with: Callable[[Sequence[str]], Sequence[int]]) -> np.ndarray:
+def with_body_places(regions: np.ndarray, units_with: Callable[[Sequence[str]], Sequence[int]],
+                     texts: Callable[[Sequence[int]], Mapping[int, str]] | None = None) -> np.ndarray:
     """``regions`` (uint64, modified in place and returned) with the body places each unit names
     (:data:`radsift.text.bodyplaces.PLACE_WORDS`, read as :func:`radsift.text.bodyplaces.resolve` reads them)."""
     n = regions.shape[0]
@@ -226,18 +230,28 @@ def with_body_places(regions: np.ndarray, units_with: Callable[[Sequence[str]], 
             target = wholes if is_whole(bits) else parts
             target[rows] |= np.uint64(bits)
     regions |= resolve(parts, wholes).astype(np.uint64)
-    return with_qualifiers(regions, units_with)
+    return with_qualifiers(regions, units_with, texts)
 
 
-def with_qualifiers(regions: np.ndarray, units_with: Callable[[Sequence[str]], Sequence[int]]) -> np.ndarray:
+def with_qualifiers(regions: np.ndarray, units_with: Callable[[Sequence[str]], Sequence[int]],
+                    texts: Callable[[Sequence[int]], Mapping[int, str]] | None = None) -> np.ndarray:
     """``regions`` (uint64, modified in place and returned) with the changes each unit says
     (:data:`radsift.text.changes.UNIT_WORDS`: "new", "improved", "resolved", "stable" ...), the degrees
     (:data:`radsift.text.degrees.UNIT_WORDS`: "mild", "small", "moderate", "severe" ...) and the patterns
-    (:data:`radsift.text.patterns.UNIT_WORDS`: "streaky", "platelike", "subsegmental" ...)."""
+    (:data:`radsift.text.patterns.UNIT_WORDS`: "streaky", "platelike", "subsegmental" ...). With ``texts`` (unit
+    rows -> their texts), the units holding a word of worsening beside a side word are read: one that only compares
+    the sides ("left worse than right", :func:`radsift.text.changes.compares_sides_only`) says no worsening."""
     for words, bits in CHANGE_WORDS + DEGREE_WORDS + PATTERN_WORDS:
         rows = _holding(units_with, (words,))
         if rows.size:
             regions[rows] |= np.uint64(bits)
+    if texts is not None:
+        sided = _holding(units_with, (("left",), ("right",)))
+        rows = sided[(regions[sided] & np.uint64(WORSE)) != 0]
+        if rows.size:
+            for row, text in texts(rows.tolist()).items():
+                if compares_sides_only(text):
+                    regions[row] &= ~np.uint64(WORSE)
     return regions
 
 

@@ -169,10 +169,12 @@ def unit_locations(store: IndexStore, unit: str) -> tuple[np.ndarray, np.ndarray
         def units_with(terms):
             return units_with_terms(retriever, terms, n)
 
+        def texts(rows):
+            return {r: u.text for r, u in unit_texts(store, unit, list(rows)).items()}
+
         lobes = store_locations(store, unit)
         if lobes is None:
-            lobes = location_flags(n, units_with,
-                                   lambda rows: {r: u.text for r, u in unit_texts(store, unit, list(rows)).items()})
-        return with_compartments(lobes[0], units_with), lobes[1]  # the mediastinum from the postings, never stored
+            lobes = location_flags(n, units_with, texts)
+        return with_compartments(lobes[0], units_with, texts), lobes[1]  # the mediastinum from the postings, never stored
 
     return store.cached(("locations", unit), compute)

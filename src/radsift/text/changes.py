@@ -49,6 +49,32 @@ UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
     + word_groups(OLD, "old", "healed", "chronic", "chronically", "remote", "longstanding", "sequela", "sequelae")
 )
 
+#: Two sides compared, no change over time: "Bilateral effusions, left larger than right", "airspace disease, left
+#: worse right", "right greater than the left", "interstitial prominence, worse in the right lung base"
+#: (:func:`compares_sides_only`).
+SIDE_COMPARISON = re.compile(r"\b(?:left|right)(?:\s+(?:side|sided|lung|base|hemithorax))?(?:\s+(?:is|are|being))?\s+"
+                             r"(?:slightly\s+|much\s+|somewhat\s+)?(?:worse|larger|bigger|greater|more)"
+                             r"(?:\s+than)?(?:\s+(?:the|on\s+the))?\s+(?:right|left)\b|"
+                             r"\b(?:worse|larger|greater)\s+(?:in|at|on)\s+(?:the\s+)?(?:left|right)\b", re.IGNORECASE)
+#: The unit words of :data:`WORSE` (single words: each a group of one).
+_WORSE_WORDS = frozenset(words[0] for words, bit in UNIT_WORDS if bit == WORSE and len(words) == 1)
+
+
+def compares_sides_only(text: str) -> bool:
+    """Whether every word of worsening in ``text`` compares the two sides ("left worse than right"): the unit
+    says no change over time (its postings alone hold "worse" and "left").
+
+    >>> compares_sides_only("Bibasilar airspace disease, left worse than right.")
+    True
+    >>> compares_sides_only("Left effusion has increased, left larger than right.")
+    False
+    >>> compares_sides_only("Opacity in the right base, worse than on the prior study.")
+    False
+    """
+    rest = SIDE_COMPARISON.sub(" ", text)
+    return not any(w in _WORSE_WORDS for w in re.findall(r"[a-z]+", rest.lower()))
+
+
 #: A query's words for each change, most specific first (the first that matches is the query's change).
 _QUERY = (
     # "no significant change", "no increase in the effusion": not worse, as reports say "stable" ("not enlarged" is a
@@ -105,5 +131,5 @@ def only_change(text: str, words: str) -> bool:
     return not re.search(r"[a-z]", TIME_WORDS.sub(" ", rest), re.IGNORECASE)
 
 
-__all__ = ["BETTER", "CHANGE", "GONE", "NAMES", "NEW", "OLD", "SAME", "TIME_WORDS", "UNIT_WORDS", "WORSE", "only_change",
-           "query_change"]
+__all__ = ["BETTER", "CHANGE", "GONE", "NAMES", "NEW", "OLD", "SAME", "SIDE_COMPARISON", "TIME_WORDS", "UNIT_WORDS", "WORSE",
+           "compares_sides_only", "only_change", "query_change"]

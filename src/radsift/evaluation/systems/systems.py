@@ -184,7 +184,8 @@ class RankedSystem(System):
         def places():
             if "places" not in info:
                 regions, sided = location_flags(n, with_terms, lambda rows: {r: candidates[r] for r in rows})
-                info["places"] = with_compartments(regions, with_terms), sided  # as the search reads them
+                info["places"] = with_compartments(regions, with_terms, lambda rows: {r: candidates[r] for r in rows}), \
+                    sided  # as the search reads them
             return info["places"]
 
         def sides(chambers: bool = False):
