@@ -26,7 +26,7 @@ import numpy as np
 
 from radsift.ranking.tiers import SIDE_SLOTS, side_flags
 from radsift.text.bodyplaces import BODY, FAMILIES, PLACE_WORDS, is_whole, resolve
-from radsift.text.changes import CHANGE, WORSE, compares_sides_only
+from radsift.text.changes import CHANGE, STATES_NOT_CHANGES, says_no_change
 from radsift.text.changes import UNIT_WORDS as CHANGE_WORDS
 from radsift.text.degrees import DEGREE
 from radsift.text.degrees import UNIT_WORDS as DEGREE_WORDS
@@ -239,19 +239,21 @@ def with_qualifiers(regions: np.ndarray, units_with: Callable[[Sequence[str]], S
     (:data:`radsift.text.changes.UNIT_WORDS`: "new", "improved", "resolved", "stable" ...), the degrees
     (:data:`radsift.text.degrees.UNIT_WORDS`: "mild", "small", "moderate", "severe" ...) and the patterns
     (:data:`radsift.text.patterns.UNIT_WORDS`: "streaky", "platelike", "subsegmental" ...). With ``texts`` (unit
-    rows -> their texts), the units holding a word of worsening beside a side word are read: one that only compares
-    the sides ("left worse than right", :func:`radsift.text.changes.compares_sides_only`) says no worsening."""
+    rows -> their texts), the units holding a word of worsening beside a side word, or of improvement beside a
+    volume, are read: one whose words say a state (:func:`radsift.text.changes.says_no_change`: "left worse than
+    right", "decreased lung volumes") says no change."""
     for words, bits in CHANGE_WORDS + DEGREE_WORDS + PATTERN_WORDS:
         rows = _holding(units_with, (words,))
         if rows.size:
             regions[rows] |= np.uint64(bits)
     if texts is not None:
-        sided = _holding(units_with, (("left",), ("right",)))
-        rows = sided[(regions[sided] & np.uint64(WORSE)) != 0]
-        if rows.size:
-            for row, text in texts(rows.tolist()).items():
-                if compares_sides_only(text):
-                    regions[row] &= ~np.uint64(WORSE)
+        for bit, (_, beside, _) in STATES_NOT_CHANGES.items():
+            held = _holding(units_with, tuple((w,) for w in beside))
+            rows = held[(regions[held] & np.uint64(bit)) != 0]
+            if rows.size:
+                for row, text in texts(rows.tolist()).items():
+                    if says_no_change(text, bit):
+                        regions[row] &= ~np.uint64(bit)
     return regions
 
 

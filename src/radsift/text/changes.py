@@ -50,29 +50,43 @@ UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
 )
 
 #: Two sides compared, no change over time: "Bilateral effusions, left larger than right", "airspace disease, left
-#: worse right", "right greater than the left", "interstitial prominence, worse in the right lung base"
-#: (:func:`compares_sides_only`).
+#: worse right", "right greater than the left", "interstitial prominence, worse in the right lung base".
 SIDE_COMPARISON = re.compile(r"\b(?:left|right)(?:\s+(?:side|sided|lung|base|hemithorax))?(?:\s+(?:is|are|being))?\s+"
                              r"(?:slightly\s+|much\s+|somewhat\s+)?(?:worse|larger|bigger|greater|more)"
                              r"(?:\s+than)?(?:\s+(?:the|on\s+the))?\s+(?:right|left)\b|"
                              r"\b(?:worse|larger|greater)\s+(?:in|at|on)\s+(?:the\s+)?(?:left|right)\b", re.IGNORECASE)
-#: The unit words of :data:`WORSE` (single words: each a group of one).
-_WORSE_WORDS = frozenset(words[0] for words, bit in UNIT_WORDS if bit == WORSE and len(words) == 1)
+#: Low lung volumes, a state and never an improvement: "Decreased lung volumes", "lung volumes are diminished".
+LOW_VOLUMES = re.compile(r"\b(?:decreased|diminished|decreasing|decrease)\s+(?:in\s+)?(?:the\s+)?(?:lung\s+|inspiratory\s+)?"
+                         r"volumes?\b|\bvolumes?\s+(?:are|is|were)\s+(?:\w+\s+)?(?:decreased|diminished)\b",
+                         re.IGNORECASE)
+#: Per change a unit's words may say falsely: (its words, the words a unit holds beside them that call for its text to
+#: be read, the phrases in which the change words say a state, not a change).
+STATES_NOT_CHANGES = {
+    WORSE: (frozenset(w[0] for w, bit in UNIT_WORDS if bit == WORSE and len(w) == 1), ("left", "right"), SIDE_COMPARISON),
+    BETTER: (frozenset(w[0] for w, bit in UNIT_WORDS if bit == BETTER and len(w) == 1), ("volume", "volumes"),
+             LOW_VOLUMES),
+}
 
 
-def compares_sides_only(text: str) -> bool:
-    """Whether every word of worsening in ``text`` compares the two sides ("left worse than right"): the unit
-    says no change over time (its postings alone hold "worse" and "left").
+def says_no_change(text: str, bit: int) -> bool:
+    """Whether every word of change ``bit`` (:data:`STATES_NOT_CHANGES`) in ``text`` says a state instead: two sides
+    compared ("left worse than right": no worsening), low lung volumes ("decreased lung volumes": no improvement).
+    A unit's postings alone hold the word of change and cannot tell.
 
-    >>> compares_sides_only("Bibasilar airspace disease, left worse than right.")
+    >>> says_no_change("Bibasilar airspace disease, left worse than right.", WORSE)
     True
-    >>> compares_sides_only("Left effusion has increased, left larger than right.")
+    >>> says_no_change("Left effusion has increased, left larger than right.", WORSE)
     False
-    >>> compares_sides_only("Opacity in the right base, worse than on the prior study.")
+    >>> says_no_change("Opacity in the right base, worse than on the prior study.", WORSE)
+    False
+    >>> says_no_change("Decreased lung volumes with bibasilar atelectasis.", BETTER)
+    True
+    >>> says_no_change("Decreased left effusion. Decreased lung volumes.", BETTER)
     False
     """
-    rest = SIDE_COMPARISON.sub(" ", text)
-    return not any(w in _WORSE_WORDS for w in re.findall(r"[a-z]+", rest.lower()))
+    words, _, states = STATES_NOT_CHANGES[bit]
+    rest = states.sub(" ", text)
+    return not any(w in words for w in re.findall(r"[a-z]+", rest.lower()))
 
 
 #: A query's words for each change, most specific first (the first that matches is the query's change).
@@ -131,5 +145,5 @@ def only_change(text: str, words: str) -> bool:
     return not re.search(r"[a-z]", TIME_WORDS.sub(" ", rest), re.IGNORECASE)
 
 
-__all__ = ["BETTER", "CHANGE", "GONE", "NAMES", "NEW", "OLD", "SAME", "SIDE_COMPARISON", "TIME_WORDS", "UNIT_WORDS", "WORSE",
-           "compares_sides_only", "only_change", "query_change"]
+__all__ = ["BETTER", "CHANGE", "GONE", "LOW_VOLUMES", "NAMES", "NEW", "OLD", "SAME", "SIDE_COMPARISON", "STATES_NOT_CHANGES",
+           "TIME_WORDS", "UNIT_WORDS", "WORSE", "only_change", "query_change", "says_no_change"]
