@@ -67,6 +67,18 @@ def outside_findings(path: Path = OUTSIDE) -> list[str]:
         return [row["finding"] for row in csv.DictReader(fh, delimiter="\t")]
 
 
+def lexicon_names(finding: str, spotter=None) -> bool:
+    """Whether one phrase of the packaged lexicon spans the whole of ``finding`` (the lexicon names it word for word:
+    "subluxation" since the dislocation concept); ``spotter`` a :class:`radsift.labels.spotter.Spotter` (the packaged
+    lexicon's when None). The one rule for ``bench_links.py``'s outside findings and ``tests/test_negation_judge.py``."""
+    from radsift.labels.lexicon import load_lexicon
+    from radsift.labels.spotter import Spotter
+
+    spotter = spotter if spotter is not None else Spotter(load_lexicon())
+    text = finding.strip()
+    return any(m.start == 0 and m.end >= len(text.rstrip(".")) for m in spotter.spot(text))
+
+
 def open_index(work: Path, csv_path: Path, model: str | None):
     """An Open-i index built with ``model`` (None = the packaged model), cached under ``work``."""
     from bench_negation import openi_index

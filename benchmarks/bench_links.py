@@ -38,6 +38,7 @@ from bench_descriptions import (
     DATA,
     QUERIES,
     evaluate,
+    lexicon_names,
     open_index,
     outside_findings,
     read_queries,
@@ -64,12 +65,6 @@ def link_rows(idx, texts: list[str]) -> list[str | None]:
         got = link(finding_text) if finding_text else None
         out.append(None if got is None else got.concept)
     return out
-
-
-def lexicon_names(labeler, finding: str) -> bool:
-    """Whether one lexicon mention spans the whole of ``finding`` (the lexicon names it word for word)."""
-    text = finding.strip()
-    return any(m.start == 0 and m.end >= len(text.rstrip(".")) for m in labeler.label(text))
 
 
 def precision(queries: list[dict], got: list[str | None]) -> dict:
@@ -157,7 +152,7 @@ def main() -> int:
     # the findings the packaged lexicon has come to name since the list was written are outside it no more: a
     # search reads them literally, as lexicon findings ("subluxation" since the dislocation concept)
     listed = outside_findings()
-    named = [f for f in listed if lexicon_names(idx.labeler, f)]
+    named = [f for f in listed if lexicon_names(f)]
     outside = [f for f in listed if f not in named]
     got = link_rows(idx, outside)
     res["outside"] = {"n": len(outside), "now_in_lexicon": named, "linked": sum(g is not None for g in got),

@@ -99,6 +99,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from radsift.ranking import best_per_owner
+from radsift.text.locations import LUNG_PART_WORDS
 
 #: Synonyms longer than this many words do not join the BM25 side of a linked query.
 MAX_EXPANSION_WORDS = 3
@@ -228,8 +229,8 @@ _SAID_NORMAL = re.compile(
     r"study|exam|vertebra[el]?|vertebral|body|bodies|heights?|spine|spinal|dis[ck]s?|volumes?|well|"
     r"clavicles?|ribs?|sternum|scapulae?|humer(?:us|i|al\s+heads?)|thorax|skeleton|skeletal|"
     # where in the lung ("left lung base clear", "retrocardiac region clear")
-    r"left|right|bilateral(?:ly)?|bases?|basilar|apex|apices|apical|upper|middle|lower|lobes?|lingula|lingular|"
-    r"retrocardiac|regions?|areas?|zones?)\b", re.IGNORECASE)
+    r"left|right|bilateral(?:ly)?|upper|middle|lower|regions?|areas?|zones?|" + LUNG_PART_WORDS + r")\b",
+    re.IGNORECASE)
 
 
 def normal_statement(text: str, query: str | None = None) -> bool:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from radsift.text import changes
+from radsift.text.locations import LUNG_PART_WORDS
 
 if TYPE_CHECKING:
     from radsift.search.concepts import Link
@@ -54,7 +55,7 @@ LAY_NORMALS = (
      f"{m[1]} {'are' if m[1].lower().endswith('s') else 'is'} normal"),
     # "retrocardiac region clear", "left lung base clear", "the apices are clear": a part of the lung called clear is
     # the lungs stated clear there (its place read apart); read as "clear" alone, the linker took it for an opacity
-    (re.compile(r"\b(retrocardiac|bases?|basilar|apex|apices|apical|lobes?|lingula|lingular|midlungs?)\s+"
+    (re.compile(rf"\b({LUNG_PART_WORDS})\s+"
                 r"(?:(?:region|area|space|zone|portion)s?\s+)?(?:(?:is|are|appears?|looks?|seems?|remains?)\s+)?"
                 r"clear\b(?!\s+of)", re.IGNORECASE), r"\1 lungs are clear"),
     # "lungs filling with fluid", "lungs full of water": fluid in the lungs (split at "with", "lungs filling" and

@@ -33,6 +33,10 @@ LEFT = LUL | LING | LLL
 #: lobes"), each on its side; a unit naming every one of them ranks first (:func:`radsift.ranking.places.lobe_groups`).
 #: "Bibasilar" or "the bottom of the lung" name the bases as one place: either base meets them.
 EVERY = 1 << 42
+#: Words naming a part of a lung, not a side ("retrocardiac region clear", "left lung base clear", "the apices are
+#: clear"): a regular-expression alternation, for the readers of statements placed in the lung
+#: (:data:`radsift.search.lay.LAY_NORMALS`, :func:`radsift.search.concepts.normal_statement`).
+LUNG_PART_WORDS = r"retrocardiac|bases?|basilar|apex|apices|apical|lobes?|lingula|lingular|midlungs?"
 #: Region bit -> name, for display.
 REGION_NAMES = {RUL: "right upper lobe", RML: "right middle lobe", RLL: "right lower lobe",
                 LUL: "left upper lobe", LING: "lingula", LLL: "left lower lobe"}
