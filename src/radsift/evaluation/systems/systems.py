@@ -181,16 +181,18 @@ class RankedSystem(System):
             sets = [set(stems.get(t, ())) for t in terms]
             return np.array(sorted(set.intersection(*sets)) if sets else [], dtype=np.int64)
 
+        def texts(rows) -> dict[int, str]:
+            return {r: candidates[r] for r in rows}
+
         def places():
             if "places" not in info:
-                regions, sided = location_flags(n, with_terms, lambda rows: {r: candidates[r] for r in rows})
-                info["places"] = with_compartments(regions, with_terms, lambda rows: {r: candidates[r] for r in rows}), \
-                    sided  # as the search reads them
+                regions, sided = location_flags(n, with_terms, texts)
+                info["places"] = with_compartments(regions, with_terms, texts), sided  # as the search reads them
             return info["places"]
 
         def sides(chambers: bool = False):
-            return unit_side_flags(n, lambda s: stems.get(s, []), lambda rows: {r: candidates[r] for r in rows},
-                                   chambers, places if locations.enabled() else None)
+            return unit_side_flags(n, lambda s: stems.get(s, []), texts, chambers,
+                                   places if locations.enabled() else None)
 
         def said():
             # what every candidate states, as the search reads its sentences (:func:`radsift.search.normals.sentence_said`)
@@ -206,7 +208,7 @@ class RankedSystem(System):
         reading = read_query(query, self.labeler)
         return reading_tiers(
             reading, self.labeler, n_units=n, labels=info["labels"],
-            finding_codes=info["codes"], sentence_texts=lambda rows: {r: candidates[r] for r in rows},
+            finding_codes=info["codes"], sentence_texts=texts,
             open_candidates=with_terms, side_flags=lambda: sides(reading.chamber),
             location_flags=lambda: places()[0],
             group_of=groups, classes=True,
