@@ -43,6 +43,23 @@ def hashing_model(monkeypatch, tmp_path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def hashing_index_of(tmp_path_factory):
+    """A function indexing a few reports under the hashing encoder in a fresh folder named after ``name`` and
+    opening the index: the small fixed corpora of the reading and ranking tests."""
+    from radsift.index import build_index
+    from radsift.models.hashing import HashingEncoder
+    from radsift.search import Index
+
+    def build(name: str, reports):
+        root = tmp_path_factory.mktemp(name)
+        enc = HashingEncoder(root / "model")
+        build_index(root / "idx", reports, encoder=enc, progress=False)
+        return Index.open(root / "idx", encoder=enc)
+
+    return build
+
+
+@pytest.fixture(scope="session")
 def sited_demo_index_at():
     """A function building, in a given folder, the demo's 300 reports (seed 3) with a ``site`` field (north for
     two of three, south for the rest) under the hashing encoder, and opening it: the candidate engine's tests."""

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from radsift.index import build_index
-from radsift.models.hashing import HashingEncoder
 from radsift.records import Report
 from radsift.search import candidates
 
@@ -23,13 +21,8 @@ R = [
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    from radsift.search import Index
-
-    root = tmp_path_factory.mktemp("any_of")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", R, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+def index(hashing_index_of):
+    return hashing_index_of("any_of", R)
 
 
 def test_the_reading_names_the_alternatives_and_a_denial_stays_literal(index):
@@ -74,31 +67,23 @@ def test_a_cohort_row_kept_for_an_alternative_carries_its_evidence(index):
 
 
 @pytest.mark.parametrize("engine", candidates.ENGINES)
-def test_the_named_finding_ranks_before_its_alternatives_within_a_tier(tmp_path, monkeypatch, engine):
-    from radsift.search import Index
-
+def test_the_named_finding_ranks_before_its_alternatives_within_a_tier(hashing_index_of, monkeypatch, engine):
     # the signs are short and name pneumonia (a question), the named one is long: by similarity the signs lead
     reports = [Report(f"sign{i}", {"findings": f"Consolidation {i}. Rule out pneumonia."}) for i in range(3)] + [
         Report("named", {"findings": "Today the study shows a left basilar pneumonia among the many unrelated "
                                      "changes of the bones, the soft tissues and the upper abdomen."})]
-    enc = HashingEncoder(tmp_path / "model")
-    build_index(tmp_path / "idx", reports, encoder=enc, progress=False)
-    idx = Index.open(tmp_path / "idx", encoder=enc)
+    idx = hashing_index_of("any_of_named", reports)
     monkeypatch.setenv(candidates.ENV, engine)
     assert idx.search("pneumonia", k=10, mode="hybrid")[0].report_id == "named"
 
 
-def test_copd_accepts_emphysema_and_keeps_hyperinflation_apart(tmp_path, monkeypatch):
-    from radsift.search import Index
-
+def test_copd_accepts_emphysema_and_keeps_hyperinflation_apart(hashing_index_of, monkeypatch):
     # queries_v11 dev "pleural effusion in a patient with COPD": judged relevant on "hyperinflated compatible with
     # emphysema" beside an effusion
     reports = [Report("emph", {"findings": "Emphysema. Small right pleural effusion."}),
                Report("hyper", {"findings": "Hyperinflated lungs. Small right pleural effusion."}),
                Report("named", {"findings": "COPD. Small right pleural effusion."})]
-    enc = HashingEncoder(tmp_path / "model")
-    build_index(tmp_path / "idx", reports, encoder=enc, progress=False)
-    idx = Index.open(tmp_path / "idx", encoder=enc)
+    idx = hashing_index_of("any_of_copd", reports)
     assert idx.read("COPD").findings[0].any_of == ("emphysema",)
     for engine in candidates.ENGINES:
         monkeypatch.setenv(candidates.ENV, engine)
@@ -115,13 +100,8 @@ GONE = [
 
 
 @pytest.fixture(scope="module")
-def gone_index(tmp_path_factory):
-    from radsift.search import Index
-
-    root = tmp_path_factory.mktemp("any_of_gone")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", GONE, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+def gone_index(hashing_index_of):
+    return hashing_index_of("any_of_gone", GONE)
 
 
 @pytest.mark.parametrize("engine", candidates.ENGINES)
