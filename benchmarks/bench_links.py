@@ -12,8 +12,8 @@ Measured with the packaged all-MiniLM-L6-v2 on the Open-i index (built once into
   nothing on a chest film, so a link there is wrong) and on the third batch (``description_queries_v3.tsv``,
   written and committed before any linker run on it, split dev3 / test3 by ``newcomer.split_of``; ``none``
   rows as in dev2), as ``radsift search`` links: the index's link function on the query's finding text;
-  ``link_dev_pooled`` is the three development batches together (the figure the linker's rules are chosen
-  on), ``link_test_pooled`` the two test splits;
+  the later batches (v4, v5, v6) likewise; ``link_dev_pooled`` is every development batch together (the figure
+  the linker's rules are chosen on), ``link_test_pooled`` every test split;
 - the 141 findings outside the lexicon (``open_vocab_findings.tsv``), less those the packaged lexicon has come to
   name word for word since (``now_in_lexicon``): the share that links to no concept (every link there is wrong), and, over an MTSamples index (``--mtsamples-index``: any index of the
   distinct MTSamples notes; its encoder is not used), the share whose literal reading is kept (the phrase
@@ -54,6 +54,8 @@ V3 = QUERIES.with_name("description_queries_v3.tsv")
 V4 = QUERIES.with_name("description_queries_v4.tsv")
 #: The fifth batch (session 18): written blind after the lexicon's mediastinal mass and everyday names, same split.
 V5 = QUERIES.with_name("description_queries_v5.tsv")
+#: The sixth batch (written in session 21, committed in session 22 before any linker run on it), same split.
+V6 = QUERIES.with_name("description_queries_v6.tsv")
 
 
 def link_rows(idx, texts: list[str]) -> list[str | None]:
@@ -89,12 +91,12 @@ def pooled(parts: list[dict]) -> dict:
 
 
 def batches(splits: list[str]) -> dict[str, list[dict]]:
-    """The description batches of ``splits`` by name: dev, dev2, dev3, dev4, dev5 (and test, test3, test4, test5)."""
+    """The description batches of ``splits`` by name: dev, dev2, dev3 ... dev6 (and test, test3 ... test6)."""
     first = read_queries()
     out = {"dev": [q for q in first if q["split"] == "dev"], "dev2": read_queries(DEV2)}
     if "test" in splits:
         out["test"] = [q for q in first if q["split"] == "test"]
-    for n, path in ((3, V3), (4, V4), (5, V5)):  # each later batch split dev<n> / test<n> by the query's hash
+    for n, path in ((3, V3), (4, V4), (5, V5), (6, V6)):  # each later batch split dev<n> / test<n> by the query's hash
         rows = read_queries(path)
         for split in ("dev", "test"):
             if split in splits:

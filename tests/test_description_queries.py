@@ -255,3 +255,15 @@ def test_v5_keeps_the_batch_rules_and_names_no_lexicon_finding(labeler) -> None:
     assert len(rows) >= 150 and sum(r["finding"] == "none" for r in rows) >= 20
     assert_batch_rules(rows, "v5", EARLIER_BATCHES)
     assert naming_or_shared_wording(rows, labeler) == []
+
+
+# -- the sixth batch (issue 35, item 1; written in the twenty-first session, committed in the twenty-second before any
+# linker run on it) ----------------------------------------------------------------------------------------------
+V6 = TSV.with_name("description_queries_v6.tsv")
+
+
+def test_v6_keeps_the_batch_rules_and_names_no_lexicon_finding(labeler) -> None:
+    rows = read_rows(V6)
+    assert len(rows) >= 150 and sum(r["finding"] == "none" for r in rows) >= 25
+    assert_batch_rules(rows, "v6", EARLIER_BATCHES + (V5,))
+    assert naming_or_shared_wording(rows, labeler) == []
