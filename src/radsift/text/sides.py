@@ -17,7 +17,11 @@ from radsift.text.tokens import TOKEN_RE
 SIDES = ("left", "right", "bilateral")
 #: Side word -> side.
 SIDE_WORDS = {"left": "left", "right": "right", "bilateral": "bilateral", "bilaterally": "bilateral",
-              "both": "bilateral", "bibasilar": "bilateral", "bibasal": "bilateral"}
+              "both": "bilateral", "bibasilar": "bilateral", "bibasal": "bilateral",
+              # a spine's curve is named by the side it bulges to: "dextroscoliosis", "dextro-convex" (right)
+              **dict.fromkeys(("dextroscoliosis", "dextroscoliotic", "dextrocurvature", "dextroconvex", "dextro"),
+                              "right"),
+              **dict.fromkeys(("levoscoliosis", "levoscoliotic", "levocurvature", "levoconvex", "levo"), "left")}
 
 
 def side_words(side: str) -> tuple[str, ...]:
