@@ -35,7 +35,7 @@ def labeler() -> Labeler:
 
 #: A stand-in linker: each text's concept and cosine, as the packaged model gave them on Open-i.
 _TABLE = {
-    "lungs blown up": ("hyperinflation", 0.93), "lungs puffed up": ("hyperinflation", 0.90),
+    "lungs overexpanded": ("hyperinflation", 0.97), "lungs blown up": ("hyperinflation", 0.93),
     "clavicle intact": ("fracture", 0.84), "fluid in the lungs": ("pulmonary edema", 1.0),
     "lungs fully inflated": ("atelectasis", 0.79), "heart pumping well": ("congestive heart failure", 0.85),
     "heart is pumping well": ("congestive heart failure", 0.88),
@@ -53,17 +53,17 @@ def _read(labeler, query: str):
     return [(f.finding, f.status, f.source) for f in reading.findings]
 
 
-@pytest.mark.parametrize("query, concept", [("lungs not blown up", "hyperinflation"),
-                                            ("lungs not puffed up", "hyperinflation")])
+@pytest.mark.parametrize("query, concept", [("lungs not overexpanded", "hyperinflation"),
+                                            ("lungs not blown up", "hyperinflation")])
 def test_not_after_the_subject_denies_the_statement(labeler, query, concept):
     found = _read(labeler, query)
     assert (concept, "absent", "linked") in found
     assert all(status == "absent" for _, status, _ in found), found
 
 
-@pytest.mark.parametrize("query", ["lungs not overexpanded", "lungs not hyperinflated"])
+@pytest.mark.parametrize("query", ["lungs not hyperinflated", "lungs are not hyperexpanded"])
 def test_the_lexicon_reads_the_state_denied_itself(labeler, query):
-    # the lexicon names the state by its word alone (these two once needed the link above)
+    # the lexicon names the state by its word alone (the first once needed the link above)
     assert _read(labeler, query) == [("hyperinflation", "absent", "lexicon")]
 
 

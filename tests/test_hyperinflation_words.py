@@ -1,7 +1,8 @@
 """The words alone name hyperinflation on a chest film: "Hyperexpanded but clear lungs.", "Stable appearing
 hyperinflated chest." (queries_v16 dev *no hyperinflation or emphysema*: three of its top five said the lungs were
 hyperinflated in words the lexicon did not read, so nothing denied the query; 16 of 251 Open-i sentences with such a
-word read nothing, none now). A denial still reads absent.
+word read nothing, one now: "Overexpanded lungs", a lay word the description batches use, is left to the linker). A
+denial still reads absent.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ def labeler() -> Labeler:
     ("Lungs are clear, hyperinflated.", "present"),
     ("Stable appearing hyperinflated chest.", "present"),
     ("Mildly hyperinflated, clear lungs.", "present"),
-    ("Overexpanded lungs suggests emphysema.", "present"),
     ("The lungs are hyperinflated.", "present"),
     ("No hyperexpansion of the lungs.", "absent"),
     ("The lungs are not hyperinflated.", "absent"),
