@@ -48,6 +48,11 @@ from bench_descriptions import (
 
 from radsift.search.reading import link_words
 
+try:  # the search's own linking of a query's finding (a bone's words, a place taken off where the whole links not)
+    from radsift.search.reading import _link_finding
+except ImportError:  # older code: the link function on the finding text alone
+    _link_finding = None
+
 DEV2 = QUERIES.with_name("description_queries_dev2.tsv")
 V3 = QUERIES.with_name("description_queries_v3.tsv")
 #: The fourth batch (session 10): written blind after the lexicon's everyday names, split by the same hash.
@@ -63,8 +68,12 @@ def link_rows(idx, texts: list[str]) -> list[str | None]:
     link = idx._link_function("hybrid", "", None)
     out = []
     for text in texts:
-        finding_text, _, _ = idx.labeler.query_finding_text(link_words(" ".join(text.split())))
-        got = link(finding_text) if finding_text else None
+        words = link_words(" ".join(text.split()))
+        if _link_finding is not None:
+            got = _link_finding(words, idx.labeler, link)[0]
+        else:
+            finding_text, _, _ = idx.labeler.query_finding_text(words)
+            got = link(finding_text) if finding_text else None
         out.append(None if got is None else got.concept)
     return out
 
