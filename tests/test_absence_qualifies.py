@@ -8,8 +8,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from radsift.index import build_index
-from radsift.models.hashing import HashingEncoder
 from radsift.ranking.tiers import combine, weights
 from radsift.records import Report
 from radsift.search import candidates
@@ -27,13 +25,8 @@ R = [
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    from radsift.search import Index
-
-    root = tmp_path_factory.mktemp("qualifies")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", R, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+def index(hashing_index_of):
+    return hashing_index_of("qualifies", R)
 
 
 def test_weights_favour_the_findings_asked_present_only_in_a_mixed_query() -> None:

@@ -141,13 +141,8 @@ MODES = ("dense", "bm25", "hybrid", "hybrid-rrf")
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    from radsift.search import Index
-
-    root = tmp_path_factory.mktemp("bands")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", REPORTS, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+def index(hashing_index_of):
+    return hashing_index_of("bands", REPORTS)
 
 
 def _stated_by_labels(index, finding: str, status: int) -> set[str]:

@@ -11,9 +11,7 @@ from engine_pages import answered as _answered
 from engine_pages import engine_page as _page
 
 from radsift.demo import generate_reports
-from radsift.index import build_index
-from radsift.models.hashing import HashingEncoder
-from radsift.search import Index, candidates, reading, shortlist
+from radsift.search import candidates, reading, shortlist
 
 #: Queries read as findings outside the lexicon (``source == "open"``) on the demo reports: alone, denied,
 #: uncertain, with a side word or a location, two phrases, one with no mention.
@@ -190,10 +188,8 @@ def test_section_units_with_tiny_pools_are_widened_until_exact(index, monkeypatc
 
 
 @pytest.fixture(scope="module")
-def long_index(tmp_path_factory):
+def long_index(hashing_index_of):
     """Demo reports, one in four with a findings section of many reports' findings: sections of several windows."""
-    root = tmp_path_factory.mktemp("routes-long")
-    enc = HashingEncoder(root / "model")
     base = [d.report for d in generate_reports(n=160, seed=11)]
     reports = []
     for i, r in enumerate(base):
@@ -201,8 +197,7 @@ def long_index(tmp_path_factory):
         if i % 4 == 0:
             sections["findings"] = " ".join(b.sections.get("findings", "") for b in base[i:i + 40])
         reports.append(r.__class__(r.id, sections, r.metadata))
-    build_index(root / "idx", reports, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+    return hashing_index_of("routes-long", reports)
 
 
 def test_sections_of_several_windows_score_by_their_best_window_in_both_engines(long_index, monkeypatch):

@@ -7,8 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from radsift.index import build_index
-from radsift.models.hashing import HashingEncoder
 from radsift.ranking.places import location_slots, location_tiers, with_qualifiers
 from radsift.records import ReadFinding, Report
 from radsift.search import candidates
@@ -91,13 +89,8 @@ def test_a_change_splits_each_location_tier_in_two():
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    from radsift.search import Index
-
-    root = tmp_path_factory.mktemp("changes")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", R, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+def index(hashing_index_of):
+    return hashing_index_of("changes", R)
 
 
 def test_the_reading_shows_the_change_and_a_change_alone_is_read(index):

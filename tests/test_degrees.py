@@ -7,8 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from radsift.index import build_index
-from radsift.models.hashing import HashingEncoder
 from radsift.ranking.places import location_slots, location_tiers, placed_mask, with_qualifiers
 from radsift.records import Report
 from radsift.search import candidates
@@ -74,13 +72,8 @@ def test_each_qualifier_asked_adds_a_slot_and_a_unit_missing_one_follows():
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    from radsift.search import Index
-
-    root = tmp_path_factory.mktemp("degrees")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", R, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+def index(hashing_index_of):
+    return hashing_index_of("degrees", R)
 
 
 def test_the_reading_shows_the_degree_and_a_finding_is_needed(index):

@@ -405,17 +405,11 @@ _NOTES = [
 
 
 @pytest.fixture(scope="module")
-def note_index(tmp_path_factory):
-    from radsift.index import build_index
-    from radsift.models.hashing import HashingEncoder
-    from radsift.search import Index
+def note_index(hashing_index_of):
     from radsift.text import split_sections
 
-    root = tmp_path_factory.mktemp("passages")
-    enc = HashingEncoder(root / "model")
     reports = [Report(i, dict(split_sections(t))) for i, t in _NOTES]
-    build_index(root / "idx", reports, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+    return hashing_index_of("passages", reports)
 
 
 def test_entity_aspect_query_ranks_passages_of_that_aspect(note_index):

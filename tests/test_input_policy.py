@@ -9,8 +9,6 @@ from typer.testing import CliRunner
 
 from radsift.cli import app
 from radsift.errors import ConfigError
-from radsift.index import build_index
-from radsift.models.hashing import HashingEncoder
 from radsift.records import Report
 from radsift.search import Index
 
@@ -19,11 +17,8 @@ REPORTS = [Report("a", {"findings": "Small right pneumothorax."}, {"site": "nort
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    root = tmp_path_factory.mktemp("policy")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", REPORTS, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+def index(hashing_index_of):
+    return hashing_index_of("policy", REPORTS)
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import pytest
 
-from radsift.index import build_index
-from radsift.models.hashing import HashingEncoder
 from radsift.ranking.places import location_slots, location_tiers, lobe_groups
 from radsift.records import Report
 from radsift.search import candidates
@@ -58,13 +56,8 @@ def test_every_lobe_asked_is_one_key_more_and_only_when_named_apart():
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    from radsift.search import Index
-
-    root = tmp_path_factory.mktemp("lobes_apart")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", R, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+def index(hashing_index_of):
+    return hashing_index_of("lobes_apart", R)
 
 
 @pytest.mark.parametrize("engine", candidates.ENGINES)

@@ -11,8 +11,6 @@ import numpy as np
 import pytest
 
 from radsift.demo import generate_reports
-from radsift.index import build_index
-from radsift.models.hashing import HashingEncoder
 from radsift.ranking.places import location_flags, location_tiers, where_tiers, with_implied_sides
 from radsift.records import Report
 from radsift.search import candidates
@@ -105,13 +103,8 @@ R = [
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    from radsift.search import Index
-
-    root = tmp_path_factory.mktemp("locations")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", R, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+def index(hashing_index_of):
+    return hashing_index_of("locations", R)
 
 
 def ids(hits):
@@ -178,13 +171,8 @@ def test_locations_off_reads_none(index, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def demo_index(tmp_path_factory):
-    from radsift.search import Index
-
-    root = tmp_path_factory.mktemp("locations-demo")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", [d.report for d in generate_reports(n=300, seed=3)], encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+def demo_index(hashing_index_of):
+    return hashing_index_of("locations-demo", [d.report for d in generate_reports(n=300, seed=3)])
 
 
 @pytest.mark.parametrize("query, regions", [("right lower lobe consolidation", RLL), ("LLL atelectasis", LLL),

@@ -9,10 +9,7 @@ from typer.testing import CliRunner
 
 from radsift.cli import app as cli_app
 from radsift.errors import ConfigError
-from radsift.index import build_index
-from radsift.models.hashing import HashingEncoder
 from radsift.records import Report
-from radsift.search import Index
 from radsift.search.options import POLICY, SearchOptions, from_wire, http_options, wire_options
 from radsift.search.query import MAX_K, MAX_QUERY_CHARS, MAX_RERANK
 from radsift.serve import create_app
@@ -23,11 +20,8 @@ LONG = "pneumothorax " * 76 + "x" * 12  # 1000 characters once cleaned
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    root = tmp_path_factory.mktemp("policy")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", REPORTS, encoder=enc, progress=False)
-    index = Index.open(root / "idx", encoder=enc)
+def setup(hashing_index_of):
+    index = hashing_index_of("policy", REPORTS)
     return index, TestClient(create_app(index))
 
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from radsift.index import build_index
-from radsift.models.hashing import HashingEncoder
 from radsift.ranking.places import location_slots, location_tiers, placed_mask, placed_rows, with_qualifiers
 from radsift.records import Report
 from radsift.search import candidates
@@ -82,13 +80,8 @@ def test_a_margin_is_asked_beside_a_pattern_not_instead_of_it():
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    from radsift.search import Index
-
-    root = tmp_path_factory.mktemp("patterns")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", R, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+def index(hashing_index_of):
+    return hashing_index_of("patterns", R)
 
 
 def test_the_reading_shows_the_pattern_and_a_finding_is_needed(index):

@@ -112,11 +112,8 @@ def fake():
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    root = tmp_path_factory.mktemp("rag")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", REPORTS, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+def index(hashing_index_of):
+    return hashing_index_of("rag", REPORTS)
 
 
 class Counter:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import pytest
 
 from radsift.errors import ConfigError
-from radsift.index import build_index
-from radsift.models.hashing import HashingEncoder
 from radsift.records import Report
 
 R = [
@@ -34,13 +32,8 @@ R = [
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    from radsift.search import Index
-
-    root = tmp_path_factory.mktemp("reading")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", R, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+def index(hashing_index_of):
+    return hashing_index_of("reading", R)
 
 
 def ids(hits):

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from radsift.index import build_index
 from radsift.labels import Labeler
-from radsift.models.hashing import HashingEncoder
 from radsift.records import Report
 from radsift.search import candidates
 
@@ -41,13 +39,8 @@ R = [
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    from radsift.search import Index
-
-    root = tmp_path_factory.mktemp("devices")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", R, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+def index(hashing_index_of):
+    return hashing_index_of("devices", R)
 
 
 def test_a_pacemaker_query_reads_the_defibrillator_beside_it(index) -> None:

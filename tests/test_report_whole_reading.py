@@ -9,8 +9,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from radsift.index import build_index
-from radsift.models.hashing import HashingEncoder
 from radsift.ranking.tiers import UNSTATED, own_reading
 from radsift.records import Report
 from radsift.search import candidates
@@ -26,13 +24,8 @@ R = [
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    from radsift.search import Index
-
-    root = tmp_path_factory.mktemp("whole")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", R, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+def index(hashing_index_of):
+    return hashing_index_of("whole", R)
 
 
 def test_own_reading_fills_a_silent_finding_only_beside_a_stated_one_and_only_by_report() -> None:

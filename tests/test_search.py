@@ -10,7 +10,6 @@ from typer.testing import CliRunner
 
 from radsift.cli import app
 from radsift.errors import ConfigError
-from radsift.index import build_index
 from radsift.models.hashing import HashingEncoder
 from radsift.records import Report
 from radsift.ranking import best_unit_per_report, convex_combination, min_max, reciprocal_rank_fusion
@@ -29,11 +28,8 @@ REPORTS = [
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    root = tmp_path_factory.mktemp("search")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", REPORTS, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+def index(hashing_index_of):
+    return hashing_index_of("search", REPORTS)
 
 
 @pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid", "hybrid-rrf"])

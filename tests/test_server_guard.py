@@ -17,10 +17,7 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
-from radsift.index import build_index
-from radsift.models.hashing import HashingEncoder
 from radsift.records import Report
-from radsift.search import Index
 from radsift.serve import create_app
 from radsift.serve.guard import MAX_HEAD_BYTES, SECURITY_HEADERS
 from radsift.serve.server import ServerLimits, bind_socket, uvicorn_limits
@@ -32,11 +29,8 @@ REPORTS = [Report("a", {"findings": "Small right pneumothorax.", "impression": "
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    root = tmp_path_factory.mktemp("guard")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", REPORTS, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+def index(hashing_index_of):
+    return hashing_index_of("guard", REPORTS)
 
 
 def call(app, method: str, path: str, headers: dict, chunks=(), *, stall: bool = False, query: bytes = b""):

@@ -9,9 +9,7 @@ from __future__ import annotations
 import pytest
 
 from radsift.errors import LexiconError
-from radsift.index import build_index
 from radsift.labels.lexicon import load_lexicon
-from radsift.models.hashing import HashingEncoder
 from radsift.records import Report
 from radsift.search import candidates
 
@@ -25,13 +23,8 @@ R = [
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    from radsift.search import Index
-
-    root = tmp_path_factory.mktemp("signs")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", R, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+def index(hashing_index_of):
+    return hashing_index_of("signs", R)
 
 
 def test_signs_name_other_concepts_and_an_unknown_one_names_its_line(tmp_path) -> None:

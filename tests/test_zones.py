@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from radsift.index import build_index
-from radsift.models.hashing import HashingEncoder
 from radsift.records import Report
 from radsift.search import candidates
 from radsift.text.locations import LING, LLL, LUL, RLL, RML
@@ -51,13 +49,8 @@ def test_a_mid_zone_asks_for_the_lobe_it_holds(query, words, regions):
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    from radsift.search import Index
-
-    root = tmp_path_factory.mktemp("zones")
-    enc = HashingEncoder(root / "model")
-    build_index(root / "idx", R, encoder=enc, progress=False)
-    return Index.open(root / "idx", encoder=enc)
+def index(hashing_index_of):
+    return hashing_index_of("zones", R)
 
 
 def test_the_query_reads_the_zone_as_a_location_with_its_side(index):
