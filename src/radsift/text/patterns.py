@@ -22,18 +22,22 @@ import re
 #: (reticular), perihilar, nodular, hazy, diffuse. "Hazy" is haze alone: an ill-defined or vague opacity is no hazy
 #: one (the newcomer judges' reading of *hazy areas in the lungs*).
 STREAKY, PLATE, SUBSEGMENTAL, PATCHY, INTERSTITIAL, PERIHILAR, NODULAR, HAZY, DIFFUSE = (1 << b for b in range(32, 41))
+#: Not calcified: the look a report gives a nodule that may be new ("2 cm noncalcified nodule in the right lower
+#: lobe"; queries_v16 dev *noncalcified lung nodule* led with nodules saying nothing of it). Above the measured size's
+#: bit (44).
+NONCALCIFIED = 1 << 45
 #: Ill-defined (vague, poorly marginated, indistinct): the margin a report gives a nodule or an opacity (above the old
 #: finding's bit, 41, and the lobes-apart query bit, 42). A family of its own (:data:`MARGIN`): asked beside a pattern
 #: ("ill-defined nodular density") it is asked as well, not as one more pattern a unit may say instead.
 ILL_DEFINED = 1 << 43
 #: Every pattern bit.
-PATTERN = STREAKY | PLATE | SUBSEGMENTAL | PATCHY | INTERSTITIAL | PERIHILAR | NODULAR | HAZY | DIFFUSE
+PATTERN = STREAKY | PLATE | SUBSEGMENTAL | PATCHY | INTERSTITIAL | PERIHILAR | NODULAR | HAZY | DIFFUSE | NONCALCIFIED
 #: Every margin bit.
 MARGIN = ILL_DEFINED
 #: The name of each pattern, as the reading shows it.
 NAMES = {STREAKY: "streaky", PLATE: "plate-like", SUBSEGMENTAL: "subsegmental", PATCHY: "patchy",
          INTERSTITIAL: "interstitial", PERIHILAR: "perihilar", NODULAR: "nodular", HAZY: "hazy", DIFFUSE: "diffuse",
-         ILL_DEFINED: "ill-defined"}
+         NONCALCIFIED: "noncalcified", ILL_DEFINED: "ill-defined"}
 
 #: (word group, pattern bit): a unit holding every word of a group says that pattern ("plate-like" is two tokens).
 UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
@@ -49,6 +53,7 @@ UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
        (("poorly", "marginated"), ILL_DEFINED), (("poorly", "circumscribed"), ILL_DEFINED), (("vague",), ILL_DEFINED),
        (("indistinct",), ILL_DEFINED))
     + tuple(((w,), DIFFUSE) for w in ("diffuse", "diffusely", "widespread", "generalized"))
+    + ((("noncalcified",), NONCALCIFIED), (("uncalcified",), NONCALCIFIED), (("non", "calcified"), NONCALCIFIED))
 )
 
 #: A query's words for each pattern.
@@ -63,6 +68,7 @@ _QUERY = (
     (NODULAR, r"nodular"),
     (HAZY, r"hazy|haziness|haze"),
     (DIFFUSE, r"diffuse(?:ly)?|widespread|generalized|all\s+over"),
+    (NONCALCIFIED, r"non[\s-]?calcified|uncalcified|not\s+calcified"),
     (ILL_DEFINED, r"ill[\s-]?defined|poorly[\s-](?:defined|marginated|circumscribed)|vague|indistinct"),
 )
 _QUERY_RES = tuple((bits, re.compile(rf"\b(?:{pattern})\b", re.IGNORECASE)) for bits, pattern in _QUERY)
@@ -91,5 +97,6 @@ def pattern_names(bits: int) -> str | None:
     return ", ".join(names) if names else None
 
 
-__all__ = ["DIFFUSE", "HAZY", "ILL_DEFINED", "INTERSTITIAL", "MARGIN", "NAMES", "NODULAR", "PATCHY", "PATTERN",
+__all__ = ["DIFFUSE", "HAZY", "ILL_DEFINED", "INTERSTITIAL", "MARGIN", "NAMES", "NODULAR", "NONCALCIFIED", "PATCHY",
+           "PATTERN",
            "PERIHILAR", "PLATE", "STREAKY", "SUBSEGMENTAL", "UNIT_WORDS", "pattern_names", "query_pattern"]
