@@ -294,24 +294,18 @@ def _read_change(query: str, findings: list[ReadFinding]) -> tuple[list[ReadFind
     return findings, bit
 
 
-def _link_finding(words: str, labeler, link: Callable[[str], "Link | None"],
-                  bare: bool = False) -> tuple["Link | None", str, str | None, bool]:
+def _link_finding(words: str, labeler,
+                  link: Callable[[str], "Link | None"]) -> tuple["Link | None", str, str | None, bool]:
     """``(link, status, cue, surgery)`` of the finding ``words`` name (the words less their cue words, linked):
     an organ removed ("part of the lung removed", "breast removed") is a surgery done, stated present
     (``surgery``), while a device removed is gone; the whole words, the removal kept, say which. A normal statement
     ("lungs are clear") states the linked concept absent, and "lungs are not clear" (the statement read absent:
     the labeler keeps the "not") states it present, as a denial of a description that holds a "not" itself does
-    ("heart is not pumping well": :data:`NEGATED_DESCRIPTION`). ``bare``: where the words link to nothing, link
-    them again without the places they name (a part beside a lexicon finding: "big heart and partly collapsed lung
-    bases"; a whole query keeps its place, which often says what it is: "retrocardiac gas bubble")."""
+    ("heart is not pumping well": :data:`NEGATED_DESCRIPTION`)."""
     text, status, cue = labeler.query_finding_text(words)
     linked = better_without_change(text, link(text), link) if text else None
     if text and linked is None and bodyplaces.BONE_WORDS.search(text):
         linked = link(bodyplaces.BONE_WORDS.sub("the bone", text))  # "cracked shoulder blade": a cracked bone
-    if bare and text and linked is None and locations.enabled():
-        # the place is read on its own ("partly collapsed lung bases": the bases), so the finding links without it
-        without = _without_places(text)
-        linked = link(without) if without and without != text else None
     if cue and REMOVAL.search(cue):
         whole = link(words)
         lexicon = getattr(labeler, "lexicon", None)
@@ -323,13 +317,6 @@ def _link_finding(words: str, labeler, link: Callable[[str], "Link | None"],
     elif linked is not None and normal_statement(text):
         status = _FLIPPED.get(status, status)
     return linked, status, cue, False
-
-
-def _without_places(text: str) -> str:
-    """``text`` less the locations it names (:func:`radsift.text.locations.read_locations`), spaces folded."""
-    for loc in reversed(locations.read_locations(text)):
-        text = text[:loc.start] + " " + text[loc.end:]
-    return " ".join(text.split())
 
 
 def _words_stay(phrases: Sequence, read_as: str, literal: Callable[[Sequence[str]], bool] | None) -> bool:
@@ -379,7 +366,13 @@ def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], rea
     for i, part in enumerate(parts):
         if getattr(labeler, "label_query", labeler.label)(part):
             continue  # read by the lexicon with the whole query
-        linked, status, cue, surgery = _link_finding(link_words(part), labeler, link, bare=True)
+        words = link_words(part)
+        linked, status, cue, surgery = _link_finding(words, labeler, link)
+        unplaced = locations.without_locations(words) if linked is None and locations.enabled() else words
+        if unplaced and unplaced != words:
+            # the place is read on its own ("partly collapsed lung bases": the bases), so the part links without it; a
+            # whole query keeps its place, which often says what it is ("retrocardiac gas bubble")
+            linked, status, cue, surgery = _link_finding(unplaced, labeler, link)
         headed = clauses.with_next_head(part, parts[i + 1] if i + 1 < len(parts) else None)
         if linked is None and headed is not None:  # "a twisted, hardened aorta": the twisted aorta too
             linked, status, cue, surgery = _link_finding(headed, labeler, link)

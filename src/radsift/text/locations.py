@@ -200,6 +200,14 @@ def text_regions(text: str) -> tuple[int, int]:
     return regions, sided
 
 
+def without_locations(text: str) -> str:
+    """``text`` less the locations it names (:func:`read_locations`), spaces folded ("partly collapsed lung bases" ->
+    "partly collapsed lung")."""
+    for loc in reversed(read_locations(text)):
+        text = text[:loc.start] + " " + text[loc.end:]
+    return " ".join(text.split())
+
+
 def describe(regions: int) -> str:
     """A mask in words: "left lower lobe", "right middle lobe, right lower lobe"."""
     if regions & LUL and regions & LING:
@@ -216,4 +224,5 @@ TRIGGERS = tuple((w,) for w in ("lobe", "lobes", "lobar", "rul", "rml", "rll", "
                                                                  ("lower", "zone"), ("lower", "field"))
 
 __all__ = ["ENV", "EVERY", "FINGERPRINT", "LEFT", "LING", "LLL", "LUL", "Location", "REGION_NAMES", "RIGHT", "RLL", "RML", "RUL",
-           "TRIGGERS", "apart", "describe", "enabled", "lobes", "read_locations", "text_regions"]
+           "TRIGGERS", "apart", "describe", "enabled", "lobes", "read_locations", "text_regions",
+           "without_locations"]
