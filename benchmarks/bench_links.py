@@ -11,11 +11,13 @@ Measured with the packaged all-MiniLM-L6-v2 on the Open-i index (built once into
   split, on the second development batch (``description_queries_dev2.tsv``: its ``none`` rows describe
   nothing on a chest film, so a link there is wrong) and on the third batch (``description_queries_v3.tsv``,
   written and committed before any linker run on it, split dev3 / test3 by ``newcomer.split_of``; ``none``
-  rows as in dev2), as ``radsift search`` links: the index's link function on the query's finding text;
-  the later batches (v4, v5, v6) likewise; ``link_dev_pooled`` is every development batch together (the figure
+  rows as in dev2), as ``radsift search`` links: every ``linked`` finding of the index's reading of the query
+  (``Index.read``: a link beside the user's words or in their place, each of a query's parts read), each link
+  counted; the later batches (v4, v5, v6) likewise; ``link_dev_pooled`` is every development batch together (the figure
   the linker's rules are chosen on), ``link_test_pooled`` every test split;
 - the 141 findings outside the lexicon (``open_vocab_findings.tsv``), less those the packaged lexicon has come to
-  name word for word since (``now_in_lexicon``): the share that links to no concept (every link there is wrong), and, over an MTSamples index (``--mtsamples-index``: any index of the
+  name word for word since (``now_in_lexicon``): the share whose reading holds no link (every link there, beside
+  the words or in their place, is wrong), and, over an MTSamples index (``--mtsamples-index``: any index of the
   distinct MTSamples notes; its encoder is not used), the share whose literal reading is kept (the phrase
   occurs in those notes, so a link may only stand beside it);
 - mAP / P@10 of the description queries (hybrid + concepts, the default) and of the Open-i weak-label
@@ -46,12 +48,6 @@ from bench_descriptions import (
     weak_label_queries,
 )
 
-from radsift.search.reading import link_words
-
-try:  # the search's own linking of a query's finding (a bone's words, a place taken off where the whole links not)
-    from radsift.search.reading import _link_finding
-except ImportError:  # older code: the link function on the finding text alone
-    _link_finding = None
 
 DEV2 = QUERIES.with_name("description_queries_dev2.tsv")
 V3 = QUERIES.with_name("description_queries_v3.tsv")
@@ -63,33 +59,33 @@ V5 = QUERIES.with_name("description_queries_v5.tsv")
 V6 = QUERIES.with_name("description_queries_v6.tsv")
 
 
-def link_rows(idx, texts: list[str]) -> list[str | None]:
-    """The concept each text links to as a search links it (None: no link)."""
-    link = idx._link_function("hybrid", "", None)
-    out = []
-    for text in texts:
-        words = link_words(" ".join(text.split()))
-        if _link_finding is not None:
-            got = _link_finding(words, idx.labeler, link)[0]
-        else:
-            finding_text, _, _ = idx.labeler.query_finding_text(words)
-            got = link(finding_text) if finding_text else None
-        out.append(None if got is None else got.concept)
-    return out
+def link_rows(idx, texts: list[str]) -> list[tuple[str, ...]]:
+    """The concepts each text links to as a search reads it (:meth:`radsift.search.Index.read`, hybrid mode): every
+    ``linked`` finding of its reading, a link beside the literal reading or in its place, in query order (empty: no
+    link). The search's reading splits a query into its parts, so a query may link twice ("asthmatic child, ? thick
+    airway walls": the asthma too)."""
+    return [tuple(f.finding for f in idx.read(" ".join(text.split())).findings if f.source == "linked")
+            for text in texts]
 
 
-def precision(queries: list[dict], got: list[str | None]) -> dict:
-    """Link precision and recall; a link on a ``none`` row (it describes nothing on a chest film) is wrong,
-    and recall is over the rows that describe a concept."""
-    linked = [(g, q["finding"]) for g, q in zip(got, queries) if g is not None]
-    right = sum(g == f for g, f in linked)
+def precision(queries: list[dict], got: list[tuple[str, ...]]) -> dict:
+    """Link precision and recall, over every link a search makes: a link naming the row's concept is right, any
+    other wrong (a link on a ``none`` row, which describes nothing on a chest film, is wrong); recall is over the rows
+    that describe a concept (a row is found when one of its links names it). ``rows_all_right``: the rows whose
+    every link is right, of the rows with a link."""
+    links = [(g, q) for row, q in zip(got, queries) for g in row]
+    right = sum(g == q["finding"] for g, q in links)
+    linked_rows = [(row, q) for row, q in zip(got, queries) if row]
     described = sum(q["finding"] != "none" for q in queries)
-    res = {"n": len(queries), "linked": len(linked), "right": right,
-           "precision": round(right / len(linked), 3) if linked else None,
-           "recall": round(right / described, 3) if described else None,
-           "wrong": sorted({f"{q['query']} -> {g}" for g, q in zip(got, queries) if g is not None and g != q["finding"]})}
+    found = sum(q["finding"] in row for row, q in zip(got, queries) if q["finding"] != "none")
+    res = {"n": len(queries), "linked": len(links), "right": right,
+           "precision": round(right / len(links), 3) if links else None,
+           "recall": round(found / described, 3) if described else None,
+           "rows_linked": len(linked_rows),
+           "rows_all_right": sum(all(g == q["finding"] for g in row) for row, q in linked_rows),
+           "wrong": sorted({f"{q['query']} -> {g}" for g, q in links if g != q["finding"]})}
     if described < len(queries):
-        res["none_linked"] = sum(g is not None and q["finding"] == "none" for g, q in zip(got, queries))
+        res["none_linked"] = sum(bool(row) and q["finding"] == "none" for row, q in zip(got, queries))
     return res
 
 
@@ -166,9 +162,9 @@ def main() -> int:
     named = [f for f in listed if lexicon_names(f)]
     outside = [f for f in listed if f not in named]
     got = link_rows(idx, outside)
-    res["outside"] = {"n": len(outside), "now_in_lexicon": named, "linked": sum(g is not None for g in got),
-                      "precision": round(sum(g is None for g in got) / len(outside), 3),
-                      "links": sorted(f"{f} -> {g}" for f, g in zip(outside, got) if g is not None)}
+    res["outside"] = {"n": len(outside), "now_in_lexicon": named, "linked": sum(bool(g) for g in got),
+                      "precision": round(sum(not g for g in got) / len(outside), 3),
+                      "links": sorted(f"{f} -> {', '.join(g)}" for f, g in zip(outside, got) if g)}
     if args.mtsamples_index is not None:
         res["outside_literal"] = literal_kept(idx, args.mtsamples_index, outside)
     qrels = {f: relevant_reports(idx, f) for f in {q["finding"] for q in queries}}
