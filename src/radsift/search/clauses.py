@@ -75,6 +75,20 @@ def with_antecedents(parts: Sequence[str]) -> list[str]:
     return out
 
 
+#: A clinical request's question after its context: "smoker with barrel chest, ? overexpanded lungs" asks whether the
+#: film shows hyperinflation; the context before the "?" (who the patient is, the symptoms, what was done: "smoker",
+#: "asthmatic child", "after the drain was pulled") is the indication, not what a report must state. The "?" stands
+#: after a comma, a colon or a space; "pneumothorax? effusion?" is two findings asked, no context.
+ASKED = re.compile(r"^(?P<context>[^?]*?[^\W\d_][^?]*?)(?:[,;:.]\s*|\s+)\?+\s*(?P<question>[^?]*?[^\W\d_][^?]*?)\s*\?*\s*$")
+
+
+def clinical_question(query: str) -> str | None:
+    """The question of a clinical request written "context, ? question" (:data:`ASKED`), or None (no such
+    question: a query asking one thing, or a "?" ending it)."""
+    m = ASKED.match(query)
+    return m["question"] if m else None
+
+
 _TABLES: dict[int, tuple[object, re.Pattern | None, dict[str, str]]] = {}
 
 
@@ -118,5 +132,5 @@ def named_descriptions(query: str, mentions: Sequence, lexicon,
     return out
 
 
-__all__ = ["CAUSE", "CLAUSES", "GENERIC_CAUSES", "NO_ANTECEDENT", "PRONOUN", "described", "generic_cause",
+__all__ = ["ASKED", "CAUSE", "CLAUSES", "GENERIC_CAUSES", "NO_ANTECEDENT", "PRONOUN", "clinical_question", "described", "generic_cause",
            "named_descriptions", "query_parts", "with_antecedents"]

@@ -127,7 +127,8 @@ def parse_override(items: Iterable[str] | Mapping[str, str] | None) -> dict[str,
 def read_query(query: str, labeler, *, negation: str = "aware", override: Mapping[str, str] | None = None,
                lexicon: bool = True, link: Callable[[str], "Link | None"] | None = None, read_as: str = "both",
                literal: Callable[[Sequence[str]], bool] | None = None) -> QueryReading:
-    """Read a query (see the module docstring).
+    """Read a query (see the module docstring). A clinical request ("asthmatic child, ? thick airway walls") is
+    read by its question where the question names a finding the labels know (:func:`_question_asked`).
 
     Args:
         query: The normalized query.
@@ -143,6 +144,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     Raises:
         ConfigError: The override names a finding the query was not read to name.
     """
+    query, context = _question_asked(query, labeler, lexicon=lexicon, link=link, read_as=read_as, literal=literal)
     query = QUESTION.sub("", PREFIXES.sub(r"\1", query)) or query
     query = shared_heads(lay_normals(query), labeler)
     # what the concept linker compares with descriptions, in the user's own words ("too big"), less the film
@@ -150,6 +152,13 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     query = LAY_SIZES.sub("large", query)
     side = own_side = query_side(query)  # the query's own side word, before any its location implies
     location, regions, implied = _query_location(query)
+    if context is not None and not side and not locations.read_locations(query) and not zones.query_zones(query)[1]:
+        # a question naming no side, lobe or zone asks where its context says ("dull right base, ? fluid around the
+        # lung": the right base); lung places only ("after a jugular line, ? air around the lung" asks of no neck)
+        where = _query_location(context, body=False)
+        if query_side(context) or where[0]:
+            side = own_side = query_side(context)
+            location, regions, implied = where
     if side in ("left", "right") and regions & locations.EVERY and regions & locations.LEFT and regions & locations.RIGHT:
         side = "bilateral"  # "right middle lobe and lingula": the side word names one of two lobes on two sides
     side = side or implied
@@ -221,6 +230,22 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     return QueryReading(tuple(findings), side, negation, note, location,
                         regions | change_bit | degree_bit | pattern_bits, changes.NAMES.get(change_bit),
                         degrees.NAMES.get(degree_bit), patterns.pattern_names(pattern_bits), chamber)
+
+
+def _question_asked(query: str, labeler, *, lexicon: bool, link: Callable[[str], "Link | None"] | None, read_as: str,
+                    literal: Callable[[Sequence[str]], bool] | None) -> tuple[str, str | None]:
+    """``(question, context)`` of a clinical request ("asthmatic child, ? thick airway walls":
+    :func:`radsift.search.clauses.clinical_question`) whose question, read alone, names a lexicon finding or links
+    to one: the context is the indication, not what a report must state ("asthmatic" is no airway disease asked).
+    ``(query, None)`` otherwise: a question naming nothing the labels know ("? recurrence", "? tip position") asks
+    of its context, which is read with it."""
+    asked = clauses.clinical_question(query)
+    if asked is None:
+        return query, None
+    alone = read_query(asked, labeler, lexicon=lexicon, link=link, read_as=read_as, literal=literal)
+    if not any(f.labeled for f in alone.findings):
+        return query, None
+    return asked, query[:len(query) - len(asked)]
 
 
 def _read_lexicon(found: dict[str, ReadFinding], query: str, labeler, read_as: str,
