@@ -53,7 +53,10 @@ UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
        (("poorly", "marginated"), ILL_DEFINED), (("poorly", "circumscribed"), ILL_DEFINED), (("vague",), ILL_DEFINED),
        (("indistinct",), ILL_DEFINED))
     + tuple(((w,), DIFFUSE) for w in ("diffuse", "diffusely", "widespread", "generalized"))
-    + ((("noncalcified",), NONCALCIFIED), (("uncalcified",), NONCALCIFIED), (("non", "calcified"), NONCALCIFIED))
+    + ((("noncalcified",), NONCALCIFIED), (("uncalcified",), NONCALCIFIED), (("non", "calcified"), NONCALCIFIED),
+       # "a 1 cm diameter nodule that is not calcified": said in two words, beside the nodule ("not" and "calcified"
+       # alone are also "a calcified node is not identified")
+       (("not", "calcified", "nodule"), NONCALCIFIED))
 )
 
 #: A query's words for each pattern.
