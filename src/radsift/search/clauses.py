@@ -19,10 +19,23 @@ from radsift.search.concepts import EXACT_ARTICLES
 CLAUSES = re.compile(r"\s*(?:[,;]|\band\b|\bwith\b|\bplus\b|\bbut\b|\balong\s+with\b)\s*", re.IGNORECASE)
 
 
+#: "both A and B" of two kinds of matter names one collection of both ("after draining, both gas and liquid outside the
+#: lung": a hydropneumothorax), not two things asked nor two sides: its "and" joins no parts (written "and_" while the
+#: query is split) and its "both" names no side (:func:`without_both_matter`). "both lungs and the heart" names two.
+BOTH_AND = re.compile(r"\bboth\s+((?:air|gas|fluid|liquid|water|blood|pus|fat)\s+and\s+)", re.IGNORECASE)
+
+
+def without_both_matter(query: str) -> str:
+    """``query`` less the "both" of two kinds of matter (:data:`BOTH_AND`): "both gas and liquid" names no side."""
+    return BOTH_AND.sub(r"\1", query)
+
+
 def query_parts(query: str) -> list[str]:
-    """The query's parts (:data:`CLAUSES`), each with a pronoun written out (:func:`with_antecedents`); empty and
-    punctuation-only parts left out."""
-    return with_antecedents([part for part in CLAUSES.split(query) if part and any(ch.isalpha() for ch in part)])
+    """The query's parts (:data:`CLAUSES`; :data:`BOTH_AND` joins none), each with a pronoun written out
+    (:func:`with_antecedents`); empty and punctuation-only parts left out."""
+    parts = CLAUSES.split(BOTH_AND.sub(lambda m: m.group(0).replace(" and", " and_"), query))
+    return with_antecedents([part.replace(" and_ ", " and ") for part in parts
+                             if part and any(ch.isalpha() for ch in part)])
 
 
 #: A past cause of what the query asks for: "calcium spots from an old lung infection", "scarring from old TB". Named
@@ -132,5 +145,5 @@ def named_descriptions(query: str, mentions: Sequence, lexicon,
     return out
 
 
-__all__ = ["ASKED", "CAUSE", "CLAUSES", "GENERIC_CAUSES", "NO_ANTECEDENT", "PRONOUN", "clinical_question", "described", "generic_cause",
-           "named_descriptions", "query_parts", "with_antecedents"]
+__all__ = ["ASKED", "BOTH_AND", "CAUSE", "CLAUSES", "GENERIC_CAUSES", "NO_ANTECEDENT", "PRONOUN", "clinical_question",
+           "described", "generic_cause", "named_descriptions", "query_parts", "with_antecedents", "without_both_matter"]

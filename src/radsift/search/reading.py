@@ -150,7 +150,8 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     # what the concept linker compares with descriptions, in the user's own words ("too big"), less the film
     words = link_words(query)
     query = LAY_SIZES.sub("large", query)
-    side = own_side = query_side(query)  # the query's own side word, before any its location implies
+    # the query's own side word, before any its location implies ("both gas and liquid" names none)
+    side = own_side = query_side(clauses.without_both_matter(query))
     location, regions, implied = _query_location(query)
     if context is not None and not side and not locations.read_locations(query) and not zones.query_zones(query)[1]:
         # a question naming no side, lobe or zone asks where its context says ("dull right base, ? fluid around the
