@@ -171,8 +171,26 @@ def test_dev2_is_a_development_batch_of_lexicon_concepts_or_none(dev2_rows) -> N
         assert not NEGATION_RE.search(r["query"]), r
 
 
+#: The words that name low lung volumes' cause, "poor inspiratory effort", added to its synonyms in the twenty-third
+#: session (queries_v16 dev *poor inspiratory effort* read no finding; radiologists write it for the low volumes it
+#: makes): the rows written with it name the lexicon since, and each is named here, so a new one still fails.
+INSPIRATION_NAMED_LATER = {"n026": "poor inspiratory effort", "v5-028": "poor inspiratory effort",
+                           "v5-030": "poor inspiratory effort"}
+
+
+def assert_named_later(rows: list[dict[str, str]], labeler, named_later: dict[str, str]) -> None:
+    """Each row of ``named_later`` in ``rows`` still names its lexicon phrase (or the exception is stale)."""
+    by_qid = {r["qid"]: r for r in rows}
+    for qid, phrase in named_later.items():
+        if qid in by_qid:
+            assert phrase in by_qid[qid]["query"] and any(m.text.lower() == phrase
+                                                          for m in labeler.label(by_qid[qid]["query"])), qid
+
+
 def test_dev2_queries_name_no_lexicon_finding(dev2_rows, labeler) -> None:
     lexicon = labeler.lexicon
+    assert_named_later(dev2_rows, labeler, INSPIRATION_NAMED_LATER)
+    dev2_rows = [r for r in dev2_rows if r["qid"] not in INSPIRATION_NAMED_LATER]
     mentions = labeler.label_many([r["query"] for r in dev2_rows])
     bad = [(r["qid"], r["query"], [m.finding for m in found]) for r, found in zip(dev2_rows, mentions) if found]
     bad += [(r["qid"], r["query"], s) for r in dev2_rows if r["finding"] != "none"
@@ -254,7 +272,8 @@ def test_v5_keeps_the_batch_rules_and_names_no_lexicon_finding(labeler) -> None:
     rows = read_rows(V5)
     assert len(rows) >= 150 and sum(r["finding"] == "none" for r in rows) >= 20
     assert_batch_rules(rows, "v5", EARLIER_BATCHES)
-    assert naming_or_shared_wording(rows, labeler) == []
+    assert_named_later(rows, labeler, INSPIRATION_NAMED_LATER)
+    assert naming_or_shared_wording(rows, labeler, INSPIRATION_NAMED_LATER) == []
 
 
 # -- the sixth batch (issue 35, item 1; written in the twenty-first session, committed in the twenty-second before any

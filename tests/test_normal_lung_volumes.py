@@ -1,7 +1,8 @@
 """Lungs of normal volume are neither over- nor under-inflated: "The lungs are normally inflated and clear." and "Lung
 volumes are normal." deny hyperinflation and low lung volumes both (queries_v16 dev *no hyperinflation or emphysema*: a
 manual run found the reports saying so, and the search ranked none of them in its first 300, since the lexicon read
-nothing in those sentences). Lung volumes "decreased" or "reduced" are low ones.
+nothing in those sentences). Lung volumes "decreased" or "reduced" are low ones, and so are lungs "hypoventilated" and
+a "poor inspiratory effort" or "suboptimal inspiration", the shallow breath that makes them.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ def test_normal_lung_volumes_deny_both(labeler, text):
     ("Lung volumes are mildly reduced.", [("low lung volumes", "present")]),
     ("Lung volumes are low.", [("low lung volumes", "present")]),
     ("The lungs are hyperinflated.", [("hyperinflation", "present")]),
+    # the shallow breath that makes them (queries_v16 dev *poor inspiratory effort* read no finding)
+    ("The lungs are hypoventilated.", [("low lung volumes", "present")]),
+    ("Suboptimal inspiration.", [("low lung volumes", "present")]),
+    ("Poor inspiratory effort.", [("low lung volumes", "present")]),
 ])
 def test_abnormal_lung_volumes_stay_stated(labeler, text, read):
     assert _read(labeler, text) == read
