@@ -39,7 +39,8 @@ from radsift.records import QueryReading, ReadFinding
 from radsift.search.concepts import normal_statement
 from radsift.search import clauses
 from radsift.search.lay import LAY_SIZES, better_without_change, lay_normals, link_words
-from radsift.text import bodyplaces, changes, compartments, degrees, locations, patterns, zones
+from radsift.text import bodyplaces, changes, degrees, locations, patterns, zones
+from radsift.text.where import query_location
 from radsift.text.normality import NORMAL, sentence_kind
 from radsift.text.sides import names_chamber_side
 
@@ -150,19 +151,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     # what the concept linker compares with descriptions, in the user's own words ("too big"), less the film
     words = link_words(query)
     query = LAY_SIZES.sub("large", query)
-    # the query's own side word, before any its location implies ("both gas and liquid" names none)
-    side = own_side = query_side(clauses.without_both_matter(query))
-    location, regions, implied = _query_location(query)
-    if context is not None and not side and not locations.read_locations(query) and not zones.query_zones(query)[1]:
-        # a question naming no side, lobe or zone asks where its context says ("dull right base, ? fluid around the
-        # lung": the right base); lung places only ("after a jugular line, ? air around the lung" asks of no neck)
-        where = _query_location(context, body=False)
-        if query_side(context) or where[0]:
-            side = own_side = query_side(context)
-            location, regions, implied = where
-    if side in ("left", "right") and regions & locations.EVERY and regions & locations.LEFT and regions & locations.RIGHT:
-        side = "bilateral"  # "right middle lobe and lingula": the side word names one of two lobes on two sides
-    side = side or implied
+    side, own_side, location, regions, implied = _query_where(query, context)
     found: dict[str, ReadFinding] = {}
     if lexicon:
         _read_lexicon(found, query, labeler, read_as, literal, side)
@@ -185,7 +174,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     if regions & bodyplaces.BODY and not any(f.labeled for f in findings):
         # a body place ranks units beside a lexicon device or finding; beside an open phrase alone ("the long iv
         # line they put in my neck") every unit naming the neck would lead whatever it states
-        location, regions, _ = _query_location(query, body=False)
+        location, regions, _ = query_location(query, body=False)
     findings, change_bit = _read_change(query, findings)
     # a degree of a lexicon finding read ("small pneumothorax"), in the user's words ("big" is no degree: "big heart");
     # beside an open phrase alone the words may size anything ("i only breathed in a little")
@@ -231,6 +220,24 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     return QueryReading(tuple(findings), side, negation, note, location,
                         regions | change_bit | degree_bit | pattern_bits, changes.NAMES.get(change_bit),
                         degrees.NAMES.get(degree_bit), patterns.pattern_names(pattern_bits), chamber)
+
+
+def _query_where(query: str, context: str | None) -> tuple[str | None, str | None, str | None, int, str | None]:
+    """``(side, own side, location, regions, implied side)`` of a query (:func:`radsift.text.where.query_location`);
+    ``context``: the context of a clinical request whose question ``query`` is (:func:`_question_asked`)."""
+    # the query's own side word, before any its location implies ("both gas and liquid" names none)
+    side = own_side = query_side(clauses.without_both_matter(query))
+    location, regions, implied = query_location(query)
+    if context is not None and not side and not locations.read_locations(query) and not zones.query_zones(query)[1]:
+        # a question naming no side, lobe or zone asks where its context says ("dull right base, ? fluid around the
+        # lung": the right base); lung places only ("after a jugular line, ? air around the lung" asks of no neck)
+        where = query_location(context, body=False)
+        if query_side(context) or where[0]:
+            side = own_side = query_side(context)
+            location, regions, implied = where
+    if side in ("left", "right") and regions & locations.EVERY and regions & locations.LEFT and regions & locations.RIGHT:
+        side = "bilateral"  # "right middle lobe and lingula": the side word names one of two lobes on two sides
+    return side or implied, own_side, location, regions, implied
 
 
 def _question_asked(query: str, labeler, *, lexicon: bool, link: Callable[[str], "Link | None"] | None, read_as: str,
@@ -407,29 +414,6 @@ def _clause_links(query: str, labeler, link: Callable[[str], "Link | None"], rea
         if linked is not None or stays:
             out.append((linked, status, cue, stays, phrases))
     return out
-
-
-def _query_location(query: str, body: bool = True) -> tuple[str | None, int, str | None]:
-    """(the query's location in its words, its regions, the side it implies) (None, 0, None) for none; ``body``:
-    whether body places (:mod:`radsift.text.bodyplaces`) are read."""
-    if not locations.enabled():
-        return None, 0, None
-    locs = locations.read_locations(query)
-    zone_words, zone_regions = zones.query_zones(query)  # "left midlung": the lingula, from the query alone
-    if not locs and not zone_regions:
-        lung = compartments.lung_place(query)  # "lung mass": the lung against the mediastinum and hila
-        middle = None if lung else compartments.mediastinal_place(query)  # "right hilar mass": the hila first
-        body, bits = bodyplaces.query_places(query) if body else (None, 0)  # "thoracic spine hardware"
-        words = ", ".join(w for w in (lung, middle, body) if w)
-        bits |= (compartments.LUNG if lung else 0) | (compartments.place_bit(middle) if middle else 0)
-        return (words, bits, None) if words else (None, 0, None)
-    zone = locations.Location(zone_regions, zone_words or "", 0, 0)
-    regions = zone_regions | locations.apart(locs + [zone])
-    for loc in locs:
-        regions |= loc.regions
-    sides = {loc.side for loc in locs if loc.side} | {zone.side} - {None}
-    words = [loc.text.lower() for loc in locs] + ([zone_words] if zone_words else [])
-    return ", ".join(words), regions, sides.pop() if len(sides) == 1 else None
 
 
 @dataclass(frozen=True)
