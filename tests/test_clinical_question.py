@@ -8,11 +8,10 @@ question naming no place asks where the context says ("dull right base, ? fluid 
 from __future__ import annotations
 
 import pytest
-from test_lay_predicates import table_link
+from test_lay_predicates import table_reader
 
 from radsift.labels import Labeler
 from radsift.search.clauses import clinical_question
-from radsift.search.reading import read_query
 
 _TABLE = {
     "asthmatic child": ("airway disease", 0.93),
@@ -21,17 +20,13 @@ _TABLE = {
     "fluid around the left lung": ("pleural effusion", 0.97),
     "coin lesion on a pre op film ct surveillance": ("nodule", 0.97),
 }
-_link = table_link(_TABLE)
 
 
 @pytest.fixture(scope="module")
 def labeler() -> Labeler:
     return Labeler()
 
-
-def _read(labeler, query):
-    reading = read_query(query, labeler, link=_link, literal=lambda stems: False)
-    return [(f.finding, f.status, f.source) for f in reading.findings], reading
+_read = table_reader(_TABLE)
 
 
 @pytest.mark.parametrize("query, question", [

@@ -7,7 +7,7 @@ nothing, and only in a part beside a lexicon finding.
 from __future__ import annotations
 
 import pytest
-from test_lay_predicates import table_link
+from test_lay_predicates import table_link, table_reader
 
 from radsift.labels import Labeler
 from radsift.search.reading import read_query
@@ -20,10 +20,7 @@ _link = table_link(_TABLE)
 def labeler() -> Labeler:
     return Labeler()
 
-
-def _read(labeler, query):
-    reading = read_query(query, labeler, link=_link, literal=lambda stems: False)
-    return [(f.finding, f.status, f.source) for f in reading.findings], reading
+_read = table_reader(_TABLE)
 
 
 def test_a_part_links_without_its_place_and_keeps_the_place(labeler):
