@@ -286,3 +286,15 @@ def test_v6_keeps_the_batch_rules_and_names_no_lexicon_finding(labeler) -> None:
     assert len(rows) >= 150 and sum(r["finding"] == "none" for r in rows) >= 25
     assert_batch_rules(rows, "v6", EARLIER_BATCHES + (V5,))
     assert naming_or_shared_wording(rows, labeler) == []
+
+
+# -- the seventh batch (issue 35, item 1; written blind and committed in the twenty-third session before any linker run
+# on it, the first batch measured as the search reads a query: every link of its reading) --------------------------
+V7 = TSV.with_name("description_queries_v7.tsv")
+
+
+def test_v7_keeps_the_batch_rules_and_names_no_lexicon_finding(labeler) -> None:
+    rows = read_rows(V7)
+    assert len(rows) >= 150 and sum(r["finding"] == "none" for r in rows) >= 25
+    assert_batch_rules(rows, "v7", EARLIER_BATCHES + (V5, V6))
+    assert naming_or_shared_wording(rows, labeler) == []
