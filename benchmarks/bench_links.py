@@ -2,7 +2,7 @@
 description benchmark's ranking, for the checkout on PYTHONPATH (run it on the code before and after a change).
 
 Run:  PYTHONPATH=src .venv/bin/python benchmarks/bench_links.py [--splits dev test] [--work DIR]
-                                                               [--mtsamples-index DIR] [--out FILE]
+                                                               [--mtsamples-index DIR] [--out FILE] [--link-threshold T]
 
 Measured with the packaged all-MiniLM-L6-v2 on the Open-i index (built once into ``--work``, as
 ``bench_descriptions.py`` builds it):
@@ -30,6 +30,7 @@ the linker can be worked on without looking at the test splits.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -83,6 +84,7 @@ def precision(queries: list[dict], got: list[tuple[str, ...]]) -> dict:
     res = {"n": len(queries), "linked": len(links), "right": right,
            "precision": round(right / len(links), 3) if links else None,
            "recall": round(found / described, 3) if described else None,
+           "found": found, "described": described,
            "rows_linked": len(linked_rows),
            "rows_all_right": sum(all(g == q["finding"] for g in row) for row, q in linked_rows),
            "wrong": sorted({f"{q['query']} -> {g}" for g, q in links if g != q["finding"]})}
@@ -92,9 +94,13 @@ def precision(queries: list[dict], got: list[tuple[str, ...]]) -> dict:
 
 
 def pooled(parts: list[dict]) -> dict:
+    """Links, right links and precision over ``parts``, and recall over their rows that describe a concept."""
     linked = sum(p["linked"] for p in parts)
     right = sum(p["right"] for p in parts)
-    return {"linked": linked, "right": right, "precision": round(right / linked, 3) if linked else None}
+    found = sum(p.get("found", 0) for p in parts)
+    described = sum(p.get("described", 0) for p in parts)
+    return {"linked": linked, "right": right, "precision": round(right / linked, 3) if linked else None,
+            "recall": round(found / described, 3) if described else None}
 
 
 def batches(splits: list[str]) -> dict[str, list[dict]]:
@@ -145,12 +151,16 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--splits", nargs="+", default=["dev", "test"], choices=["dev", "test"],
                         help="dev: development data only, no test figure computed or printed")
+    parser.add_argument("--link-threshold", type=float, default=None,
+                        help="the model's link threshold in place of its search settings' (a sweep)")
     args = parser.parse_args()
     if not args.openi.exists():
         print(f"skipped: {args.openi} absent")
         return 0
     t0 = time.perf_counter()
     idx = open_index(args.work, args.openi, None)
+    if args.link_threshold is not None:
+        idx.settings = dataclasses.replace(idx.settings, link_threshold=args.link_threshold)
     queries = [q for q in read_queries() if q["split"] in args.splits]
     res: dict = {"settings": str(idx.settings), "splits": args.splits}
     for name, qs in batches(args.splits).items():
