@@ -20,6 +20,7 @@ _link = table_link(_TABLE)
 def labeler() -> Labeler:
     return Labeler()
 
+
 _read = table_reader(_TABLE)
 
 

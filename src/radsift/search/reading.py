@@ -39,7 +39,7 @@ from radsift.records import QueryReading, ReadFinding
 from radsift.search.concepts import normal_statement
 from radsift.search import clauses
 from radsift.search.lay import LAY_SIZES, better_without_change, lay_normals, link_words
-from radsift.text import bodyplaces, changes, degrees, locations, patterns, zones
+from radsift.text import bodyplaces, changes, degrees, locations, patterns
 from radsift.text.where import query_location
 from radsift.text.normality import NORMAL, sentence_kind
 from radsift.text.sides import names_chamber_side
@@ -228,12 +228,12 @@ def _query_where(query: str, context: str | None) -> tuple[str | None, str | Non
     # the query's own side word, before any its location implies ("both gas and liquid" names none)
     side = own_side = query_side(clauses.without_both_matter(query))
     location, regions, implied = query_location(query)
-    if context is not None and not side and not locations.read_locations(query) and not zones.query_zones(query)[1]:
+    if context is not None and not side and not regions & (locations.LEFT | locations.RIGHT):
         # a question naming no side, lobe or zone asks where its context says ("dull right base, ? fluid around the
         # lung": the right base); lung places only ("after a jugular line, ? air around the lung" asks of no neck)
-        where = query_location(context, body=False)
-        if query_side(context) or where[0]:
-            side = own_side = query_side(context)
+        context_side, where = query_side(context), query_location(context, body=False)
+        if context_side or where[0]:
+            side = own_side = context_side
             location, regions, implied = where
     if side in ("left", "right") and regions & locations.EVERY and regions & locations.LEFT and regions & locations.RIGHT:
         side = "bilateral"  # "right middle lobe and lingula": the side word names one of two lobes on two sides

@@ -101,5 +101,4 @@ def pattern_names(bits: int) -> str | None:
 
 
 __all__ = ["DIFFUSE", "HAZY", "ILL_DEFINED", "INTERSTITIAL", "MARGIN", "NAMES", "NODULAR", "NONCALCIFIED", "PATCHY",
-           "PATTERN",
-           "PERIHILAR", "PLATE", "STREAKY", "SUBSEGMENTAL", "UNIT_WORDS", "pattern_names", "query_pattern"]
+           "PATTERN", "PERIHILAR", "PLATE", "STREAKY", "SUBSEGMENTAL", "UNIT_WORDS", "pattern_names", "query_pattern"]
