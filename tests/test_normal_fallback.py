@@ -127,7 +127,7 @@ def test_a_query_asking_for_a_normal_statement_or_an_absence_is_left_alone(index
     hits, _ = engine_page(index, monkeypatch, engine, "no pleural effusion", level="report", concepts=False)
     assert hits[0][0] == "noeffusion"
     monkeypatch.setattr("radsift.search.reading.normal_keys", _never)
-    monkeypatch.setattr("radsift.search.shortlist.unit_normal_keys", _never)
+    monkeypatch.setattr("radsift.search.normals.unit_normal_keys", _never)
     for q in ("no pleural effusion", "lungs are clear", "heart and lungs are okay", "lungs are well expanded"):
         engine_page(index, monkeypatch, engine, q, level="report")  # the normal key is never read
 
@@ -148,7 +148,7 @@ def test_both_engines_give_the_same_page_and_counts(index, monkeypatch, options)
 @pytest.mark.parametrize("engine", ["exact", "candidates"])
 def test_calibrated_boosts_add_no_normal_key(index, monkeypatch, engine):
     monkeypatch.setattr("radsift.search.reading.normal_keys", _never)
-    monkeypatch.setattr("radsift.search.shortlist.unit_normal_keys", _never)
+    monkeypatch.setattr("radsift.search.normals.unit_normal_keys", _never)
     monkeypatch.setattr(index, "tier_gap", 0.5)
     engine_page(index, monkeypatch, engine, "wet lungs", level="report", concepts=False)
     monkeypatch.undo()

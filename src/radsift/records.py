@@ -175,6 +175,9 @@ class QueryReading:
             joined by ", "), or None.
         chamber: The side is a heart chamber's ("catheter tip in the right atrium"): asked of the units naming a
             chamber's side, not of the sides of the chest (:func:`radsift.text.sides.names_chamber_side`).
+        alone: The query asks for its findings with nothing else wrong ("granuloma, otherwise normal":
+            :func:`radsift.text.normality.asks_alone`): the reports stating them rank by how few other findings they
+            state (:mod:`radsift.ranking.alone`).
     """
 
     findings: tuple[ReadFinding, ...] = ()
@@ -187,6 +190,7 @@ class QueryReading:
     degree: str | None = None
     pattern: str | None = None
     chamber: bool = False
+    alone: bool = False
 
     @property
     def active(self) -> bool:
@@ -209,6 +213,8 @@ class QueryReading:
             parts.append(f"degree {self.degree}")
         if self.pattern:
             parts.append(f"pattern {self.pattern}")
+        if self.alone and parts:
+            parts.append("nothing else (fewest other findings first)")
         text = "; ".join(parts) or "no finding"
         if self.negation != "aware":
             text += " [negation ignored]"
@@ -217,7 +223,8 @@ class QueryReading:
     def to_dict(self) -> dict[str, Any]:
         return {"findings": [f.to_dict() for f in self.findings], "side": self.side, "negation": self.negation,
                 "note": self.note, "location": self.location, "change": self.change,
-                "degree": self.degree, "pattern": self.pattern, "chamber": self.chamber}
+                "degree": self.degree, "pattern": self.pattern, "chamber": self.chamber,
+                "alone": self.alone}
 
 
 @dataclass(frozen=True)

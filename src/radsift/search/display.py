@@ -52,6 +52,8 @@ def reading_text(reading: QueryReading) -> Text:
         line.append(f" · degree {reading.degree}")
     if reading.pattern:
         line.append(f" · pattern {reading.pattern}")
+    if reading.alone and reading.findings:
+        line.append(" · nothing else (fewest other findings first)")
     if reading.negation != "aware":
         line.append("  [negation ignored: ranked by similarity only]", style="yellow")
     elif reading.note:

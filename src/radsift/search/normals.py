@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from radsift.index.reader import IndexStore
+from radsift.ranking.alone import ALONE_SCALE, alone_keys, present_pairs, related
 from radsift.ranking.tiers import (NORMAL_SCALE, SAYS_FINDING, SAYS_NORMAL, SAYS_NOTHING, SAYS_OTHER, normal_keys)
 from radsift.search.units import section_of_sentence
 from radsift.text.normality import EXAM, NORMAL, sentence_kind
@@ -80,13 +81,38 @@ def unit_normal_keys(store: IndexStore, unit: str, by_report: bool) -> np.ndarra
     return store.cached(("normal_keys", unit, bool(by_report)), compute)
 
 
+def unit_alone_keys(store: IndexStore, unit: str, reading, lexicon) -> np.ndarray:
+    """:func:`radsift.ranking.alone.alone_keys` of every ``unit`` unit of ``store`` for a reading asking for its
+    findings alone ("granuloma, otherwise normal"); the present (report, finding) pairs are read once per store."""
+    def pairs():
+        labels = store.labels()
+        report_of_label = np.asarray(store.units("sentence").report_row, dtype=np.int64)[labels.row]
+        return present_pairs(report_of_label, labels.finding, labels.status, len(store.manifest.findings))
+
+    pair_reports, offsets = store.cached(("present_pairs",), pairs)
+    codes = {f: i for i, f in enumerate(store.manifest.findings)}
+    names = related(lexicon, [f.finding for f in reading.findings] + [a for f in reading.findings for a in f.any_of])
+    report_row = store.units(unit).report_row
+    return alone_keys(pair_reports, offsets, [codes[f] for f in names if f in codes], store.n_reports, report_row)
+
+
+def below_keys(store: IndexStore, unit: str, by_report: bool, reading, lexicon) -> tuple[np.ndarray, int]:
+    """The key below every other of a query asking for a finding: the alone key (and its scale) where the reading
+    asks for its findings alone, else the normal key (:func:`unit_normal_keys`)."""
+    if reading.alone:
+        return unit_alone_keys(store, unit, reading, lexicon), ALONE_SCALE
+    return unit_normal_keys(store, unit, by_report), NORMAL_SCALE[bool(by_report)]
+
+
 class NormalKeyed:
     """A candidate engine's query tiers (:class:`~radsift.search.candidates.QueryTiers` or
-    :class:`~radsift.search.beside.BesideTiers`) with the normal key below every key, as the exact engine's
-    :func:`radsift.ranking.tiers.with_normal`: what the counts, classes and kept units read is the wrapped one's."""
+    :class:`~radsift.search.beside.BesideTiers`) with the normal key (or the alone key: ``scale``) below every key,
+    as the exact engine's :func:`radsift.ranking.tiers.with_normal`: what the counts, classes and kept units read is
+    the wrapped one's."""
 
-    def __init__(self, inner, keys: np.ndarray, by_report: bool) -> None:
-        self.inner, self.keys, self.scale = inner, keys, NORMAL_SCALE[bool(by_report)]
+    def __init__(self, inner, keys: np.ndarray, by_report: bool, scale: int | None = None) -> None:
+        self.inner, self.keys = inner, keys
+        self.scale = NORMAL_SCALE[bool(by_report)] if scale is None else int(scale)
 
     def __getattr__(self, name: str):
         if name == "inner":  # not set yet: no recursion
@@ -104,4 +130,5 @@ class NormalKeyed:
         return int(self.inner.lowest_outside(inside, eligible, strict, known)) * self.scale
 
 
-__all__ = ["NormalKeyed", "said_by_labels", "said_of_texts", "sentence_said", "unit_normal_keys"]
+__all__ = ["NormalKeyed", "below_keys", "said_by_labels", "said_of_texts", "sentence_said", "unit_alone_keys",
+           "unit_normal_keys"]

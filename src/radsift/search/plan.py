@@ -2,7 +2,8 @@
 
 The plan is what the scores do not decide: the eligible units (the ``target`` section and the
 metadata filters, :func:`eligible_mask`), the reading tier of every unit (its findings' statuses,
-then its location and side, and for a query asking for a finding whether the unit says only all is normal:
+then its location and side, and for a query asking for a finding whether the unit says only all is normal, or for
+one asking for its findings alone how many other findings its report states:
 :func:`~radsift.search.reading.reading_tiers` over the stored labels, :mod:`.normals`)
 and the units that state the whole reading (the ranking keeps those first, whatever their score).
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from radsift.ranking import stating, units_with_terms
 from radsift.ranking.places import location_flags, unit_side_flags, with_compartments
 from radsift.records import QueryReading
 from radsift.search.options import SearchRequest
-from radsift.search.normals import sentence_said
+from radsift.search.normals import below_keys, sentence_said
 from radsift.search.reading import ReadingTiers, normal_key_wanted, reading_tiers
 from radsift.search.units import section_of_sentence, unit_texts
 from radsift.text import locations
@@ -52,7 +53,11 @@ def plan_search(store: IndexStore, request: SearchRequest, reading: QueryReading
     """The plan of ``request`` over ``store`` for the query's ``reading`` (``labeler`` reads open phrases). ``gap``
     (calibrated tier boosts, :func:`radsift.ranking.apply_tiers`): no normal key (it would multiply each tier's cost)."""
     normal_last = normal_key_wanted(reading, request.query, gap)
-    read_tiers = unit_reading(store, request.options, reading, labeler, normal_last)
+    read_tiers = unit_reading(store, request.options, reading, labeler, normal_last and not reading.alone)
+    if normal_last and reading.alone and read_tiers.tiers is not None:  # in the normal key's place: the alone key
+        opts = request.options
+        keys, scale = below_keys(store, opts.unit, opts.level == "report", reading, getattr(labeler, "lexicon", None))
+        read_tiers = replace(read_tiers, tiers=read_tiers.tiers * scale + keys, literal=read_tiers.reading)
     tiers = read_tiers.reading  # a link beside the literal reading orders within its tiers: keep what states it
     keep = stating(tiers, read_tiers.slots) if tiers is not None and reading.findings else None
     return Plan(eligible_mask(store, request.options), read_tiers, keep)

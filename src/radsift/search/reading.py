@@ -41,7 +41,7 @@ from radsift.search import clauses
 from radsift.search.lay import LAY_SIZES, better_without_change, lay_normals, link_words
 from radsift.text import bodyplaces, changes, degrees, locations, patterns
 from radsift.text.where import query_location
-from radsift.text.normality import NORMAL, sentence_kind
+from radsift.text.normality import NORMAL, asks_alone, sentence_kind
 from radsift.text.sides import names_chamber_side
 
 if TYPE_CHECKING:
@@ -145,6 +145,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     Raises:
         ConfigError: The override names a finding the query was not read to name.
     """
+    alone = asks_alone(query)  # before the lay words become the lexicon's ("otherwise normal")
     query, context = _question_asked(query, labeler, lexicon=lexicon, link=link, read_as=read_as, literal=literal)
     query = QUESTION.sub("", PREFIXES.sub(r"\1", query)) or query
     query = shared_heads(lay_normals(query), labeler)
@@ -195,7 +196,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     if override:
         known = {f.finding for f in findings} | ({"side"} if side else set()) | ({"location"} if regions else set()) \
             | ({"change"} if change_bit else set()) | ({"degree"} if degree_bit else set()) \
-            | ({"pattern"} if pattern_bits else set())
+            | ({"pattern"} if pattern_bits else set()) | ({"alone"} if alone else set())
         unknown = [k for k in override if k not in known]
         if unknown:
             listed = ", ".join(sorted(known)) or "none"
@@ -212,6 +213,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
         change_bit = 0 if override.get("change") == "ignore" else change_bit
         degree_bit = 0 if override.get("degree") == "ignore" else degree_bit
         pattern_bits = 0 if override.get("pattern") == "ignore" else pattern_bits
+        alone = alone and override.get("alone") != "ignore"
     kept = {f.finding for f in findings}
     # A link whose literal reading was taken out (or lies past MAX_FINDINGS) stands in its place.
     findings = [replace(f, beside=None) if f.beside and f.beside not in kept else f for f in findings]
@@ -219,7 +221,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     chamber = bool(side) and side == own_side and names_chamber_side(query)
     return QueryReading(tuple(findings), side, negation, note, location,
                         regions | change_bit | degree_bit | pattern_bits, changes.NAMES.get(change_bit),
-                        degrees.NAMES.get(degree_bit), patterns.pattern_names(pattern_bits), chamber)
+                        degrees.NAMES.get(degree_bit), patterns.pattern_names(pattern_bits), chamber, alone)
 
 
 def _query_where(query: str, context: str | None) -> tuple[str | None, str | None, str | None, int, str | None]:

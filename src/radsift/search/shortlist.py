@@ -20,7 +20,7 @@ from radsift.records import QueryReading
 from radsift.search.beside import query_tiers
 from radsift.search.bm25count import bm25_counts
 from radsift.search.candidates import ReadingPostings
-from radsift.search.normals import NormalKeyed, unit_normal_keys
+from radsift.search.normals import NormalKeyed, below_keys
 from radsift.search.options import SearchRequest
 from radsift.search.reading import normal_key_wanted
 from radsift.search.plan import eligible_mask, unit_locations, unit_sides
@@ -67,8 +67,10 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
         places = unit_locations(store, unit)[0] if reading.regions else None
         qt = query_tiers(store, reading, post, {f: i for i, f in enumerate(store.manifest.findings)},
                          opts.level == "report", sides, places, index.labeler)
-        if normal_key_wanted(reading, request.query, index.tier_gap):  # as plan_search: the normal key
-            qt = NormalKeyed(qt, unit_normal_keys(store, unit, opts.level == "report"), opts.level == "report")
+        if normal_key_wanted(reading, request.query, index.tier_gap):  # as plan_search: the normal (or alone) key
+            keys, scale = below_keys(store, unit, opts.level == "report", reading,
+                                     getattr(index.labeler, "lexicon", None))
+            qt = NormalKeyed(qt, keys, opts.level == "report", scale)
     dense = None
     if NEEDS_DENSE[opts.mode]:
         dense = _dense(index, store, unit, query_vector, mask)

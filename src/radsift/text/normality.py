@@ -65,6 +65,20 @@ def _words(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s-]", " ", _POSSESSIVE.sub("", text)).split())
 
 
+#: A query asking for its findings alone: "granuloma, otherwise normal", "scoliosis and nothing else", "hiatal hernia,
+#: no other abnormality" (:func:`asks_alone`).
+_ALONE = re.compile(
+    r"\b(?:otherwise[\s-]+(?:normal|unremarkable|negative|clear|healthy|fine|ok(?:ay)?|within\s+normal\s+limits|no\b)|"
+    r"nothing\s+else|no\s+other\s+(?:findings?|abnormalit(?:y|ies)|disease|problems?|issues?)|"
+    r"(?:the\s+)?only\s+(?:finding|abnormality))")
+
+
+def asks_alone(query: str) -> bool:
+    """Whether a query asks for its findings with nothing else wrong ("tortuous aorta, otherwise normal"): then the
+    reports stating them rank by how few other findings they state (:mod:`radsift.ranking.alone`)."""
+    return bool(_ALONE.search(_words(query)))
+
+
 def sentence_kind(text: str) -> str:
     """:data:`NORMAL`, :data:`EXAM` or :data:`OTHER` for a sentence the lexicon reads no finding in (see the module)."""
     words = _words(text)
@@ -84,4 +98,4 @@ def sentence_kind(text: str) -> str:
     return OTHER
 
 
-__all__ = ["EXAM", "NORMAL", "OTHER", "sentence_kind"]
+__all__ = ["EXAM", "NORMAL", "OTHER", "asks_alone", "sentence_kind"]

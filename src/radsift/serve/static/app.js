@@ -500,6 +500,10 @@
       chips.append(readingChip("pattern", "a pattern of the finding's look in the query (streaky, platelike ...)", null,
         result.reading.pattern ? asRead.pattern : "ignore", [asRead.pattern, "ignore"], asRead.pattern));
     }
+    if (asRead.alone && asRead.findings.length) {
+      chips.append(readingChip("alone", "nothing else in the query (otherwise normal): fewest other findings first",
+        null, result.reading.alone ? "nothing else" : "ignore", ["nothing else", "ignore"], "nothing else"));
+    }
     const notes = [];
     if (result.reading.note) notes.push(result.reading.note);
     if (result.negation === "ignore" && asRead.findings.length) notes.push("negation ignored: ranked by similarity only");
