@@ -323,9 +323,13 @@ def serve_log(caplog):
     logger = logging.getLogger("radsift.serve")
     logger.addHandler(caplog.handler)
     caplog.handler.setLevel(logging.DEBUG)
+    # each record once, whichever test ran before in this process: caplog's handler also sits on the root logger,
+    # which a propagating "radsift.serve" reaches too (only run_server's log config turns propagation off)
+    propagate, logger.propagate = logger.propagate, False
     try:
         yield caplog
     finally:
+        logger.propagate = propagate
         logger.removeHandler(caplog.handler)
 
 
