@@ -25,14 +25,14 @@ ALONE_SCALE = CAP + 1
 def related(lexicon, findings: Iterable[str]) -> set[str]:
     """The query's findings, their lexicon ``parts`` and ``any_of``, and every concept one of them is a part of:
     what a report stating the query's findings may also state without stating anything else."""
-    named = {f for f in findings}
+    named = set(findings)
     out = set(named)
     if lexicon is None:
         return out
     for concept in lexicon:
         parts = set(concept.parts) | {p for _, ps in concept.phrase_parts for p in ps}
         if concept.name in named:
-            out |= parts | set(getattr(concept, "any_of", ()) or ())
+            out |= parts | set(concept.any_of)
         elif parts & named:
             out.add(concept.name)
     return out
@@ -45,11 +45,10 @@ def present_pairs(report_of_label: np.ndarray, finding: np.ndarray, status: np.n
     keep = np.asarray(status) > 0
     codes = np.asarray(finding, dtype=np.int64)[keep]
     reports = np.asarray(report_of_label, dtype=np.int64)[keep]
-    n_reports = int(reports.max(initial=-1)) + 1
-    pairs = np.unique(codes * max(n_reports, 1) + reports)
-    by_finding = pairs // max(n_reports, 1)
-    offsets = np.searchsorted(by_finding, np.arange(n_findings + 1), side="left")
-    return pairs % max(n_reports, 1), offsets
+    base = max(int(reports.max(initial=-1)) + 1, 1)  # one int per pair: finding first, so a sort groups findings
+    pairs = np.unique(codes * base + reports)
+    offsets = np.searchsorted(pairs // base, np.arange(n_findings + 1), side="left")
+    return pairs % base, offsets
 
 
 def alone_keys(pair_reports: np.ndarray, offsets: np.ndarray, own: Iterable[int], n_reports: int,

@@ -19,10 +19,11 @@ import numpy as np
 from radsift.index.places import store_locations
 from radsift.index.reader import IndexStore
 from radsift.ranking import stating, units_with_terms
+from radsift.ranking.alone import with_alone
 from radsift.ranking.places import location_flags, unit_side_flags, with_compartments
 from radsift.records import QueryReading
 from radsift.search.options import SearchRequest
-from radsift.search.normals import below_keys, sentence_said
+from radsift.search.normals import sentence_said, unit_alone_keys
 from radsift.search.reading import ReadingTiers, normal_key_wanted, reading_tiers
 from radsift.search.units import section_of_sentence, unit_texts
 from radsift.text import locations
@@ -55,9 +56,8 @@ def plan_search(store: IndexStore, request: SearchRequest, reading: QueryReading
     normal_last = normal_key_wanted(reading, request.query, gap)
     read_tiers = unit_reading(store, request.options, reading, labeler, normal_last and not reading.alone)
     if normal_last and reading.alone and read_tiers.tiers is not None:  # in the normal key's place: the alone key
-        opts = request.options
-        keys, scale = below_keys(store, opts.unit, opts.level == "report", reading, getattr(labeler, "lexicon", None))
-        read_tiers = replace(read_tiers, tiers=read_tiers.tiers * scale + keys, literal=read_tiers.reading)
+        keys = unit_alone_keys(store, request.options.unit, reading, getattr(labeler, "lexicon", None))
+        read_tiers = replace(read_tiers, tiers=with_alone(read_tiers.tiers, keys), literal=read_tiers.reading)
     tiers = read_tiers.reading  # a link beside the literal reading orders within its tiers: keep what states it
     keep = stating(tiers, read_tiers.slots) if tiers is not None and reading.findings else None
     return Plan(eligible_mask(store, request.options), read_tiers, keep)
