@@ -20,3 +20,14 @@ def test_a_normal_only_candidate_ranks_after_the_others():
 
 def test_a_query_calling_something_normal_reads_no_key():
     assert order(BM25System(negation=True), "lungs are clear") == [0, 1]
+
+
+def test_a_finding_asked_alone_ranks_the_candidates_stating_fewest_other_findings_first():
+    # as radsift search does (tests/test_alone.py): the candidates are reports here (no groups)
+    candidates = ["Tortuous aorta, cardiomegaly, effusion.",
+                  "Tortuous aorta. The lungs are clear. No pleural effusion or pneumothorax. Heart size is normal.",
+                  "Tortuous aorta and cardiomegaly."]
+    ranked = [i for i, _ in BM25System(negation=True).rank(["tortuous aorta, otherwise normal"], candidates)[0]]
+    assert ranked == [1, 2, 0]
+    plain = [i for i, _ in BM25System(negation=True).rank(["tortuous aorta"], candidates)[0]]
+    assert plain != [1, 2, 0]  # by the words alone the order differs: the key makes it

@@ -12,6 +12,7 @@ search`` calls, so a bench figure measures the ranking users get.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -25,6 +26,7 @@ from radsift.progress import progress_bar
 from radsift.ranking import (BM25_PARAMS, DENSE_WEIGHT, NEEDS_BM25, NEEDS_DENSE, RRF_K, STATUS_CODES, bm25_scores,
                              build_bm25_texts, rank, rank_groups, stating)
 from radsift.ranking import rerank as rerank_core
+from radsift.ranking.alone import alone_keys, present_pairs, related, with_alone
 from radsift.ranking.places import location_flags, unit_side_flags, with_compartments
 from radsift.search.normals import said_by_labels, said_of_texts
 from radsift.search.reading import normal_key_wanted, read_query, reading_tiers
@@ -206,13 +208,29 @@ class RankedSystem(System):
 
         query = " ".join(query.split())
         reading = read_query(query, self.labeler)
-        return reading_tiers(
+        below = normal_key_wanted(reading, query)
+        read = reading_tiers(
             reading, self.labeler, n_units=n, labels=info["labels"],
             finding_codes=info["codes"], sentence_texts=texts,
             open_candidates=with_terms, side_flags=lambda: sides(reading.chamber),
             location_flags=lambda: places()[0],
             group_of=groups, classes=True,
-            said=said if normal_key_wanted(reading, query) else None)  # as the search: normal-only units last
+            said=said if below and not reading.alone else None)  # as the search: normal-only units last
+        if below and reading.alone and read.tiers is not None:  # as the search: fewest other findings first
+            read = replace(read, tiers=with_alone(read.tiers, self._alone_keys(info, reading, groups, n)),
+                           literal=read.reading)
+        return read
+
+    def _alone_keys(self, info: dict, reading, groups: np.ndarray | None, n: int) -> np.ndarray:
+        """:func:`radsift.ranking.alone.alone_keys` of the candidates, a group standing for a report."""
+        row, finding, status = info["labels"]
+        report = np.arange(n, dtype=np.int64) if groups is None else np.asarray(groups, dtype=np.int64)
+        n_reports = int(report.max(initial=-1)) + 1
+        pair_reports, offsets = present_pairs(report[row], finding, status, len(info["codes"]))
+        names = related(getattr(self.labeler, "lexicon", None),
+                        [f.finding for f in reading.findings] + [a for f in reading.findings for a in f.any_of])
+        own = [info["codes"][f] for f in names if f in info["codes"]]
+        return alone_keys(pair_reports, offsets, own, n_reports, report)
 
     # -- ranking ---------------------------------------------------------------------------------
     def score_parts(self, queries: Sequence[str], candidates: Sequence[str]) -> dict[str, np.ndarray]:
