@@ -128,7 +128,7 @@ def literal_kept(idx, notes_dir: Path, findings: list[str]) -> dict:
         literal = {"literal": literal_check(notes.store)}
     except ImportError:  # the code before: no literal reading beside a link
         literal = {}
-    link = idx._link_function("hybrid", "", None)
+    link = idx.link_function("hybrid")
     kept = occurs = 0
     lost = []
     for f in findings:

@@ -129,6 +129,19 @@ class IndexResources:
                         fingerprint=self.store.manifest.model_fingerprint)
         return self._linker
 
+    def link_function(self, mode: str = "hybrid"):
+        """The concept linker a search of ``mode`` reads queries with: a finding text -> its
+        :class:`~radsift.search.concepts.Link` or None; None where linking is off (``bm25``, an index without lexicon
+        labels, a model with no threshold). For reading a query against another index's words
+        (:func:`radsift.search.reading.read_query`'s ``link``).
+
+        Raises:
+            ConfigError: ``mode`` is none of the search modes.
+        """
+        if mode not in NEEDS_DENSE:
+            raise ConfigError(f"mode must be one of {', '.join(NEEDS_DENSE)}, not {str(mode)[:40]!r}")
+        return self._link_function(mode, "", None)
+
     def _link_function(self, mode: str, query: str, query_vector):
         """finding text -> :class:`~radsift.search.concepts.Link` or None; None where linking is off
         (a mode without the encoder, an index without lexicon labels, or a model with no threshold)."""
