@@ -31,6 +31,7 @@ def labeler() -> Labeler:
      ["after draining the chest", "both gas and liquid remain outside the lung"]),
     ("both air and fluid around the lung with a big heart", ["both air and fluid around the lung", "a big heart"]),
     ("both lungs and the heart are normal", ["both lungs", "the heart are normal"]),
+    ("BOTH GAS AND LIQUID with a big heart", ["BOTH GAS AND LIQUID", "a big heart"]),  # in capitals too
     ("effusions at both bases and a big heart", ["effusions at both bases", "a big heart"]),
 ])
 def test_both_kinds_of_matter_are_one_part(query, parts):

@@ -20,8 +20,8 @@ CLAUSES = re.compile(r"\s*(?:[,;]|\band\b|\bwith\b|\bplus\b|\bbut\b|\balong\s+wi
 
 
 #: "both A and B" of two kinds of matter names one collection of both ("after draining, both gas and liquid outside the
-#: lung": a hydropneumothorax), not two things asked nor two sides: its "and" joins no parts (written "and_" while the
-#: query is split) and its "both" names no side (:func:`without_both_matter`). "both lungs and the heart" names two.
+#: lung": a hydropneumothorax), not two things asked nor two sides: its "and" joins no parts (:func:`query_parts` splits
+#: at no join inside it) and its "both" names no side (:func:`without_both_matter`). "both lungs and the heart" names two.
 BOTH_AND = re.compile(r"\bboth\s+((?:air|gas|fluid|liquid|water|blood|pus|fat)\s+and\s+)", re.IGNORECASE)
 
 
@@ -33,9 +33,14 @@ def without_both_matter(query: str) -> str:
 def query_parts(query: str) -> list[str]:
     """The query's parts (:data:`CLAUSES`; :data:`BOTH_AND` joins none), each with a pronoun written out
     (:func:`with_antecedents`); empty and punctuation-only parts left out."""
-    parts = CLAUSES.split(BOTH_AND.sub(lambda m: m.group(0).replace(" and", " and_"), query))
-    return with_antecedents([part.replace(" and_ ", " and ") for part in parts
-                             if part and any(ch.isalpha() for ch in part)])
+    kept = [m.span() for m in BOTH_AND.finditer(query)]
+    parts, start = [], 0
+    for join in CLAUSES.finditer(query):
+        if not any(a <= join.start() < b for a, b in kept):
+            parts.append(query[start:join.start()])
+            start = join.end()
+    parts.append(query[start:])
+    return with_antecedents([part for part in parts if part and any(ch.isalpha() for ch in part)])
 
 
 #: A past cause of what the query asks for: "calcium spots from an old lung infection", "scarring from old TB". Named
