@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from radsift.labels import Labeler
-from radsift.ranking.alone import CAP, alone_keys, present_pairs, related
+from radsift.ranking.alone import CAP, AloneKeys, alone_keys, present_pairs, related, report_totals
 from radsift.records import Report
 from radsift.search import candidates
 from radsift.search.reading import read_query
@@ -64,6 +64,9 @@ def test_the_key_counts_other_present_findings_of_the_report():
     pair_reports, offsets = present_pairs(report, finding, status, 5)
     keys = alone_keys(pair_reports, offsets, [0], 4, np.array([0, 1, 2, 3, 1]))
     assert keys.tolist() == [0, 2, CAP, 0, 2]  # a denial and a doubt are no finding stated; units take their report's
+    # the candidate engine asks the rows it ranks only: the same keys
+    lazy = AloneKeys(pair_reports, offsets, report_totals(pair_reports, 4), [0, 9], np.array([0, 1, 2, 3, 1]))
+    assert lazy[np.array([4, 2])].tolist() == [2, CAP] and lazy.all().tolist() == keys.tolist()
 
 
 R = [

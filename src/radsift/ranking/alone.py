@@ -40,8 +40,8 @@ def related(lexicon, findings: Iterable[str]) -> set[str]:
 
 def present_pairs(report_of_label: np.ndarray, finding: np.ndarray, status: np.ndarray,
                   n_findings: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct ``(report, finding)`` pairs stated present, sorted by finding, and each finding's first pair
-    (``offsets``, length ``n_findings + 1``): the reports of one finding are a slice."""
+    """The distinct ``(report, finding)`` pairs stated present, sorted by finding then report, as their reports, and
+    each finding's first pair (``offsets``, length ``n_findings + 1``): the reports of one finding are a sorted slice."""
     keep = np.asarray(status) > 0
     codes = np.asarray(finding, dtype=np.int64)[keep]
     reports = np.asarray(report_of_label, dtype=np.int64)[keep]
@@ -51,10 +51,50 @@ def present_pairs(report_of_label: np.ndarray, finding: np.ndarray, status: np.n
     return pairs % base, offsets
 
 
+class AloneKeys:
+    """The alone key of units, computed for the rows asked (``keys[rows]``): how many findings each unit's report
+    states present besides ``own`` (finding codes), at most :data:`CAP`. Lazy, so that the candidate engine reads the
+    keys of its candidates alone, never an array over every unit of a large index.
+
+    Args:
+        pair_reports: The reports of the present pairs, sorted by finding, then report (:func:`present_pairs`).
+        offsets: Each finding's first pair (:func:`present_pairs`).
+        totals: How many findings each report states present (:func:`report_totals`).
+        own: The codes of the query's findings and those related to them (:func:`related`).
+        report_of_unit: The report of every unit.
+    """
+
+    def __init__(self, pair_reports: np.ndarray, offsets: np.ndarray, totals: np.ndarray, own: Iterable[int],
+                 report_of_unit: np.ndarray) -> None:
+        self.totals = totals
+        self.report_of_unit = np.asarray(report_of_unit, dtype=np.int64)
+        slices = (pair_reports[offsets[c]:offsets[c + 1]] for c in sorted(set(own)) if 0 <= c < len(offsets) - 1)
+        self.own = [stating for stating in slices if len(stating)]
+
+    def __len__(self) -> int:
+        return int(self.report_of_unit.shape[0])
+
+    def __getitem__(self, rows) -> np.ndarray:
+        reports = self.report_of_unit[rows]
+        counts = self.totals[reports].astype(np.int64)
+        for stating in self.own:  # the reports stating one own finding, sorted: take it off theirs
+            at = np.minimum(np.searchsorted(stating, reports), len(stating) - 1)
+            counts -= stating[at] == reports
+        return np.minimum(counts, CAP)
+
+    def all(self) -> np.ndarray:
+        """The key of every unit."""
+        return self[np.arange(len(self))]
+
+
+def report_totals(pair_reports: np.ndarray, n_reports: int) -> np.ndarray:
+    """How many findings each report states present (its present pairs)."""
+    return np.bincount(np.asarray(pair_reports, dtype=np.int64), minlength=n_reports)[:n_reports]
+
+
 def alone_keys(pair_reports: np.ndarray, offsets: np.ndarray, own: Iterable[int], n_reports: int,
                report_of_unit: np.ndarray) -> np.ndarray:
-    """The alone key of every unit: how many findings its report states present besides ``own`` (finding codes),
-    at most :data:`CAP`.
+    """The alone key of every unit (:class:`AloneKeys`), as one array.
 
     Args:
         pair_reports: The reports of the present pairs, sorted by finding (:func:`present_pairs`).
@@ -63,11 +103,7 @@ def alone_keys(pair_reports: np.ndarray, offsets: np.ndarray, own: Iterable[int]
         n_reports: Number of reports.
         report_of_unit: The report of every unit.
     """
-    counts = np.bincount(np.asarray(pair_reports, dtype=np.int64), minlength=n_reports)[:n_reports]
-    for code in set(own):
-        if 0 <= code < len(offsets) - 1:
-            counts = counts - np.bincount(pair_reports[offsets[code]:offsets[code + 1]], minlength=n_reports)[:n_reports]
-    return np.minimum(counts, CAP)[np.asarray(report_of_unit, dtype=np.int64)]
+    return AloneKeys(pair_reports, offsets, report_totals(pair_reports, n_reports), own, report_of_unit).all()
 
 
 def with_alone(tiers: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -75,4 +111,4 @@ def with_alone(tiers: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return np.asarray(tiers, dtype=np.int64) * ALONE_SCALE + np.asarray(keys, dtype=np.int64)
 
 
-__all__ = ["ALONE_SCALE", "CAP", "alone_keys", "present_pairs", "related", "with_alone"]
+__all__ = ["ALONE_SCALE", "AloneKeys", "CAP", "alone_keys", "present_pairs", "related", "report_totals", "with_alone"]

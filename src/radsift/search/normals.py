@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from radsift.index.reader import IndexStore
-from radsift.ranking.alone import ALONE_SCALE, alone_keys, present_pairs, related
+from radsift.ranking.alone import ALONE_SCALE, AloneKeys, present_pairs, related, report_totals
 from radsift.ranking.tiers import (NORMAL_SCALE, SAYS_FINDING, SAYS_NORMAL, SAYS_NOTHING, SAYS_OTHER, normal_keys)
 from radsift.search.units import section_of_sentence
 from radsift.text.normality import EXAM, NORMAL, sentence_kind
@@ -81,22 +81,24 @@ def unit_normal_keys(store: IndexStore, unit: str, by_report: bool) -> np.ndarra
     return store.cached(("normal_keys", unit, bool(by_report)), compute)
 
 
-def unit_alone_keys(store: IndexStore, unit: str, reading, lexicon) -> np.ndarray:
-    """:func:`radsift.ranking.alone.alone_keys` of every ``unit`` unit of ``store`` for a reading asking for its
-    findings alone ("granuloma, otherwise normal"); the present (report, finding) pairs are read once per store."""
+def unit_alone_keys(store: IndexStore, unit: str, reading, lexicon) -> AloneKeys:
+    """:class:`radsift.ranking.alone.AloneKeys` of the ``unit`` units of ``store`` for a reading asking for its
+    findings alone ("granuloma, otherwise normal"): computed for the rows asked; the present (report, finding) pairs
+    and each report's count of them are read once per store."""
     def pairs():
         labels = store.labels()
         report_of_label = np.asarray(store.units("sentence").report_row, dtype=np.int64)[labels.row]
-        return present_pairs(report_of_label, labels.finding, labels.status, len(store.manifest.findings))
+        pair_reports, offsets = present_pairs(report_of_label, labels.finding, labels.status,
+                                              len(store.manifest.findings))
+        return pair_reports, offsets, report_totals(pair_reports, store.n_reports)
 
-    pair_reports, offsets = store.cached(("present_pairs",), pairs)
+    pair_reports, offsets, totals = store.cached(("present_pairs",), pairs)
     codes = {f: i for i, f in enumerate(store.manifest.findings)}
     names = related(lexicon, [f.finding for f in reading.findings] + [a for f in reading.findings for a in f.any_of])
-    report_row = store.units(unit).report_row
-    return alone_keys(pair_reports, offsets, [codes[f] for f in names if f in codes], store.n_reports, report_row)
+    return AloneKeys(pair_reports, offsets, totals, [codes[f] for f in names if f in codes], store.units(unit).report_row)
 
 
-def below_keys(store: IndexStore, unit: str, by_report: bool, reading, lexicon) -> tuple[np.ndarray, int]:
+def below_keys(store: IndexStore, unit: str, by_report: bool, reading, lexicon) -> tuple[np.ndarray | AloneKeys, int]:
     """The key below every other of a query asking for a finding: the alone key (and its scale) where the reading
     asks for its findings alone, else the normal key (:func:`unit_normal_keys`)."""
     if reading.alone:

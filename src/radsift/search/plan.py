@@ -57,7 +57,7 @@ def plan_search(store: IndexStore, request: SearchRequest, reading: QueryReading
     read_tiers = unit_reading(store, request.options, reading, labeler, normal_last and not reading.alone)
     if normal_last and reading.alone and read_tiers.tiers is not None:  # in the normal key's place: the alone key
         keys = unit_alone_keys(store, request.options.unit, reading, getattr(labeler, "lexicon", None))
-        read_tiers = replace(read_tiers, tiers=with_alone(read_tiers.tiers, keys), literal=read_tiers.reading)
+        read_tiers = replace(read_tiers, tiers=with_alone(read_tiers.tiers, keys.all()), literal=read_tiers.reading)
     tiers = read_tiers.reading  # a link beside the literal reading orders within its tiers: keep what states it
     keep = stating(tiers, read_tiers.slots) if tiers is not None and reading.findings else None
     return Plan(eligible_mask(store, request.options), read_tiers, keep)
