@@ -16,13 +16,18 @@ from typing import TYPE_CHECKING
 
 from radsift.records import ReadFinding
 from radsift.search import clauses
-from radsift.search.concepts import normal_statement
+from radsift.search.concepts import normal_statement, symptom_only
 from radsift.search.lay import better_without_change, link_words
 from radsift.text import bodyplaces, locations
 
 if TYPE_CHECKING:
     from radsift.search.concepts import Link
 
+#: The back as a part of the body, the lay word for the spine ("back curves to one side", "rods in the back"); not a
+#: return ("came back clean", "come back for another x-ray", "back to normal") nor the back of something.
+LAY_BACK = re.compile(r"(?<!\bcome )(?<!\bcame )(?<!\bcomes )(?<!\bcoming )(?<!\bgo )(?<!\bwent )(?<!\bgot )"
+                      r"(?<!\bget )(?<!\bbrought )(?<!\bcalled )(?<!\bturned )\bback\b"
+                      r"(?!\s+(?:to|in|into|up|again|of|for|from|and\s+forth)\b)", re.IGNORECASE)
 #: At most this many findings of one query are read (the rest are named in the reading's note).
 MAX_FINDINGS = 10
 #: The negation cues saying something was taken out ("lung removed", "removal of the tube"): of a device, it is gone;
@@ -74,6 +79,8 @@ def link_finding(words: str, labeler,
     linked = better_without_change(text, link(text), link) if text else None
     if text and linked is None and bodyplaces.BONE_WORDS.search(text):
         linked = link(bodyplaces.BONE_WORDS.sub("the bone", text))  # "cracked shoulder blade": a cracked bone
+    if text and linked is None and LAY_BACK.search(text) and not symptom_only(text):
+        linked = link(LAY_BACK.sub("spine", text))  # "back curves to one side": the spine's curve
     if cue and REMOVAL.search(cue):
         whole = link(words)
         lexicon = getattr(labeler, "lexicon", None)
@@ -151,5 +158,5 @@ def clause_links(query: str, labeler, link: Callable[[str], "Link | None"], read
     return out
 
 
-__all__ = ["MAX_FINDINGS", "NEGATED_DESCRIPTION", "REMOVAL", "STRONG_LINK", "TWO_THINGS_LINK", "add_reading",
+__all__ = ["LAY_BACK", "MAX_FINDINGS", "NEGATED_DESCRIPTION", "REMOVAL", "STRONG_LINK", "TWO_THINGS_LINK", "add_reading",
            "clause_links", "link_finding", "read_parts", "read_two_things", "rest_normal", "words_stay"]
