@@ -16,6 +16,7 @@ import pytest
 from engine_pages import answered as _answered
 from engine_pages import engine_page as _page
 
+from radsift.ranking.tiers import NORMAL_SCALE
 from radsift.records import QueryReading, ReadFinding
 from radsift.search import beside, candidates, shortlist
 from radsift.search.concepts import Link
@@ -140,7 +141,7 @@ def _tiers(index, query: str, level: str, unit: str = "sentence"):
 def _keyed(qt, store, read, query: str, unit: str, by_report: bool):
     """``qt`` with the normal key where the query asks for a finding, as the candidate engine's page adds it."""
     if asks_for_finding(read, query):
-        return NormalKeyed(qt, unit_normal_keys(store, unit, by_report), by_report)
+        return NormalKeyed(qt, unit_normal_keys(store, unit, by_report), NORMAL_SCALE[by_report])
     return qt
 
 

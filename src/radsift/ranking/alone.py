@@ -12,7 +12,7 @@ alone is a property of the study, not of one sentence.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -38,10 +38,19 @@ def related(lexicon, findings: Iterable[str]) -> set[str]:
     return out
 
 
+def own_codes(lexicon, reading, codes: Mapping[str, int]) -> list[int]:
+    """The finding codes (``codes``: name -> code) that are no other finding for ``reading`` (a
+    :class:`~radsift.records.QueryReading`): its findings and their alternatives (``any_of``), with those
+    :func:`related` to them."""
+    names = related(lexicon, [f.finding for f in reading.findings] + [a for f in reading.findings for a in f.any_of])
+    return [codes[name] for name in names if name in codes]
+
+
 def present_pairs(report_of_label: np.ndarray, finding: np.ndarray, status: np.ndarray,
                   n_findings: int) -> tuple[np.ndarray, np.ndarray]:
     """The distinct ``(report, finding)`` pairs stated present, sorted by finding then report, as their reports, and
-    each finding's first pair (``offsets``, length ``n_findings + 1``): the reports of one finding are a sorted slice."""
+    each finding's first pair (``offsets``, length ``n_findings + 1``): the reports of one finding are a sorted
+    slice."""
     keep = np.asarray(status) > 0
     codes = np.asarray(finding, dtype=np.int64)[keep]
     reports = np.asarray(report_of_label, dtype=np.int64)[keep]
@@ -111,4 +120,5 @@ def with_alone(tiers: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return np.asarray(tiers, dtype=np.int64) * ALONE_SCALE + np.asarray(keys, dtype=np.int64)
 
 
-__all__ = ["ALONE_SCALE", "AloneKeys", "CAP", "alone_keys", "present_pairs", "related", "report_totals", "with_alone"]
+__all__ = ["ALONE_SCALE", "AloneKeys", "CAP", "alone_keys", "own_codes", "present_pairs", "related", "report_totals",
+           "with_alone"]

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from radsift.index.reader import IndexStore
-from radsift.ranking.alone import ALONE_SCALE, AloneKeys, present_pairs, related, report_totals
+from radsift.ranking.alone import ALONE_SCALE, AloneKeys, own_codes, present_pairs, report_totals
 from radsift.ranking.tiers import (NORMAL_SCALE, SAYS_FINDING, SAYS_NORMAL, SAYS_NOTHING, SAYS_OTHER, normal_keys)
 from radsift.search.units import section_of_sentence
 from radsift.text.normality import EXAM, NORMAL, sentence_kind
@@ -93,9 +93,8 @@ def unit_alone_keys(store: IndexStore, unit: str, reading, lexicon) -> AloneKeys
         return pair_reports, offsets, report_totals(pair_reports, store.n_reports)
 
     pair_reports, offsets, totals = store.cached(("present_pairs",), pairs)
-    codes = {f: i for i, f in enumerate(store.manifest.findings)}
-    names = related(lexicon, [f.finding for f in reading.findings] + [a for f in reading.findings for a in f.any_of])
-    return AloneKeys(pair_reports, offsets, totals, [codes[f] for f in names if f in codes], store.units(unit).report_row)
+    own = own_codes(lexicon, reading, {f: i for i, f in enumerate(store.manifest.findings)})
+    return AloneKeys(pair_reports, offsets, totals, own, store.units(unit).report_row)
 
 
 def below_keys(store: IndexStore, unit: str, by_report: bool, reading, lexicon) -> tuple[np.ndarray | AloneKeys, int]:
@@ -108,13 +107,12 @@ def below_keys(store: IndexStore, unit: str, by_report: bool, reading, lexicon) 
 
 class NormalKeyed:
     """A candidate engine's query tiers (:class:`~radsift.search.candidates.QueryTiers` or
-    :class:`~radsift.search.beside.BesideTiers`) with the normal key (or the alone key: ``scale``) below every key,
-    as the exact engine's :func:`radsift.ranking.tiers.with_normal`: what the counts, classes and kept units read is
-    the wrapped one's."""
+    :class:`~radsift.search.beside.BesideTiers`) with the normal key or the alone key (``keys`` taking ``scale`` values:
+    :func:`below_keys`) below every key, as the exact engine's :func:`radsift.ranking.tiers.with_normal`: what the
+    counts, classes and kept units read is the wrapped one's."""
 
-    def __init__(self, inner, keys: np.ndarray, by_report: bool, scale: int | None = None) -> None:
-        self.inner, self.keys = inner, keys
-        self.scale = NORMAL_SCALE[bool(by_report)] if scale is None else int(scale)
+    def __init__(self, inner, keys: np.ndarray | AloneKeys, scale: int) -> None:
+        self.inner, self.keys, self.scale = inner, keys, int(scale)
 
     def __getattr__(self, name: str):
         if name == "inner":  # not set yet: no recursion

@@ -158,5 +158,5 @@ def clause_links(query: str, labeler, link: Callable[[str], "Link | None"], read
     return out
 
 
-__all__ = ["LAY_BACK", "MAX_FINDINGS", "NEGATED_DESCRIPTION", "REMOVAL", "STRONG_LINK", "TWO_THINGS_LINK", "add_reading",
-           "clause_links", "link_finding", "read_parts", "read_two_things", "rest_normal", "words_stay"]
+__all__ = ["LAY_BACK", "MAX_FINDINGS", "NEGATED_DESCRIPTION", "REMOVAL", "STRONG_LINK", "TWO_THINGS_LINK",
+           "add_reading", "clause_links", "link_finding", "read_parts", "read_two_things", "rest_normal", "words_stay"]

@@ -70,7 +70,7 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
         if normal_key_wanted(reading, request.query, index.tier_gap):  # as plan_search: the normal (or alone) key
             keys, scale = below_keys(store, unit, opts.level == "report", reading,
                                      getattr(index.labeler, "lexicon", None))
-            qt = NormalKeyed(qt, keys, opts.level == "report", scale)
+            qt = NormalKeyed(qt, keys, scale)
     dense = None
     if NEEDS_DENSE[opts.mode]:
         dense = _dense(index, store, unit, query_vector, mask)

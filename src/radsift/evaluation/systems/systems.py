@@ -26,7 +26,7 @@ from radsift.progress import progress_bar
 from radsift.ranking import (BM25_PARAMS, DENSE_WEIGHT, NEEDS_BM25, NEEDS_DENSE, RRF_K, STATUS_CODES, bm25_scores,
                              build_bm25_texts, rank, rank_groups, stating)
 from radsift.ranking import rerank as rerank_core
-from radsift.ranking.alone import alone_keys, present_pairs, related, with_alone
+from radsift.ranking.alone import alone_keys, own_codes, present_pairs, with_alone
 from radsift.ranking.places import location_flags, unit_side_flags, with_compartments
 from radsift.search.normals import said_by_labels, said_of_texts
 from radsift.search.reading import normal_key_wanted, read_query, reading_tiers
@@ -227,9 +227,7 @@ class RankedSystem(System):
         report = np.arange(n, dtype=np.int64) if groups is None else np.asarray(groups, dtype=np.int64)
         n_reports = int(report.max(initial=-1)) + 1
         pair_reports, offsets = present_pairs(report[row], finding, status, len(info["codes"]))
-        names = related(getattr(self.labeler, "lexicon", None),
-                        [f.finding for f in reading.findings] + [a for f in reading.findings for a in f.any_of])
-        own = [info["codes"][f] for f in names if f in info["codes"]]
+        own = own_codes(getattr(self.labeler, "lexicon", None), reading, info["codes"])
         return alone_keys(pair_reports, offsets, own, n_reports, report)
 
     # -- ranking ---------------------------------------------------------------------------------
