@@ -25,6 +25,9 @@ Parts:
              pseudo-relevance feedback, on both splits (mAP, P@10); linking at the threshold the
              ``link`` part chose (or ``--threshold``), the model's own dense weight.
 
+The packaged lexicon's link examples hold this batch's development rows (``link_examples.py``): every part runs
+with them taken out, so a development query never links by its own words.
+
 ``--splits dev`` leaves the test split out of every part (no test figure computed or printed).
 
 Models: the packaged all-MiniLM-L6-v2 and every ``--trained`` folder (e.g. ``models/default``
@@ -40,6 +43,7 @@ import json
 import sys
 import time
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -172,6 +176,32 @@ def evaluate(idx, queries: list[dict], qrels: dict[str, set[str]], **options) ->
     return {split: {"map": float(np.mean(a)), "p10": float(np.mean(p)), "n": len(a)} for split, (a, p) in per.items()}
 
 
+def uses_examples(idx) -> bool:
+    """Whether the index's lexicon has link examples (the code before them had none)."""
+    return any(getattr(c, "examples", ()) for c in idx.labeler.lexicon)
+
+
+def use(idx, linker) -> None:
+    """Search ``idx`` with ``linker`` (no-op when it already does: the code before link examples has no setter)."""
+    if linker is not idx.linker:
+        idx.linker = linker
+
+
+def without_examples(idx, linker, texts: list[str]):
+    """``linker`` less the link examples worded as ``texts`` (a batch's own rows: leave one batch out); ``linker``
+    itself when its lexicon has none. The phrase vectors are cached in the index folder per set of phrases."""
+    if not uses_examples(idx):
+        return linker
+    from radsift.search.concepts import ConceptLinker
+
+    drop = {" ".join(t.split()) for t in texts}
+    lexicon = idx.labeler.lexicon
+    lexicon = replace(lexicon, concepts=tuple(
+        replace(c, examples=tuple(e for e in c.examples if e not in drop)) for c in lexicon))
+    return ConceptLinker.for_lexicon(lexicon, idx.encoder, cache_dir=idx.store.index_dir / "cache",
+                                     fingerprint=idx.store.manifest.model_fingerprint)
+
+
 def weak_label_queries(idx, min_relevant: int = 5) -> tuple[list[dict], dict[str, set[str]]]:
     """Open-i weak-label queries ("X", present) with their relevant reports (the alpha part's second set)."""
     out, qrels = [], {}
@@ -205,6 +235,8 @@ def main() -> int:
     for i, model in enumerate(models):
         label = "all-MiniLM-L6-v2 (untrained)" if model is None else f"trained {model}"
         idx = open_index(args.work, args.openi, model)
+        # the batch's own development rows are among the packaged link examples: every figure here is without them
+        use(idx, without_examples(idx, idx.linker, [q["query"] for q in read_queries() if q["split"] == "dev"]))
         qrels = {f: relevant_reports(idx, f) for f in {q["finding"] for q in queries}}
         res = results.setdefault(label, {})
         log(f"== {label}: settings {idx.settings}")
@@ -234,8 +266,6 @@ def main() -> int:
             threshold = (args.threshold[i] if args.threshold and i < len(args.threshold)
                          else res.get("link", {}).get("chosen"))
             if threshold is not None:
-                from dataclasses import replace
-
                 idx.settings = replace(idx.settings, link_threshold=threshold)
             systems = {"bm25": dict(mode="bm25")} if model is None else {}
             for mode in ("dense", "hybrid"):

@@ -46,7 +46,10 @@ from bench_descriptions import (
     outside_findings,
     read_queries,
     relevant_reports,
+    use,
+    uses_examples,
     weak_label_queries,
+    without_examples,
 )
 
 
@@ -163,11 +166,22 @@ def main() -> int:
         idx.settings = dataclasses.replace(idx.settings, link_threshold=args.link_threshold)
     queries = [q for q in read_queries() if q["split"] in args.splits]
     res: dict = {"settings": str(idx.settings), "splits": args.splits}
+    shipped = idx.linker
+    own = {name: [q["query"] for q in qs] for name, qs in batches(["dev"]).items()}  # each batch's link examples
     for name, qs in batches(args.splits).items():
+        # a development batch is measured with its own rows out of the link examples (leave one batch out)
+        use(idx, without_examples(idx, shipped, own[name]) if name.startswith("dev") else shipped)
         res[f"link_{name}"] = precision(qs, link_rows(idx, [q["query"] for q in qs]))
+        if name.startswith("test") and uses_examples(idx):
+            # the same test split without the development half of its batch: no example of the same writer
+            use(idx, without_examples(idx, shipped, own["dev" + name[4:]]))
+            res[f"writer_out_{name}"] = precision(qs, link_rows(idx, [q["query"] for q in qs]))
+    use(idx, shipped)
     res["link_dev_pooled"] = pooled([res[k] for k in list(res) if k.startswith("link_dev")])
     if "test" in args.splits:
         res["link_test_pooled"] = pooled([res[k] for k in list(res) if k.startswith("link_test")])
+        if uses_examples(idx):
+            res["writer_out_test_pooled"] = pooled([res[k] for k in list(res) if k.startswith("writer_out_test")])
     # the findings the packaged lexicon has come to name since the list was written are outside it no more: a
     # search reads them literally, as lexicon findings ("subluxation" since the dislocation concept)
     listed = outside_findings()
@@ -180,7 +194,13 @@ def main() -> int:
     if args.mtsamples_index is not None:
         res["outside_literal"] = literal_kept(idx, args.mtsamples_index, outside)
     qrels = {f: relevant_reports(idx, f) for f in {q["finding"] for q in queries}}
-    res["descriptions_hybrid_concepts"] = evaluate(idx, queries, qrels, mode="hybrid")
+    res["descriptions_hybrid_concepts"] = evaluate(idx, [q for q in queries if q["split"] != "dev"], qrels,
+                                                   mode="hybrid")
+    if "dev" in args.splits:  # the first batch's development rows, without their own link examples
+        use(idx, without_examples(idx, shipped, own["dev"]))
+        res["descriptions_hybrid_concepts"].update(evaluate(idx, [q for q in queries if q["split"] == "dev"], qrels,
+                                                            mode="hybrid"))
+        use(idx, shipped)
     weak, weak_qrels = weak_label_queries(idx)
     res["weak_hybrid"] = evaluate(idx, weak, weak_qrels, mode="hybrid", negation="ignore")
     res["weak_hybrid_aware"] = evaluate(idx, weak, weak_qrels, mode="hybrid")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import pytest
 
 from radsift.labels import Labeler
-from radsift.search.concepts import normal_statement
+from radsift.search.linkwords import normal_statement
 from radsift.search.lay import lay_normals
 from radsift.search.reading import read_query
 from radsift.text import changes, patterns

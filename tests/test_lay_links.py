@@ -12,7 +12,8 @@ import numpy as np
 
 from radsift.labels import Labeler
 from radsift.labels.lexicon import load_lexicon
-from radsift.search.concepts import METAL, SHAPES, ConceptLinker, bends_of, substances_of
+from radsift.search.concepts import ConceptLinker
+from radsift.search.linkwords import METAL, SHAPES, bends_of, substances_of
 from radsift.search.lay import ON_THE_FILM, link_words
 from radsift.search.reading import read_query
 from test_literal_reading import _linker as _plain_linker

@@ -226,7 +226,7 @@ def test_a_part_calling_an_organ_normal_lets_the_other_part_link(labeler) -> Non
 
 
 def test_heights_maintained_is_a_normal_statement(labeler) -> None:
-    from radsift.search.concepts import normal_statement
+    from radsift.search.linkwords import normal_statement
 
     assert normal_statement("vertebral body heights are maintained") and normal_statement("disc spaces preserved")
     assert not normal_statement("vertebral body height loss")
@@ -275,7 +275,7 @@ def test_a_part_linked_as_near_as_an_everyday_name_is_taken_alone(labeler) -> No
 
 
 def test_a_part_of_the_lung_called_clear_reads_the_lungs_clear_there(labeler) -> None:
-    from radsift.search.concepts import normal_statement
+    from radsift.search.linkwords import normal_statement
 
     reading = read_query("retrocardiac region clear", labeler)
     assert [(f.finding, f.status) for f in reading.findings] == [("lungs are clear", "present")]

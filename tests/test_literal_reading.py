@@ -20,10 +20,8 @@ from radsift.index import build_index
 from radsift.models.hashing import HashingEncoder
 from radsift.models.settings import SearchSettings, write_search_settings
 from radsift.records import Report
-from radsift.search.concepts import (
-    LINK_MARGIN,
-    ConceptLinker,
-    Link,
+from radsift.search.concepts import LINK_MARGIN, ConceptLinker, Link
+from radsift.search.linkwords import (
     concept_places,
     concept_substances,
     directions_of,

@@ -6,6 +6,7 @@ File format (YAML; the packaged chest X-ray lexicon is ``data/chest_xray.yaml``)
     name: my lexicon                # optional
     description: free text          # optional
     categories: [finding, device]   # optional; when given, every concept must use one
+    examples: my_examples.tsv       # optional: link examples, a file beside this one (below)
     concepts:
       - name: pneumothorax          # canonical name: unique, used in labels and query ids
         category: finding           # required
@@ -42,6 +43,13 @@ finding as *absent* when a normal-state predicate of the rules file follows or p
 ("heart size is within normal limits", "normal heart size", "heart is not enlarged"); on
 its own it is not a mention.
 
+The ``examples`` file (tab-separated, ``#`` lines are comments; a header ``concept<TAB>example``, more columns
+allowed and ignored: the packaged file keeps each row's source) holds queries written for a concept by people who
+were shown only its name, as a user would type them ("needle biopsy this morning, now breathless, ? lung peeled
+away from the ribs"). Like descriptions, they only link queries, never label report text (:attr:`Concept.examples`).
+An example naming an unknown concept, an empty one, or one that words another concept's phrase, description or
+example is a :class:`~radsift.errors.LexiconError` naming the file and line.
+
 Unknown keys, a repeated concept name, or one phrase listed twice (in any concept, after
 normalization) are :class:`~radsift.errors.LexiconError` naming the file and line. A
 description is not a phrase (it is never spotted in reports), but one that equals a phrase or a
@@ -52,7 +60,8 @@ to two concepts.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+import csv
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterator
@@ -64,7 +73,9 @@ from radsift.labels.yamlfile import LineDict, LineList, check_keys, load_yaml, r
 PACKAGED_LEXICON = "chest_xray.yaml"
 MAX_GAP = 4  # words a "*" in a phrase may stand for
 
-_TOP_KEYS = {"version", "name", "description", "categories", "concepts"}
+_TOP_KEYS = {"version", "name", "description", "categories", "concepts", "examples"}
+#: Where the packaged lexicon and its files are read from (:func:`radsift.labels.yamlfile.read_text`).
+_PACKAGED_SOURCE = "radsift/labels/data/"
 _CONCEPT_KEYS = {"name", "category", "synonyms", "absent_phrases", "normal_subjects", "description",
                  "descriptions", "parts", "phrase_parts", "observations", "any_of", "signs"}
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
@@ -98,6 +109,8 @@ class Concept:
         signs: Concepts a film shows this one by (congestive heart failure: pulmonary edema, vascular
             congestion): a query for it accepts a unit stating them, and a query denying it ("no signs of CHF") a
             unit denying them, where ``any_of`` holds for presence alone ("no consolidation" is no "no pneumonia").
+        examples: Queries written for it by people shown only its name (the lexicon's ``examples`` file): they link
+            queries as descriptions do.
     """
 
     name: str
@@ -113,6 +126,7 @@ class Concept:
     observations: tuple[tuple[str, ...], ...] = ()
     any_of: tuple[str, ...] = ()
     signs: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
 
     def observes(self, words: tuple[str, ...]) -> bool:
         """Whether a mention's normalized words are one of :attr:`observations` (a ``*`` spans 0 to
@@ -352,6 +366,8 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
             pending.append((part, ln, name))
     _check_named({n for _, n, _, _ in raw}, source, part=pending, any_of=pending_any, signs=pending_signs)
     _check_descriptions(raw, phrases, source)
+    if data.get("examples") is not None:
+        concepts = _with_examples(concepts, data, raw, phrases, source)
     return Lexicon(
         concepts=tuple(concepts),
         source=source,
@@ -359,6 +375,38 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
         categories=categories,
         normalizer=normalizer,
     )
+
+
+def _with_examples(concepts: list[Concept], data, raw, phrases: dict, source: str) -> list[Concept]:
+    """The concepts with the link examples of the file the lexicon's ``examples`` key names (beside the lexicon; the
+    packaged lexicon's in the package), each row checked."""
+    name = data["examples"]
+    if not isinstance(name, str) or not name.strip():
+        raise LexiconError(f"{source}:{data.line_of('examples')}: 'examples' must name a file")
+    packaged = source.startswith(_PACKAGED_SOURCE)
+    ex_source, text = read_text(None if packaged else Path(source).parent / name.strip(), name.strip(), "link examples")
+    taken = {_description_key(p): owner for p, _, owner in phrases.values()}
+    for _, owner, _, lists in raw:
+        taken.update((_description_key(t), owner) for t, _ in lists["descriptions"])
+    known = {c.name for c in concepts}
+    found: dict[str, list[str]] = {}
+    rows = [(n, ln) for n, ln in enumerate(text.splitlines(), 1) if ln.strip() and not ln.startswith("#")]
+    header = next(csv.reader([rows[0][1]], delimiter="\t")) if rows else []
+    if header[:2] != ["concept", "example"]:
+        raise LexiconError(f"{ex_source}:{rows[0][0] if rows else 1}: the header must start with concept<TAB>example")
+    for n, line in rows[1:]:
+        cells = line.split("\t")
+        concept, example = (" ".join(c.split()) for c in (cells + ["", ""])[:2])
+        if concept not in known:
+            raise LexiconError(f"{ex_source}:{n}: example of {concept!r}, which is no concept of {source}")
+        if not example:
+            raise LexiconError(f"{ex_source}:{n}: empty example of {concept!r}")
+        owner = taken.setdefault(_description_key(example), concept)
+        if owner != concept:
+            raise LexiconError(f"{ex_source}:{n}: example {example!r} of {concept!r} words a phrase, description or "
+                               f"example of {owner!r}: a query worded so would link to both")
+        found.setdefault(concept, []).append(example)
+    return [replace(c, examples=tuple(dict.fromkeys(found.get(c.name, ())))) for c in concepts]
 
 
 def _check_header(data, source: str) -> None:

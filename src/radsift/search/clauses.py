@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 
-from radsift.search.concepts import EXACT_ARTICLES
+from radsift.search.linkwords import EXACT_ARTICLES
 
 #: Where a query joins its parts ("pneumonia with fluid around the lung", "small lungs and a big heart", "hiatal
 #: hernia, lungs clear"): a part that names no lexicon finding beside one that does is linked on its own, or read in

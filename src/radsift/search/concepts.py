@@ -3,8 +3,9 @@
 "A breathing tube in the windpipe" names no lexicon phrase, yet it describes the endotracheal
 tube. The linker compares the query's finding text (the query without its negation or
 uncertainty cue: "no fluid around the lungs" -> "fluid around the lungs") with every concept's
-name, synonyms and plain-language ``descriptions`` (the lexicon YAML; a user's lexicon can add
-its own), by the cosine of their embeddings under the index's own encoder. The best concept is
+name, synonyms, plain-language ``descriptions`` (the lexicon YAML; a user's lexicon can add
+its own) and ``examples`` (queries written for the concept by people shown only its name: the packaged lexicon's
+come from the development halves of the description batches, never a test row), by the cosine of their embeddings under the index's own encoder. The best concept is
 linked when its best phrase reaches the model's ``link_threshold`` (:mod:`radsift.models.settings`,
 calibrated on development queries: ``docs/measurements.md``, "Concept linking").
 
@@ -16,7 +17,8 @@ is read by the labeler as before; one that links to nothing is searched as befor
 query's own phrase occurs in the index, the link is added beside the literal reading, never in its
 place (:func:`radsift.search.reading.read_query`, ``read_as``).
 
-These rules keep a link from being a guess between neighbours:
+These rules keep a link from being a guess between neighbours (their word tables live in
+:mod:`radsift.search.linkwords`):
 
 - **Where counts.** Words of place in the finding text ("around the lungs", "in the pleural
   space", "around the heart", "in the lungs") restrict the link to the concepts of that place
@@ -76,6 +78,13 @@ These rules keep a link from being a guess between neighbours:
 - **A name the user typed breaks a tie.** Between rivals within the margin, the concept whose own phrase opens the
   text, followed by where it is ("a breathing tube in the windpipe": the endotracheal tube's "breathing tube"), is
   linked (:meth:`ConceptLinker.placed_name`); the tracheostomy's "breathing tube in the neck" is its own name.
+- **An example speaks for its concept, never against another.** A link example (a whole query written for the
+  concept, :attr:`~radsift.labels.lexicon.Concept.examples`) may make its concept the best, never a rival of the best;
+  a link it makes needs :data:`EXAMPLE_THRESHOLD`, above the model's threshold (whole queries share a writer's words
+  as well as the finding's); and where the examples leave no clear winner, the concepts' own words decide as if there
+  were none, so an example never takes away a link the lexicon made.
+- **Top is not bottom.** A phrase placed at one end of the chest (:data:`HEIGHTS`: "at the top of the lung", "apical")
+  links no text placed at the other ("a thin white line at the bottom of the lung"); read per phrase.
 - **A concept's own name needs no margin.** A finding text that is word for word one of a concept's phrases ("a lump
   in the lung", the mass's everyday name; case, plurals and a leading article aside) links to it
   (:meth:`ConceptLinker.exact_name`): the lexicon gives each name to one concept.
@@ -90,7 +99,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,7 +107,26 @@ from typing import Callable, Sequence
 import numpy as np
 
 from radsift.ranking import best_per_owner
-from radsift.text.locations import LUNG_PART_WORDS
+from radsift.search.linkwords import (
+    EXACT_ARTICLES,
+    METAL,
+    PLACED_CATEGORIES,
+    PLACES,
+    PLACE_PREPOSITIONS,
+    SHAPES,
+    bends_of,
+    concept_places,
+    concept_substances,
+    directions_of,
+    heights_of,
+    off_film,
+    query_places,
+    sizes_of,
+    substances_of,
+    symptom_only,
+    tones_of,
+    _OPPOSITE,
+)
 
 #: Synonyms longer than this many words do not join the BM25 side of a linked query.
 MAX_EXPANSION_WORDS = 3
@@ -111,158 +138,12 @@ MAX_EXPANSION_WORDS = 3
 #: is pooled: 0.975 at best.) With every rule below, 0.05 wins (pooled 0.972, 210 right of 216 linked; 0.04: 0.960,
 #: 214 of 223; 0.07: 0.975, 199 of 204); one outside finding of 141 links at any margin.
 LINK_MARGIN = 0.05
-
-_DET = r"(?:(?:the|my|his|her|their|a|one|both|either|each|right|left|\w+al)\s+){0,2}"
-#: Places a finding text may name, each as (the words that name it in a query, the words that put a
-#: concept there in its name or synonyms, the places it rules out). A query naming a place links only
-#: to concepts of that place; ``lung`` (inside the lung) rules the pleura and the pericardium out.
-PLACES: dict[str, tuple[re.Pattern, re.Pattern | None, tuple[str, ...]]] = {
-    "pleura": (re.compile(r"\b(?:around|surrounding|encasing|outside|about|lining(?:\s+of)?|covering|beside|alongside|"
-                          r"next\s+to|adjacent\s+to|by)\s+" + _DET
-                          + r"lungs?\b|\b(?:fluid|water|liquid|blood|pus)\s+on\s+" + _DET
-                          + r"lungs?\b|\blungs?\W+lining|\bpleura\w*|\bchest\s+wall\s+and\s+" + _DET
-                          + r"lungs?\b|\bbetween\s+" + _DET + r"lungs?\s+and\b", re.IGNORECASE),
-               re.compile(r"\bpleura|\b\w*thorax\b|\bempyema\b|^effusion$", re.IGNORECASE), ()),
-    "pericardium": (re.compile(r"\b(?:around|surrounding|encasing|squeezing)\s+" + _DET + r"heart\b|\bsac\b.{0,30}"
-                               r"\bheart\b|\bpericardi\w*", re.IGNORECASE),
-                    re.compile(r"\bpericardi", re.IGNORECASE), ()),
-    "spine": (re.compile(r"\b(?:spine|spinal|backbone|vertebra\w*|dis[ck]s?|lumbar|thoracolumbar|lumbosacral)\b",
-                         re.IGNORECASE),
-              re.compile(r"spin(?:e|al)|vertebr|scolio|kypho|spondyl|osteophyt|\bdis[ck]s?\b", re.IGNORECASE), ()),
-    "nodes": (re.compile(r"\b(?:glands?|glandular|nodes?|nodal|lymph\w*)\b", re.IGNORECASE),
-              re.compile(r"lymph|\bnodes?\b|\bnodal\b|adenopathy", re.IGNORECASE), ()),
-    "lung": (re.compile(r"\b(?:in|inside|within|filling|into|throughout)\s+" + _DET
-                        + r"lungs?\b(?!\s+(?:bases?|apex|apices|linings?)\b)", re.IGNORECASE),
-             None, ("pleura", "pericardium", "nodes")),
-    # Blood in the vessels is in no serous space: "blood backing up in the vessels of my lungs" is no hemothorax.
-    "vessels": (re.compile(r"\b(?:vessels?|arter(?:y|ies|ial)|veins?|venous|vascular\w*)\b", re.IGNORECASE),
-                None, ("pleura", "pericardium")),
-    # The belly is no part of the chest: a query naming it links only to concepts of the belly, one naming the
-    # chest cavity to none of them ("intestine in the left hemithorax" is no pneumoperitoneum).
-    "belly": (re.compile(r"\b(?:belly|tummy|abdom\w*|peritone\w*|intraperitoneal)\b", re.IGNORECASE),
-              re.compile(r"peritone|abdom|subdiaphragm|cholecyst|gallbladder", re.IGNORECASE), ()),
-    "chest": (re.compile(r"\b(?:hemi)?thora(?:x|ces|cic)\b|\bintrathoracic\b|\b(?:in|into|inside)\s+(?:the|my|his|her)\s+"
-                         r"chest\b", re.IGNORECASE), None, ("belly",)),
-}
-#: Substances a finding text or a concept may name (the query's words; the concept's name and synonyms).
-SUBSTANCES: dict[str, re.Pattern] = {
-    "air": re.compile(r"pneumo(?!n)|\bair\b|\bgas\b", re.IGNORECASE),
-    "fluid": re.compile(r"\bhydro|fluid|effusion|\bliquid|\bwater|\bwet\b|\bedema|\boedema", re.IGNORECASE),
-    "blood": re.compile(r"\bhaem|\bhem(?!i)|\bblood|\bbleed", re.IGNORECASE),
-    "pus": re.compile(r"empyema|pyothorax|\bpus\b|purulent|\binfected\s+(?:[\w-]+\s+){0,2}?(?:fluid|liquid|effusion|collection)",
-                      re.IGNORECASE),
-}
-#: Blood and pus are fluids: a query for fluid may find them, a query for blood finds a fluid.
-KIND_OF = {"blood": "fluid", "pus": "fluid"}
-#: Words of more and of less air, size or density, made with a prefix: a text naming one direction links to no
-#: concept named with the other ("underinflated lungs" is no hyperinflation).
-DIRECTIONS: dict[str, re.Pattern] = {
-    "more": re.compile(r"\b(?:hyper|over)[- ]?(?:inflat|expan|aerat|lucen|dens|distend|distens)\w*", re.IGNORECASE),
-    "less": re.compile(r"\b(?:hypo|under)[- ]?(?:inflat|expan|aerat|lucen|dens|distend|distens|ventil)\w*",
-                       re.IGNORECASE),
-}
-_OPPOSITE = {"more": "less", "less": "more", "dark": "white", "white": "dark", "small": "large", "large": "small",
-             "sideways": "forward", "forward": "sideways"}
-#: Words of smallness and of largeness: a text naming one links to no concept whose name or synonyms name the other
-#: ("a little round shadow" is no mass, "a big lump" no micronodule). A mass is large by definition (over 3 cm).
-SIZES: dict[str, re.Pattern] = {
-    "small": re.compile(r"\b(?:small|smaller|little|tiny|minute|pea|speck|punctate|micro\w+|sub-?centimet\w*)\b",
-                        re.IGNORECASE),
-    "large": re.compile(r"\b(?:large|larger|big|bigger|huge|giant|bulky|massive|mass|masses|enlarged|enlargement)\b|"
-                        r"megaly\b", re.IGNORECASE),
-}
-#: Words of darkness and of whiteness on a film: a text naming one links to no concept whose own name names the
-#: other ("large lucent lungs" is no lung opacity, "a white patch" no lucency). Read from a concept's name only: a
-#: synonym such as "cavitary opacity" does not make a cavity white.
-TONES: dict[str, re.Pattern] = {
-    "dark": re.compile(r"\b(?:hyper|radio)?lucen\w*|\bdark\w*|\bblack\w*", re.IGNORECASE),
-    "white": re.compile(r"\bwhit(?:e|er|ish|eness|ening)\b|\bopaci\w*|\b(?:radio)?opaque\b", re.IGNORECASE),
-}
-#: Words of a spine's bend, sideways and forward: a text naming one links to no concept whose own name names the
-#: other ("increased forward curvature of the thoracic spine" is no scoliosis, a curve to one side, though an
-#: embedding hears "curvature" in both). Read from a concept's name only, as tones are.
-BENDS: dict[str, re.Pattern] = {
-    "sideways": re.compile(r"\bsideways\b|\bside\s+to\s+side\b|\bto\s+(?:one|the)\s+side\b|\bs[-\s]?(?:shaped|curved?)\b|"
-                           r"\blateral(?:ly)?\s+(?:bend|bent|curv|deviat)\w*|\bscolio\w*", re.IGNORECASE),
-    "forward": re.compile(r"\bforwards?\b|\bbackwards?\b|\bhunch\w*|\bstoop\w*|\bhump\w*|\bkypho\w*", re.IGNORECASE),
-}
-#: Words of metal: what a film shows as metal was put there (a device, a procedure's hardware, a foreign body), so a
-#: text naming metal links only to concepts of the ``device`` and ``procedure`` categories ("metal fixing my
-#: collarbone after a break" is no fracture, whatever "break" says).
-METAL = re.compile(r"\bmetal(?:lic|s)?\b", re.IGNORECASE)
-#: The lexicon categories of what is put into a body (what :data:`METAL` may name).
-PLACED_CATEGORIES = frozenset({"device", "procedure"})
-#: Leading articles and possessives a query may put before a concept's own name ("a lump in the lung").
-EXACT_ARTICLES = re.compile(r"^(?:(?:a|an|the|my|his|her|their|some)\s+)+", re.IGNORECASE)
-#: Words that open where a thing is: after a concept's own name they say where, not what ("a breathing tube in the
-#: windpipe").
-PLACE_PREPOSITIONS = frozenset({"in", "on", "at", "around", "inside", "within", "near", "into", "through", "over",
-                                "under", "behind", "beside", "along", "across"})
-#: Words of the body's own contour: a text naming one links to no device (a device has no such shape in a query).
-SHAPES = re.compile(r"\b(?:sunken|sunk|caved|cave[sd]?\s+in|hollow(?:ed)?|dented|dips?\s+in(?:ward)?|concave|hunched|"
-                    r"humped|hunchback\w*|misshapen|deformed|deformity)\b", re.IGNORECASE)
-
-#: What a patient feels, not what a film shows: a finding text made only of these (with where and how they are
-#: felt, :data:`_FELT`) links to no concept ("chest pain", "back pain", "shortness of breath").
-SYMPTOMS = re.compile(
-    r"\b(?:pains?|painful|aches?|aching|achy|hurts?|hurting|sore(?:ness)?|tender(?:ness)?|cough(?:s|ing)?|"
-    r"fevers?|feverish|febrile|chills|(?:short(?:ness)?|lack)\s+of\s+breath|breathless(?:ness)?|dyspno?ea|"
-    r"wheez(?:e|es|ing|y)|fatigue|tired(?:ness)?|dizz(?:y|iness)|nausea|vomiting|headaches?|cramps?|"
-    r"numb(?:ness)?|tingling|itch(?:y|ing)?|discomfort|pressure)\b", re.IGNORECASE)
-#: Words that say where or how a symptom is felt, or when (a clause from "when", "while", "on" or "after" on).
-_FELT = re.compile(
-    r"\b(?:when|while|on\s+exertion|after|during)\b.*$|\b(?:my|the|a|an|i|of|in|at|and|or|with|some|very|"
-    r"chest|back|neck|head|belly|abdomen|abdominal|arm|arms|leg|legs|side|sides|shoulders?|joints?|ears?|flank|"
-    r"muscles?|lower|upper|left|right|sharp|dull|sudden|severe|mild|chronic|constant|intermittent|bad|new|"
-    r"acute|persistent|recurrent|lingering|daily|night|nightly|worse|worsening)\b", re.IGNORECASE)
-
-
-#: Words that call something normal ("lungs are clear", "heart normal"); not "bigger than normal".
-NORMAL = re.compile(r"(?<!than )(?<!not )\b(?:clear|normal|unremarkable|within\s+normal\s+limits|healthy|maintained|"
-                    r"preserved|intact)\b",
-                    re.IGNORECASE)
-#: What a normal statement may say beside its normal word: the organ and the words around it, no finding.
-_SAID_NORMAL = re.compile(
-    r"\b(?:is|are|was|were|looks?|appears?|seems?|the|my|his|her|their|both|and|a|an|of|all|completely|perfectly|"
-    r"entirely|totally|lungs?|lung\s+fields?|heart|cardiac|chest|mediastin\w*|cardiomediastinal|silhouette|contours?|"
-    r"size|pleura\w*|spaces?|bones?|bony|osseous|structures?|aorta|aortic|diaphragms?|hila|hilar|x\s*ray|film|"
-    r"study|exam|vertebra[el]?|vertebral|body|bodies|heights?|spine|spinal|dis[ck]s?|volumes?|well|"
-    r"clavicles?|ribs?|sternum|scapulae?|humer(?:us|i|al\s+heads?)|thorax|skeleton|skeletal|"
-    # where in the lung ("left lung base clear", "retrocardiac region clear")
-    r"left|right|bilateral(?:ly)?|upper|middle|lower|regions?|areas?|zones?|" + LUNG_PART_WORDS + r")\b",
-    re.IGNORECASE)
-
-
-def normal_statement(text: str, query: str | None = None) -> bool:
-    """True when ``text`` only says an organ is normal or clear ("lungs are clear", "normal heart size"): a
-    concept linked to it is what the text says is absent (its status flips, :func:`radsift.search.reading.
-    read_query`). "A spot on an otherwise normal lung" is no normal statement. With ``query`` (the words
-    ``text`` was read from, cue and all), the query must call it normal too: "lungs are not clear" does not."""
-    if not NORMAL.search(text) or (query is not None and not NORMAL.search(query)):
-        return False
-    return not re.search(r"[^\W\d_]", _SAID_NORMAL.sub(" ", NORMAL.sub(" ", text)))
-
-
-#: A finding placed in a part of the body no chest film shows ("in my groin", "in the left knee"): the arm, the
-#: neck, the shoulder and the upper belly are on the film and are not here.
-OFF_FILM = re.compile(r"\b(?:in|inside|within|into)\s+" + _DET + r"(?:groin|legs?|knees?|ankles?|feet|foot|toes?|"
-                      r"hands?|fingers?|wrists?|thighs?|calf|calves|shins?|elbows?|forearms?|hips?|pelvis|"
-                      r"kidneys?|liver|ureters?|bladder|brain|skull|head)\b", re.IGNORECASE)
-
-
-def off_film(text: str) -> bool:
-    """True when ``text`` places what it describes in a part of the body no chest film shows ("swollen glands in
-    the groin"): no concept of the film is what it says."""
-    return bool(OFF_FILM.search(text))
-
-
-def symptom_only(text: str) -> bool:
-    """True when ``text`` names a symptom and nothing else a film could show ("my back hurts when i bend over")."""
-    if not SYMPTOMS.search(text):
-        return False
-    rest = _FELT.sub(" ", SYMPTOMS.sub(" ", text))
-    return not re.search(r"[^\W\d_]", rest)
-
+#: A link made by one of the lexicon's link examples (a query written for the concept, :attr:`Concept.examples`) must
+#: reach this cosine, above the model's ``link_threshold``: whole queries share a writer's words ("on the x-ray", "my
+#: lungs") as well as the finding's. Chosen on the development batches, each measured with its own rows out of the
+#: examples (``bench_links.py --splits dev``; ``docs/measurements.md``, "Link examples"): 0.72 / 0.75 / 0.78 / 0.80 gave
+#: pooled precision 0.938 / 0.949 / 0.949 / 0.949 and recall 0.641 / 0.621 / 0.585 / 0.553 (no examples: 0.951, 0.526).
+EXAMPLE_THRESHOLD = 0.75
 
 @dataclass(frozen=True)
 class Link:
@@ -311,6 +192,9 @@ class ConceptLinker:
         # a phrase's normalized words -> its index in ``phrases``; for_lexicon fills it (an exact name links)
         self.names: dict[tuple[str, ...], int] = {}
         self.normalize: Callable[[str], tuple[str, ...]] | None = None
+        # which phrases are the lexicon's link examples (queries written for the concept), not its own words
+        self.example = np.zeros(len(self.phrases), dtype=bool)
+        self.heights = [heights_of(p) for p in self.phrases]  # per phrase (:data:`HEIGHTS`)
 
     def with_devices(self, devices: Sequence[bool]) -> ConceptLinker:
         """This linker with each concept's being a device (the lexicon's ``device`` category) or not."""
@@ -344,7 +228,7 @@ class ConceptLinker:
             cache_dir: Where to keep the vectors (None = no cache).
             fingerprint: The encoder's identity, part of the cache key.
         """
-        concepts, phrases, owner, expansions = _phrases(lexicon)
+        concepts, phrases, owner, expansions, example = _phrases(lexicon)
         places = [concept_places(c.name, c.synonyms) for c in lexicon]
         key = hashlib.sha256(json.dumps([fingerprint or getattr(encoder, "name", ""), phrases]).encode()).hexdigest()
         cached = _read_cache(cache_dir, key, len(phrases))
@@ -358,15 +242,23 @@ class ConceptLinker:
         linker.with_devices([c.category == "device" for c in lexicon])
         linker.with_placed([c.category in PLACED_CATEGORIES for c in lexicon])
         linker.normalize = lexicon.normalizer.phrase
+        linker.example = example
         linker.names = {}
         for i, phrase in enumerate(phrases):
             linker.names.setdefault(linker.normalize(phrase), i)
         return linker.with_parts([c.parts for c in lexicon])
 
-    def scores(self, query_vector: np.ndarray, text: str | None = None) -> np.ndarray:
-        """The best cosine of the query with each concept's phrases (one per concept); with the query's
-        finding ``text``, the concepts its words of place rule out score -inf."""
+    def scores(self, query_vector: np.ndarray, text: str | None = None, own_words: bool = False) -> np.ndarray:
+        """The best cosine of the query with each concept's phrases (one per concept; ``own_words``: its name,
+        synonyms and descriptions only, no link example); with the query's finding ``text``, the concepts its words
+        of place rule out score -inf."""
         sims = self.vectors @ np.asarray(query_vector, dtype=np.float32)
+        if own_words and self.example.any():
+            sims = np.where(self.example, -np.inf, sims).astype(np.float32)
+        heights = heights_of(text) if text else frozenset()
+        if len(heights) == 1:  # "top" and "bottom" together ("from top to bottom") say neither
+            other = _OPPOSITE[next(iter(heights))]
+            sims = np.where([other in h for h in self.heights], -np.inf, sims).astype(np.float32)
         out = best_per_owner(sims, self.owner, len(self.concepts))
         if text and (symptom_only(text) or off_film(text)):  # felt, not seen, or off the film: no concept is it
             out[:] = -np.inf
@@ -419,13 +311,22 @@ class ConceptLinker:
         words of place (:data:`PLACES`) count."""
         if not len(self.phrases):
             return None
-        named = self.exact_name(query_vector, text)
+        got = self._link(query_vector, threshold, text, margin, examples=True)
+        if got is None and self.example.any():  # an example never takes away a link the concepts' own words make
+            got = self._link(query_vector, threshold, text, margin, examples=False)
+        return got
+
+    def _link(self, query_vector: np.ndarray, threshold: float, text: str | None, margin: float,
+              examples: bool) -> Link | None:
+        """:meth:`link` by every phrase (``examples``) or by the concepts' own words only."""
+        named = self.exact_name(query_vector, text, examples)
         if named is not None:
             return named
-        best, score, runner_up = self.decide(query_vector, text, margin)
+        best, score, runner_up = self.decide(query_vector, text, margin, examples)
         if score >= threshold and score - runner_up < margin:
-            named = self.placed_name(text)  # a tie between close rivals, broken by the name the user typed
-            named_score = float(self.scores(query_vector, text)[named]) if named is not None and named != best else None
+            named = self.placed_name(text, examples)  # a tie between close rivals, broken by the name the user typed
+            named_score = (float(self.scores(query_vector, text, own_words=not examples)[named])
+                           if named is not None and named != best else None)
             if named_score is not None and named_score >= score - margin:
                 best, score, runner_up = named, named_score, -np.inf
             elif named == best:
@@ -433,11 +334,13 @@ class ConceptLinker:
         if not score >= threshold or score - runner_up < margin:
             return None
         sims = self.vectors @ np.asarray(query_vector, dtype=np.float32)
-        own = np.flatnonzero(self.owner == best)
+        own = np.flatnonzero((self.owner == best) & (examples | ~self.example))
         phrase = int(own[np.argmax(sims[own])])
+        if self.example[phrase] and score < EXAMPLE_THRESHOLD:
+            return None
         return Link(self.concepts[best], score, self.phrases[phrase])
 
-    def exact_name(self, query_vector: np.ndarray, text: str | None) -> Link | None:
+    def exact_name(self, query_vector: np.ndarray, text: str | None, examples: bool = True) -> Link | None:
         """The concept whose own phrase ``text`` is, word for word (case, plurals and a leading article aside: "a
         lump in the lung" is the mass's everyday name), where the rules of place and substance allow it; None
         otherwise. No margin: the lexicon gives each name to one concept (the one a layperson most means), so a
@@ -446,7 +349,7 @@ class ConceptLinker:
             return None
         key = self.normalize(EXACT_ARTICLES.sub("", text.strip()))
         phrase = self.names.get(key)
-        if phrase is None:
+        if phrase is None or (self.example[phrase] and not examples):
             return None
         concept = int(self.owner[phrase])
         if not np.isfinite(self.scores(query_vector, text)[concept]):
@@ -454,7 +357,7 @@ class ConceptLinker:
         score = float(self.vectors[phrase] @ np.asarray(query_vector, dtype=np.float32))
         return Link(self.concepts[concept], score, self.phrases[phrase])
 
-    def placed_name(self, text: str | None) -> int | None:
+    def placed_name(self, text: str | None, examples: bool = True) -> int | None:
         """The concept whose own phrase opens ``text`` and is followed by where it is ("a breathing tube in the
         windpipe": the endotracheal tube's everyday name "breathing tube", then "in ..."), or None. Used only to break
         a tie between close rivals: the lexicon gives each name to the concept a layperson most means by it."""
@@ -465,19 +368,26 @@ class ConceptLinker:
             if words[k].lower() not in PLACE_PREPOSITIONS:
                 continue
             phrase = self.names.get(self.normalize(" ".join(words[:k])))
-            if phrase is not None:
+            if phrase is not None and (examples or not self.example[phrase]):
                 return int(self.owner[phrase])
         return None
 
-    def decide(self, query_vector: np.ndarray, text: str | None = None,
-               margin: float = LINK_MARGIN) -> tuple[int, float, float]:
+    def decide(self, query_vector: np.ndarray, text: str | None = None, margin: float = LINK_MARGIN,
+               examples: bool = True) -> tuple[int, float, float]:
         """The best concept (an index), its score and the runner-up's score (-inf when there is none).
 
         A compound and its part are not rivals: while the best two are a concept and one of its ``parts``
         within ``margin`` of each other, the part is kept and the compound set aside (a report stating the
         compound states the part); a compound that beats its part by the margin is linked itself. Before that, of
-        two concepts within ``margin``, the one holding more of the substances ``text`` names is kept."""
-        scores = self.scores(query_vector, text).copy()
+        two concepts within ``margin``, the one holding more of the substances ``text`` names is kept. ``examples``:
+        the best concept may be chosen by a link example (:attr:`example`), never a rival; else by own words only."""
+        scores = self.scores(query_vector, text, own_words=not examples).copy()
+        if examples and self.example.any():
+            # a link example speaks for its concept, never against another: rivals score by their own words
+            rivals = self.scores(query_vector, text, own_words=True)
+            top = int(np.argmax(scores))
+            best_score, scores = scores[top], rivals.copy()
+            scores[top] = best_score
         stuff = substances_of([text]) if text else frozenset()
         while True:
             order = np.argsort(-scores, kind="stable")
@@ -502,64 +412,18 @@ class ConceptLinker:
         return self.expansions[self.concepts.index(concept)]
 
 
-def query_places(text: str) -> list[str]:
-    """The places of :data:`PLACES` a finding text names ("fluid around the lungs" -> ``["pleura"]``)."""
-    return [name for name, (words, _, _) in PLACES.items() if words.search(text)]
-
-
-def substances_of(texts: Sequence[str]) -> frozenset[str]:
-    """The substances of :data:`SUBSTANCES` the texts name, with what they are kinds of (blood -> fluid)."""
-    found = {name for name, words in SUBSTANCES.items() if any(words.search(t) for t in texts)}
-    return frozenset(found | {KIND_OF[s] for s in found if s in KIND_OF})
-
-
-def directions_of(texts: Sequence[str]) -> frozenset[str]:
-    """The directions of :data:`DIRECTIONS` the texts name ("overinflated lungs" -> ``{"more"}``)."""
-    return frozenset(name for name, words in DIRECTIONS.items() if any(words.search(t) for t in texts))
-
-
-def tones_of(texts: Sequence[str]) -> frozenset[str]:
-    """The tones of :data:`TONES` the texts name ("large lucent lungs" -> ``{"dark"}``)."""
-    return frozenset(name for name, words in TONES.items() if any(words.search(t) for t in texts))
-
-
-def bends_of(texts: Sequence[str]) -> frozenset[str]:
-    """The bends of :data:`BENDS` the texts name ("forward curvature of the spine" -> ``{"forward"}``)."""
-    return frozenset(name for name, words in BENDS.items() if any(words.search(t) for t in texts))
-
-
-def sizes_of(texts: Sequence[str]) -> frozenset[str]:
-    """The sizes of :data:`SIZES` the texts name ("a little round shadow" -> ``{"small"}``)."""
-    return frozenset(name for name, words in SIZES.items() if any(words.search(t) for t in texts))
-
-
-def concept_substances(name: str, synonyms: Sequence[str]) -> frozenset[str]:
-    """What a concept is made of: the substances its name names, else those of its synonyms. A synonym naming a
-    variant ("hemopneumothorax" for hemothorax) adds nothing the concept needs: blood around the lung is a
-    hemothorax whether or not air is there too."""
-    return substances_of([name]) or substances_of(synonyms)
-
-
-def concept_places(name: str, synonyms: Sequence[str]) -> frozenset[str]:
-    """The places a concept's name or synonyms put it in (``pleural thickening`` -> pleura)."""
-    own = [name, *synonyms]
-    found = {place for place, (_, where, _) in PLACES.items()
-             if where is not None and any(where.search(p) for p in own)}
-    if "pericardium" in found:  # "pericardial effusion" is no pleural effusion
-        found.discard("pleura")
-    return frozenset(found)
-
-
-def _phrases(lexicon) -> tuple[list[str], list[str], np.ndarray, list[str]]:
-    concepts, phrases, owner, expansions = [], [], [], []
+def _phrases(lexicon) -> tuple[list[str], list[str], np.ndarray, list[str], np.ndarray]:
+    concepts, phrases, owner, expansions, example = [], [], [], [], []
     for i, c in enumerate(lexicon):
         concepts.append(c.name)
         own = [p for p in dict.fromkeys((*c.synonyms, *c.descriptions)) if "*" not in p]
-        phrases += own
-        owner += [i] * len(own)
+        written = [p for p in dict.fromkeys(c.examples) if p not in own]
+        phrases += own + written
+        owner += [i] * (len(own) + len(written))
+        example += [False] * len(own) + [True] * len(written)
         short = [p for p in c.synonyms if "*" not in p and len(p.split()) <= MAX_EXPANSION_WORDS]
         expansions.append(" ".join(dict.fromkeys(short)))
-    return concepts, phrases, np.asarray(owner, dtype=np.int64), expansions
+    return concepts, phrases, np.asarray(owner, dtype=np.int64), expansions, np.asarray(example, dtype=bool)
 
 
 def _read_cache(cache_dir, key: str, n: int) -> np.ndarray | None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from radsift.records import ReadFinding
 from radsift.search import clauses
-from radsift.search.concepts import normal_statement, symptom_only
+from radsift.search.linkwords import normal_statement, symptom_only
 from radsift.search.lay import better_without_change, link_words
 from radsift.text import bodyplaces, locations
 

@@ -36,7 +36,7 @@ from radsift.ranking import STATUS_CODES, side_tiers, stated_tiers, unit_tiers
 from radsift.ranking.places import location_slots, location_tiers, where_tiers
 from radsift.ranking.tiers import SIDE_SLOTS, asks_finding, normal_keys, opposite_reports, reading_classes, with_normal
 from radsift.records import QueryReading, ReadFinding
-from radsift.search.concepts import normal_statement
+from radsift.search.linkwords import normal_statement
 from radsift.search import clauses
 from radsift.search.lay import LAY_SIZES, lay_normals, link_words
 from radsift.search.partlinks import (MAX_FINDINGS, REMOVAL, add_reading, link_finding, read_parts, read_two_things,

@@ -129,6 +129,10 @@ class IndexResources:
                         fingerprint=self.store.manifest.model_fingerprint)
         return self._linker
 
+    @linker.setter
+    def linker(self, value) -> None:
+        self._linker = value
+
     def link_function(self, mode: str = "hybrid"):
         """The concept linker a search of ``mode`` reads queries with: a finding text -> its
         :class:`~radsift.search.concepts.Link` or None; None where linking is off (``bm25``, an index without lexicon

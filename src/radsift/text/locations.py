@@ -35,7 +35,7 @@ LEFT = LUL | LING | LLL
 EVERY = 1 << 42
 #: Words naming a part of a lung, not a side ("retrocardiac region clear", "left lung base clear", "the apices are
 #: clear"): a regular-expression alternation, for the readers of statements placed in the lung
-#: (:data:`radsift.search.lay.LAY_NORMALS`, :func:`radsift.search.concepts.normal_statement`).
+#: (:data:`radsift.search.lay.LAY_NORMALS`, :func:`radsift.search.linkwords.normal_statement`).
 LUNG_PART_WORDS = r"retrocardiac|bases?|basilar|apex|apices|apical|lobes?|lingula|lingular|midlungs?"
 #: Region bit -> name, for display.
 REGION_NAMES = {RUL: "right upper lobe", RML: "right middle lobe", RLL: "right lower lobe",
