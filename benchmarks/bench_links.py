@@ -13,7 +13,7 @@ Measured with the packaged all-MiniLM-L6-v2 on the Open-i index (built once into
   written and committed before any linker run on it, split dev3 / test3 by ``newcomer.split_of``; ``none``
   rows as in dev2), as ``radsift search`` links: every ``linked`` finding of the index's reading of the query
   (``Index.read``: a link beside the user's words or in their place, each of a query's parts read), each link
-  counted; the later batches (v4 ... v7) likewise; ``link_dev_pooled`` is every development batch together (the figure
+  counted; the later batches (v4 ... v8) likewise; ``link_dev_pooled`` is every development batch together (the figure
   the linker's rules are chosen on), ``link_test_pooled`` every test split;
 - the 141 findings outside the lexicon (``open_vocab_findings.tsv``), less those the packaged lexicon has come to
   name word for word since (``now_in_lexicon``): the share whose reading holds no link (every link there, beside
@@ -63,6 +63,8 @@ V5 = QUERIES.with_name("description_queries_v5.tsv")
 V6 = QUERIES.with_name("description_queries_v6.tsv")
 #: The seventh batch (written blind and committed in session 23 before any linker run on it), same split.
 V7 = QUERIES.with_name("description_queries_v7.tsv")
+#: The eighth batch (written blind and committed in session 25 before any linker run on it), same split.
+V8 = QUERIES.with_name("description_queries_v8.tsv")
 
 
 def link_rows(idx, texts: list[str]) -> list[tuple[str, ...]]:
@@ -107,12 +109,12 @@ def pooled(parts: list[dict]) -> dict:
 
 
 def batches(splits: list[str]) -> dict[str, list[dict]]:
-    """The description batches of ``splits`` by name: dev, dev2, dev3 ... dev7 (and test, test3 ... test7)."""
+    """The description batches of ``splits`` by name: dev, dev2, dev3 ... dev8 (and test, test3 ... test8)."""
     first = read_queries()
     out = {"dev": [q for q in first if q["split"] == "dev"], "dev2": read_queries(DEV2)}
     if "test" in splits:
         out["test"] = [q for q in first if q["split"] == "test"]
-    for n, path in ((3, V3), (4, V4), (5, V5), (6, V6), (7, V7)):  # each later batch split dev<n> / test<n> by the query's hash
+    for n, path in ((3, V3), (4, V4), (5, V5), (6, V6), (7, V7), (8, V8)):  # each later batch split dev<n> / test<n> by the query's hash
         rows = read_queries(path)
         for split in ("dev", "test"):
             if split in splits:

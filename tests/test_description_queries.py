@@ -298,3 +298,15 @@ def test_v7_keeps_the_batch_rules_and_names_no_lexicon_finding(labeler) -> None:
     assert len(rows) >= 150 and sum(r["finding"] == "none" for r in rows) >= 25
     assert_batch_rules(rows, "v7", EARLIER_BATCHES + (V5, V6))
     assert naming_or_shared_wording(rows, labeler) == []
+
+
+# -- the eighth batch (issue 35, item 1; written blind and committed in the twenty-fifth session before any linker run
+# on it) ---------------------------------------------------------------------------------------------------------
+V8 = TSV.with_name("description_queries_v8.tsv")
+
+
+def test_v8_keeps_the_batch_rules_and_names_no_lexicon_finding(labeler) -> None:
+    rows = read_rows(V8)
+    assert len(rows) >= 170 and sum(r["finding"] == "none" for r in rows) >= 30
+    assert_batch_rules(rows, "v8", EARLIER_BATCHES + (V5, V6, V7))
+    assert naming_or_shared_wording(rows, labeler) == []
