@@ -17,8 +17,8 @@ def query_location(query: str, body: bool = True) -> tuple[str | None, int, str 
     if not locs and not zone_regions:
         lung = compartments.lung_place(query)  # "lung mass": the lung against the mediastinum and hila
         middle = None if lung else compartments.mediastinal_place(query)  # "right hilar mass": the hila first
-        body, bits = bodyplaces.query_places(query) if body else (None, 0)  # "thoracic spine hardware"
-        words = ", ".join(w for w in (lung, middle, body) if w)
+        place, bits = bodyplaces.query_places(query) if body else (None, 0)  # "thoracic spine hardware"
+        words = ", ".join(w for w in (lung, middle, place) if w)
         bits |= (compartments.LUNG if lung else 0) | (compartments.place_bit(middle) if middle else 0)
         return (words, bits, None) if words else (None, 0, None)
     zone = locations.Location(zone_regions, zone_words or "", 0, 0)
