@@ -9,12 +9,16 @@ lexicon (not ``none``) become its link examples (``src/radsift/labels/data/chest
 like one links to its concept as a description does (:mod:`radsift.search.concepts`). No test row is ever written
 there, so the test splits stay held out; ``bench_links.py`` measures each development batch with its own rows taken
 out of the examples (leave one batch out) and reports the test splits also without the development half of the same
-batch (a writer's other queries). ``--check`` exits 1 when the file is not what this script writes.
+batch (a writer's other queries). The examples written for linking alone (``benchmarks/data/link_examples_written_*.tsv``:
+three per concept by each of two helpers shown only the lexicon's names and synonyms, never the batches) join them
+whole; one that words a test row of a batch would be left out (none does). ``--check`` exits 1 when the file is not
+what this script writes.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
 from pathlib import Path
 
@@ -26,24 +30,35 @@ OUT = ROOT / "src" / "radsift" / "labels" / "data" / "chest_xray_examples.tsv"
 HEADER = """\
 # Link examples of the packaged chest X-ray lexicon (radsift.labels.lexicon, "examples"): queries written for a
 # concept by helpers shown only the lexicon's names (benchmarks/data/description_queries*.tsv), the development
-# half of each batch only, never a test row. Written by benchmarks/link_examples.py; do not edit by hand.
-# source: the query's id in its batch.
+# half of each batch only, never a test row; then the examples written for linking alone
+# (benchmarks/data/link_examples_written_*.tsv). Written by benchmarks/link_examples.py; do not edit by hand.
+# source: the query's id in its batch, or the written file and line.
 concept\texample\tsource
 """
 
 
+WRITTEN = sorted((ROOT / "benchmarks" / "data").glob("link_examples_written_*.tsv"))
+
+
 def rows() -> list[tuple[str, str, str]]:
-    """(concept, example, source id) of every development row that describes a packaged concept, in batch order."""
+    """(concept, example, source id) of every development row that describes a packaged concept, in batch order, then
+    of every written example (source ``<file stem>:<line>``)."""
     from radsift.labels.lexicon import load_lexicon
 
     known = set(load_lexicon().names)
+    tests = {" ".join(q["query"].split()).casefold() for qs in batches(["test"]).values() for q in qs
+             if q["split"] == "test"}
+    found = [(q["finding"], " ".join(q["query"].split()), q["qid"]) for qs in batches(["dev"]).values() for q in qs]
+    for path in WRITTEN:
+        with path.open(encoding="utf-8", newline="") as fh:
+            found += [(r["concept"], " ".join(r["example"].split()), f"{path.stem}:{n}")
+                      for n, r in enumerate(csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE), 2)]
     out, seen = [], set()
-    for qs in batches(["dev"]).values():
-        for q in qs:
-            text = " ".join(q["query"].split())
-            if q["finding"] in known and (q["finding"], text.casefold()) not in seen:
-                seen.add((q["finding"], text.casefold()))
-                out.append((q["finding"], text, q["qid"]))
+    for concept, text, source in found:
+        key = (concept, text.casefold())
+        if concept in known and key not in seen and text.casefold() not in tests:
+            seen.add(key)
+            out.append((concept, text, source))
     return out
 
 

@@ -34,6 +34,8 @@ concepts:
     descriptions: [a small bit of lung not opening up fully]
   - name: lung resection
     category: procedure
+  - name: hyperinflation
+    category: finding
 """
 EXAMPLES = """\
 # written for these tests
@@ -41,6 +43,7 @@ concept\texample\tsource
 pneumothorax\tneedle biopsy this morning, ? lung peeled away from the ribs\tt1
 lung resection\ta small bit of lung opening up after the operation\tt2
 atelectasis\tneedle biopsy this morning, lung shut down\tt3
+hyperinflation\tlungs look normal but bigger\tt4
 """
 ENC = HashingEncoder(Path(tempfile.mkdtemp()) / "model")
 
@@ -106,6 +109,14 @@ def test_a_link_by_an_example_needs_the_higher_threshold(tmp_path, monkeypatch):
     assert _link(_linker(tmp_path), text, threshold=0.6) == "lung resection"
 
 
+def test_a_normal_statement_links_by_the_concepts_own_words(tmp_path):
+    # "lungs look normal" links to the concept naming the lungs abnormal, as the lexicon names it, or to none: an
+    # example is a query for a finding present, and this one shares every word of the statement
+    assert _cos("lungs look normal", "lungs look normal but bigger") > concepts.EXAMPLE_THRESHOLD
+    assert _link(_linker(tmp_path), "lungs look normal") is None
+    assert _link(_linker(tmp_path), "lungs look bigger") == "hyperinflation"  # no normal statement: the example speaks
+
+
 def test_a_phrase_at_the_top_links_no_text_at_the_bottom(tmp_path):
     linker = _linker(tmp_path)
     assert _cos("thin white line at the bottom of the lung", "sharp white line at the top of the lung") > 0.8
@@ -150,9 +161,16 @@ def test_the_packaged_examples_are_development_rows_only():
         rows = list(csv.DictReader((ln for ln in fh if not ln.startswith("#")), delimiter="\t",
                                    quoting=csv.QUOTE_NONE))
     assert len(rows) >= 500
+    tests = {" ".join(r["query"].split()).casefold() for r in batch.values() if r["split"] == "test"}
     for row in rows:
+        assert row["example"].casefold() not in tests, row  # a test row would make the test splits no longer held out
+        if ":" in row["source"]:  # written for linking alone: the file and line it came from
+            name, line = row["source"].split(":")
+            written = (ROOT / "benchmarks" / "data" / f"{name}.tsv").read_text(encoding="utf-8").splitlines()
+            assert written[int(line) - 1].split("\t")[:2] == [row["concept"], row["example"]], row
+            continue
         source = batch[row["source"]]
-        assert source["split"] in ("dev", "dev2"), row  # a test row would make the test splits no longer held out
+        assert source["split"] in ("dev", "dev2"), row
         assert source["finding"] == row["concept"] and " ".join(source["query"].split()) == row["example"], row
     lexicon = load_lexicon()
     assert sum(len(c.examples) for c in lexicon) == len(rows)

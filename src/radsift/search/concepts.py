@@ -119,6 +119,7 @@ from radsift.search.linkwords import (
     concept_substances,
     directions_of,
     heights_of,
+    normal_statement,
     off_film,
     query_places,
     sizes_of,
@@ -311,8 +312,12 @@ class ConceptLinker:
         words of place (:data:`PLACES`) count."""
         if not len(self.phrases):
             return None
+        if not self.example.any() or (text and normal_statement(text)):
+            # a normal statement links to the concept naming the organ abnormal, as the lexicon names it: examples
+            # are queries for a finding present, and a short "lungs are normal" hears "my lungs ... bigger than normal"
+            return self._link(query_vector, threshold, text, margin, examples=False)
         got = self._link(query_vector, threshold, text, margin, examples=True)
-        if got is None and self.example.any():  # an example never takes away a link the concepts' own words make
+        if got is None:  # an example never takes away a link the concepts' own words make
             got = self._link(query_vector, threshold, text, margin, examples=False)
         return got
 
