@@ -1,7 +1,7 @@
 """Concept links beside the user's words (issue 35, item 1): link precision, literal readings kept, and the
 description benchmark's ranking, for the checkout on PYTHONPATH (run it on the code before and after a change).
 
-Run:  PYTHONPATH=src .venv/bin/python benchmarks/bench_links.py [--splits dev test] [--work DIR]
+Run:  PYTHONPATH=src .venv/bin/python benchmarks/bench_links.py [--splits dev test] [--work DIR] [--index DIR]
                                                                [--mtsamples-index DIR] [--out FILE] [--link-threshold T]
 
 Measured with the packaged all-MiniLM-L6-v2 on the Open-i index (built once into ``--work``, as
@@ -156,6 +156,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--splits", nargs="+", default=["dev", "test"], choices=["dev", "test"],
                         help="dev: development data only, no test figure computed or printed")
+    parser.add_argument("--index", type=Path, default=None,
+                        help="an existing index of Open-i (e.g. the quick start's, built with --adapt) in place of the "
+                             "one built into --work with the packaged model")
     parser.add_argument("--link-threshold", type=float, default=None,
                         help="the model's link threshold in place of its search settings' (a sweep)")
     args = parser.parse_args()
@@ -163,7 +166,12 @@ def main() -> int:
         print(f"skipped: {args.openi} absent")
         return 0
     t0 = time.perf_counter()
-    idx = open_index(args.work, args.openi, None)
+    if args.index is not None:
+        from radsift.search import Index
+
+        idx = Index.open(args.index)
+    else:
+        idx = open_index(args.work, args.openi, None)
     if args.link_threshold is not None:
         idx.settings = dataclasses.replace(idx.settings, link_threshold=args.link_threshold)
     queries = [q for q in read_queries() if q["split"] in args.splits]
