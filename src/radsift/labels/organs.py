@@ -38,12 +38,48 @@ GRANULOMA_ORGANS = frozenset("splenic spleen hepatic liver".split())
 DENSITY_WORDS = frozenset("density densities".split())
 #: Words naming the skeleton: a density named for it is no lung opacity.
 BONE_WORDS = frozenset("bone bones bony osseous".split())
+#: Parts of the body no chest film shows (the limbs, the head, below the diaphragm) and the soft tissues: a clinical
+#: note's "pitting edema of both lower extremities", "cerebral edema", "knee effusion", "left hip fracture", "liver
+#: mass" or "thyroid nodule" is no finding of the chest, though its generic word ("edema", "effusion", "fracture",
+#: "mass", "nodule") alone is one in a chest report.
+LIMBS = frozenset(
+    "leg legs lower extremity extremities limb limbs ankle ankles foot feet pedal toe toes knee knees hip hips thigh "
+    "thighs calf calves shin shins wrist wrists hand hands finger fingers elbow elbows forearm forearms femur femoral "
+    "tibia tibial fibula fibular patella patellar ulna ulnar metacarpal metatarsal phalanx phalangeal heel achilles "
+    "malleolus malleolar tibiotalar suprapatellar".split())
+HEAD = frozenset("cerebral brain scalp skull facial face periorbital orbital eyelid eyelids macular corneal retinal optic "
+                 "nasal mandible mandibular jaw dental tongue lip lips ear ears".split())
+BELOW = frozenset("scrotal scrotum testicular penile vulvar labial pelvic pelvis adnexal ovarian uterine renal kidney "
+                  "kidneys bladder hepatic liver splenic spleen pancreatic bowel colonic mesenteric abdominal sacral "
+                  "coccyx".split())
+SOFT_TISSUES = frozenset("subcutaneous cutaneous skin tissue tissues".split())
+OFF_CHEST = LIMBS | HEAD | BELOW
+EDEMA_WORDS = frozenset("edema oedema".split())
+#: Where an edema of no lung lies, and the words that say an edema is the body's, not the lungs' ("pitting edema").
+EDEMA_PLACES = OFF_CHEST | SOFT_TISSUES | frozenset("pitting peripheral dependent wall marrow mucosal airway".split())
+EFFUSION_WORDS = frozenset("effusion effusions".split())
+#: Joints and other spaces an effusion fills outside the pleura ("knee effusion", "middle ear effusion").
+JOINT_PLACES = LIMBS | frozenset("joint joints synovial shoulder glenohumeral ear subdural".split())
+MASS_WORDS = frozenset("mass masses nodule nodules".split())
+MASS_PLACES = OTHER_ORGANS | BELOW | SOFT_TISSUES | LIMBS | frozenset("adrenal neck parotid flank scalp vocal".split())
+FRACTURE_WORDS = frozenset("fracture fractures fx".split())
+FRACTURE_PLACES = LIMBS | HEAD | frozenset("pelvic pelvis sacral coccyx acetabular".split())
+#: Words that may stand between a place and its generic word ("left hip fracture" reads "hip"; "2+ pitting edema").
+SIDE_WORDS = frozenset("left right bilateral both lower upper distal proximal mild moderate severe trace".split())
 _WORD = re.compile(r"[A-Za-z]+")
-#: (generic words, words that may stand between them and the organ, organs outside the lungs): a generic word right
-#: after one of its organs is that organ's, no lung finding.
-RULES = ((TUMOR_WORDS, BETWEEN, OTHER_ORGANS),
-         (GRANULOMA_WORDS, frozenset({"calcified", "calcific"}), GRANULOMA_ORGANS),
-         (DENSITY_WORDS, frozenset(), BONE_WORDS))
+#: After the generic word, the place it is of or in: "edema of both lower extremities", "fracture of the left hip".
+_PLACE_AFTER = re.compile(r"\s+(?:of|in|involving|at|to)\s+((?:(?:the|both|his|her|bilateral|left|right|lower|upper|distal|"
+                          r"proximal)\s+){0,3})([A-Za-z]+)", re.IGNORECASE)
+#: (generic words, words that may stand between them and the organ, organs outside the lungs, whether the place may
+#: follow the word): a generic word right after one of its organs (or, where allowed, of or in one) is that organ's,
+#: no lung finding.
+RULES = ((TUMOR_WORDS, BETWEEN, OTHER_ORGANS, False),
+         (GRANULOMA_WORDS, frozenset({"calcified", "calcific"}), GRANULOMA_ORGANS, False),
+         (DENSITY_WORDS, frozenset(), BONE_WORDS, False),
+         (EDEMA_WORDS, SIDE_WORDS, EDEMA_PLACES, True),
+         (EFFUSION_WORDS, SIDE_WORDS, JOINT_PLACES, True),
+         (MASS_WORDS, SIDE_WORDS, MASS_PLACES, True),
+         (FRACTURE_WORDS, SIDE_WORDS, FRACTURE_PLACES, True))
 
 
 def drop_other_organs(text: str, matches: Sequence[Match]) -> list[Match]:
@@ -56,14 +92,18 @@ def drop_other_organs(text: str, matches: Sequence[Match]) -> list[Match]:
 
 def _another_organs(text: str, m: Match) -> bool:
     word = m.text.lower()
-    for words, between, organs in RULES:
+    for words, between, organs, after in RULES:
         if word in words:
             before = [w.lower() for w in _WORD.findall(text[:m.start])[-2:]]
             if before and before[-1] in between:
                 before = before[:-1]
-            return bool(before) and before[-1] in organs
+            if before and before[-1] in organs:
+                return True
+            place = _PLACE_AFTER.match(text, m.end) if after else None
+            return place is not None and place.group(2).lower() in organs
     return False
 
 
-__all__ = ["BETWEEN", "BONE_WORDS", "DENSITY_WORDS", "GRANULOMA_ORGANS", "GRANULOMA_WORDS", "OTHER_ORGANS", "RULES",
-           "TUMOR_WORDS", "drop_other_organs"]
+__all__ = ["BETWEEN", "BONE_WORDS", "DENSITY_WORDS", "EDEMA_PLACES", "FRACTURE_PLACES", "GRANULOMA_ORGANS",
+           "GRANULOMA_WORDS", "JOINT_PLACES", "MASS_PLACES", "OFF_CHEST", "OTHER_ORGANS", "RULES", "TUMOR_WORDS",
+           "drop_other_organs"]
