@@ -63,3 +63,19 @@ def test_a_denied_off_chest_finding_denies_nothing_of_the_chest(labeler):
     # "no joint effusion" said nothing of the pleura: a cohort of reports denying an effusion must not hold it
     assert _found(labeler, "No knee joint effusion.") == []
     assert ("pleural effusion", "absent") in _found(labeler, "No pleural effusion.")
+
+
+@pytest.mark.parametrize(("text", "placed"), [
+    ("calcified thyroid nodule", True),
+    ("pedal edema", True),
+    ("fracture of the left hip", True),
+    ("calcified nodule", False),
+    ("fluid around the lungs", False),
+    ("a cracked rib", False),
+])
+def test_a_query_placed_outside_the_chest_links_to_no_chest_concept(text, placed):
+    # a query's "thyroid nodule" is dropped as a report's is; its words must not then link to a chest concept
+    # ("calcified nodule" -> calcified granuloma)
+    from radsift.search.linkwords import off_film
+
+    assert off_film(text) is placed

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from radsift.labels import Labeler
+from radsift.labels import Labeler, organs
 from radsift.labels.lexicon import load_lexicon
 from radsift.labels.rules import load_rules
 
@@ -171,12 +171,19 @@ def test_edema_outside_the_lungs_is_not_pulmonary_edema(labeler) -> None:
     for text in ("Subcutaneous edema of the chest wall.", "Chest wall edema."):
         got = read(labeler, text)
         assert "pulmonary edema" not in got and got["soft tissue swelling"][0] == P
-    # ablation: without those phrases the edema is read as pulmonary edema
+    # ablation: without those phrases the edema is no soft tissue swelling (and the off-chest rule, which reads a
+    # "wall" edema as the body's, is all that keeps it from pulmonary edema: tests/test_labels_off_chest.py)
     lexicon = load_lexicon()
     concepts = tuple(replace(c, synonyms=tuple(s for s in c.synonyms if s not in ("subcutaneous edema", "chest wall edema")))
                      for c in lexicon.concepts)
     plain = Labeler(lexicon=replace(lexicon, concepts=concepts))
-    assert read(plain, "Chest wall edema.")["pulmonary edema"][0] == P
+    assert "soft tissue swelling" not in read(plain, "Chest wall edema.")
+    keep = organs.RULES
+    try:
+        organs.RULES = keep[:3]  # the rules before the off-chest ones
+        assert read(Labeler(lexicon=replace(lexicon, concepts=concepts)), "Chest wall edema.")["pulmonary edema"][0] == P
+    finally:
+        organs.RULES = keep
 
 
 def test_a_dialysis_catheter_is_its_own_concept_and_a_central_line(labeler) -> None:

@@ -90,20 +90,32 @@ def drop_other_organs(text: str, matches: Sequence[Match]) -> list[Match]:
     return [m for m in matches if not _another_organs(text, m)]
 
 
+def placed_off_chest(text: str) -> bool:
+    """Whether ``text`` holds a generic finding word placed outside the chest by the rules of edema, effusion, mass,
+    nodule and fracture ("calcified thyroid nodule", "pedal edema"): a query's words so placed link to no concept of
+    the chest either (:func:`radsift.search.linkwords.off_film`)."""
+    generic = EDEMA_WORDS | EFFUSION_WORDS | MASS_WORDS | FRACTURE_WORDS
+    return any(_placed(text, w.start(), w.end(), w.group().lower()) for w in _WORD.finditer(text)
+               if w.group().lower() in generic)
+
+
 def _another_organs(text: str, m: Match) -> bool:
-    word = m.text.lower()
+    return _placed(text, m.start, m.end, m.text.lower())
+
+
+def _placed(text: str, start: int, end: int, word: str) -> bool:
     for words, between, organs, after in RULES:
         if word in words:
-            before = [w.lower() for w in _WORD.findall(text[:m.start])[-2:]]
+            before = [w.lower() for w in _WORD.findall(text[:start])[-2:]]
             if before and before[-1] in between:
                 before = before[:-1]
             if before and before[-1] in organs:
                 return True
-            place = _PLACE_AFTER.match(text, m.end) if after else None
+            place = _PLACE_AFTER.match(text, end) if after else None
             return place is not None and place.group(2).lower() in organs
     return False
 
 
 __all__ = ["BETWEEN", "BONE_WORDS", "DENSITY_WORDS", "EDEMA_PLACES", "FRACTURE_PLACES", "GRANULOMA_ORGANS",
            "GRANULOMA_WORDS", "JOINT_PLACES", "MASS_PLACES", "OFF_CHEST", "OTHER_ORGANS", "RULES", "TUMOR_WORDS",
-           "drop_other_organs"]
+           "drop_other_organs", "placed_off_chest"]

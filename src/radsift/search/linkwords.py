@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from radsift.labels.organs import placed_off_chest
 from radsift.text.locations import LUNG_PART_WORDS
 
 _DET = r"(?:(?:the|my|his|her|their|a|one|both|either|each|right|left|\w+al)\s+){0,2}"
@@ -160,8 +161,9 @@ OFF_FILM = re.compile(r"\b(?:in|inside|within|into)\s+" + _DET + r"(?:groin|legs
 
 def off_film(text: str) -> bool:
     """True when ``text`` places what it describes in a part of the body no chest film shows ("swollen glands in
-    the groin"): no concept of the film is what it says."""
-    return bool(OFF_FILM.search(text))
+    the groin", "calcified thyroid nodule", :func:`radsift.labels.organs.placed_off_chest`): no concept of the film
+    is what it says."""
+    return bool(OFF_FILM.search(text)) or placed_off_chest(text)
 
 
 def symptom_only(text: str) -> bool:
