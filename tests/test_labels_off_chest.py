@@ -2,8 +2,9 @@
 
 The chest lexicon reads "edema" as pulmonary edema, "effusion" as a pleural effusion, "mass", "nodule" and "fracture"
 as the chest's. A clinical note's "2+ pitting edema of both lower extremities", "cerebral edema", "knee effusion",
-"left hip fracture", "liver mass" or "thyroid nodule" is none of them (:data:`radsift.labels.organs.RULES`): on
-MTSamples the rule changed 461 of 78,767 distinct sentences, on Open-i 8 of 8,466 (a pelvic and a hip fracture, two
+"left hip fracture", "liver mass" or "thyroid nodule" is none of them, nor is a mass that is no lesion ("body mass
+index", "mass effect", "muscle mass") (:data:`radsift.labels.organs.RULES`): on
+MTSamples the rule changed 498 of 78,767 distinct sentences, on Open-i 8 of 8,466 (a pelvic and a hip fracture, two
 thyroid masses, a breast mass, three joint effusions), each read.
 """
 
@@ -35,6 +36,9 @@ def _found(labeler: Labeler, text: str) -> list[tuple[str, str]]:
     "CT showed a pancreatic mass.",
     "Mass in the left breast.",
     "Thyroid nodule.",
+    "Her body mass index is 32.",
+    "There is no mass effect or midline shift.",
+    "He has good muscle mass.",
 ])
 def test_a_generic_word_placed_outside_the_chest_is_no_chest_finding(labeler, text):
     assert _found(labeler, text) == []

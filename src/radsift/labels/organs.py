@@ -62,6 +62,10 @@ EFFUSION_WORDS = frozenset("effusion effusions".split())
 JOINT_PLACES = LIMBS | frozenset("joint joints synovial shoulder glenohumeral ear subdural".split())
 MASS_WORDS = frozenset("mass masses nodule nodules".split())
 MASS_PLACES = OTHER_ORGANS | BELOW | SOFT_TISSUES | LIMBS | frozenset("adrenal neck parotid flank scalp vocal".split())
+#: A mass that is no lesion: the body's own ("body mass index", "muscle mass", "lean body mass", "bone mass") and a
+#: brain's "mass effect"; the words before and the word after that say so.
+MASS_SENSES_BEFORE = frozenset("body muscle muscular fat lean bone".split())
+MASS_SENSES_AFTER = frozenset("index effect effects".split())
 FRACTURE_WORDS = frozenset("fracture fractures fx".split())
 FRACTURE_PLACES = LIMBS | HEAD | frozenset("pelvic pelvis sacral coccyx acetabular".split())
 #: Words that may stand between a place and its generic word ("left hip fracture" reads "hip"; "2+ pitting edema").
@@ -78,7 +82,7 @@ RULES = ((TUMOR_WORDS, BETWEEN, OTHER_ORGANS, False),
          (DENSITY_WORDS, frozenset(), BONE_WORDS, False),
          (EDEMA_WORDS, SIDE_WORDS, EDEMA_PLACES, True),
          (EFFUSION_WORDS, SIDE_WORDS, JOINT_PLACES, True),
-         (MASS_WORDS, SIDE_WORDS, MASS_PLACES, True),
+         (MASS_WORDS, SIDE_WORDS, MASS_PLACES | MASS_SENSES_BEFORE, True),
          (FRACTURE_WORDS, SIDE_WORDS, FRACTURE_PLACES, True))
 
 
@@ -111,11 +115,13 @@ def _placed(text: str, start: int, end: int, word: str) -> bool:
                 before = before[:-1]
             if before and before[-1] in organs:
                 return True
+            if words is MASS_WORDS and (_WORD.findall(text[end:])[:1] or [""])[0].lower() in MASS_SENSES_AFTER:
+                return True  # "mass effect", "body mass index"
             place = _PLACE_AFTER.match(text, end) if after else None
             return place is not None and place.group(2).lower() in organs
     return False
 
 
 __all__ = ["BETWEEN", "BONE_WORDS", "DENSITY_WORDS", "EDEMA_PLACES", "FRACTURE_PLACES", "GRANULOMA_ORGANS",
-           "GRANULOMA_WORDS", "JOINT_PLACES", "MASS_PLACES", "OFF_CHEST", "OTHER_ORGANS", "RULES", "TUMOR_WORDS",
-           "drop_other_organs", "placed_off_chest"]
+           "GRANULOMA_WORDS", "JOINT_PLACES", "MASS_PLACES", "MASS_SENSES_AFTER", "MASS_SENSES_BEFORE", "OFF_CHEST",
+           "OTHER_ORGANS", "RULES", "TUMOR_WORDS", "drop_other_organs", "placed_off_chest"]
