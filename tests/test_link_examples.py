@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from test_description_queries import read_rows
 
 from radsift.errors import LexiconError
 from radsift.labels.lexicon import load_lexicon
@@ -147,11 +148,8 @@ def test_a_missing_examples_file_names_it(tmp_path):
 
 
 def _batch_rows() -> dict[str, dict[str, str]]:
-    rows = {}
-    for path in sorted((ROOT / "benchmarks" / "data").glob("description_queries*.tsv")):
-        with path.open(encoding="utf-8", newline="") as fh:
-            rows.update({r["qid"]: r for r in csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)})
-    return rows
+    paths = sorted((ROOT / "benchmarks" / "data").glob("description_queries*.tsv"))
+    return {r["qid"]: r for path in paths for r in read_rows(path)}
 
 
 def test_the_packaged_examples_are_development_rows_only():

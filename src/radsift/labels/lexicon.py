@@ -60,7 +60,6 @@ to two concepts.
 from __future__ import annotations
 
 import re
-import csv
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -205,8 +204,9 @@ def _description_key(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.casefold()))
 
 
-def _check_descriptions(raw, phrases: dict, source: str) -> None:
-    """A description that words another concept's phrase or description is an error naming both."""
+def _check_descriptions(raw, phrases: dict, source: str) -> dict[str, str]:
+    """A description that words another concept's phrase or description is an error naming both. Returns the concept
+    each phrase's and description's words belong to (:func:`_description_key` -> concept name)."""
     by_words = {_description_key(phrase): (phrase, line, owner) for phrase, line, owner in phrases.values()}
     seen: dict[str, tuple[str, int, str]] = {}
     for _, name, _, lists in raw:
@@ -221,6 +221,7 @@ def _check_descriptions(raw, phrases: dict, source: str) -> None:
                 raise LexiconError(f"{source}:{line}: description {text!r} of {name!r} is also a description of "
                                    f"{first[2]!r} (line {first[1]})")
             seen.setdefault(key, (text, line, name))
+    return {**{key: owner for key, (_, _, owner) in by_words.items()}, **{key: n for key, (_, _, n) in seen.items()}}
 
 
 def _read_concepts(concepts_node: LineList, categories: tuple[str, ...],
@@ -365,9 +366,9 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
         for part, ln in parts + [p for *_, names in phrase_parts for p in names]:
             pending.append((part, ln, name))
     _check_named({n for _, n, _, _ in raw}, source, part=pending, any_of=pending_any, signs=pending_signs)
-    _check_descriptions(raw, phrases, source)
+    taken = _check_descriptions(raw, phrases, source)
     if data.get("examples") is not None:
-        concepts = _with_examples(concepts, data, raw, phrases, source)
+        concepts = _with_examples(concepts, data, taken, source)
     return Lexicon(
         concepts=tuple(concepts),
         source=source,
@@ -377,21 +378,20 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
     )
 
 
-def _with_examples(concepts: list[Concept], data, raw, phrases: dict, source: str) -> list[Concept]:
+def _with_examples(concepts: list[Concept], data, taken: dict[str, str], source: str) -> list[Concept]:
     """The concepts with the link examples of the file the lexicon's ``examples`` key names (beside the lexicon; the
-    packaged lexicon's in the package), each row checked."""
+    packaged lexicon's in the package), each row checked against ``taken`` (the concept each phrase's and
+    description's words belong to, :func:`_check_descriptions`)."""
     name = data["examples"]
     if not isinstance(name, str) or not name.strip():
         raise LexiconError(f"{source}:{data.line_of('examples')}: 'examples' must name a file")
     packaged = source.startswith(_PACKAGED_SOURCE)
     ex_source, text = read_text(None if packaged else Path(source).parent / name.strip(), name.strip(), "link examples")
-    taken = {_description_key(p): owner for p, _, owner in phrases.values()}
-    for _, owner, _, lists in raw:
-        taken.update((_description_key(t), owner) for t, _ in lists["descriptions"])
+    taken = dict(taken)
     known = {c.name for c in concepts}
     found: dict[str, list[str]] = {}
     rows = [(n, ln) for n, ln in enumerate(text.splitlines(), 1) if ln.strip() and not ln.startswith("#")]
-    header = next(csv.reader([rows[0][1]], delimiter="\t")) if rows else []
+    header = rows[0][1].split("\t") if rows else []
     if header[:2] != ["concept", "example"]:
         raise LexiconError(f"{ex_source}:{rows[0][0] if rows else 1}: the header must start with concept<TAB>example")
     for n, line in rows[1:]:

@@ -75,15 +75,17 @@ _WORD = re.compile(r"[A-Za-z]+")
 _PLACE_AFTER = re.compile(r"\s+(?:of|in|involving|at|to)\s+((?:(?:the|both|his|her|bilateral|left|right|lower|upper|distal|"
                           r"proximal)\s+){0,3})([A-Za-z]+)", re.IGNORECASE)
 #: (generic words, words that may stand between them and the organ, organs outside the lungs, whether the place may
-#: follow the word): a generic word right after one of its organs (or, where allowed, of or in one) is that organ's,
-#: no lung finding.
-RULES = ((TUMOR_WORDS, BETWEEN, OTHER_ORGANS, False),
-         (GRANULOMA_WORDS, frozenset({"calcified", "calcific"}), GRANULOMA_ORGANS, False),
-         (DENSITY_WORDS, frozenset(), BONE_WORDS, False),
-         (EDEMA_WORDS, SIDE_WORDS, EDEMA_PLACES, True),
-         (EFFUSION_WORDS, SIDE_WORDS, JOINT_PLACES, True),
-         (MASS_WORDS, SIDE_WORDS, MASS_PLACES | MASS_SENSES_BEFORE, True),
-         (FRACTURE_WORDS, SIDE_WORDS, FRACTURE_PLACES, True))
+#: follow the word, words right after it that make it no finding): a generic word right after one of its organs (or,
+#: where allowed, of or in one, or right before one of those words) is that organ's, no lung finding.
+RULES = ((TUMOR_WORDS, BETWEEN, OTHER_ORGANS, False, frozenset()),
+         (GRANULOMA_WORDS, frozenset({"calcified", "calcific"}), GRANULOMA_ORGANS, False, frozenset()),
+         (DENSITY_WORDS, frozenset(), BONE_WORDS, False, frozenset()),
+         (EDEMA_WORDS, SIDE_WORDS, EDEMA_PLACES, True, frozenset()),
+         (EFFUSION_WORDS, SIDE_WORDS, JOINT_PLACES, True, frozenset()),
+         (MASS_WORDS, SIDE_WORDS, MASS_PLACES | MASS_SENSES_BEFORE, True, MASS_SENSES_AFTER),
+         (FRACTURE_WORDS, SIDE_WORDS, FRACTURE_PLACES, True, frozenset()))
+#: The generic words whose place the rules with a place after them read (:func:`placed_off_chest`).
+_OFF_CHEST_WORDS = frozenset().union(*(words for words, _, _, after, _ in RULES if after))
 
 
 def drop_other_organs(text: str, matches: Sequence[Match]) -> list[Match]:
@@ -98,9 +100,8 @@ def placed_off_chest(text: str) -> bool:
     """Whether ``text`` holds a generic finding word placed outside the chest by the rules of edema, effusion, mass,
     nodule and fracture ("calcified thyroid nodule", "pedal edema"): a query's words so placed link to no concept of
     the chest either (:func:`radsift.search.linkwords.off_film`)."""
-    generic = EDEMA_WORDS | EFFUSION_WORDS | MASS_WORDS | FRACTURE_WORDS
     return any(_placed(text, w.start(), w.end(), w.group().lower()) for w in _WORD.finditer(text)
-               if w.group().lower() in generic)
+               if w.group().lower() in _OFF_CHEST_WORDS)
 
 
 def _another_organs(text: str, m: Match) -> bool:
@@ -108,14 +109,14 @@ def _another_organs(text: str, m: Match) -> bool:
 
 
 def _placed(text: str, start: int, end: int, word: str) -> bool:
-    for words, between, organs, after in RULES:
+    for words, between, organs, after, senses in RULES:
         if word in words:
             before = [w.lower() for w in _WORD.findall(text[:start])[-2:]]
             if before and before[-1] in between:
                 before = before[:-1]
             if before and before[-1] in organs:
                 return True
-            if words is MASS_WORDS and (_WORD.findall(text[end:])[:1] or [""])[0].lower() in MASS_SENSES_AFTER:
+            if senses and (_WORD.findall(text[end:])[:1] or [""])[0].lower() in senses:
                 return True  # "mass effect", "body mass index"
             place = _PLACE_AFTER.match(text, end) if after else None
             return place is not None and place.group(2).lower() in organs

@@ -108,6 +108,7 @@ import numpy as np
 
 from radsift.ranking import best_per_owner
 from radsift.search.linkwords import (
+    HEIGHTS,
     EXACT_ARTICLES,
     METAL,
     PLACED_CATEGORIES,
@@ -195,7 +196,8 @@ class ConceptLinker:
         self.normalize: Callable[[str], tuple[str, ...]] | None = None
         # which phrases are the lexicon's link examples (queries written for the concept), not its own words
         self.example = np.zeros(len(self.phrases), dtype=bool)
-        self.heights = [heights_of(p) for p in self.phrases]  # per phrase (:data:`HEIGHTS`)
+        # per end of the chest (:data:`HEIGHTS`), the phrases placed there
+        self.heights = {h: np.array([h in heights_of(p) for p in self.phrases], dtype=bool) for h in HEIGHTS}
 
     def with_devices(self, devices: Sequence[bool]) -> ConceptLinker:
         """This linker with each concept's being a device (the lexicon's ``device`` category) or not."""
@@ -258,8 +260,7 @@ class ConceptLinker:
             sims = np.where(self.example, -np.inf, sims).astype(np.float32)
         heights = heights_of(text) if text else frozenset()
         if len(heights) == 1:  # "top" and "bottom" together ("from top to bottom") say neither
-            other = _OPPOSITE[next(iter(heights))]
-            sims = np.where([other in h for h in self.heights], -np.inf, sims).astype(np.float32)
+            sims = np.where(self.heights[_OPPOSITE[next(iter(heights))]], -np.inf, sims).astype(np.float32)
         out = best_per_owner(sims, self.owner, len(self.concepts))
         if text and (symptom_only(text) or off_film(text)):  # felt, not seen, or off the film: no concept is it
             out[:] = -np.inf
