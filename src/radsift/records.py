@@ -120,8 +120,9 @@ class ReadFinding:
             ("intracranial hemorrhage").
         status: What the query asks for: ``present``, ``absent`` or ``uncertain``.
         source: ``lexicon`` (the query names a phrase of the index's lexicon), ``linked`` (the query
-            describes a lexicon concept: :mod:`radsift.search.concepts`) or ``open`` (the
-            open-vocabulary reader).
+            describes a lexicon concept: :mod:`radsift.search.concepts`), ``symptom`` (the query names a
+            complaint: the finding is its first cause, ``any_of`` the others, ``via`` the complaint;
+            :mod:`radsift.search.symptoms`) or ``open`` (the open-vocabulary reader).
         cue: The query words that decided the status ("no", "possible"), if any.
         side: The query's side (``left``, ``right``, ``bilateral``) or None.
         via: For ``linked``: the concept's name, synonym or description the query matched.
@@ -145,8 +146,8 @@ class ReadFinding:
 
     @property
     def labeled(self) -> bool:
-        """Whether the stored lexicon labels say which units state it (``lexicon`` or ``linked``)."""
-        return self.source in ("lexicon", "linked")
+        """Whether the stored lexicon labels say which units state it (``lexicon``, ``linked`` or ``symptom``)."""
+        return self.source in ("lexicon", "linked", "symptom")
 
     def to_dict(self) -> dict[str, Any]:
         return {"finding": self.finding, "status": self.status, "source": self.source, "cue": self.cue,
@@ -202,7 +203,8 @@ class QueryReading:
         """One line: ``cardiomegaly: absent (lexicon, cue 'no'); side left``."""
         parts = [f"{'also ' if f.beside else ''}{f.finding}: {f.status} ({f.source}"
                  f"{', cue ' + repr(f.cue) if f.cue else ''}{', or ' + ', '.join(f.any_of) if f.any_of else ''}"
-                 f"{', understood from ' + repr(f.via) if f.source == 'linked' else ''})" for f in self.findings]
+                 f"{', understood from ' + repr(f.via) if f.source == 'linked' else ''}"
+                 f"{', causes of ' + repr(f.via) if f.source == 'symptom' else ''})" for f in self.findings]
         if self.side:
             parts.append(f"side {self.side}{' (of a heart chamber)' if self.chamber else ''}")
         if self.location:

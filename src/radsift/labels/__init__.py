@@ -24,6 +24,7 @@ _EXPORTS = {
     "score": "gold",
     "Labeler": "labeler",
     "Concept": "lexicon",
+    "Symptom": "lexicon",
     "Lexicon": "lexicon",
     "load_lexicon": "lexicon",
     "slugify": "lexicon",

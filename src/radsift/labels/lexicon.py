@@ -7,6 +7,10 @@ File format (YAML; the packaged chest X-ray lexicon is ``data/chest_xray.yaml``)
     description: free text          # optional
     categories: [finding, device]   # optional; when given, every concept must use one
     examples: my_examples.tsv       # optional: link examples, a file beside this one (below)
+    symptoms:                       # optional: complaints a film cannot show, and what can cause them
+      - name: shortness of breath   #   (below)
+        words: [short of breath, dyspnea]
+        causes: [pulmonary edema, pleural effusion]
     concepts:
       - name: pneumothorax          # canonical name: unique, used in labels and query ids
         category: finding           # required
@@ -50,6 +54,12 @@ away from the ribs"). Like descriptions, they only link queries, never label rep
 An example naming an unknown concept, an empty one, or one that words another concept's phrase, description or
 example is a :class:`~radsift.errors.LexiconError` naming the file and line.
 
+A ``symptoms`` entry names a complaint the patient has and a film cannot show ("short of breath", "chest pain after a
+fall"), the words a user types for it (its name is one) and the ``causes``: concepts of the lexicon a report states
+when it explains the complaint (breathlessness: pulmonary edema, a pleural effusion ...). A query made only of
+complaints asks for a report stating a cause (:mod:`radsift.search.symptoms`); report text is never labeled by them.
+A cause that is no concept, a symptom without causes, or a word given to two symptoms is an error naming the line.
+
 Unknown keys, a repeated concept name, or one phrase listed twice (in any concept, after
 normalization) are :class:`~radsift.errors.LexiconError` naming the file and line. A
 description is not a phrase (it is never spotted in reports), but one that equals a phrase or a
@@ -72,7 +82,8 @@ from radsift.labels.yamlfile import LineDict, LineList, check_keys, load_yaml, r
 PACKAGED_LEXICON = "chest_xray.yaml"
 MAX_GAP = 4  # words a "*" in a phrase may stand for
 
-_TOP_KEYS = {"version", "name", "description", "categories", "concepts", "examples"}
+_TOP_KEYS = {"version", "name", "description", "categories", "concepts", "examples", "symptoms"}
+_SYMPTOM_KEYS = {"name", "words", "causes"}
 #: Where the packaged lexicon and its files are read from (:func:`radsift.labels.yamlfile.read_text`).
 _PACKAGED_SOURCE = "radsift/labels/data/"
 _CONCEPT_KEYS = {"name", "category", "synonyms", "absent_phrases", "normal_subjects", "description",
@@ -144,14 +155,32 @@ class Concept:
 
 
 @dataclass(frozen=True)
+class Symptom:
+    """A complaint a patient has and a chest film cannot show, with the concepts that can cause it.
+
+    Attributes:
+        name: Its name ("shortness of breath").
+        words: How a user names it, the name first ("short of breath", "dyspnea").
+        causes: Lexicon concepts a report states when it explains the complaint (pulmonary edema ...).
+        line: Line of the symptom in its file.
+    """
+
+    name: str
+    words: tuple[str, ...]
+    causes: tuple[str, ...]
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Lexicon:
-    """A loaded lexicon: concepts by name, plus the normalizer its phrases were checked with."""
+    """A loaded lexicon: concepts by name, its symptoms, plus the normalizer its phrases were checked with."""
 
     concepts: tuple[Concept, ...]
     source: str
     name: str | None = None
     categories: tuple[str, ...] = ()
     normalizer: Normalizer = field(default_factory=Normalizer, compare=False, repr=False)
+    symptoms: tuple[Symptom, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {c.name: c for c in self.concepts})
@@ -375,7 +404,39 @@ def parse_lexicon(text: str, source: str) -> Lexicon:
         name=data.get("name"),
         categories=categories,
         normalizer=normalizer,
+        symptoms=_read_symptoms(data, {c.name for c in concepts}, source),
     )
+
+
+def _read_symptoms(data, known: set[str], source: str) -> tuple[Symptom, ...]:
+    """The lexicon's ``symptoms``, each checked: a name, causes that are concepts, no word given to two symptoms."""
+    node = data.get("symptoms")
+    if node is None:
+        return ()
+    if not isinstance(node, LineList):
+        raise LexiconError(f"{source}:{data.line_of('symptoms')}: 'symptoms' must be a list")
+    out, owner = [], {}
+    for item in node:
+        check_keys(item, _SYMPTOM_KEYS, {"name", "causes"}, source, "a symptom")
+        name = item["name"]
+        if not isinstance(name, str) or not name.strip():
+            raise LexiconError(f"{source}:{item.line_of('name')}: a symptom's name must be a non-empty string")
+        name = " ".join(name.split())
+        words = [(name, item.line_of("name"))] + [(" ".join(w.split()), ln) for w, ln in
+                                                  string_list(item, "words", source, f"symptom {name!r}")]
+        causes = [(" ".join(c.split()), ln) for c, ln in string_list(item, "causes", source, f"symptom {name!r}")]
+        if not causes:
+            raise LexiconError(f"{source}:{item.line_of('causes')}: symptom {name!r} names no cause")
+        for cause, ln in causes:
+            if cause not in known:
+                raise LexiconError(f"{source}:{ln}: cause {cause!r} of symptom {name!r} is no concept of the lexicon")
+        for word, ln in words:
+            first = owner.setdefault(word.casefold(), name)
+            if first != name:
+                raise LexiconError(f"{source}:{ln}: symptom word {word!r} of {name!r} is already one of {first!r}")
+        out.append(Symptom(name, tuple(dict.fromkeys(w for w, _ in words)), tuple(dict.fromkeys(c for c, _ in causes)),
+                           item.line))
+    return tuple(out)
 
 
 def _with_examples(concepts: list[Concept], data, taken: dict[str, str], source: str) -> list[Concept]:

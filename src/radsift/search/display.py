@@ -34,11 +34,12 @@ def reading_text(reading: QueryReading) -> Text:
             line.append("; also: ", style="dim")
         elif i:
             line.append(" · ", style="dim")
-        if f.source == "linked" and not f.beside:
+        if f.source in ("linked", "symptom") and not f.beside:
             line.append("understood as ", style="dim")
         line.append(f.finding + " ")
         line.append(f.status, style=STATUS_STYLE.get(f.status, ""))
-        via = f", from {f.via!r} {f.score:.2f}" if f.source == "linked" and f.score is not None else ""
+        via = f", from {f.via!r} {f.score:.2f}" if f.source == "linked" and f.score is not None else \
+            f", causes of {f.via!r}" if f.source == "symptom" else ""
         alts = f", or {', '.join(f.any_of)}" if f.any_of else ""
         line.append(f" ({f.source}{', cue ' + repr(f.cue) if f.cue else ''}{via}{alts})", style="dim")
     if reading.side:

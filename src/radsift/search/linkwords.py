@@ -112,14 +112,14 @@ SHAPES = re.compile(r"\b(?:sunken|sunk|caved|cave[sd]?\s+in|hollow(?:ed)?|dented
                     r"humped|hunchback\w*|misshapen|deformed|deformity)\b", re.IGNORECASE)
 
 #: What a patient feels, not what a film shows: a finding text made only of these (with where and how they are
-#: felt, :data:`_FELT`) links to no concept ("chest pain", "back pain", "shortness of breath").
+#: felt, :data:`FELT`) links to no concept ("chest pain", "back pain", "shortness of breath").
 SYMPTOMS = re.compile(
     r"\b(?:pains?|painful|aches?|aching|achy|hurts?|hurting|sore(?:ness)?|tender(?:ness)?|cough(?:s|ing)?|"
     r"fevers?|feverish|febrile|chills|(?:short(?:ness)?|lack)\s+of\s+breath|breathless(?:ness)?|dyspno?ea|"
     r"wheez(?:e|es|ing|y)|fatigue|tired(?:ness)?|dizz(?:y|iness)|nausea|vomiting|headaches?|cramps?|"
     r"numb(?:ness)?|tingling|itch(?:y|ing)?|discomfort|pressure)\b", re.IGNORECASE)
 #: Words that say where or how a symptom is felt, or when (a clause from "when", "while", "on" or "after" on).
-_FELT = re.compile(
+FELT = re.compile(
     r"\b(?:when|while|on\s+exertion|after|during)\b.*$|\b(?:my|the|a|an|i|of|in|at|and|or|with|some|very|"
     r"chest|back|neck|head|belly|abdomen|abdominal|arm|arms|leg|legs|side|sides|shoulders?|joints?|ears?|flank|"
     r"muscles?|lower|upper|left|right|sharp|dull|sudden|severe|mild|chronic|constant|intermittent|bad|new|"
@@ -170,7 +170,7 @@ def symptom_only(text: str) -> bool:
     """True when ``text`` names a symptom and nothing else a film could show ("my back hurts when i bend over")."""
     if not SYMPTOMS.search(text):
         return False
-    rest = _FELT.sub(" ", SYMPTOMS.sub(" ", text))
+    rest = FELT.sub(" ", SYMPTOMS.sub(" ", text))
     return not re.search(r"[^\W\d_]", rest)
 
 

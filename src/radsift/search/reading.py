@@ -41,6 +41,7 @@ from radsift.search import clauses
 from radsift.search.lay import LAY_SIZES, lay_normals, link_words
 from radsift.search.partlinks import (MAX_FINDINGS, REMOVAL, add_reading, link_finding, read_parts, read_two_things,
                                       words_stay)
+from radsift.search.symptoms import symptom_reading
 from radsift.text import bodyplaces, changes, degrees, locations, patterns
 from radsift.text.where import query_location
 from radsift.text.normality import NORMAL, asks_alone, sentence_kind
@@ -145,21 +146,8 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     found: dict[str, ReadFinding] = {}
     if lexicon:
         _read_lexicon(found, query, labeler, read_as, literal, side)
-    if found and lexicon and link is not None and read_as != "literal":
-        read_parts(found, query, labeler, link, read_as, literal, side)
-    phrases = labeler.query_phrases(query) if not found else []
-    if not found and lexicon and link is not None and read_as != "literal" and \
-            read_two_things(found, query, labeler, link, read_as, literal, side):
-        phrases = []
-    if not found and lexicon and link is not None and read_as != "literal":
-        linked, status, cue, surgery = link_finding(words, labeler, link)
-        if surgery:
-            phrases = []  # "part of the lung" absent is not what the words say: the surgery stands alone
-        if linked is not None:
-            add_reading(found, linked, status, cue, side, phrases, words_stay(phrases, read_as, literal))
-    if not found:
-        for p in phrases:
-            found.setdefault(p.text.lower(), ReadFinding(p.text.lower(), p.status, "open", p.cue, side))
+    _read_beyond_lexicon(found, query, words, labeler, lexicon=lexicon, link=link, read_as=read_as, literal=literal,
+                         side=side)
     findings = list(found.values())
     if regions & bodyplaces.BODY and not any(f.labeled for f in findings):
         # a body place ranks units beside a lexicon device or finding; beside an open phrase alone ("the long iv
@@ -211,6 +199,33 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     return QueryReading(tuple(findings), side, negation, note, location,
                         regions | change_bit | degree_bit | pattern_bits, changes.NAMES.get(change_bit),
                         degrees.NAMES.get(degree_bit), patterns.pattern_names(pattern_bits), chamber, alone)
+
+
+def _read_beyond_lexicon(found: dict[str, ReadFinding], query: str, words: str, labeler, *, lexicon: bool,
+                         link: Callable[[str], "Link | None"] | None, read_as: str,
+                         literal: Callable[[Sequence[str]], bool] | None, side: str | None) -> None:
+    """Add to ``found`` (the lexicon's findings of the query) what its other words say: the links of the parts beside
+    a lexicon finding; where the lexicon read nothing, two things asked at once, the link of the whole words, a
+    complaint read as its causes (:mod:`radsift.search.symptoms`), or else the open-vocabulary phrases."""
+    links = lexicon and read_as != "literal"
+    if found and links and link is not None:
+        read_parts(found, query, labeler, link, read_as, literal, side)
+    phrases = labeler.query_phrases(query) if not found else []
+    if not found and links and link is not None and read_two_things(found, query, labeler, link, read_as, literal, side):
+        phrases = []
+    if not found and links and link is not None:
+        linked, status, cue, surgery = link_finding(words, labeler, link)
+        if surgery:
+            phrases = []  # "part of the lung" absent is not what the words say: the surgery stands alone
+        if linked is not None:
+            add_reading(found, linked, status, cue, side, phrases, words_stay(phrases, read_as, literal))
+    if not found and links:
+        # a complaint ("short of breath") is read as what can cause it, the user's words kept where they occur
+        for f in symptom_reading(words, labeler, side, phrases, words_stay(phrases, read_as, literal)):
+            found.setdefault(f.finding, f)
+    if not found:
+        for p in phrases:
+            found.setdefault(p.text.lower(), ReadFinding(p.text.lower(), p.status, "open", p.cue, side))
 
 
 def _query_where(query: str, context: str | None) -> tuple[str | None, str | None, str | None, int, str | None]:
@@ -283,7 +298,7 @@ def _with_any_of(findings: list[ReadFinding], lexicon, change_bit: int = 0) -> l
         gone = f.status == "absent" and change_bit == changes.GONE
         alts = () if concept is None else concept.signs if f.status == "absent" and not gone \
             else concept.any_of + concept.signs
-        alts = tuple(a for a in dict.fromkeys(alts) if a not in named)
+        alts = tuple(a for a in dict.fromkeys((*f.any_of, *alts)) if a not in named)  # a symptom's causes kept
         out.append(replace(f, any_of=alts) if alts else f)
     return out
 

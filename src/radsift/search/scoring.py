@@ -63,7 +63,8 @@ def first_pass(store: IndexStore, request: SearchRequest, plan: Plan, reading: Q
 
 def bm25_query(query: str, reading: QueryReading, expansion: Expansion) -> str:
     """The query's BM25 text: with a linked concept's name and short synonyms (not for a link beside the
-    literal reading: the user's words stay the BM25 query)."""
+    literal reading: the user's words stay the BM25 query; a symptom's causes add none: no one concept's words say
+    them)."""
     words = [query] + [expansion(f.finding) for f in reading.findings if f.source == "linked" and not f.beside]
     return " ".join(words)
 

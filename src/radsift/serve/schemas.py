@@ -29,8 +29,10 @@ class ReadFindingOut(BaseModel):
     finding: str
     status: str = Field(description="What the query asks for: present, absent or uncertain.")
     source: str = Field(description="lexicon (the query names it), linked (the query describes it: understood "
-                                    "as this concept) or open (the open-vocabulary reader).")
-    via: str | None = Field(None, description="linked: the concept's name, synonym or description the query matched.")
+                                    "as this concept), symptom (the query names a complaint: this is its first "
+                                    "cause, any_of the others) or open (the open-vocabulary reader).")
+    via: str | None = Field(None, description="linked: the concept's name, synonym or description the query matched; "
+                                              "symptom: the complaint.")
     score: float | None = Field(None, description="linked: the cosine of that match.")
     beside: str | None = Field(None, description="linked beside the user's words: the literal reading it stands "
                                                  "beside (that reading ranks first; read_as=literal or linked drops one).")

@@ -475,8 +475,10 @@
       const source = f.source === "open" ? "read outside the lexicon"
         : f.source === "linked" ? "understood from “" + f.via + "” (similarity " + Number(f.score).toFixed(2) + ")" +
           (f.beside ? "; beside your words “" + f.beside + "”, which rank first (set either to ignored to drop it)" : "")
+          : f.source === "symptom" ? "a cause of “" + f.via + "”, or " + (f.any_of || []).join(", ") +
+            (f.beside ? "; beside your words “" + f.beside + "”, which rank first (set either to ignored to drop it)" : "")
           : "lexicon finding";
-      const op = f.beside ? "also" : f.source === "linked" ? "understood as" : null;
+      const op = f.beside ? "also" : f.source === "linked" || f.source === "symptom" ? "understood as" : null;
       chips.append(readingChip(f.finding, source, f.cue, status, STATUSES, f.status, op));
     });
     if (asRead.side) {
