@@ -15,8 +15,8 @@ from radsift.ranking.places import location_tiers, with_body_places, with_compar
 from radsift.records import Report
 from radsift.search import candidates
 from radsift.text import locations as loc
-from radsift.text.bodyplaces import (BODY, HUMERUS, NECK, SHOULDER, SPINE, SPINE_C, SPINE_L, SPINE_T, STERNUM,
-                                     SUBCLAVIAN, query_places)
+from radsift.text.bodyplaces import (AORTIC_ARCH, ASCENDING_AORTA, BODY, DESCENDING_AORTA, HUMERUS, NECK, SHOULDER,
+                                     SPINE, SPINE_C, SPINE_L, SPINE_T, STERNUM, SUBCLAVIAN, query_places)
 from radsift.text.compartments import LUNG, MEDIASTINUM
 from radsift.text.locations import LING, LLL, LUL, RLL, RUL
 from radsift.text.tokens import tokenize
@@ -34,6 +34,12 @@ from radsift.text.tokens import tokenize
     # queries_v12 dev "clips from a thyroidectomy": the clips lie in the neck, at the thoracic inlet
     ("clips from a thyroidectomy", "thyroidectomy", NECK),
     ("surgical clips at the thoracic inlet", "thoracic inlet", NECK),
+    # the parts of the aorta a film shows apart (queries_v14 dev "dense calcification of the aortic arch", v15 dev
+    # "dilatation of the ascending aorta")
+    ("dense calcification of the aortic arch", "aortic arch", AORTIC_ARCH),
+    ("calcified aortic knob", "knob", AORTIC_ARCH),
+    ("dilatation of the ascending aorta", "ascending aorta", ASCENDING_AORTA),
+    ("tortuous descending thoracic aorta", "descending aorta", DESCENDING_AORTA),
 ])
 def test_a_query_names_its_body_place(query, words, bits):
     assert query_places(query) == (words, bits)
@@ -98,6 +104,9 @@ R = [
     Report("ij", {"findings": "Left jugular central venous catheter."}),
     Report("cvc", {"findings": "Left central venous catheter."}),
     Report("none", {"findings": "No acute findings. Heart size normal."}),
+    Report("arch", {"findings": "Atherosclerotic calcification of the aortic arch, unchanged since the prior study."}),
+    Report("aorta", {"findings": "Aortic atherosclerotic calcification."}),
+    Report("desc", {"findings": "Atherosclerotic calcification of the descending aorta."}),
 ]
 
 
@@ -132,6 +141,8 @@ def test_units_naming_the_query_place_rank_first_within_the_reading_tier(index, 
         assert set(order[:2]) == {"shoulder", "gleno"}, (level, order)  # the glenohumeral joint is the shoulder
         order = [h.report_id for h in index.search("left subclavian central line", k=20, mode=mode, level=level)]
         assert order[0] == "sub", (level, order)
+        order = [h.report_id for h in index.search("calcified aortic knob", k=20, mode=mode, level=level)]
+        assert order[0] == "arch" and set(order[:3]) == {"arch", "aorta", "desc"}, (level, order)
 
 
 def test_without_the_rule_a_shorter_unit_of_another_place_leads(index, monkeypatch):
@@ -139,6 +150,8 @@ def test_without_the_rule_a_shorter_unit_of_another_place_leads(index, monkeypat
     assert index.read("shoulder hardware").regions == 0
     order = [h.report_id for h in index.search("shoulder hardware", k=20, mode="bm25")]
     assert order.index("sternum") < order.index("gleno")  # what the rule changes
+    order = [h.report_id for h in index.search("calcified aortic knob", k=20, mode="bm25")]
+    assert order[0] != "arch"
 
 
 def test_the_body_places_are_the_same_with_stored_flags_and_with_flags_read_from_texts(index, monkeypatch):

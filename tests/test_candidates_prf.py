@@ -146,7 +146,9 @@ def test_without_the_coverage_rule_switched_off_the_first_pass_can_stop_early(in
     monkeypatch.setattr(shortlist, "FIRST_DEPTH", 1)
     real = shortlist._exact
     monkeypatch.setattr(shortlist, "_exact", lambda *a, **k: real(*a[:6], a[6], True, *a[8:], **k))
-    assert _differ(index, monkeypatch, [SETTINGS[0], SETTINGS[2]]) > 0
+    # the demo corpus's case moves with the body places read (the aorta's parts left hybrid and dense alike; the
+    # impression target still differs): any of the three shows the rule at work
+    assert _differ(index, monkeypatch, [SETTINGS[0], SETTINGS[2], SETTINGS[6]]) > 0
 
 
 @pytest.fixture(scope="module")

@@ -28,10 +28,14 @@ from radsift.text.tokens import stem, token_spans, word_groups
 SPINE_C, SPINE_T, SPINE_L = 1 << 8, 1 << 9, 1 << 10
 SHOULDER, SCAPULA, HUMERUS, CLAVICLE, STERNUM, RIBS = 1 << 11, 1 << 12, 1 << 13, 1 << 14, 1 << 15, 1 << 16
 NECK, ABDOMEN, SUBCLAVIAN, JUGULAR, AXILLA = 1 << 17, 1 << 18, 1 << 19, 1 << 20, 1 << 21
+#: The parts of the thoracic aorta a film shows apart (above the noncalcified pattern's bit, 45): the arch (its knob),
+#: the ascending and the descending aorta. "Aortic" alone names the whole, as a unit naming no place does.
+AORTIC_ARCH, ASCENDING_AORTA, DESCENDING_AORTA = 1 << 46, 1 << 47, 1 << 48
 #: The whole spine (a word naming no level).
 SPINE = SPINE_C | SPINE_T | SPINE_L
 #: Every place bit.
-BODY = SPINE | SHOULDER | SCAPULA | HUMERUS | CLAVICLE | STERNUM | RIBS | NECK | ABDOMEN | SUBCLAVIAN | JUGULAR | AXILLA
+BODY = SPINE | SHOULDER | SCAPULA | HUMERUS | CLAVICLE | STERNUM | RIBS | NECK | ABDOMEN | SUBCLAVIAN | JUGULAR | AXILLA \
+    | AORTIC_ARCH | ASCENDING_AORTA | DESCENDING_AORTA
 #: Places whose whole gives way to a part named beside it (:func:`resolve`).
 FAMILIES = (SPINE,)
 
@@ -64,6 +68,12 @@ PLACE_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
     + word_groups(SUBCLAVIAN, "subclavian")
     + word_groups(JUGULAR, "jugular", "ij")
     + word_groups(AXILLA, "axilla", "axillae", "axillary")
+    # "calcified aortic knob", "the arch of the aorta", "ectatic ascending aorta", "tortuous descending thoracic aorta";
+    # "knob" alone is the aortic knob in a chest report
+    + ((("aortic", "arch"), AORTIC_ARCH), (("arch", "aorta"), AORTIC_ARCH), (("transverse", "aorta"), AORTIC_ARCH))
+    + word_groups(AORTIC_ARCH, "knob", "knuckle")
+    + ((("ascending", "aorta"), ASCENDING_AORTA), (("ascending", "aortic"), ASCENDING_AORTA),
+       (("descending", "aorta"), DESCENDING_AORTA), (("descending", "aortic"), DESCENDING_AORTA))
 )
 
 #: Everyday names of the places in a query (pattern, the report word): read as the report words (queries only: units
@@ -118,7 +128,7 @@ def query_places(query: str) -> tuple[str | None, int]:
     return text, found
 
 
-__all__ = ["ABDOMEN", "AXILLA", "BODY", "BONE_WORDS", "CLAVICLE", "FAMILIES", "HUMERUS", "JUGULAR", "LAY_PLACES", "NECK", "PLACE_WORDS",
+__all__ = ["ABDOMEN", "AORTIC_ARCH", "ASCENDING_AORTA", "AXILLA", "DESCENDING_AORTA", "BODY", "BONE_WORDS", "CLAVICLE", "FAMILIES", "HUMERUS", "JUGULAR", "LAY_PLACES", "NECK", "PLACE_WORDS",
            "RIBS",
            "SCAPULA", "SHOULDER", "SPINE", "SPINE_C", "SPINE_L", "SPINE_T", "STERNUM", "SUBCLAVIAN", "is_whole",
            "query_places", "resolve"]
