@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from radsift.ranking.places import location_slots, location_tiers, placed_mask, placed_rows, with_qualifiers
+from radsift.ranking.places import location_slots, location_tiers, placed_mask, placed_rows, where_tiers, with_qualifiers
 from radsift.records import Report
 from radsift.search import candidates
 from radsift.text.degrees import DEGREE, SLIGHT
@@ -111,3 +111,33 @@ def test_with_the_pattern_taken_out_the_units_saying_it_lose_their_lead(index, m
     without = [h.report_id for h in index.search("strandy left basilar opacity", k=10, mode="bm25",
                                                  reading={"pattern": "ignore"})]
     assert with_pattern[0] == "streaky" and without[0] != "streaky"
+
+
+SIDED = [
+    Report("left", {"findings": "Platelike atelectasis at the left lung base. Heart size normal."}),
+    Report("both", {"findings": "Bibasilar subsegmental atelectasis. Heart size normal."}),
+    Report("clear", {"findings": "Lungs are clear. Heart size normal."}),
+]
+
+
+def test_the_opposite_side_ranks_after_the_qualifiers_missed():
+    # per place: same or no side by the qualifiers missed, then the opposite side (one qualifier asked: k = 2)
+    places = np.array([0, 1, 0, 1, 2 * 2 + 1])  # place 0 saying it, place 0 missing it, ..., place 2 missing it
+    sides = np.array([2, 0, 0, 1, 0])
+    assert where_tiers(places, sides, LLL | STREAKY).tolist() == [4, 2, 0, 3, 14]
+    assert where_tiers(places, None, LLL | STREAKY).tolist() == [0, 2, 0, 2, 14]
+    assert where_tiers(places, sides, LLL).tolist() == [2, 3, 0, 4, 15]  # no qualifier: location * 3 + side
+
+
+@pytest.mark.parametrize("engine", candidates.ENGINES)
+def test_a_unit_on_the_opposite_side_never_leads_for_saying_the_pattern(hashing_index_of, monkeypatch, engine):
+    # queries_v16 dev "linear atelectasis at both bases": one-sided platelike atelectasis led the bilateral ones
+    monkeypatch.setenv(candidates.ENV, engine)
+    index = hashing_index_of("patterns-sided", SIDED)
+    for level in ("report", "sentence"):
+        order = [h.report_id for h in index.search("linear atelectasis at both bases", k=10, mode="hybrid",
+                                                   level=level)]
+        assert order[:2] == ["both", "left"], (level, order)
+        order = [h.report_id for h in index.search("linear atelectasis at the left base", k=10, mode="hybrid",
+                                                   level=level)]
+        assert order[0] == "left", (level, order)

@@ -107,9 +107,11 @@ def location_tiers(regions: int, unit_regions: np.ndarray) -> np.ndarray:
 
 
 def unplaced_key(regions: int) -> int:
-    """The location part of the key (:func:`where_tiers`) of a unit naming no place and saying no change: its
-    location tier (:func:`location_tiers`) times the side slots; 0 for a query of no regions."""
-    return int(location_tiers(regions, np.zeros(1, dtype=np.uint64))[0]) * SIDE_SLOTS if regions else 0
+    """The location part of the key (:func:`where_tiers`) of a unit naming no place and saying no change (its side
+    tier is added to it); 0 for a query of no regions."""
+    if not regions:
+        return 0
+    return int(where_tiers(location_tiers(regions, np.zeros(1, dtype=np.uint64)), None, regions)[0])
 
 
 def placed_mask(regions: int) -> int:
@@ -286,16 +288,25 @@ def unit_side_flags(n_units: int, units_with: Callable[[str], Sequence[int]],
     return words if chambers or locations is None else with_implied_sides(words, locations())
 
 
-def where_tiers(locations: np.ndarray | None, sides: np.ndarray | None) -> np.ndarray | None:
-    """One key per unit from its location tier and its side tier (location first); None when neither is read.
+def where_tiers(locations: np.ndarray | None, sides: np.ndarray | None, regions: int = 0) -> np.ndarray | None:
+    """One key per unit from its location tier and its side tier; None when neither is read.
 
-    Without a location the key is the side tier (0-2); with one, ``location * 3 + side`` (0-8, and 9 more for each
-    qualifier asked), a missing side counting as tier 0 for every unit.
+    Without a location the key is the side tier (0-2). With one, the place comes first (same, none, another: the
+    location tier less its qualifiers), then the side: a unit naming the opposite side ranks after every other unit
+    of its place, whatever it says of the qualifiers asked (``regions``' change, degree, pattern: "linear atelectasis
+    at both bases" is no "platelike atelectasis at the left base" first, queries_v16 dev); then the qualifiers
+    missed, then same side before none. Each place takes ``3 * k`` keys (``k``: the location tier's keys per place,
+    :func:`location_slots` / 3): ``missing * 2 + side`` (side 0 or 1), or ``2 * k + missing`` on the opposite side;
+    a missing side counts as tier 0 for every unit. Without qualifiers this is ``location * 3 + side``.
     """
     if locations is None:
         return sides
-    side_part = 0 if sides is None else sides
-    return np.asarray(locations, dtype=np.int64) * SIDE_SLOTS + side_part
+    k = location_slots(regions) // LOCATION_SLOTS
+    place, missing = np.divmod(np.asarray(locations, dtype=np.int64), k)
+    if sides is None:
+        return place * (SIDE_SLOTS * k) + missing * 2
+    sides = np.asarray(sides, dtype=np.int64)
+    return place * (SIDE_SLOTS * k) + np.where(sides == 2, 2 * k + missing, missing * 2 + sides)
 
 
 __all__ = ["LOCATION_SLOTS", "QUALIFIERS", "QUALIFIER_BITS", "lobe_groups", "location_flags", "location_slots", "location_tiers",

@@ -514,7 +514,7 @@ class QueryTiers:
             sides = side_tiers(self.side, self.sides[0][rows], self.sides[1][rows], self.sides[2][rows])
         if self.regions:
             places = location_tiers(self.regions, self.places[rows])
-        where = where_tiers(places, sides)
+        where = where_tiers(places, sides, self.regions)
         return reading * self.slots + (0 if where is None else where)
 
     def report_best(self, reports: np.ndarray, eligible=None) -> np.ndarray:

@@ -401,7 +401,7 @@ def reading_tiers(reading: QueryReading, labeler, *, n_units: int, labels: tuple
         places = location_tiers(reading.regions, flags)
     statuses = [f.status for f in own]
     slots = SIDE_SLOTS * (location_slots(reading.regions) if places is not None else 1)
-    tiers = unit_tiers(raw, statuses, where_tiers(places, sides), group_of, slots)
+    tiers = unit_tiers(raw, statuses, where_tiers(places, sides, reading.regions), group_of, slots)
     base = tiers
     if also and tiers is not None:
         # The link orders units within each tier of the literal reading, never across them.
