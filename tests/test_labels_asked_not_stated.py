@@ -56,6 +56,29 @@ def test_statements_keep_their_status(labeler, text, finding, status) -> None:
     assert stated(labeler, text)[finding] == status
 
 
+# A fresh written development set (benchmarks/data/stating_written.tsv, twenty-sixth session) showed kinds the judged
+# Open-i set never holds: a clinician's "?" before a finding, a finding that "has not resolved", a cavitary nodule.
+@pytest.mark.parametrize("report, finding, status", [
+    ("Clinical history: cough and fever, ? pneumonia.", "pneumonia", "uncertain"),
+    ("Cardiomegaly, ? pulmonary edema.", "pulmonary edema", "uncertain"),
+    ("Cardiomegaly, ? pulmonary edema.", "cardiomegaly", "present"),  # the mark asks the words after it only
+    ("? right lower lobe pneumonia. Small effusion.", "pleural effusion", "present"),
+    ("The right lower lobe pneumonia has not resolved.", "pneumonia", "present"),
+    ("The right pneumothorax has not resolved and measures 2 cm at the apex.", "pneumothorax", "present"),
+    ("The consolidation has not completely cleared.", "consolidation", "present"),
+    ("The pneumonia has resolved.", "pneumonia", "absent"),
+    ("Cavitary nodule in the right upper lobe.", "nodule", "present"),  # the lexicon's phrase_parts
+])
+def test_a_question_mark_asks_the_words_after_it_and_what_has_not_resolved_is_there(labeler, report, finding,
+                                                                                     status) -> None:
+    from radsift.records import Report
+    from radsift.text import report_sentences
+
+    r = Report("r", {"findings": report})
+    got = {m.finding: m.status for s in report_sentences(r, ("findings",)) for m in labeler.label(s.text)}
+    assert got[finding] == status
+
+
 @pytest.mark.parametrize("text", [
     "Redemonstration of right chest wall mass compatible with patient's known breast carcinoma.",
     "History of prostate malignancy.",
@@ -141,11 +164,14 @@ def test_an_adverb_inside_a_hedge_keeps_it_a_hedge(labeler, text, finding) -> No
 
 
 def test_a_question_mark_inside_a_sentence_is_no_question(labeler) -> None:
-    # "? pneumonia" after the findings (an indication's mark) does not make the findings before it asked
+    # "? pneumonia" after the findings (an indication's mark) does not make the findings before it asked; it asks the
+    # pneumonia after it (twenty-sixth session: it was read as stated)
     assert stated(labeler, "Cardiomegaly and edema, ? pneumonia.") == {
-        "cardiomegaly": "present", "pulmonary edema": "present", "pneumonia": "present"}
-    assert [p.status for p in labeler.query_phrases("fall on outstretched hand, ? broken collarbone")] == [
-        "present", "present"]
+        "cardiomegaly": "present", "pulmonary edema": "present", "pneumonia": "uncertain"}
+    # a user's "?" is no hedge: the query asks for the finding
+    reading = read_query("fall on outstretched hand, ? broken collarbone", labeler)
+    assert [f.status for f in reading.findings] == ["present", "present"]
+    assert [f.status for f in read_query("? pneumonia", labeler).findings] == ["present"]
 
 
 def test_the_linker_reads_the_users_words() -> None:

@@ -226,6 +226,10 @@ def test_sentences_newlines_and_bullets() -> None:
 def test_sentences_question_exclamation_ellipsis_and_stray_punctuation() -> None:
     text = "  Pneumonia? Possibly!  Stable... Unchanged. .  "
     assert sentences(text) == ["Pneumonia?", "Possibly!", "Stable...", "Unchanged."]
+    # a clinician's mark before the words it asks ends nothing ("fever, ? pneumonia"); after a word it does
+    assert sentences("Cough and fever, ? pneumonia. Heart normal.") == ["Cough and fever, ? pneumonia.", "Heart normal."]
+    assert sentences("PMH: PUD, ? stroke.") == ["PMH: PUD, ? stroke."]
+    assert sentences("Effusion ? Resolved.") == ["Effusion ?", "Resolved."]
     assert split_sentences("") == []
     assert split_sentences(" . , ") == []
 

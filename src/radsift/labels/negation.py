@@ -34,8 +34,12 @@ from radsift.records import Mention
 DEFAULT_RULE = "default"
 NORMAL_FORM_RULE = "normal-form"
 ABSENT_PHRASE_RULE = "absent-phrase"
-#: The rules file's name of the question-mark cue (HYPOTHETICAL, backward): kept only where it closes the sentence.
+#: The rules file's name of the question-mark cue (HYPOTHETICAL): back to the sentence's start where it closes the
+#: sentence, else over the words right after it (:func:`_question_reaches`).
 QUESTION_RULE = "question mark"
+#: How many tokens after a question mark that does not close its sentence a finding may start ("? right lower lobe
+#: pneumonia").
+QUESTION_REACH = 4
 
 
 @dataclass(frozen=True)
@@ -292,12 +296,17 @@ def _terminated_by(cue) -> set[str] | None:
     return None
 
 
-def _closing(doc: Doc, mod) -> bool:
-    """Whether a :data:`QUESTION_RULE` cue closes its sentence (no word after it): "Pneumonia?" asks, while
-    "fever and cough, ? pneumonia" (an indication's mark) states the fever and the cough."""
+def _question_reaches(doc: Doc, span, mod) -> bool:
+    """Whether a :data:`QUESTION_RULE` cue reaches ``span`` (other cues always do): a mark closing its sentence (no
+    word after it) reaches back ("Pneumonia?" asks); one followed by words reaches the finding starting within
+    :data:`QUESTION_REACH` tokens after it ("fever and cough, ? pneumonia", an indication's mark: the pneumonia is
+    asked, the fever and the cough stated)."""
     if not str(mod.rule.metadata.get("name")).endswith(f":{QUESTION_RULE}"):  # names are "CATEGORY:name"
         return True
-    return not any(t.is_alpha or t.is_digit for t in doc[mod.modifier_span[1]:])
+    end = mod.modifier_span[1]
+    if not any(t.is_alpha or t.is_digit for t in doc[end:]):
+        return span.end <= mod.modifier_span[0]
+    return 0 <= span.start - end < QUESTION_REACH
 
 
 def _in_later_parenthesis(doc: Doc, span, mod) -> bool:
@@ -325,7 +334,7 @@ def _distance(span, mod) -> int:
 
 def _decide(doc: Doc, span, differential: bool = True, alternatives: frozenset | set = frozenset(),
             spent: Sequence[tuple[int, int]] = ()) -> tuple[str, str | None, str]:
-    mods = [m for m in span._.modifiers if m.category in STATUS_OF and _closing(doc, m)
+    mods = [m for m in span._.modifiers if m.category in STATUS_OF and _question_reaches(doc, span, m)
             and not (m.category == NEGATED and _in_later_parenthesis(doc, span, m))
             and not any(a <= m.modifier_span[0] and m.modifier_span[1] <= b for a, b in spent)]
     if not differential or any(m.category == NEGATED for m in mods):

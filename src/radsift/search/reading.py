@@ -63,9 +63,9 @@ PREFIXES = re.compile(r"\b(hyper|hypo|over|under|non|post|pre|sub|peri|intra|int
 #: The second modifier is no article or possessive: "fluid around the lungs and a pacemaker" shares no head.
 SHARED_HEAD = re.compile(r"\b([a-z][\w-]*)\s+and\s+(?!(?:a|an|the|some|my|his|her|their|its|any)\b)([a-z][\w-]*)\s+"
                          r"([a-z]+?)(s?)\b(?=\W*$|\s)", re.IGNORECASE)
-#: A question mark closing a query: the user asks whether the finding is there, which is no hedge
-#: (in a report "Pneumonia?" is hypothetical: :mod:`radsift.labels` rules).
-QUESTION = re.compile(r"\s*\?+\s*$")
+#: A question mark in a query: the user asks whether the finding is there, which is no hedge (in a report "Pneumonia?"
+#: and "cough, ? pneumonia" are hypothetical: :mod:`radsift.labels` rules); read once the clinical question is taken.
+QUESTION = re.compile(r"\s*\?+\s*")
 #: How a query that links to a concept is read: ``both`` (the literal reading, with the link beside it
 #: when the query's phrase occurs in the index; the link alone when it occurs nowhere), ``literal`` (never
 #: linked) or ``linked`` (the link in the literal reading's place, whatever the index holds).
@@ -137,7 +137,7 @@ def read_query(query: str, labeler, *, negation: str = "aware", override: Mappin
     """
     alone = asks_alone(query)  # before the lay words become the lexicon's ("otherwise normal")
     query, context = _question_asked(query, labeler, lexicon=lexicon, link=link, read_as=read_as, literal=literal)
-    query = QUESTION.sub("", PREFIXES.sub(r"\1", query)) or query
+    query = " ".join(QUESTION.sub(" ", PREFIXES.sub(r"\1", query)).split()) or query
     query = shared_heads(lay_normals(query), labeler)
     # what the concept linker compares with descriptions, in the user's own words ("too big"), less the film
     words = link_words(query)

@@ -72,6 +72,21 @@ def _is_label(text: str, pos: int) -> bool:
     return 0 < len(words) <= 2 and words[0][:1].isupper()
 
 
+def _asks_next(text: str, pos: int) -> bool:
+    """Whether the "?" at ``pos`` stands before the words it asks ("fever, ? pneumonia", "PMH: ? stroke"), not after
+    a question: followed by a word, and opening its clause (the text's or a line's start, a comma, colon or
+    semicolon before it, spaces aside) or loose before a lower-case word ("cough ? pneumonia"; "Effusion ? Resolved."
+    stays two sentences)."""
+    k = pos
+    while k > 0 and text[k - 1] in " \t":
+        k -= 1
+    following = _next_char(text, pos + 1)[:1]
+    if not following.isalpha():
+        return False
+    opens = k == 0 or text[k - 1] in ",:;(\n\r"
+    return opens or (k < pos and following.islower())
+
+
 def _next_char(text: str, pos: int) -> str:
     """First non-space character at or after ``pos`` ('' at the end)."""
     n = len(text)
@@ -100,8 +115,10 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
                 cuts.append(m.end())
             continue
         punct = m.group("punct")
+        if punct == "?" and _asks_next(text, m.start()):
+            continue  # "cough and fever, ? pneumonia": a clinician's mark asking the words after it
         if punct != ".":
-            cuts.append(m.end())  # "?", "!", "..." and mixtures always end a sentence
+            cuts.append(m.end())  # "?", "!", "..." and mixtures end a sentence
             continue
         dot = m.start()
         j = _token_start(text, dot)
