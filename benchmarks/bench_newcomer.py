@@ -92,7 +92,7 @@ def open_index(args):
 
             options = ReaderOptions(format="csv", id_column="uid",
                                     sections={"findings": "findings", "impression": "impression"})
-            build_adapted_index(path, read_corpus([args.openi], options), say=log)
+            build_adapted_index(path, read_corpus([args.openi], options), seed=args.seed, say=log)
         return Index.open(path)
     from bench_negation import openi_index
 
@@ -198,6 +198,8 @@ def main() -> int:
     parser.add_argument("--index", type=Path, default=None, help="an Open-i index (default: build the packaged "
                         "model's into --work)")
     parser.add_argument("--work", type=Path, default=Path("/tmp/radsift-bench-newcomer"))
+    parser.add_argument("--seed", type=int, default=0, help="with --adapt: the adaptation's seed (one adaptation's "
+                        "figure moves by about 0.04 on v16's test half: report several)")
     parser.add_argument("--adapt", action="store_true", help="without --index: the quick start's own index, the model "
                         "adapted to Open-i (200 steps: about 6 minutes on 2 idle cores), built once into --work")
     parser.add_argument("--openi", type=Path, default=DATA / "openi" / "reports.csv")

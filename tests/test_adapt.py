@@ -8,6 +8,7 @@ with it, the fall-back for a small corpus), not the gain, which docs/measurement
 from __future__ import annotations
 
 import inspect
+import json
 
 import pytest
 from typer.testing import CliRunner
@@ -37,11 +38,13 @@ def test_adapt_trains_on_the_corpus_and_indexes_with_the_tuned_model(tmp_path):
     corpus = _demo_csv(tmp_path, MIN_ADAPT_REPORTS + 50)
     res = CliRunner().invoke(app, ["index", "build", str(tmp_path / "idx"), str(corpus.reports_csv),
                                    "--id-column", "uid", "--section", "findings=findings",
-                                   "--section", "impression=impression", "--adapt", "--adapt-steps", "2"])
+                                   "--section", "impression=impression", "--adapt", "--adapt-steps", "2",
+                                   "--adapt-seed", "3"])
     assert res.exit_code == 0, res.output
     assert "adapting all-MiniLM-L6-v2 to 250 reports: about" in res.output and "of training (2 steps)" in res.output
     (model,) = (tmp_path / "idx" / "models").iterdir()
     assert (model / "model.safetensors").exists() and (model / "radsift_training.json").exists()
+    assert json.loads((model / "radsift_training.json").read_text())["config"]["seed"] == 3  # --adapt-seed
     idx = Index.open(tmp_path / "idx")
     assert idx.manifest.model_path == f"models/{model.name}"  # relative to the index: a copy finds it
     assert idx.manifest.model_fingerprint == model_fingerprint(model.resolve())

@@ -66,6 +66,9 @@ def index_build(
     adapt_steps: Annotated[int, typer.Option(
         "--adapt-steps", metavar="N", help="Training steps of --adapt (more: slower, closer to a full "
                                            "'radsift train').")] = 200,
+    adapt_seed: Annotated[int, typer.Option(
+        "--adapt-seed", metavar="N", help="Seed of --adapt's training (sampling, mining, dropout): one adaptation's "
+                                          "search figures move with it, so measure over several.")] = 0,
     backend: BackendOpt = "auto",
     encoder: EncoderOpt = "torch",
     encoder_cache: EncoderCacheOpt = None,
@@ -81,7 +84,8 @@ def index_build(
     if adapt:
         if not labels:
             raise ConfigError("--adapt trains on the sentence labels: it cannot be used with --no-labels")
-        summary, _ = build_adapted_index(index_dir, reports, steps=adapt_steps, base_model=model, threads=threads,
+        summary, _ = build_adapted_index(index_dir, reports, steps=adapt_steps, seed=adapt_seed, base_model=model,
+                                         threads=threads,
                                          batch_size=batch_size, overwrite=overwrite, lexicon=lexicon, say=say,
                                          encoder_kind=encoder, encoder_cache=encoder_cache, workers=workers, ray=ray,
                                          **derive)

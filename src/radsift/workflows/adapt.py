@@ -66,7 +66,7 @@ def estimate(reports: list[Report], steps: int, encoder) -> dict[str, float]:
 
 
 def build_adapted_index(index_dir: str | Path, reports: Iterable[Report], *, steps: int = DEFAULT_ADAPT_STEPS,
-                        base_model: str | Path | None = None, threads: int | None = None, batch_size: int = 64,
+                        seed: int = 0, base_model: str | Path | None = None, threads: int | None = None, batch_size: int = 64,
                         overwrite: bool = False, lexicon: str | Path | None = None,
                         say: Callable[[str], None] = print, progress: bool = True, encoder_kind: str = "torch",
                         encoder_cache: str | Path | None = None, backend: str | None = None,
@@ -78,6 +78,7 @@ def build_adapted_index(index_dir: str | Path, reports: Iterable[Report], *, ste
         index_dir: The index directory (created if missing).
         reports: The corpus (read once, kept in memory for both passes).
         steps: Training steps (>= 1).
+        seed: The training's seed (:attr:`radsift.models.training.config.TrainConfig.seed`).
         base_model: The model to adapt (None = the packaged all-MiniLM-L6-v2).
         say: Receives one-line messages (the estimate, a too-small corpus, where the model went).
         encoder_kind, encoder_cache: How the reports are encoded (see :func:`radsift.index.build_index`).
@@ -117,7 +118,7 @@ def build_adapted_index(index_dir: str | Path, reports: Iterable[Report], *, ste
     # Threads the machine has free now (all cores when idle): torch's default of every core collapses when
     # other jobs share them (issue 33: 200 steps in 3,385 s on a busy 2-core machine against 249 s idle).
     config = TrainConfig(base_model=None if base_model is None else str(base_model), max_steps=int(steps),
-                         evaluate=False, threads=threads or free_cores(), time_limit_minutes=None)
+                         seed=int(seed), evaluate=False, threads=threads or free_cores(), time_limit_minutes=None)
     out = adapted_model_dir(index_dir)
     labeler = None
     if lexicon is not None:
