@@ -11,6 +11,7 @@ index they stay beside the link (:func:`words_stay`, :func:`add_reading`).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -103,11 +104,18 @@ def words_stay(phrases: Sequence, read_as: str, literal: Callable[[Sequence[str]
 def add_reading(found: dict[str, ReadFinding], linked: "Link | None", status: str, cue: str | None,
                  side: str | None, phrases: Sequence, stays: bool) -> None:
     """Add to ``found`` the words' own phrases when they stay, and the link (if any) beside them."""
+    add_beside(found, None if linked is None else
+               ReadFinding(linked.concept, status, "linked", cue, side, linked.phrase, linked.score), side, phrases, stays)
+
+
+def add_beside(found: dict[str, ReadFinding], finding: ReadFinding | None, side: str | None, phrases: Sequence,
+               stays: bool) -> None:
+    """Add to ``found`` the words' own phrases when they stay, and ``finding`` (a link, a complaint's causes; if any)
+    beside them, or in their place when they do not stay."""
     for p in phrases if stays else ():
         found.setdefault(p.text.lower(), ReadFinding(p.text.lower(), p.status, "open", p.cue, side))
-    if linked is not None:
-        found.setdefault(linked.concept, ReadFinding(linked.concept, status, "linked", cue, side, linked.phrase,
-                                                     linked.score, beside=phrases[0].text.lower() if stays else None))
+    if finding is not None:
+        found.setdefault(finding.finding, replace(finding, beside=phrases[0].text.lower() if stays else None))
 
 
 def read_parts(found: dict[str, ReadFinding], query: str, labeler, link: Callable[[str], "Link | None"],

@@ -39,8 +39,8 @@ from radsift.records import QueryReading, ReadFinding
 from radsift.search.linkwords import normal_statement
 from radsift.search import clauses
 from radsift.search.lay import LAY_SIZES, lay_normals, link_words
-from radsift.search.partlinks import (MAX_FINDINGS, REMOVAL, add_reading, link_finding, read_parts, read_two_things,
-                                      words_stay)
+from radsift.search.partlinks import (MAX_FINDINGS, REMOVAL, add_beside, add_reading, link_finding, read_parts,
+                                      read_two_things, words_stay)
 from radsift.search.symptoms import symptom_reading
 from radsift.text import bodyplaces, changes, degrees, locations, patterns
 from radsift.text.where import query_location
@@ -219,10 +219,10 @@ def _read_beyond_lexicon(found: dict[str, ReadFinding], query: str, words: str, 
             phrases = []  # "part of the lung" absent is not what the words say: the surgery stands alone
         if linked is not None:
             add_reading(found, linked, status, cue, side, phrases, words_stay(phrases, read_as, literal))
-    if not found and links:
-        # a complaint ("short of breath") is read as what can cause it, the user's words kept where they occur
-        for f in symptom_reading(words, labeler, side, phrases, words_stay(phrases, read_as, literal)):
-            found.setdefault(f.finding, f)
+    # a complaint ("short of breath") is read as what can cause it, the user's words kept where they occur
+    cause = symptom_reading(words, labeler, side) if not found and links else None
+    if cause is not None:
+        add_beside(found, cause, side, phrases, words_stay(phrases, read_as, literal))
     if not found:
         for p in phrases:
             found.setdefault(p.text.lower(), ReadFinding(p.text.lower(), p.status, "open", p.cue, side))

@@ -12,7 +12,7 @@ injuries that hurt the chest, not every cause of either), or for every cause of 
 
 A denied complaint ("no chest pain") is read as before (a note's "Denies chest pain." states it; nothing is denied
 of the film). Where the complaint's words occur in the index (clinical notes: "Chest pain for two days."), they stay
-the reading and the causes order within it (:func:`radsift.search.partlinks.add_reading`).
+the reading and the causes order within it (:func:`radsift.search.partlinks.add_beside`, as a link's do).
 """
 
 from __future__ import annotations
@@ -60,30 +60,26 @@ def causes(symptoms: Sequence[Symptom], lexicon: Lexicon) -> tuple[str, ...]:
     return tuple(dict.fromkeys(a for c in chosen for a in (c, *lexicon[c].any_of, *lexicon[c].signs)))
 
 
-def symptom_reading(words: str, labeler, side: str | None, phrases: Sequence,
-                    stays: bool) -> list[ReadFinding]:
-    """The reading of a query made only of complaints (the findings to add, literal first when ``stays``), or
-    ``[]``: the query names something else, asks the complaint absent, or the lexicon has no symptoms.
+def symptom_reading(words: str, labeler, side: str | None) -> ReadFinding | None:
+    """The reading of a query made only of complaints (its causes, source ``symptom``; the caller puts it beside the
+    user's words where they stay: :func:`radsift.search.partlinks.add_beside`), or None: the query names something
+    else, asks the complaint absent, or the lexicon has no symptoms.
 
     Args:
         words: The query's words as the concept linker reads them.
         labeler: The index's labeler (its ``lexicon`` and ``query_finding_text``).
         side: The query's side.
-        phrases: The open-vocabulary phrases of the query (its literal reading).
-        stays: Whether those phrases occur in the index (they stay the reading; the causes order within it).
     """
     lexicon = getattr(labeler, "lexicon", None)
     if lexicon is None or not lexicon.symptoms:
-        return []
+        return None
     text, status, cue = labeler.query_finding_text(words)
     named = named_symptoms(text or "", lexicon) if status == "present" else ()
     if not named:
-        return []
+        return None
     first, *rest = causes(named, lexicon)
-    literal = [ReadFinding(p.text.lower(), p.status, "open", p.cue, side) for p in phrases] if stays else []
-    link = ReadFinding(first, status, "symptom", cue, side, " and ".join(s.name for s in named), None,
-                       beside=phrases[0].text.lower() if stays else None, any_of=tuple(rest))
-    return literal + [link]
+    return ReadFinding(first, status, "symptom", cue, side, " and ".join(s.name for s in named), None,
+                       any_of=tuple(rest))
 
 
 def _owner(matched: str, owner: dict[str, Symptom]) -> Symptom:
