@@ -53,22 +53,29 @@ def read_judged(path: Path = JUDGED) -> list[dict[str, str]]:
 def cohorts(openi: Path, judged: list[dict[str, str]], mode: str) -> dict[str, list[str]]:
     """The report ids of each judged finding's cohort, with the radsift importable now."""
     from radsift.corpus import ReaderOptions, read_corpus
-    from radsift.index import build_index
-    from radsift.models.hashing import HashingEncoder
-    from radsift.search import Index
-    from radsift.search.cohort import collect_cohort
 
     wanted = {r["report_id"] for r in judged}
     options = ReaderOptions.from_cli(format="csv", id_column="uid",
                                      sections=["findings=findings", "impression=impression"],
                                      text_column=None, on_error="fail")
     reports = [r for r in read_corpus([openi], options) if r.id in wanted]
+    return kept_by_finding(reports, sorted({r["finding"] for r in judged}), mode)
+
+
+def kept_by_finding(reports: list, findings: list[str], mode: str) -> dict[str, list[str]]:
+    """The report ids each finding's cohort keeps (``include="states"``, no concept links) over an index of
+    ``reports`` built with the hashing encoder (the ``states`` band depends on what the labeler reads)."""
+    from radsift.index import build_index
+    from radsift.models.hashing import HashingEncoder
+    from radsift.search import Index
+    from radsift.search.cohort import collect_cohort
+
     with tempfile.TemporaryDirectory(prefix="radsift-judged-") as tmp:
         enc = HashingEncoder(Path(tmp) / "model")
         build_index(Path(tmp) / "idx", reports, encoder=enc, progress=False)
         index = Index.open(Path(tmp) / "idx", encoder=enc)
         out = {}
-        for finding in sorted({r["finding"] for r in judged}):
+        for finding in findings:
             cohort = collect_cohort(index, finding, include="states", mode=mode, concepts=False)
             out[finding] = [row.hit.report_id for row in cohort.rows]
         index.close() if hasattr(index, "close") else None

@@ -19,20 +19,16 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
-import tempfile
-from collections import Counter
 from pathlib import Path
+
+from bench_cohort_judged import kept_by_finding, score
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "data" / "stating_written.tsv"
 
 
 def main() -> int:
-    from radsift.index import build_index
-    from radsift.models.hashing import HashingEncoder
     from radsift.records import Report
-    from radsift.search import Index
-    from radsift.search.cohort import collect_cohort
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA)
@@ -40,29 +36,22 @@ def main() -> int:
     args = parser.parse_args()
     with open(args.data, encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))
-    reports = [Report(str(i), {"findings": r["text"]}) for i, r in enumerate(rows)]
-    with tempfile.TemporaryDirectory(prefix="radsift-stating-") as tmp:
-        enc = HashingEncoder(Path(tmp) / "model")
-        build_index(Path(tmp) / "idx", reports, encoder=enc, progress=False)
-        index = Index.open(Path(tmp) / "idx", encoder=enc)
-        kept = {f: {row.hit.report_id for row in collect_cohort(index, f, include="states", mode="hybrid",
-                                                                 concepts=False).rows}
-                for f in sorted({r["finding"] for r in rows})}
-    counts: Counter = Counter()
-    errors = []
-    for i, r in enumerate(rows):
-        inside, truth = str(i) in kept[r["finding"]], r["expected"] == "states"
-        counts[r["finding"], "tp" if inside and truth else "fp" if inside else "fn" if truth else "tn"] += 1
-        if inside != truth:
-            errors.append(f"{'FP' if inside else 'FN'} {r['finding']} [{r['kind']}] {r['text']}")
+    # each passage a report, judged as the cohort set's rows are (one development half)
+    judged = [{"report_id": str(i), "finding": r["finding"], "split": "dev",
+               "judgment": "states" if r["expected"] == "states" else "not", "reason": r["kind"]}
+              for i, r in enumerate(rows)]
+    findings = sorted({r["finding"] for r in rows})
+    kept = kept_by_finding([Report(str(i), {"findings": r["text"]}) for i, r in enumerate(rows)], findings, "hybrid")
+    counts = {f: c["dev"] for f, c in score(judged, kept).items()}
     print("| finding | passages | precision | recall |\n|---|---|---|---|")
-    for f in [*sorted(kept), None]:
-        tp, fp, fn = (sum(v for (g, k), v in counts.items() if k == kind and f in (None, g))
-                      for kind in ("tp", "fp", "fn"))
-        n = sum(v for (g, _), v in counts.items() if f in (None, g))
+    for f in [*findings, None]:
+        tp, fp, fn, n = (sum(c[k] for g, c in counts.items() if f in (None, g)) for k in ("tp", "fp", "fn", "n"))
         print(f"| {f or '**all**'} | {n} | {tp / (tp + fp):.3f} | {tp / (tp + fn):.3f} |")
     if args.errors:
-        print("\n".join(sorted(errors)))
+        kept_sets = {f: set(ids) for f, ids in kept.items()}
+        print("\n".join(sorted(f"{'FP' if inside else 'FN'} {r['finding']} [{r['kind']}] {r['text']}"
+                               for i, r in enumerate(rows)
+                               if (inside := str(i) in kept_sets[r["finding"]]) != (r["expected"] == "states"))))
     return 0
 
 
