@@ -92,7 +92,11 @@ def open_index(args):
 
             options = ReaderOptions(format="csv", id_column="uid",
                                     sections={"findings": "findings", "impression": "impression"})
-            build_adapted_index(path, read_corpus([args.openi], options), seed=args.seed, say=log)
+            from radsift.models.encoder import usable_cores
+
+            # every usable core, not the ones free now: the thread count is part of what the seed reproduces
+            build_adapted_index(path, read_corpus([args.openi], options), seed=args.seed,
+                                threads=args.threads or usable_cores(), say=log)
         return Index.open(path)
     from bench_negation import openi_index
 
@@ -200,6 +204,8 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/radsift-bench-newcomer"))
     parser.add_argument("--seed", type=int, default=0, help="with --adapt: the adaptation's seed (one adaptation's "
                         "figure moves by about 0.04 on v16's test half: report several)")
+    parser.add_argument("--threads", type=int, default=None, help="with --adapt: the training's threads (default: "
+                        "every usable core, whatever the load: a seed trains the same model on the same threads)")
     parser.add_argument("--adapt", action="store_true", help="without --index: the quick start's own index, the model "
                         "adapted to Open-i (200 steps: about 6 minutes on 2 idle cores), built once into --work")
     parser.add_argument("--openi", type=Path, default=DATA / "openi" / "reports.csv")

@@ -39,17 +39,41 @@ def test_adapt_trains_on_the_corpus_and_indexes_with_the_tuned_model(tmp_path):
     res = CliRunner().invoke(app, ["index", "build", str(tmp_path / "idx"), str(corpus.reports_csv),
                                    "--id-column", "uid", "--section", "findings=findings",
                                    "--section", "impression=impression", "--adapt", "--adapt-steps", "2",
-                                   "--adapt-seed", "3"])
+                                   "--adapt-seed", "3", "--threads", "1"])
     assert res.exit_code == 0, res.output
-    assert "adapting all-MiniLM-L6-v2 to 250 reports: about" in res.output and "of training (2 steps)" in res.output
+    assert "adapting all-MiniLM-L6-v2 to 250 reports: about" in res.output
+    assert "of training (2 steps, seed 3, 1 thread)" in " ".join(res.output.split())  # what reproduces the model
     (model,) = (tmp_path / "idx" / "models").iterdir()
     assert (model / "model.safetensors").exists() and (model / "radsift_training.json").exists()
-    assert json.loads((model / "radsift_training.json").read_text())["config"]["seed"] == 3  # --adapt-seed
+    config = json.loads((model / "radsift_training.json").read_text())["config"]
+    assert (config["seed"], config["threads"]) == (3, 1)  # --adapt-seed, --threads
     idx = Index.open(tmp_path / "idx")
     assert idx.manifest.model_path == f"models/{model.name}"  # relative to the index: a copy finds it
     assert idx.manifest.model_fingerprint == model_fingerprint(model.resolve())
     assert idx.manifest.counts["reports"] == 250
     assert idx.search("pneumothorax", k=3, mode="hybrid")
+
+
+def test_the_same_seed_on_the_same_threads_trains_the_same_model(tmp_path):
+    """--adapt-seed with --threads reproduces an adapted model byte for byte (the thread count is part of it: torch
+    splits its sums by threads, and 1 and 2 threads trained different models from one seed)."""
+    import hashlib
+
+    from radsift.models.training.config import TrainConfig
+    from radsift.models.training.runner import train
+
+    from radsift.demo import generate_reports
+
+    reports = [d.report for d in generate_reports(n=120, seed=3)]
+
+    def weights(out, seed):
+        train(reports, TrainConfig(max_steps=2, seed=seed, evaluate=False, threads=1, time_limit_minutes=None),
+              out, progress=False)
+        return hashlib.sha256((out / "model.safetensors").read_bytes()).hexdigest()
+
+    first = weights(tmp_path / "a", 3)
+    assert weights(tmp_path / "b", 3) == first
+    assert weights(tmp_path / "c", 4) != first  # the seed matters: the check can fail
 
 
 def test_a_corpus_too_small_to_adapt_is_indexed_with_the_general_model(tmp_path):

@@ -68,7 +68,9 @@ def index_build(
                                            "'radsift train').")] = 200,
     adapt_seed: Annotated[int, typer.Option(
         "--adapt-seed", metavar="N", help="Seed of --adapt's training (sampling, mining, dropout): one adaptation's "
-                                          "search figures move with it, so measure over several.")] = 0,
+                                          "search figures move with it, so measure over several. The same seed "
+                                          "trains the same model on the same number of threads: give --threads to "
+                                          "reproduce one (without it, the cores free when training starts).")] = 0,
     backend: BackendOpt = "auto",
     encoder: EncoderOpt = "torch",
     encoder_cache: EncoderCacheOpt = None,

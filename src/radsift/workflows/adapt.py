@@ -113,12 +113,16 @@ def build_adapted_index(index_dir: str | Path, reports: Iterable[Report], *, ste
                            overwrite=overwrite, lexicon=lexicon, encoder_kind=encoder_kind,
                            encoder_cache=encoder_cache, **derive), None
     guess = estimate(reports, steps, general)
-    say(f"adapting {general.name} to {len(reports):,} reports: about {_minutes(guess['train_s'])} of training "
-        f"({steps} steps), then about {_minutes(guess['index_s'])} to index {guess['sentences']:,} sentences")
     # Threads the machine has free now (all cores when idle): torch's default of every core collapses when
-    # other jobs share them (issue 33: 200 steps in 3,385 s on a busy 2-core machine against 249 s idle).
+    # other jobs share them (issue 33: 200 steps in 3,385 s on a busy 2-core machine against 249 s idle). The
+    # thread count splits torch's sums differently, so the same seed on 1 and on 2 threads trains two different
+    # models: it is said, and kept in the model's radsift_training.json, so that --threads reproduces one.
+    train_threads = int(threads or free_cores())
+    say(f"adapting {general.name} to {len(reports):,} reports: about {_minutes(guess['train_s'])} of training "
+        f"({steps} steps, seed {int(seed)}, {train_threads} thread{'s' if train_threads != 1 else ''}), then about "
+        f"{_minutes(guess['index_s'])} to index {guess['sentences']:,} sentences")
     config = TrainConfig(base_model=None if base_model is None else str(base_model), max_steps=int(steps),
-                         seed=int(seed), evaluate=False, threads=threads or free_cores(), time_limit_minutes=None)
+                         seed=int(seed), evaluate=False, threads=train_threads, time_limit_minutes=None)
     out = adapted_model_dir(index_dir)
     labeler = None
     if lexicon is not None:
