@@ -56,7 +56,9 @@ class ReadingOut(BaseModel):
                                                  "marked (`degree=ignore` in `reading` drops it).")
     pattern: str | None = Field(None, description="The patterns of its look the query asks of its finding: streaky, "
                                                   "plate-like, subsegmental, patchy, interstitial, perihilar, nodular, "
-                                                  "hazy, diffuse (`pattern=ignore` in `reading` drops them).")
+                                                  "hazy, diffuse, noncalcified; a pacemaker's wiring: single lead, "
+                                                  "dual lead, biventricular (`pattern=ignore` in `reading` drops "
+                                                  "them).")
 
 
 class HitOut(BaseModel):

@@ -1,5 +1,6 @@
 """A pattern the query asks of its finding's look: "streaky left basilar opacity", "platelike atelectasis", "bibasilar
-subsegmental atelectasis", "perihilar opacities", "patchy airspace disease", "diffuse osteopenia".
+subsegmental atelectasis", "perihilar opacities", "patchy airspace disease", "diffuse osteopenia"; and how a pacemaker is wired, as a film shows it:
+"single lead pacemaker", "dual chamber pacemaker", "biventricular pacemaker".
 
 The finding is read as before; the pattern (one or more of :data:`NAMES`) is a bit each (:data:`PATTERN`, above the
 degrees' bits: the region mask is 64 bits wide) in the same region mask, read from queries by their words
@@ -30,14 +31,26 @@ NONCALCIFIED = 1 << 45
 #: finding's bit, 41, and the lobes-apart query bit, 42). A family of its own (:data:`MARGIN`): asked beside a pattern
 #: ("ill-defined nodular density") it is asked as well, not as one more pattern a unit may say instead.
 ILL_DEFINED = 1 << 43
+#: A cardiac device's leads (above the aorta's parts, 46-48): one lead, two (atrium and ventricle), or a third through
+#: the coronary sinus to the left ventricle (biventricular, cardiac resynchronization). A report says them by the
+#: leads' tips ("leads within the right atrium and ventricle", "leads overlie the right ventricle and a lateral cardiac
+#: vein") more often than by the device's name; the dev device queries *single lead pacemaker* (v14) and
+#: *biventricular pacemaker* (v5) led with pacemakers wired otherwise.
+SINGLE_LEAD, DUAL_LEAD, BIVENTRICULAR = 1 << 50, 1 << 51, 1 << 52
+#: A tunneled line (a Hickman, Broviac or Groshong catheter, a tunneled dialysis catheter): a central venous
+#: catheter whose tunnel under the skin a report names; the dev device query *Hickman catheter* (v5) led with central
+#: lines saying nothing of one.
+TUNNELED = 1 << 53
 #: Every pattern bit.
-PATTERN = STREAKY | PLATE | SUBSEGMENTAL | PATCHY | INTERSTITIAL | PERIHILAR | NODULAR | HAZY | DIFFUSE | NONCALCIFIED
+PATTERN = (STREAKY | PLATE | SUBSEGMENTAL | PATCHY | INTERSTITIAL | PERIHILAR | NODULAR | HAZY | DIFFUSE | NONCALCIFIED
+           | SINGLE_LEAD | DUAL_LEAD | BIVENTRICULAR | TUNNELED)
 #: Every margin bit.
 MARGIN = ILL_DEFINED
 #: The name of each pattern, as the reading shows it.
 NAMES = {STREAKY: "streaky", PLATE: "plate-like", SUBSEGMENTAL: "subsegmental", PATCHY: "patchy",
          INTERSTITIAL: "interstitial", PERIHILAR: "perihilar", NODULAR: "nodular", HAZY: "hazy", DIFFUSE: "diffuse",
-         NONCALCIFIED: "noncalcified", ILL_DEFINED: "ill-defined"}
+         NONCALCIFIED: "noncalcified", ILL_DEFINED: "ill-defined", SINGLE_LEAD: "single lead", DUAL_LEAD: "dual lead",
+         BIVENTRICULAR: "biventricular", TUNNELED: "tunneled"}
 
 #: (word group, pattern bit): a unit holding every word of a group says that pattern ("plate-like" is two tokens).
 UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
@@ -57,6 +70,13 @@ UNIT_WORDS: tuple[tuple[tuple[str, ...], int], ...] = (
        # "a 1 cm diameter nodule that is not calcified": said in two words, beside the nodule ("not" and "calcified"
        # alone are also "a calcified node is not identified")
        (("not", "calcified", "nodule"), NONCALCIFIED))
+    # "a single XXXX cardiac defibrillator" (Open-i masks "lead"), "single chamber"; two leads by their tips
+    + ((("single",), SINGLE_LEAD),)
+    + ((("dual",), DUAL_LEAD), (("two", "leads"), DUAL_LEAD), (("2", "leads"), DUAL_LEAD),
+       (("atrium", "ventricle"), DUAL_LEAD), (("atrial", "ventricular"), DUAL_LEAD))
+    + ((("biventricular",), BIVENTRICULAR), (("resynchronization",), BIVENTRICULAR), (("coronary", "sinus"), BIVENTRICULAR),
+       (("cardiac", "vein"), BIVENTRICULAR), (("three", "leads"), BIVENTRICULAR), (("3", "leads"), BIVENTRICULAR))
+    + tuple(((w,), TUNNELED) for w in ("tunneled", "tunnelled", "hickman", "broviac", "groshong", "permcath"))
 )
 
 #: A query's words for each pattern.
@@ -73,6 +93,10 @@ _QUERY = (
     (DIFFUSE, r"diffuse(?:ly)?|widespread|generalized|all\s+over"),
     (NONCALCIFIED, r"non[\s-]?calcified|uncalcified|not\s+calcified"),
     (ILL_DEFINED, r"ill[\s-]?defined|poorly[\s-](?:defined|marginated|circumscribed)|vague|indistinct"),
+    (SINGLE_LEAD, r"(?:single|one)[\s-]?(?:lead|chamber|wire)"),
+    (DUAL_LEAD, r"(?:dual|double|two|2)[\s-]?(?:leads?|chamber|wires?)"),
+    (BIVENTRICULAR, r"biventricular|bi[\s-]?v|resynchroni[sz]ation|crt(?:[\s-]?[dp])?|(?:three|3)[\s-]?(?:leads?|wires?)"),
+    (TUNNELED, r"tunnell?ed|hickman|broviac|groshong|perm[\s-]?a?[\s-]?cath"),
 )
 _QUERY_RES = tuple((bits, re.compile(rf"\b(?:{pattern})\b", re.IGNORECASE)) for bits, pattern in _QUERY)
 
@@ -100,5 +124,6 @@ def pattern_names(bits: int) -> str | None:
     return ", ".join(names) if names else None
 
 
-__all__ = ["DIFFUSE", "HAZY", "ILL_DEFINED", "INTERSTITIAL", "MARGIN", "NAMES", "NODULAR", "NONCALCIFIED", "PATCHY",
-           "PATTERN", "PERIHILAR", "PLATE", "STREAKY", "SUBSEGMENTAL", "UNIT_WORDS", "pattern_names", "query_pattern"]
+__all__ = ["BIVENTRICULAR", "DIFFUSE", "DUAL_LEAD", "HAZY", "ILL_DEFINED", "INTERSTITIAL", "MARGIN", "NAMES",
+           "NODULAR", "NONCALCIFIED", "PATCHY", "PATTERN", "PERIHILAR", "PLATE", "SINGLE_LEAD", "STREAKY",
+           "SUBSEGMENTAL", "TUNNELED", "UNIT_WORDS", "pattern_names", "query_pattern"]
