@@ -25,7 +25,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Iterable
+from typing import Annotated, Iterable
 
 import typer
 
@@ -92,7 +92,18 @@ COMMAND_MODULES = {
 }
 
 
-def _start() -> None:
+def _print_version(value: bool) -> None:
+    """``radsift --version``: the installed version, then exit."""
+    if value:
+        from radsift.version import __version__
+
+        typer.echo(f"radsift {__version__}")
+        raise typer.Exit()
+
+
+def _start(version: Annotated[bool, typer.Option(
+        "--version", help="Print radsift's version and exit.", is_eager=True, callback=_print_version)] = False,
+           ) -> None:
     """Offline semantic search for radiology reports: index, search, label, train, evaluate, serve."""
     quiet_third_party()
 
@@ -134,6 +145,8 @@ def _command_groups(argv: list[str]) -> tuple[str, ...]:
     """The group modules ``radsift ARGV`` needs: its command's alone, or all of them (``--help``, a
     mistyped command: click then lists or suggests every command)."""
     first = next((a for a in argv if not a.startswith("-")), None)
+    if first is None and "--version" in argv:
+        return ()  # the version alone: no command's module to import
     if first in COMMAND_MODULES and not any(a in ("--help", "-h") for a in argv[:argv.index(first)]):
         return (COMMAND_MODULES[first],)
     return GROUPS

@@ -15,8 +15,8 @@ from typing import Annotated, Any, Optional
 import typer
 
 from radsift.cli.help import OPENI, OrderedGroup, command, examples
-from radsift.cli.options import (BackendOpt, BatchOpt, EncoderCacheOpt, EncoderOpt, IndexArg, MilvusUriOpt, ModelOpt,
-                                 PolyOpt, ThreadsOpt, read_reports, reader_flags)
+from radsift.cli.options import (BackendOpt, BatchOpt, BuildModelOpt, EncoderCacheOpt, EncoderOpt, IndexArg,
+                                 MilvusUriOpt, ModelOpt, PolyOpt, ThreadsOpt, read_reports, reader_flags)
 from radsift.cli.output import console, err_console, report_read_stats, say
 from radsift.errors import ConfigError
 from radsift.index import Derived, add_to_index, build_index, delete_from_index, optimize_index, places, push_index
@@ -52,7 +52,7 @@ def index_build(
     index_dir: Annotated[Path, typer.Argument(metavar="INDEX_DIR", help="Index directory to create.")],
     corpus: Annotated[list[Path], typer.Argument(metavar="CORPUS", help="Corpus files or folders.")],
     reader: Any = None,
-    model: ModelOpt = None, threads: ThreadsOpt = None, batch_size: BatchOpt = 64,
+    model: BuildModelOpt = None, threads: ThreadsOpt = None, batch_size: BatchOpt = 64,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Rebuild an existing index (atomically).")] = False,
     lexicon: Annotated[Optional[Path], typer.Option(
         "--lexicon", metavar="FILE", help="Finding lexicon YAML for sentence labels (default: packaged).")] = None,

@@ -166,13 +166,16 @@ IndexArg = Annotated[Path, typer.Argument(metavar="INDEX_DIR", help="Index direc
 ModelOpt = Annotated[Optional[str], typer.Option(
     "--model", metavar="DIR", help="sentence-transformers model folder (default: the model that built the index, "
     "found through the index, also in its own models/ folder when copied; a new build: packaged all-MiniLM-L6-v2).")]
+BuildModelOpt = Annotated[Optional[str], typer.Option(
+    "--model", metavar="DIR", help="sentence-transformers model folder to encode with (default: the packaged "
+    "all-MiniLM-L6-v2; with --adapt, the model to tune).")]
 ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", metavar="N", help="torch threads for encoding.")]
 BatchOpt = Annotated[int, typer.Option("--batch-size", metavar="N", help="Encoding batch size.")]
 EncoderOpt = Annotated[str, typer.Option(
     "--encoder", metavar="NAME", help="How reports are encoded: torch (reference), onnx (ONNX Runtime: same vectors, "
     "~2.6x faster on 2 cores), onnx-int8 (~5x, vectors within 0.008 in cosine; onnx needs the 'fast' extra) or "
-    "cuda (torch on a GPU in float16: build on a GPU machine, search anywhere). Queries are always encoded by "
-    "torch on CPU.")]
+    "cuda (torch on a GPU in float16: build on a GPU machine, search anywhere). A search encodes its query on CPU, "
+    "with the model's ONNX export where onnxruntime is installed (the same vector), else with torch.")]
 EncoderCacheOpt = Annotated[Optional[Path], typer.Option(
     "--encoder-cache", metavar="DIR", help="Where ONNX exports of the model are kept (default: "
     "$RADSIFT_CACHE_DIR/onnx or ~/.cache/radsift/onnx).")]

@@ -13,6 +13,7 @@ reports (ids, or their hash and count), written before the file: no line, no fil
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -24,8 +25,9 @@ from radsift.cli.options import (BackendOpt, ForceOpt, IndexArg, MilvusUriOpt, M
                                  ThreadsOpt, check_out, search_flags)
 from radsift.cli.output import console, err_console
 from radsift.errors import ConfigError, RadsiftError
+from radsift.index.format import CURRENT
 from radsift.search import Index
-from radsift.search.cohort import (COHORT_OPTIONS, Cohort, cohort_format, cohort_ids, collect_cohort, plain_options,
+from radsift.search.cohort import (COHORT_OPTIONS, KEPT_BANDS, Cohort, cohort_format, cohort_ids, collect_cohort, plain_options,
                                    provenance_path, write_cohort)
 from radsift.search.cohort import check_out as check_writable
 from radsift.search.display import print_hits, reading_text
@@ -47,7 +49,8 @@ SearchAuditOpt = Annotated[Optional[Path], typer.Option(
     "--audit-log", metavar="FILE", help="Audit trail to append the search to (query, options, result ids; default "
                                         "INDEX_DIR/audit/searches.jsonl).")]
 NoAuditOpt = Annotated[bool, typer.Option(
-    "--no-audit", help="Write no audit line (e.g. an index on read-only media); refused with --out.")]
+    "--no-audit", help="Write no audit line (e.g. an index on read-only media); an export to a file (export "
+                       "--out) is always audited.")]
 
 
 def _search_audit(index_dir: Path, audit_log: Optional[Path], no_audit: bool) -> Optional[AuditLog]:
@@ -57,6 +60,14 @@ def _search_audit(index_dir: Path, audit_log: Optional[Path], no_audit: bool) ->
             raise ConfigError("--no-audit and --audit-log: choose one")
         return None
     return index_audit_log(index_dir, "searches.jsonl", audit_log, off_hint=", or --no-audit")
+
+
+def _index_first(command: str, index_dir: Path, query: str) -> None:
+    """A newcomer's ``radsift search "pneumothorax" my-index``: the index comes first, say so (rather than "no such
+    index: pneumothorax")."""
+    if not index_dir.exists() and (Path(query) / CURRENT).is_file():
+        raise ConfigError(f"{index_dir} is no index, but {query} is one: the index comes first, "
+                          f"radsift {command} {query} \"{index_dir}\"")
 
 
 def _audit_search(audit: Optional[AuditLog], event: str, query: str, ids, **details) -> None:
@@ -91,6 +102,7 @@ def search_cmd(
     """Search an index: prints how the query was read and how many reports state it, then each hit
     with its relevance band, the status of the query's findings in it and the matched words highlighted.
     With --unit passage: section passages with their heading and aspect, for "ENTITY | ASPECT" or a question."""
+    _index_first("search", index_dir, query)
     if no_audit and audit_log is not None:
         raise ConfigError("--no-audit and --audit-log: choose one")
     if options.unit == "passage" or aspect or "|" in query:
@@ -176,6 +188,7 @@ def export_cmd(
 ) -> None:
     """Export every report that states the query's reading (a cohort) with its evidence sentences,
     offsets, status, cue, score and band, plus a provenance sidecar (FILE.provenance.json)."""
+    _index_first("export", index_dir, query)
     cohort_format(out, fmt)  # a bad --out or --format fails before the search
     check_writable(out)
     beside = [provenance_path(out)] + ([check_patients_out(out)] if patients else [])
@@ -226,8 +239,10 @@ def _audited_write(audit: AuditLog, cohort: Cohort, out: Path, fmt: Optional[str
 def _print_cohort_summary(cohort) -> None:
     console.print(reading_text(cohort.reading))
     if cohort.matching is not None:
+        bands = Counter(row.hit.band for row in cohort.rows)
+        kept = ", ".join(f"{bands.get(band, 0)} {band}" for band in KEPT_BANDS[cohort.include])
         console.print(f"{cohort.matching} of {cohort.total} ranked reports state the reading; "
-                      f"kept: {cohort.include}", highlight=False)
+                      f"kept ({cohort.include}): {kept}", highlight=False)
 
 
 saved_app = typer.Typer(help="Saved searches: run again later, list what is new.", no_args_is_help=True,

@@ -39,6 +39,9 @@ def read_current(index_dir: Path) -> Path:
     try:
         name = (index_dir / CURRENT).read_text(encoding="utf-8").strip()
     except FileNotFoundError:
+        if (index_dir / MARKER).exists():  # radsift made the folder; the first build died or was stopped
+            raise IndexStoreError(f"{index_dir}: a build into it never finished, so it holds no index yet: run "
+                                  f"`radsift index build {index_dir} CORPUS` again") from None
         raise IndexStoreError(f"{index_dir} is not a radsift index (no {CURRENT} file)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise IndexDamagedError(f"{index_dir / CURRENT}: cannot be read ({exc})") from None

@@ -42,7 +42,8 @@ PAGE = 1000
 #: saved search's (a cohort is a report-level walk of the whole ranked list: no ``k``, ``offset`` or ``level``).
 COHORT_OPTIONS = ("mode", "target", "where", "negation", "reading", "alpha", "concepts", "read_as")
 FORMATS = ("csv", "jsonl")
-_KEEP = {"states": ("states",), "related": ("states", "related"), "all": ("states", "related", "unlikely")}
+#: The bands each ``include`` keeps.
+KEPT_BANDS = {"states": ("states",), "related": ("states", "related"), "all": ("states", "related", "unlikely")}
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,7 @@ def collect_cohort(index, query: str, *, include: str | None = None, max_rows: i
     reading = first.reading
     if include is None:
         include = "states" if first.matching is not None else "related"
-    keep = _KEEP[include]
+    keep = KEPT_BANDS[include]
     if include == "states" and first.matching is not None and first.matching > max_rows:
         raise _too_many(first.matching, max_rows)
     if include == "all" and first.total > max_rows:

@@ -100,7 +100,11 @@ def print_hits(console: Console, query: str, hits: Sequence[Hit]) -> None:
     if counts is not None:
         console.print(counts)
     if not hits:
-        console.print(f"no match for {query!r}", highlight=False)
+        if not getattr(hits, "total", 1) and not getattr(hits, "offset", 0):  # nothing was ranked at all
+            console.print("no report to rank: the index is empty, or its filters (--where, --target) match no "
+                          "report (--where KEY=VALUE matches exactly, KEY~VALUE by substring)", highlight=False)
+        else:
+            console.print(f"no match for {query!r}", highlight=False)
         return
     previous = None
     for hit in hits:

@@ -4,6 +4,9 @@ that only writes the synthetic corpus)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -86,6 +89,9 @@ def run_demo(out: Path, *, n: int = 2000, seed: int = 7, serve: bool = False, po
             index = Index.open(index_dir)
             evaluate_rows(index, f"adapted ({adapt_steps} steps)", ("dense", "hybrid"))
             console.print(table)
+            console.print("(the generator's reports are easy for the general model, so a few steps move little here; "
+                          "on real reports 200 steps keep three quarters of the full recipe's gain: "
+                          "docs/measurements.md, \"Adapting in the main path\")", highlight=False)
             query = EXAMPLE_SEARCHES[-1]
             console.print(f"\n[bold]radsift search {index_dir} {query!r} -k 3[/]")
             print_hits(console, query, index.search(query, k=3, mode="hybrid"))
@@ -93,6 +99,7 @@ def run_demo(out: Path, *, n: int = 2000, seed: int = 7, serve: bool = False, po
     patients_step(out, console)
 
     console.rule("[bold]7. your own reports")
+    console.print(_on_path_hint(), highlight=False)
     console.print(
         "Index a CSV of your own (other columns become metadata you can filter on with --where), tuning the "
         "model on it first:\n"
@@ -112,6 +119,20 @@ def run_demo(out: Path, *, n: int = 2000, seed: int = 7, serve: bool = False, po
         # nothing changes its index under it.
         run_server(index_dir, host="127.0.0.1", port=port, console=console, in_process=True)
     return index_dir
+
+
+def _on_path_hint() -> str:
+    """How to call ``radsift`` from a new shell, where ``make demo``'s virtual environment is not on PATH."""
+    if shutil.which("radsift"):
+        return "radsift is on your PATH:"
+    script = Path(sys.argv[0]) if Path(sys.argv[0]).name == "radsift" else Path(sys.prefix) / "bin" / "radsift"
+
+    def shown(path: Path) -> str:  # relative to here when below it (".venv/bin/radsift"), else absolute
+        relative = os.path.relpath(path.resolve())
+        return str(path.resolve()) if relative.startswith("..") else relative
+
+    return (f"radsift is {shown(script)}, not on your PATH: run `source {shown(script.parent / 'activate')}` in "
+            f"each new shell (or call {shown(script)}), then:")
 
 
 def patients_step(out: Path, console: Console, n_patients: int = 40) -> Path:
