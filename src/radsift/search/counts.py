@@ -14,6 +14,7 @@ from radsift.index.reader import IndexStore
 from radsift.ranking.bands import BandTable, band_of, relative_scores, score_kind
 from radsift.ranking.core import base_scores, eligible
 from radsift.ranking.tiers import CLASS_NAMES, STATES
+from radsift.search.linkbands import lifted
 from radsift.search.reading import ReadingTiers
 
 
@@ -54,17 +55,19 @@ class Counts:
                 classes[rows] = unit_class
         return cls(total, matching, read_tiers.capped, classes, ok, by_report)
 
-    def bands(self, opts, scores: dict, page: list) -> list[tuple[str, float]]:
-        """(band, relevance estimate) of each hit of the page (:mod:`radsift.ranking.bands`)."""
+    def bands(self, opts, scores: dict, page: list, links: list[bool] | None = None) -> list[tuple[str, float]]:
+        """(band, relevance estimate) of each hit of the page (:mod:`radsift.ranking.bands`); ``links``: whether
+        each states the concepts linked beside the literal reading (:func:`.linkbands.stating_links`)."""
         if not page:
             return []
         base = base_scores(opts.mode, dense=scores.get("dense"), bm25=scores.get("bm25"), alpha=scores["alpha"])
-        relative = relative_scores(base, [u for _, u, _ in page], self.eligible_units)
+        relative = relative_scores(base, [u for _, u, _ in page], self.eligible_units).tolist()
         table, kind = BandTable.packaged(), score_kind(opts.mode)
-        out = []
-        for (rep_row, unit_row, _), rel in zip(page, relative.tolist()):
+        out, names = [], []
+        for (rep_row, unit_row, _), rel in zip(page, relative):
             code = -1 if self.classes is None else int(self.classes[rep_row if self.by_report else unit_row])
             name = CLASS_NAMES[code] if code >= 0 else "none"
             estimate = table.estimate(kind, name, rel)
             out.append((band_of(name, estimate), round(estimate, 3)))
-        return out
+            names.append(name)
+        return lifted(out, names, relative, opts.mode, links)

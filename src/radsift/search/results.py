@@ -16,6 +16,7 @@ from radsift.ranking.core import base_scores
 from radsift.records import Hit, HitMention, QueryReading
 from radsift.search.counts import Counts
 from radsift.search.highlight import highlight_spans
+from radsift.search.linkbands import stating_links
 from radsift.search.options import SearchRequest
 from radsift.search.plan import Plan
 
@@ -80,7 +81,9 @@ def result_page(store: IndexStore, request: SearchRequest, picked: list, units: 
     base = base_scores(opts.mode, dense=scores.get("dense"), bm25=scores.get("bm25"), alpha=scores["alpha"])
     hits = hits_of(store, request.query, page, units, opts.fields, opts.include_report,
                    reading if opts.mentions else QueryReading(), mentions, first_rank=opts.offset + 1,
-                   bands=counts.bands(opts, scores, page), fused=[float(base[u]) for _, u, _ in page])
+                   bands=counts.bands(opts, scores, page, stating_links(store, opts.unit, opts.level == "report",
+                                                                       reading, page)),
+                   fused=[float(base[u]) for _, u, _ in page])
     return SearchResult(hits, reading, offset=opts.offset, k=opts.k, total=counts.total,
                         matching=counts.matching, lower_bound=counts.lower_bound)
 

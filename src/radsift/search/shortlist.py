@@ -20,6 +20,7 @@ from radsift.records import QueryReading
 from radsift.search.beside import query_tiers
 from radsift.search.bm25count import bm25_counts
 from radsift.search.candidates import ReadingPostings
+from radsift.search.linkbands import lifted, stating_links
 from radsift.search.normals import NormalKeyed, below_keys
 from radsift.search.options import SearchRequest
 from radsift.search.reading import normal_key_wanted
@@ -99,7 +100,8 @@ def candidate_page(index, store: IndexStore, request: SearchRequest, reading: Qu
             best = max((float(np.float64(b.max())) for b in found if b.size), default=0.0)
         base = np.asarray(sides_.base(np.asarray([u for _, u, _ in page], dtype=np.int64)), dtype=np.float64)
         rel = np.clip(base / best, 0.0, 1.0) if best > 0 else np.zeros(base.size)
-        bands = band_rows(opts.mode, classes, rel.tolist())
+        bands = band_rows(opts.mode, classes, rel.tolist(),
+                          stating_links(store, unit, opts.level == "report", reading, page))
         fused = base.tolist()
     hits = hits_of(store, request.query, page, page_units, opts.fields, opts.include_report,
                    reading if opts.mentions else QueryReading(), index.mentions_in, first_rank=opts.offset + 1,
@@ -239,12 +241,14 @@ def _counts(opts, qt, post: ReadingPostings, mask, elig, page):
     return total, int(matching.size), qt.classes(best)[inv].tolist()
 
 
-def band_rows(kind_mode: str, classes: list[int], relative: list[float]) -> list[tuple[str, float]]:
+def band_rows(kind_mode: str, classes: list[int], relative: list[float],
+              links: list[bool] | None = None) -> list[tuple[str, float]]:
     """(band, relevance) per page entry from its class and relative score (as :meth:`.counts.Counts.bands`)."""
     table, kind = BandTable.packaged(), score_kind(kind_mode)
-    out = []
+    out, names = [], []
     for code, rel in zip(classes, relative):
         name = CLASS_NAMES[code] if code >= 0 else "none"
         estimate = table.estimate(kind, name, rel)
         out.append((band_of(name, estimate), round(estimate, 3)))
-    return out
+        names.append(name)
+    return lifted(out, names, relative, kind_mode, links)
