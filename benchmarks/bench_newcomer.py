@@ -197,6 +197,35 @@ def every_pool(args) -> int:
     return 0
 
 
+def link_bands(args) -> int:
+    """Over every batch, the top-k hits of the queries read with a concept linked beside their words: per split and
+    band, whether the hit's unit states the link (each link with its wanted status), how many were judged and how many
+    judged relevant (``search/linkbands.py`` chose its share on the development rows)."""
+    idx = open_index(args)
+    tally: dict[tuple[str, str, bool], list[int]] = {}
+    for qpath, jpath in pools(args.pools_dir).values():
+        queries = read_queries(qpath)
+        judgments = read_judgments(jpath, queries)
+        for q in queries:
+            if q.split not in args.splits:
+                continue
+            links = {(f.finding, f.status) for f in idx.read(q.query).findings if f.source == "linked" and f.beside}
+            if not links:
+                continue
+            for hit in idx.search(q.query, k=args.k, level="report", include_report=False):
+                states = links <= {(m.finding, m.status) for m in hit.reading}
+                cell = tally.setdefault((q.split, hit.band or "-", states), [0, 0, 0])
+                judged = judgments.get(q.qid, {}).get(hit.report_id)
+                cell[0] += 1
+                cell[1] += judged is not None
+                cell[2] += judged or 0
+    print("| split | band | states the link | hits | judged | relevant |")
+    print("|---|---|---|---|---|---|")
+    for (split, band, states), (n, judged, relevant) in sorted(tally.items()):
+        print(f"| {split} | {band} | {'yes' if states else 'no'} | {n} | {judged} | {relevant} |")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", type=Path, default=None, help="an Open-i index (default: build the packaged "
@@ -221,6 +250,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--pools-dir", type=Path, default=QUERIES.parent, help="--every-pool: the folder of the "
                         "batches (another checkout's, to score older code with the newest judgments)")
+    parser.add_argument("--link-bands", action="store_true", help="with --every-pool: the bands of the hits of "
+                        "queries read with a link beside their words, and how often each was judged relevant")
     parser.add_argument("--every-pool", action="store_true", help="the default system over every batch of queries "
                         "with its judgments, one line each (--queries, --judgments, --systems, --unjudged unused)")
     args = parser.parse_args()
@@ -228,7 +259,7 @@ def main() -> int:
         print(f"skipped: {args.openi} absent (../shared/data is not on this machine)")
         return 0
     if args.every_pool:
-        return every_pool(args)
+        return link_bands(args) if args.link_bands else every_pool(args)
     queries = read_queries(args.queries)
     if args.judge is not None:
         rows, pending = read_new_judgments(args.judge)
