@@ -43,6 +43,7 @@ def test_the_index_comes_first(index_dir, tmp_path):
     res = run("export", "pneumothorax", index_dir, "--out", tmp_path / "c.csv")
     assert res.exit_code == 2 and "the index comes first" in " ".join(res.output.split())
     assert "index not found:" in run("search", tmp_path / "nowhere", "x").output  # a query that is no index
+    assert "index not found:" in run("search", tmp_path / "nowhere", "pneumothorax " * 40).output  # no path
 
 
 def test_a_build_that_never_finished(tmp_path):

@@ -27,8 +27,8 @@ from radsift.cli.output import console, err_console
 from radsift.errors import ConfigError, RadsiftError
 from radsift.index.format import CURRENT
 from radsift.search import Index
-from radsift.search.cohort import (COHORT_OPTIONS, KEPT_BANDS, Cohort, cohort_format, cohort_ids, collect_cohort, plain_options,
-                                   provenance_path, write_cohort)
+from radsift.search.cohort import (COHORT_OPTIONS, KEPT_BANDS, Cohort, cohort_format, cohort_ids, collect_cohort,
+                                   plain_options, provenance_path, write_cohort)
 from radsift.search.cohort import check_out as check_writable
 from radsift.search.display import print_hits, reading_text
 from radsift.search.options import SearchOptions
@@ -65,7 +65,11 @@ def _search_audit(index_dir: Path, audit_log: Optional[Path], no_audit: bool) ->
 def _index_first(command: str, index_dir: Path, query: str) -> None:
     """A newcomer's ``radsift search "pneumothorax" my-index``: the index comes first, say so (rather than "no such
     index: pneumothorax")."""
-    if not index_dir.exists() and (Path(query) / CURRENT).is_file():
+    try:
+        swapped = not index_dir.exists() and (Path(query) / CURRENT).is_file()
+    except (OSError, ValueError):  # a query too long for a path, or holding a NUL byte: no index
+        swapped = False
+    if swapped:
         raise ConfigError(f"{index_dir} is no index, but {query} is one: the index comes first, "
                           f"radsift {command} {query} \"{index_dir}\"")
 
