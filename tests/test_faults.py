@@ -101,7 +101,7 @@ def test_a_first_build_killed_before_its_commit_can_be_built_again(tmp_path, enc
     index_dir = tmp_path / "fresh"
     assert _killed(tmp_path, index_dir, enc, "build", point) == -9
     assert (index_dir / MARKER).exists() and not (index_dir / CURRENT).exists()
-    with pytest.raises(IndexStoreError, match="not a radsift index"):
+    with pytest.raises(IndexStoreError, match="a build into it never finished"):
         IndexStore.open(index_dir)
     summary = build_index(index_dir, REPORTS, encoder=enc, progress=False)  # no --overwrite needed
     assert summary.reports == len(REPORTS) and _gens(index_dir) == ["gen-000002"] if point == "before-commit" \
