@@ -56,18 +56,26 @@ class Counts:
         return cls(total, matching, read_tiers.capped, classes, ok, by_report)
 
     def bands(self, opts, scores: dict, page: list, links: list[bool] | None = None) -> list[tuple[str, float]]:
-        """(band, relevance estimate) of each hit of the page (:mod:`radsift.ranking.bands`); ``links``: whether
-        each states the concepts linked beside the literal reading (:func:`.linkbands.stating_links`)."""
+        """(band, relevance estimate) of each hit of the page (:func:`band_rows`); ``links``: whether each states
+        the concepts linked beside the literal reading (:func:`.linkbands.stating_links`)."""
         if not page:
             return []
         base = base_scores(opts.mode, dense=scores.get("dense"), bm25=scores.get("bm25"), alpha=scores["alpha"])
         relative = relative_scores(base, [u for _, u, _ in page], self.eligible_units).tolist()
-        table, kind = BandTable.packaged(), score_kind(opts.mode)
-        out, names = [], []
-        for (rep_row, unit_row, _), rel in zip(page, relative):
-            code = -1 if self.classes is None else int(self.classes[rep_row if self.by_report else unit_row])
-            name = CLASS_NAMES[code] if code >= 0 else "none"
-            estimate = table.estimate(kind, name, rel)
-            out.append((band_of(name, estimate), round(estimate, 3)))
-            names.append(name)
-        return lifted(out, names, relative, opts.mode, links)
+        codes = [-1 if self.classes is None else int(self.classes[rep_row if self.by_report else unit_row])
+                 for rep_row, unit_row, _ in page]
+        return band_rows(opts.mode, codes, relative, links)
+
+
+def band_rows(mode: str, classes: list[int], relative: list[float],
+              links: list[bool] | None = None) -> list[tuple[str, float]]:
+    """(band, relevance estimate) per page entry from its class code (-1: none) and relative score
+    (:mod:`radsift.ranking.bands`), a stated link lifting it (:func:`.linkbands.lifted`): both engines band so."""
+    table, kind = BandTable.packaged(), score_kind(mode)
+    out, names = [], []
+    for code, rel in zip(classes, relative):
+        name = CLASS_NAMES[code] if code >= 0 else "none"
+        estimate = table.estimate(kind, name, rel)
+        out.append((band_of(name, estimate), round(estimate, 3)))
+        names.append(name)
+    return lifted(out, names, relative, mode, links)

@@ -12,15 +12,14 @@ import numpy as np
 
 from radsift.index.reader import IndexStore
 from radsift.ranking import NEEDS_BM25, NEEDS_DENSE
-from radsift.ranking.bands import BandTable, band_of, score_kind
 from radsift.ranking.pool import BM25Side, DenseScores, Sides, member, top_entries
 from radsift.ranking.prf import FB_DOCS, rm3_weights, rocchio
-from radsift.ranking.tiers import CLASS_NAMES
 from radsift.records import QueryReading
 from radsift.search.beside import query_tiers
 from radsift.search.bm25count import bm25_counts
 from radsift.search.candidates import ReadingPostings
-from radsift.search.linkbands import lifted, stating_links
+from radsift.search.counts import band_rows
+from radsift.search.linkbands import stating_links
 from radsift.search.normals import NormalKeyed, below_keys
 from radsift.search.options import SearchRequest
 from radsift.search.reading import normal_key_wanted
@@ -239,16 +238,3 @@ def _counts(opts, qt, post: ReadingPostings, mask, elig, page):
     uniq, inv = np.unique(keys, return_inverse=True)
     best = qt.report_best(uniq, None if every else in_e) if by_report else qt.stated(uniq, None if every else in_e)
     return total, int(matching.size), qt.classes(best)[inv].tolist()
-
-
-def band_rows(kind_mode: str, classes: list[int], relative: list[float],
-              links: list[bool] | None = None) -> list[tuple[str, float]]:
-    """(band, relevance) per page entry from its class and relative score (as :meth:`.counts.Counts.bands`)."""
-    table, kind = BandTable.packaged(), score_kind(kind_mode)
-    out, names = [], []
-    for code, rel in zip(classes, relative):
-        name = CLASS_NAMES[code] if code >= 0 else "none"
-        estimate = table.estimate(kind, name, rel)
-        out.append((band_of(name, estimate), round(estimate, 3)))
-        names.append(name)
-    return lifted(out, names, relative, kind_mode, links)
